@@ -1,0 +1,212 @@
+//! repocc's own commands. They are recognised only when the first argument
+//! is one of them (`repocc --show-stats`), so they never collide with a
+//! compiler option in a build; everything else is a compiler invocation.
+
+use std::io::Write;
+
+use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
+use clap_complete::Shell;
+
+use crate::config;
+use crate::repo::stats::{self, key};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "repocc",
+    version,
+    about = "A drop-in clang-19 driver that compiles through an in-process LLVM pipeline.",
+    long_about = "A drop-in clang-19 driver that compiles through an in-process LLVM pipeline.\n\n\
+        Use it as the compiler: CC=repocc CXX=repocc++ make, the CMake toolchain file \
+        config/repocc-toolchain.cmake, or as a launcher: repocc clang-19 -c x.c.\n\
+        Every other command line is a compiler invocation; clang's own help is `clang-19 --help`.",
+    disable_version_flag = true,
+    group(ArgGroup::new("action").required(true))
+)]
+pub struct AdminCli {
+    /// Print the configuration in effect and where each value comes from.
+    #[arg(long, group = "action")]
+    pub show_config: bool,
+    /// Print the statistics counters.
+    #[arg(long, group = "action")]
+    pub show_stats: bool,
+    /// Reset the statistics counters.
+    #[arg(long, group = "action")]
+    pub zero_stats: bool,
+    /// Print a shell completion script.
+    #[arg(long, value_name = "SHELL", group = "action")]
+    pub completions: Option<CompletionShell>,
+    /// Output format of --show-config and --show-stats.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum CompletionShell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+/// The first arguments that select repocc's own commands.
+pub const COMMANDS: &[&str] = &[
+    "--help",
+    "--show-config",
+    "--show-stats",
+    "--zero-stats",
+    "--completions",
+];
+
+pub fn is_admin_command(first: &str) -> bool {
+    COMMANDS
+        .iter()
+        .any(|c| first == *c || first.starts_with(&format!("{c}=")))
+}
+
+/// The completion script for `shell`.
+pub fn completion_script(shell: CompletionShell) -> Vec<u8> {
+    let shell = match shell {
+        CompletionShell::Bash => Shell::Bash,
+        CompletionShell::Zsh => Shell::Zsh,
+        CompletionShell::Fish => Shell::Fish,
+    };
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut AdminCli::command(), "repocc", &mut out);
+    out
+}
+
+/// Counters always shown, even at zero.
+const SHOWN: &[&str] = &[
+    key::COMPILES,
+    key::PASSTHROUGH,
+    key::FALLBACKS,
+    key::LINKS,
+    key::COMPILE_ERRORS,
+];
+
+pub fn run(args: Vec<String>) -> i32 {
+    let cli = match AdminCli::try_parse_from(std::iter::once("repocc".to_string()).chain(args)) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { 2 } else { 0 };
+        }
+    };
+    let loaded = config::load();
+    for w in &loaded.warnings {
+        eprintln!("repocc: warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
+    if let Some(shell) = cli.completions {
+        let _ = out.write_all(&completion_script(shell));
+    } else if cli.show_config {
+        if cli.format == Format::Json {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&loaded.origins).unwrap_or_default()
+            );
+        } else {
+            for o in &loaded.origins {
+                let _ = writeln!(
+                    out,
+                    "{:<16} = {:<24} ({})",
+                    o.key,
+                    o.value.to_string(),
+                    o.source
+                );
+            }
+            let _ = writeln!(
+                out,
+                "{:<16} = {:<24} (derived)",
+                "repository",
+                format!("{:?}", loaded.config.repo_dir().display().to_string())
+            );
+        }
+    } else if cli.show_stats {
+        let s = stats::read(&loaded.config.repo_dir());
+        if cli.format == Format::Json {
+            let mut m = serde_json::Map::new();
+            for k in SHOWN {
+                m.insert(k.to_string(), s.get(k).into());
+            }
+            for (k, v) in &s.counters {
+                m.insert(k.clone(), (*v).into());
+            }
+            m.insert(
+                "reasons".into(),
+                serde_json::to_value(&s.reasons).unwrap_or_default(),
+            );
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or_default()
+            );
+        } else {
+            let _ = writeln!(out, "repository: {}", loaded.config.repo_dir().display());
+            let mut keys: Vec<&str> = SHOWN.to_vec();
+            for k in s.counters.keys() {
+                if !keys.contains(&k.as_str()) {
+                    keys.push(k);
+                }
+            }
+            for k in keys {
+                let _ = writeln!(out, "  {:<24} {:>10}", k, s.get(k));
+            }
+            if !s.reasons.is_empty() {
+                let _ = writeln!(out, "passthrough and fallback reasons:");
+                for (r, n) in &s.reasons {
+                    let _ = writeln!(out, "  {n:>8}  {r}");
+                }
+            }
+        }
+    } else if cli.zero_stats {
+        if let Err(e) = stats::zero(&loaded.config.repo_dir()) {
+            eprintln!("repocc: error: {e:#}");
+            return 1;
+        }
+        let _ = writeln!(out, "Statistics zeroed");
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_is_well_formed() {
+        AdminCli::command().debug_assert();
+    }
+
+    #[test]
+    fn checked_in_completions_are_current() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+        for (shell, file) in [
+            (CompletionShell::Bash, "repocc.bash"),
+            (CompletionShell::Zsh, "_repocc"),
+            (CompletionShell::Fish, "repocc.fish"),
+        ] {
+            let want = completion_script(shell);
+            let have = std::fs::read(dir.join(file)).unwrap_or_default();
+            assert!(
+                have == want,
+                "completions/{file} is stale: run `repocc --completions {shell:?}`"
+            );
+        }
+    }
+
+    #[test]
+    fn admin_commands_do_not_shadow_compiler_options() {
+        assert!(is_admin_command("--show-stats"));
+        assert!(is_admin_command("--completions=bash"));
+        assert!(!is_admin_command("-c"));
+        assert!(!is_admin_command("--version"));
+        assert!(!is_admin_command("--target=x86_64-linux-gnu"));
+    }
+}

@@ -1,0 +1,72 @@
+//! repocc: a drop-in clang-19 driver. `argv[0]` chooses the language
+//! (`repocc` for C, `repocc++` for C++); a first argument that is one of
+//! repocc's own commands runs the admin CLI (`cli.rs`); `--version` alone
+//! prints clang's version text and then repocc's; anything else is a
+//! compiler invocation (`driver`).
+
+mod cli;
+mod config;
+mod driver;
+mod llvm_shim;
+mod pipeline;
+mod repo;
+
+use std::ffi::OsString;
+use std::process::{Command, Stdio};
+
+fn print_version(argv0: &str) -> i32 {
+    let loaded = config::load();
+    let name = match driver::toolchain::DriverKind::from_argv0(argv0) {
+        driver::toolchain::DriverKind::C => loaded.config.clang,
+        driver::toolchain::DriverKind::Cxx => loaded.config.clangxx,
+    };
+    let code = match driver::toolchain::resolve_compiler(&name) {
+        Ok(clang) => Command::new(clang)
+            .arg("--version")
+            .env(driver::toolchain::RECURSION_GUARD, "1")
+            .stdout(Stdio::inherit())
+            .status()
+            .map(|s| s.code().unwrap_or(1))
+            .unwrap_or(1),
+        Err(e) => {
+            eprintln!("repocc: error: {e:#}");
+            1
+        }
+    };
+    println!(
+        "repocc {} (in-process LLVM {} pipeline)",
+        env!("CARGO_PKG_VERSION"),
+        llvm_version()
+    );
+    code
+}
+
+fn llvm_version() -> String {
+    let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
+    // SAFETY: the out-pointers are valid u32s for the duration of the call.
+    unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
+    format!("{major}.{minor}.{patch}")
+}
+
+fn main() {
+    let mut argv: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = argv
+        .first()
+        .map(|a| a.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "repocc".into());
+    let args: Vec<OsString> = argv.drain(1..).collect();
+    let first = args.first().and_then(|a| a.to_str()).unwrap_or("");
+
+    let code = if cli::is_admin_command(first) {
+        cli::run(
+            args.iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        )
+    } else if first == "--version" && args.len() == 1 {
+        print_version(&argv0)
+    } else {
+        driver::run(&argv0, args)
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,149 @@
+//! Stage 2, the canonical form: the frontend's bitcode is parsed from memory
+//! into the unit's own context, the TargetMachine clang would use is built
+//! from the module (triple, CPU, features, relocation model) and the user's
+//! codegen options, and mem2reg promotes stack slots to SSA values. The
+//! result, [`Unit`], is what the later stages (and the repository's digest)
+//! work on.
+
+use std::collections::HashMap;
+
+use anyhow::{anyhow, Context as _, Result};
+use inkwell::attributes::AttributeLoc;
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::Module;
+use inkwell::passes::PassBuilderOptions;
+use inkwell::targets::{
+    CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
+};
+use inkwell::OptimizationLevel;
+
+use crate::driver::plan::{CodeModelSetting, CodegenSettings, OptLevel};
+use crate::llvm_shim::{self, ShimTargetOptions};
+
+/// One translation unit in LLVM form, with its TargetMachine.
+pub struct Unit<'ctx> {
+    pub module: Module<'ctx>,
+    pub target_machine: TargetMachine,
+    pub source_name: String,
+}
+
+pub fn init_targets() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        Target::initialize_x86(&InitializationConfig::default());
+        Target::initialize_aarch64(&InitializationConfig::default());
+    });
+}
+
+/// Parses `bitcode`, builds the TargetMachine and runs mem2reg.
+pub fn load<'ctx>(
+    context: &'ctx Context,
+    bitcode: &[u8],
+    source_name: &str,
+    settings: &CodegenSettings,
+) -> Result<Unit<'ctx>> {
+    init_targets();
+    let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, source_name);
+    let module = Module::parse_bitcode_from_buffer(&buffer, context)
+        .map_err(|e| anyhow!("reading the bitcode of {source_name}: {e}"))?;
+    let target_machine = target_machine_for(&module, settings)
+        .with_context(|| format!("building the target machine for {source_name}"))?;
+    module
+        .run_passes(
+            "function(mem2reg)",
+            &target_machine,
+            PassBuilderOptions::create(),
+        )
+        .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
+    Ok(Unit {
+        module,
+        target_machine,
+        source_name: source_name.to_string(),
+    })
+}
+
+/// The most common value of a string function attribute among the module's
+/// definitions: clang writes its command-line CPU and features on every
+/// function, and only `__attribute__((target))` functions differ.
+fn common_function_attribute(module: &Module, name: &str) -> Option<String> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    let mut first: Vec<String> = Vec::new();
+    for f in module.get_functions() {
+        if f.count_basic_blocks() == 0 {
+            continue;
+        }
+        if let Some(a) = f.get_string_attribute(AttributeLoc::Function, name) {
+            let v = a.get_string_value().to_string_lossy().into_owned();
+            let c = counts.entry(v.clone()).or_insert(0);
+            if *c == 0 {
+                first.push(v);
+            }
+            *c += 1;
+        }
+    }
+    let best = counts.values().copied().max()?;
+    first.into_iter().find(|v| counts[v] == best)
+}
+
+pub fn codegen_opt_level(opt: OptLevel) -> OptimizationLevel {
+    match opt {
+        OptLevel::O0 => OptimizationLevel::None,
+        OptLevel::O1 => OptimizationLevel::Less,
+        OptLevel::O2 | OptLevel::Os | OptLevel::Oz => OptimizationLevel::Default,
+        OptLevel::O3 => OptimizationLevel::Aggressive,
+    }
+}
+
+/// The TargetMachine clang's BackendUtil would create for this module.
+pub fn target_machine_for(module: &Module, settings: &CodegenSettings) -> Result<TargetMachine> {
+    let triple = module.get_triple();
+    let triple_str = triple.as_str().to_string_lossy().into_owned();
+    let triple = if triple_str.is_empty() {
+        TargetMachine::get_default_triple()
+    } else {
+        TargetTriple::create(&triple_str)
+    };
+    let target = Target::from_triple(&triple).map_err(|e| anyhow!("{e}"))?;
+    let cpu = common_function_attribute(module, "target-cpu").unwrap_or_default();
+    let features = common_function_attribute(module, "target-features").unwrap_or_default();
+    // clang emits "PIC Level" exactly when it compiles position-independent
+    // code (-fPIC, -fPIE, or the default PIE).
+    let reloc = if module.get_flag("PIC Level").is_some() {
+        RelocMode::PIC
+    } else {
+        RelocMode::Static
+    };
+    let code_model = match settings.code_model {
+        CodeModelSetting::Default => CodeModel::Default,
+        CodeModelSetting::Small => CodeModel::Small,
+        CodeModelSetting::Kernel => CodeModel::Kernel,
+        CodeModelSetting::Medium => CodeModel::Medium,
+        CodeModelSetting::Large => CodeModel::Large,
+    };
+    let tm = target
+        .create_target_machine(
+            &triple,
+            &cpu,
+            &features,
+            codegen_opt_level(settings.opt),
+            reloc,
+            code_model,
+        )
+        .ok_or_else(|| anyhow!("LLVM has no target machine for {triple_str} ({cpu})"))?;
+    llvm_shim::set_target_options(
+        &tm,
+        &ShimTargetOptions {
+            function_sections: settings.function_sections as i32,
+            data_sections: settings.data_sections as i32,
+            unique_section_names: settings.unique_section_names as i32,
+            emit_addrsig: settings.addrsig as i32,
+            use_init_array: settings.use_init_array as i32,
+            // clang: call-site info for debug entry values at -O1 and above
+            // with full debug info.
+            emit_call_site_info: (settings.debug_info && settings.opt != OptLevel::O0) as i32,
+            debugger_tuning_gdb: 1,
+        },
+    );
+    Ok(tm)
+}

@@ -1,0 +1,143 @@
+//! Stage 1, the frontend: clang-19 with the user's flags, asked for
+//! unoptimized bitcode on stdout (`-emit-llvm -Xclang -disable-llvm-passes`).
+//! clang writes diagnostics and the dependency file itself, so both are
+//! exactly what the user would get from clang.
+//!
+//! A [`Clang`] runner stands in front of the real compiler, so tests can
+//! substitute a failing or odd one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+
+use crate::driver::plan::{OptLevel, UnitPlan};
+use crate::driver::toolchain::RECURSION_GUARD;
+
+/// What the frontend produced.
+#[derive(Debug)]
+pub struct FrontendOutput {
+    /// clang's exit code (0 on success).
+    pub status: i32,
+    /// The bitcode (empty if `status != 0`).
+    pub bitcode: Vec<u8>,
+    /// clang's stderr, when it was captured (several units at once).
+    pub stderr: Option<Vec<u8>>,
+}
+
+/// How the frontend's stderr reaches the user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Diagnostics {
+    /// Straight to our stderr (one unit: colour detection stays clang's).
+    Inherit,
+    /// Captured, printed in unit order later; `force_color` adds
+    /// `-fcolor-diagnostics` because our stderr is a colour terminal.
+    Capture { force_color: bool },
+}
+
+pub trait Clang: Sync {
+    fn path(&self) -> &Path;
+    fn run_frontend(&self, args: &[String], diagnostics: Diagnostics) -> Result<FrontendOutput>;
+}
+
+/// The real clang-19.
+pub struct RealClang {
+    pub path: PathBuf,
+}
+
+impl Clang for RealClang {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn run_frontend(&self, args: &[String], diagnostics: Diagnostics) -> Result<FrontendOutput> {
+        let mut cmd = Command::new(&self.path);
+        cmd.args(args)
+            .env(RECURSION_GUARD, "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        match diagnostics {
+            Diagnostics::Inherit => {
+                cmd.stderr(Stdio::inherit());
+            }
+            Diagnostics::Capture { force_color } => {
+                if force_color {
+                    cmd.arg("-fcolor-diagnostics");
+                }
+                cmd.stderr(Stdio::piped());
+            }
+        }
+        let out = cmd
+            .output()
+            .with_context(|| format!("running {}", self.path.display()))?;
+        let status = exit_code(&out.status);
+        Ok(FrontendOutput {
+            status,
+            bitcode: if status == 0 { out.stdout } else { Vec::new() },
+            stderr: match diagnostics {
+                Diagnostics::Inherit => None,
+                Diagnostics::Capture { .. } => Some(out.stderr),
+            },
+        })
+    }
+}
+
+/// The exit code a shell would report (128 + signal for a killed process).
+pub fn exit_code(status: &std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// The frontend's arguments for a unit: the user's flags (from the plan),
+/// then the request for unoptimized bitcode on stdout.
+pub fn frontend_args(unit: &UnitPlan, opt: OptLevel, discard_dep: Option<&Path>) -> Vec<String> {
+    let mut args = unit.frontend_args.clone();
+    args.extend(
+        [
+            "-c",
+            "-emit-llvm",
+            "-Xclang",
+            "-disable-llvm-passes",
+            "-o",
+            "-",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    if opt == OptLevel::O0 {
+        // At -O0 clang marks every function optnone, which would also stop
+        // mem2reg; the code clang generates at -O0 is otherwise the same.
+        args.extend(["-Xclang", "-disable-O0-optnone"].map(String::from));
+    }
+    if let Some(dep) = discard_dep {
+        args.push("-MF".into());
+        args.push(dep.display().to_string());
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn asks_for_bitcode_without_optnone_at_o0() {
+        let unit = UnitPlan {
+            source: "a.c".into(),
+            frontend_args: vec!["a.c".into(), "-O0".into()],
+            output: PathBuf::from("a.o"),
+            discard_dependency_file: false,
+        };
+        let a = frontend_args(&unit, OptLevel::O0, None);
+        assert!(a
+            .windows(2)
+            .any(|w| w == ["-Xclang", "-disable-O0-optnone"]));
+        assert!(a.windows(2).any(|w| w == ["-o", "-"]));
+        let a = frontend_args(&unit, OptLevel::O2, Some(Path::new("/tmp/x.d")));
+        assert!(!a.iter().any(|s| s == "-disable-O0-optnone"));
+        assert_eq!(&a[a.len() - 2..], ["-MF", "/tmp/x.d"]);
+    }
+}

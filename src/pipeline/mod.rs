@@ -1,0 +1,81 @@
+//! The per-translation-unit pipeline, one stage a file, in flow order:
+//!
+//! 1. [`frontend`]: clang-19 with the user's flags emits unoptimized bitcode
+//!    (diagnostics go to the user exactly as clang prints them).
+//! 2. [`canonical`]: the bitcode is read in memory into a fresh LLVM context
+//!    and mem2reg runs — the canonical form the repository stages digest.
+//! 3. (the program repository's metadata and pruning stages slot in here)
+//! 4. [`optimize`]: the pass pipeline of the user's `-O` level.
+//! 5. [`merge`]: function merging (LLVM MergeFunctions; aliases where the
+//!    address is not significant, thunks otherwise).
+//! 6. [`codegen`]: object code with the TargetMachine clang would build.
+//! 7. [`output`]: the object is written atomically to its path.
+//!
+//! [`compile_unit`] runs them in order for one unit. Each unit owns its own
+//! `inkwell::context::Context`; only bytes cross threads.
+
+pub mod canonical;
+pub mod codegen;
+pub mod frontend;
+pub mod merge;
+pub mod optimize;
+pub mod output;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use inkwell::context::Context;
+
+use crate::driver::plan::CodegenSettings;
+
+/// Timings per stage, for `REPOCC_TIMINGS=1` and the benchmark.
+#[derive(Clone, Debug, Default)]
+pub struct StageTimes {
+    pub parse_and_mem2reg: Duration,
+    pub optimize: Duration,
+    pub merge: Duration,
+    pub codegen: Duration,
+    pub write: Duration,
+}
+
+/// Options of the pipeline that come from repocc's configuration.
+#[derive(Clone, Debug)]
+pub struct PipelineOptions {
+    pub merge_functions: bool,
+}
+
+/// Runs stages 2–7 on the frontend's bitcode and writes `output`.
+pub fn compile_bitcode(
+    bitcode: &[u8],
+    source_name: &str,
+    settings: &CodegenSettings,
+    options: &PipelineOptions,
+    output: &Path,
+) -> Result<StageTimes> {
+    let mut times = StageTimes::default();
+    let context = Context::create();
+
+    let t = Instant::now();
+    let unit = canonical::load(&context, bitcode, source_name, settings)?;
+    times.parse_and_mem2reg = t.elapsed();
+
+    let t = Instant::now();
+    optimize::run(&unit, settings)?;
+    times.optimize = t.elapsed();
+
+    let t = Instant::now();
+    if options.merge_functions {
+        merge::run(&unit, settings)?;
+    }
+    times.merge = t.elapsed();
+
+    let t = Instant::now();
+    let object = codegen::emit_object(&unit)?;
+    times.codegen = t.elapsed();
+
+    let t = Instant::now();
+    output::write_atomically(output, object.as_slice())?;
+    times.write = t.elapsed();
+    Ok(times)
+}

@@ -1,0 +1,197 @@
+//! Statistics counters, shared by concurrent invocations.
+//!
+//! Counters live in `<dir>/stats/<shard>.json`, 16 shards chosen by process
+//! id so that parallel `make -j` compiles rarely contend. An update takes an
+//! exclusive lock on `<shard>.lock`, reads the shard, adds, writes a
+//! temporary file and renames it over the shard: a crash loses at most that
+//! invocation's increments, never the file. Statistics are best effort: any
+//! I/O problem is ignored (a build never fails because of them).
+
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+const SHARDS: u32 = 16;
+
+/// Counter names (stable: `--show-stats --format json` prints them).
+pub mod key {
+    /// Translation units compiled through the pipeline.
+    pub const COMPILES: &str = "compiles";
+    /// Invocations run by clang with the original arguments.
+    pub const PASSTHROUGH: &str = "passthrough";
+    /// Units the pipeline gave up on and compiled with plain clang.
+    pub const FALLBACKS: &str = "fallbacks";
+    /// Link-only invocations (run by clang unchanged).
+    pub const LINKS: &str = "links";
+    /// Units whose frontend reported errors (the user's code).
+    pub const COMPILE_ERRORS: &str = "compile_errors";
+}
+
+/// A set of counter increments, plus per-reason counts for passthrough and
+/// fallbacks.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Counters {
+    #[serde(default)]
+    pub counters: BTreeMap<String, u64>,
+    #[serde(default)]
+    pub reasons: BTreeMap<String, u64>,
+}
+
+impl Counters {
+    pub fn add(&mut self, key: &str, n: u64) {
+        *self.counters.entry(key.to_string()).or_default() += n;
+    }
+
+    pub fn add_reason(&mut self, reason: &str) {
+        *self.reasons.entry(reason.to_string()).or_default() += 1;
+    }
+
+    pub fn get(&self, key: &str) -> u64 {
+        self.counters.get(key).copied().unwrap_or(0)
+    }
+
+    fn merge(&mut self, other: &Counters) {
+        for (k, v) in &other.counters {
+            *self.counters.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &other.reasons {
+            *self.reasons.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.reasons.is_empty()
+    }
+}
+
+fn stats_dir(repo: &Path) -> PathBuf {
+    repo.join("stats")
+}
+
+/// Adds `delta` to the shared counters. Errors are returned for tests; the
+/// driver ignores them.
+pub fn record(repo: &Path, delta: &Counters) -> Result<()> {
+    if delta.is_empty() {
+        return Ok(());
+    }
+    let dir = stats_dir(repo);
+    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let shard = std::process::id() % SHARDS;
+    let lock_path = dir.join(format!("{shard}.lock"));
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("locking {}", lock_path.display()))?;
+    let path = dir.join(format!("{shard}.json"));
+    let mut current = read_shard(&path);
+    current.merge(delta);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".stats")
+        .tempfile_in(&dir)?;
+    tmp.write_all(&serde_json::to_vec(&current)?)?;
+    tmp.persist(&path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    drop(lock);
+    Ok(())
+}
+
+fn read_shard(path: &Path) -> Counters {
+    fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+/// The sum over all shards.
+pub fn read(repo: &Path) -> Counters {
+    let mut total = Counters::default();
+    let Ok(entries) = fs::read_dir(stats_dir(repo)) else {
+        return total;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().and_then(|e| e.to_str()) == Some("json") {
+            total.merge(&read_shard(&p));
+        }
+    }
+    total
+}
+
+/// Resets every counter.
+pub fn zero(repo: &Path) -> Result<()> {
+    let dir = stats_dir(repo);
+    for shard in 0..SHARDS {
+        let lock_path = dir.join(format!("{shard}.lock"));
+        let path = dir.join(format!("{shard}.json"));
+        if !path.exists() {
+            continue;
+        }
+        let lock = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        lock.lock()?;
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_read_zero() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = Counters::default();
+        c.add(key::COMPILES, 2);
+        c.add_reason("unknown option --x");
+        record(d.path(), &c).unwrap();
+        record(d.path(), &c).unwrap();
+        let r = read(d.path());
+        assert_eq!(r.get(key::COMPILES), 4);
+        assert_eq!(r.reasons["unknown option --x"], 2);
+        zero(d.path()).unwrap();
+        assert!(read(d.path()).is_empty());
+    }
+
+    #[test]
+    fn concurrent_writers_lose_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..25 {
+                        let mut c = Counters::default();
+                        c.add(key::PASSTHROUGH, 1);
+                        record(d.path(), &c).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(read(d.path()).get(key::PASSTHROUGH), 200);
+    }
+
+    #[test]
+    fn unwritable_directory_is_an_error_not_a_panic() {
+        let r = record(Path::new("/proc/repocc-no"), &{
+            let mut c = Counters::default();
+            c.add(key::COMPILES, 1);
+            c
+        });
+        assert!(r.is_err());
+    }
+}
