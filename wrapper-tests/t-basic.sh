@@ -1,0 +1,140 @@
+# Compile modes, output names, dependency files, response files, launcher
+# form, --version, recursion guard and statistics, each compared with what
+# clang-19 does.
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+
+cat > main.c <<'C'
+#include <stdio.h>
+#include "util.h"
+static int calls;
+int main(void) {
+  calls++;
+  printf("sum=%d twice=%d calls=%d\n", sum_to(100), twice(21), calls);
+  return 0;
+}
+C
+cat > util.h <<'C'
+int sum_to(int n);
+static inline int twice(int x) { return 2 * x; }
+C
+cat > util.c <<'C'
+#include "util.h"
+int sum_to(int n) { int s = 0; for (int i = 1; i <= n; i++) s += i; return s; }
+C
+want="sum=5050 twice=42 calls=1"
+
+note "compile and link in one invocation"
+"$REPOCC" -O2 main.c util.c -o prog
+assert_eq "prog output" "$want" "$(./prog)"
+assert_eq "compiles counted" 2 "$(stat_value compiles)"
+assert_eq "link counted" 1 "$(stat_value links)"
+
+note "default a.out"
+"$REPOCC" main.c util.c
+assert_eq "a.out output" "$want" "$(./a.out)"
+
+note "-c of several sources names objects like clang"
+mkdir -p objs && cd objs
+"$REPOCC" -c -O1 ../main.c ../util.c
+[ -f main.o ] && [ -f util.o ] || fail "main.o/util.o not in the current directory"
+file main.o | grep -q "ELF 64-bit LSB relocatable" || fail "main.o is not an ELF relocatable: $(file main.o)"
+"$REPOCC" main.o util.o -o prog
+assert_eq "link-only output" "$want" "$(./prog)"
+cd ..
+
+note "the object passes through ar, nm, objdump, strip"
+"$REPOCC" -c -O2 util.c -o util.o
+ar rcs libutil.a util.o
+nm libutil.a | grep -q " T sum_to" || fail "nm does not show sum_to"
+objdump -d util.o | grep -q "<sum_to>:" || fail "objdump does not disassemble sum_to"
+cp util.o stripped.o && strip -g stripped.o
+"$REPOCC" main.c -L. -lutil -o prog2
+assert_eq "archive link" "$want" "$(./prog2)"
+
+note "dependency files are clang's, byte for byte"
+mkdir -p sub dep-clang dep-repocc
+for variant in "-MD -c main.c -o sub/x.o" "-MMD -c main.c" "-MD -MF custom.d -c main.c" \
+               "-MD -MT tgt -MQ 'a b' -c main.c -o sub/y.o" "-MMD -MP -c util.c"; do
+  for who in clang repocc; do
+    rm -rf sub/* ./*.d
+    if [ $who = clang ]; then eval clang-19 "$variant"; else eval "$REPOCC" "$variant"; fi
+    mkdir -p "dep-$who"
+    cat sub/*.d ./*.d 2>/dev/null > "dep-$who/out.d" || true
+  done
+  cmp -s dep-clang/out.d dep-repocc/out.d || fail "dependency file differs for [$variant]: $(diff dep-clang/out.d dep-repocc/out.d)"
+  [ -s dep-clang/out.d ] || fail "no dependency file for [$variant]"
+done
+for who in clang repocc; do
+  rm -f prog3 prog3.d
+  if [ $who = clang ]; then clang-19 -MD main.c util.c -o prog3; else "$REPOCC" -MD main.c util.c -o prog3; fi
+  cp prog3.d "link-$who.d"
+done
+cmp -s link-clang.d link-repocc.d || fail "compile-and-link -MD differs: $(diff link-clang.d link-repocc.d)"
+
+note "response files"
+printf -- '-O2 -DGREETING=\\"hi\\ there\\" -c\n' > args.rsp
+cat > greet.c <<'C'
+#include <stdio.h>
+int main(void) { puts(GREETING); return 0; }
+C
+"$REPOCC" @args.rsp greet.c -o greet.o
+"$REPOCC" greet.o -o greet
+assert_eq "response file define" "hi there" "$(./greet)"
+
+note "C++ through repocc++"
+cat > hello.cpp <<'C'
+#include <iostream>
+#include <vector>
+#include <numeric>
+template <class T> T total(const std::vector<T>& v) { return std::accumulate(v.begin(), v.end(), T{}); }
+int main() { std::vector<int> v{1,2,3,4}; std::cout << "total=" << total(v) << "\n"; }
+C
+"$REPOCCXX" -O2 -std=c++17 hello.cpp -o hello
+assert_eq "C++ program" "total=10" "$(./hello)"
+
+note "launcher form"
+"$REPOCC" clang-19 -O2 -c util.c -o launched.o
+before=$(stat_value compiles)
+"$REPOCC" clang-19 -c util.c -o launched2.o
+assert_eq "launcher compiles through the pipeline" $((before + 1)) "$(stat_value compiles)"
+"$REPOCC" gcc -c util.c -o gcc.o
+[ -f gcc.o ] || fail "launcher with gcc did not compile"
+
+note "--version prints clang's text first"
+clang_v=$(clang-19 --version)
+ours=$("$REPOCC" --version)
+assert_eq "first line" "$(echo "$clang_v" | head -n 1)" "$(echo "$ours" | head -n 1)"
+assert_contains "repocc line" "repocc " "$(echo "$ours" | tail -n 1)"
+
+note "passthrough modes are counted and behave like clang"
+before=$(stat_value passthrough)
+"$REPOCC" -E main.c -o main.i
+"$REPOCC" -S -O2 util.c -o util.s
+grep -q "sum_to" util.s || fail "-S output lacks sum_to"
+"$REPOCC" -c main.i -o from_i.o   # preprocessed C goes through the pipeline
+assert_eq "passthrough counted" $((before + 2)) "$(stat_value passthrough)"
+echo 'int f(void){return 1;}' | "$REPOCC" -x c -c - -o stdin.o
+[ -f stdin.o ] || fail "stdin compile"
+
+note "recursion: REPOCC_CLANG pointing at repocc itself"
+set +e
+out=$(REPOCC_CLANG="$BIN_DIR/repocc" "$REPOCC" -c util.c -o r.o 2>&1); rc=$?
+set -e
+[ $rc != 0 ] || fail "expected failure when clang is repocc itself"
+assert_contains "recursion message" "repocc itself" "$out"
+ln -sf "$BIN_DIR/repocc" "$SCRATCH/clang-19"
+PATH="$SCRATCH:$PATH" "$REPOCC" -c util.c -o r2.o   # skips the symlink, finds the real clang-19
+[ -f r2.o ] || fail "repocc did not skip itself on PATH"
+
+note "--show-config reflects environment overrides"
+assert_contains "show-config" "environment REPOCC_JOBS" "$(REPOCC_JOBS=3 "$REPOCC" --show-config)"
+
+note "REPOCC_DISABLE runs clang for everything"
+before=$(stat_value passthrough)
+REPOCC_DISABLE=1 "$REPOCC" -c util.c -o disabled.o
+assert_eq "disabled is passthrough" $((before + 1)) "$(stat_value passthrough)"
+
+note "--zero-stats"
+"$REPOCC" --zero-stats >/dev/null
+assert_eq "zeroed" 0 "$(stat_value compiles)"
