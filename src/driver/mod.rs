@@ -164,10 +164,11 @@ fn exec_clang(clang: &Path, args: &[OsString]) -> i32 {
     1
 }
 
-/// Temporary objects of a compile-and-link, created on first use.
+/// Temporary objects of a compile-and-link, named like clang's
+/// (`$TMPDIR/<stem>-XXXXXX.o`) and removed when the invocation ends.
 #[derive(Default)]
 struct LazyTemps {
-    dir: OnceLock<Option<tempfile::TempDir>>,
+    files: std::sync::Mutex<Vec<tempfile::TempPath>>,
 }
 
 impl TempObjects for LazyTemps {
@@ -176,14 +177,24 @@ impl TempObjects for LazyTemps {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "unit".into());
-        let dir = self
-            .dir
-            .get_or_init(|| tempfile::Builder::new().prefix("repocc-").tempdir().ok());
-        match dir {
-            Some(d) => d.path().join(format!("{stem}-{index}.o")),
-            None => {
-                std::env::temp_dir().join(format!("repocc-{}-{index}-{stem}.o", std::process::id()))
+        let made = tempfile::Builder::new()
+            .prefix(&format!("{stem}-"))
+            .suffix(".o")
+            .rand_bytes(6)
+            .tempfile();
+        match made {
+            Ok(f) => {
+                let path = f.into_temp_path();
+                let p = path.to_path_buf();
+                if let Ok(mut files) = self.files.lock() {
+                    files.push(path);
+                }
+                p
             }
+            Err(_) => std::env::temp_dir().join(format!(
+                "repocc-{}-{index}-{stem}.o",
+                std::process::id()
+            )),
         }
     }
 }

@@ -1,0 +1,91 @@
+# Bad input gets clang-19's diagnostics and exit code, and leaves no output
+# file behind: a syntax error, a missing file, an unknown option, an
+# unwritable output directory, a -Werror warning, a link error.
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+
+cat > syntax.c <<'C'
+int main(void) { return 0 }
+C
+cat > warn.c <<'C'
+int main(void) { int unused; return 0; }
+C
+cat > undef.c <<'C'
+int missing_function(void);
+int main(void) { return missing_function(); }
+C
+cat > ok.c <<'C'
+int main(void) { return 0; }
+C
+mkdir -p ro
+chmod 555 ro
+
+# compare NAME ARGS...: runs clang-19 and repocc with the same arguments in
+# two fresh directories; stderr (with the program name normalised) and exit
+# code must match, and repocc must leave no file clang does not.
+compare() {
+  local name=$1; shift
+  for who in clang repocc; do
+    rm -rf "run-$who"; mkdir "run-$who"
+    cp ./*.c "run-$who/"
+    (
+      cd "run-$who"
+      set +e
+      if [ $who = clang ]; then clang-19 "$@" 2>../stderr-$who; else "$REPOCC" "$@" 2>../stderr-$who; fi
+      echo $? > ../rc-$who
+    )
+    (cd "run-$who" && ls -A | sort) > "files-$who"
+    # Temporary objects of a compile-and-link have random names.
+    sed -i -E 's#/tmp/[A-Za-z0-9_.-]+-[A-Za-z0-9]{6}\.o#TMP.o#g' "stderr-$who"
+  done
+  assert_eq "$name: exit code" "$(cat rc-clang)" "$(cat rc-repocc)"
+  if ! cmp -s stderr-clang stderr-repocc; then
+    fail "$name: stderr differs:
+--- clang
+$(cat stderr-clang)
+--- repocc
+$(cat stderr-repocc)"
+  fi
+  if ! cmp -s files-clang files-repocc; then
+    fail "$name: files differ: $(diff files-clang files-repocc)"
+  fi
+  [ -n "${MAY_SUCCEED:-}" ] || [ "$(cat rc-clang)" != 0 ] || fail "$name: expected a failure"
+  note "$name: exit $(cat rc-repocc), same stderr ($(wc -l < stderr-repocc) lines), same files"
+}
+
+compare "syntax error" -c syntax.c -o syntax.o
+compare "syntax error, two units" -c ok.c syntax.c
+compare "syntax error, compile and link" -O2 syntax.c ok.c -o prog
+compare "missing file" -c nosuch.c -o nosuch.o
+compare "missing file among others" -c ok.c nosuch.c
+compare "unknown option" -c ok.c --bogus-option -o ok.o
+# root may write to a 0555 directory: then both succeed, and must agree.
+MAY_SUCCEED=1 compare "read-only output directory" -c ok.c -o "$SCRATCH/ro/ok.o"
+compare "unwritable output location" -c ok.c -o /proc/ok.o
+compare "output under a file" -c ok.c -o ok.c/ok.o
+compare "missing output directory" -c ok.c -o "$SCRATCH/nodir/ok.o"
+compare "-Werror" -Wall -Werror -c warn.c -o warn.o
+compare "undefined reference at link" -O2 undef.c -o prog
+compare "invalid -O value" -Oq -c ok.c -o ok.o
+
+note "warnings appear exactly once, exit code 0"
+"$REPOCC" -Wall -c warn.c -o warn.o 2> w-repocc || fail "warning compile failed"
+clang-19 -Wall -c warn.c -o warn-clang.o 2> w-clang
+cmp -s w-clang w-repocc || fail "warning text differs: $(diff w-clang w-repocc)"
+[ -f warn.o ] || fail "no object after a warning"
+
+note "colour: -fcolor-diagnostics gives clang's escape sequences"
+set +e
+clang-19 -fcolor-diagnostics -c syntax.c -o /dev/null 2> c-clang
+"$REPOCC" -fcolor-diagnostics -c syntax.c -o x.o 2> c-repocc
+set -e
+grep -q $'\e\[' c-repocc || fail "no colour escape in repocc's diagnostics"
+cmp -s c-clang c-repocc || fail "coloured diagnostics differ"
+
+note "two units with warnings: diagnostics in source order, coloured when asked"
+cp warn.c warn2.c
+set +e
+clang-19 -Wall -fdiagnostics-color=always -c warn.c warn2.c 2> m-clang
+"$REPOCC" -Wall -fdiagnostics-color=always -c warn.c warn2.c 2> m-repocc
+set -e
+cmp -s m-clang m-repocc || fail "multi-unit diagnostics differ: $(diff m-clang m-repocc)"
