@@ -1,0 +1,7 @@
+#include "features-cxx.h"
+static int registered = (Registry::instance().names.push_back("helper"), 1);
+void throw_if_negative(int v) {
+  if (v < 0) throw std::invalid_argument("negative: " + std::to_string(v));
+}
+int compute_initial() { return 40 + registered + 1; }
+int other_unit_value() { return shared_twice(50) + Counter<int>::bump(); }

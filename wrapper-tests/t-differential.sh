@@ -1,0 +1,74 @@
+# Differential testing against clang-19: the same C and C++ programs built
+# by clang-19 and by repocc, at -O0 and -O2, must print the same output and
+# exit the same way. Programs: our own feature programs, and random programs
+# from Debian's csmith (CSMITH_COUNT of them, seeds from CSMITH_SEED; both
+# printed so a failure can be replayed).
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+P="$WT_ROOT/programs"
+
+# differ NAME CC_CLANG CC_REPOCC ARGS...: build with both, run, compare.
+differ() {
+  local name=$1 cc_clang=$2 cc_repocc=$3; shift 3
+  "$cc_clang" "$@" -o "$name.clang" 2> "$name.clang.err" || fail "$name: clang-19 failed: $(cat "$name.clang.err")"
+  "$cc_repocc" "$@" -o "$name.repocc" 2> "$name.repocc.err" || fail "$name: repocc failed: $(cat "$name.repocc.err")"
+  cmp -s "$name.clang.err" "$name.repocc.err" || fail "$name: diagnostics differ"
+  set +e
+  timeout 20 "./$name.clang" > "$name.clang.out" 2>&1; local rc_clang=$?
+  timeout 20 "./$name.repocc" > "$name.repocc.out" 2>&1; local rc_repocc=$?
+  set -e
+  assert_eq "$name: exit code" "$rc_clang" "$rc_repocc"
+  cmp -s "$name.clang.out" "$name.repocc.out" || fail "$name: output differs: $(diff "$name.clang.out" "$name.repocc.out" | head -n 20)"
+}
+
+for O in -O0 -O1 -O2 -O3 -Os -Oz; do
+  differ "features-c$O" clang-19 "$REPOCC" $O -pthread "$P/features.c" "$P/features-helper.c" -lm
+  differ "features-cxx$O" clang++-19 "$REPOCCXX" $O -std=c++17 "$P/features.cpp" "$P/features-cxx-helper.cpp"
+  note "feature programs agree at $O"
+done
+differ "features-c-pic-sections" clang-19 "$REPOCC" -O2 -fPIC -ffunction-sections -fdata-sections -g -pthread "$P/features.c" "$P/features-helper.c" -lm
+differ "features-c-nopie" clang-19 "$REPOCC" -O2 -fno-pic -no-pie -pthread "$P/features.c" "$P/features-helper.c" -lm
+differ "features-cxx-native" clang++-19 "$REPOCCXX" -O3 -march=native -std=c++20 "$P/features.cpp" "$P/features-cxx-helper.cpp"
+note "feature programs agree with -fPIC, sections, -g, -fno-pic, -march=native"
+
+# The objects have the sections clang's have (names only: code may differ).
+clang-19 -O2 -ffunction-sections -fdata-sections -c "$P/features.c" -o sec.clang.o
+"$REPOCC" -O2 -ffunction-sections -fdata-sections -c "$P/features.c" -o sec.repocc.o
+sections() { readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] \([^ ]*\) .*/\1/p' | grep -v '^$' | sort -u; }
+sections sec.clang.o > sec.clang.txt
+sections sec.repocc.o > sec.repocc.txt
+grep -q '^\.text\.main$' sec.repocc.txt || fail "-ffunction-sections gave no .text.main"
+grep -q '^\.fini_array' sec.repocc.txt || fail "destructors are not in .fini_array (UseInitArray)"
+grep -q '^\.llvm_addrsig$' sec.repocc.txt || fail "no address-significance table"
+printf '#include <stdio.h>\n__attribute__((constructor)) void announce(void) { puts("ctor"); }\n' > ctor.c
+"$REPOCC" -O2 -c ctor.c -o ctor.o
+readelf -SW ctor.o | grep -q ' \.init_array ' || fail "constructors are not in .init_array"
+missing=$(comm -23 sec.clang.txt sec.repocc.txt | tr '\n' ' ')
+[ -z "$missing" ] || fail "sections clang has and repocc lacks: $missing"
+
+# Random programs.
+count=${CSMITH_COUNT:-12}
+seed=${CSMITH_SEED:-$(( $(date +%s) % 100000 ))}
+note "csmith: $count programs from seed $seed (replay: CSMITH_SEED=$seed CSMITH_COUNT=$count)"
+ok=0
+for i in $(seq 0 $((count - 1))); do
+  s=$((seed + i))
+  csmith --seed "$s" > "cs$s.c" 2>/dev/null || fail "csmith --seed $s"
+  for O in -O0 -O2; do
+    name="cs$s$O"
+    clang-19 $O -w -I/usr/include/csmith "cs$s.c" -o "$name.clang" 2>/dev/null || continue
+    set +e
+    timeout 10 "./$name.clang" > "$name.clang.out" 2>&1; rc_clang=$?
+    set -e
+    [ $rc_clang = 124 ] && { note "seed $s $O: clang's build runs too long, skipped"; continue; }
+    "$REPOCC" $O -w -I/usr/include/csmith "cs$s.c" -o "$name.repocc" || fail "seed $s $O: repocc failed to build"
+    set +e
+    timeout 20 "./$name.repocc" > "$name.repocc.out" 2>&1; rc_repocc=$?
+    set -e
+    assert_eq "csmith seed $s $O exit code" "$rc_clang" "$rc_repocc"
+    cmp -s "$name.clang.out" "$name.repocc.out" || fail "csmith seed $s $O: output differs (CSMITH_SEED=$s)"
+    ok=$((ok + 1))
+  done
+done
+note "csmith: $ok builds agree"
+[ "$ok" -ge "$count" ] || fail "too few csmith programs compared ($ok)"
