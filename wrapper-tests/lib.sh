@@ -78,3 +78,22 @@ fresh_copy() {
   rm -rf "$2"
   cp -a "$1" "$2"
 }
+
+# prepare_sqlite_amalgamation: makes sqlite3.c, sqlite3.h and shell.c from
+# Debian's sqlite3 source once (configure + make with clang-19 and tclsh),
+# and prints the directory that holds them.
+prepare_sqlite_amalgamation() {
+  local out="$CACHE/sqlite-amalgamation"
+  if [ ! -f "$out/.done" ]; then
+    local src
+    src=$(fetch_debian_source sqlite3 --skip-patches)
+    rm -rf "$out" "$CACHE/sqlite-build"
+    mkdir -p "$CACHE/sqlite-build" "$out"
+    (cd "$CACHE/sqlite-build" && "$src/configure" CC=clang-19 >/dev/null 2>&1 \
+      && make -j"$JOBS" sqlite3.c shell.c >/dev/null 2>&1) || fail "making the sqlite3 amalgamation"
+    cp "$CACHE/sqlite-build/sqlite3.c" "$CACHE/sqlite-build/sqlite3.h" "$CACHE/sqlite-build/shell.c" "$out/"
+    rm -rf "$CACHE/sqlite-build"
+    touch "$out/.done"
+  fi
+  echo "$out"
+}
