@@ -1,0 +1,42 @@
+# Fetching third-party sources for the wrapper tests and benchmarks, cached
+# under wrapper-tests/cache/ (git-ignored). Sourced; expects a `fail`
+# function and JOBS.
+CACHE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/cache"
+mkdir -p "$CACHE"
+
+# fetch_debian_source PKG: unpacks `apt-get source PKG` (once) and prints
+# the directory of the unpacked tree. Extra args go to dpkg-source -x.
+fetch_debian_source() {
+  local pkg=$1; shift
+  local dir="$CACHE/debian/$pkg"
+  if [ ! -f "$dir/.fetched" ]; then
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    (cd "$dir" && apt-get source --download-only -q "$pkg" >/dev/null 2>&1) \
+      || fail "apt-get source $pkg (are deb-src entries set up? run scripts/install-deps.sh)"
+    local dsc
+    dsc=$(ls "$dir"/*.dsc | head -n 1)
+    (cd "$dir" && dpkg-source -x "$@" "$dsc" tree >/dev/null 2>&1) || fail "dpkg-source -x $dsc"
+    touch "$dir/.fetched"
+  fi
+  echo "$dir/tree"
+}
+
+# prepare_sqlite_amalgamation: makes sqlite3.c, sqlite3.h and shell.c from
+# Debian's sqlite3 source once (configure + make with clang-19 and tclsh),
+# and prints the directory that holds them.
+prepare_sqlite_amalgamation() {
+  local out="$CACHE/sqlite-amalgamation"
+  if [ ! -f "$out/.done" ]; then
+    local src
+    src=$(fetch_debian_source sqlite3 --skip-patches)
+    rm -rf "$out" "$CACHE/sqlite-build"
+    mkdir -p "$CACHE/sqlite-build" "$out"
+    (cd "$CACHE/sqlite-build" && "$src/configure" CC=clang-19 >/dev/null 2>&1 \
+      && make -j"$JOBS" sqlite3.c shell.c >/dev/null 2>&1) || fail "making the sqlite3 amalgamation"
+    cp "$CACHE/sqlite-build/sqlite3.c" "$CACHE/sqlite-build/sqlite3.h" "$CACHE/sqlite-build/shell.c" "$out/"
+    rm -rf "$CACHE/sqlite-build"
+    touch "$out/.done"
+  fi
+  echo "$out"
+}
