@@ -3,7 +3,7 @@
 //! Reading guide, in the order data flows:
 //! - [`response`]: `@file` expansion;
 //! - [`args`]: the option table and the split into options and inputs;
-//! - [`plan`]: classification (compile N units, link only, or passthrough)
+//! - [`plan`]: classification — compile N units, link only, or passthrough —
 //!   and the per-unit frontend arguments, output paths and link command;
 //! - [`toolchain`]: finding clang-19 (never repocc itself);
 //! - [`jobs`]: jobserver tokens for parallel units;
@@ -191,10 +191,9 @@ impl TempObjects for LazyTemps {
                 }
                 p
             }
-            Err(_) => std::env::temp_dir().join(format!(
-                "repocc-{}-{index}-{stem}.o",
-                std::process::id()
-            )),
+            Err(_) => {
+                std::env::temp_dir().join(format!("repocc-{}-{index}-{stem}.o", std::process::id()))
+            }
         }
     }
 }
@@ -219,7 +218,7 @@ fn force_color(args: &[String]) -> bool {
     });
     !user_chose
         && std::io::stderr().is_terminal()
-        && std::env::var("TERM").map_or(false, |t| t != "dumb")
+        && std::env::var("TERM").is_ok_and(|t| t != "dumb")
 }
 
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
