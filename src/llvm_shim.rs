@@ -12,11 +12,25 @@
 //! - `install_fatal_error_handler`: the handler runs on whatever thread LLVM
 //!   fails in and must not return into LLVM; it calls a Rust function that
 //!   never returns (it re-runs the whole invocation through clang).
+//! - `with_diagnostic_sink`: LLVM keeps the sink's address in the context
+//!   and calls the handler from the thread using that context; the sink is
+//!   created before the context and dropped after it, so the address stays
+//!   valid for every call.
 
 use std::ffi::{c_char, c_int, CString};
 use std::sync::Once;
 
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use inkwell::context::Context;
 use inkwell::targets::TargetMachine;
+use llvm_sys::core::{
+    LLVMContextSetDiagnosticHandler, LLVMDisposeMessage, LLVMGetDiagInfoDescription,
+    LLVMGetDiagInfoSeverity,
+};
+use llvm_sys::prelude::LLVMDiagnosticInfoRef;
+use llvm_sys::LLVMDiagnosticSeverity;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,6 +122,72 @@ pub fn install_fatal_error_handler(hook: fn(&str) -> !) {
     }
 }
 
+/// Diagnostics LLVM reports while optimizing or generating code (inline
+/// asm errors, `-Wframe-larger-than`, ...). Without a handler LLVM prints
+/// them in its own format and exits on errors; with this sink the pipeline
+/// sees them and lets clang compile the unit, so the user gets clang's text.
+#[derive(Debug, Default)]
+pub struct DiagnosticSink {
+    pub errors: Mutex<Vec<String>>,
+    pub warnings: Mutex<Vec<String>>,
+}
+
+impl DiagnosticSink {
+    /// The first error or warning, if any.
+    pub fn first(&self) -> Option<String> {
+        let first = |m: &Mutex<Vec<String>>| m.lock().ok().and_then(|v| v.first().cloned());
+        first(&self.errors).or_else(|| first(&self.warnings))
+    }
+}
+
+extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut c_void) {
+    // SAFETY: `sink` is the DiagnosticSink registered by
+    // `with_diagnostic_sink`, alive for the context's lifetime; `info` is
+    // valid for this call, and the description is freed with
+    // LLVMDisposeMessage as the C API requires.
+    let (sink, severity, text) = unsafe {
+        let sink = &*(sink as *const DiagnosticSink);
+        let severity = LLVMGetDiagInfoSeverity(info);
+        let raw = LLVMGetDiagInfoDescription(info);
+        let text = if raw.is_null() {
+            String::new()
+        } else {
+            let t = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+            LLVMDisposeMessage(raw);
+            t
+        };
+        (sink, severity, text)
+    };
+    let list = match severity {
+        LLVMDiagnosticSeverity::LLVMDSError => &sink.errors,
+        LLVMDiagnosticSeverity::LLVMDSWarning => &sink.warnings,
+        _ => return,
+    };
+    if let Ok(mut v) = list.lock() {
+        v.push(text);
+    }
+}
+
+/// Runs `f` with a fresh context whose diagnostics go to a sink.
+pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -> R {
+    let sink = Box::new(DiagnosticSink::default());
+    let context = Context::create();
+    // SAFETY: see the module invariants: `sink` (boxed, so its address is
+    // stable) outlives `context`, which is dropped at the end of this scope
+    // before `sink`.
+    unsafe {
+        LLVMContextSetDiagnosticHandler(
+            context.raw(),
+            Some(on_diagnostic),
+            &*sink as *const DiagnosticSink as *mut c_void,
+        );
+    }
+    let result = f(&context, &sink);
+    drop(context);
+    drop(sink);
+    result
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +222,43 @@ mod tests {
         };
         set_target_options(&tm, &want);
         assert_eq!(get_target_options(&tm), want);
+    }
+
+    #[test]
+    fn backend_errors_reach_the_sink_instead_of_exiting() {
+        use inkwell::targets::FileType;
+        Target::initialize_native(&InitializationConfig::default()).unwrap();
+        let ir = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            define void @f() {
+              call void asm sideeffect "not_an_instruction %eax", ""()
+              ret void
+            }"#;
+        let first = with_diagnostic_sink(|context, sink| {
+            let buf = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+                ir.as_bytes(),
+                "t",
+            );
+            let module = context.create_module_from_ir(buf).unwrap();
+            let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+            let tm = Target::from_triple(&triple)
+                .unwrap()
+                .create_target_machine(
+                    &triple,
+                    "x86-64",
+                    "",
+                    OptimizationLevel::None,
+                    RelocMode::PIC,
+                    CodeModel::Default,
+                )
+                .unwrap();
+            let _ = tm.write_to_memory_buffer(&module, FileType::Object);
+            sink.first()
+        });
+        let first = first.expect("the inline asm error was not reported");
+        assert!(
+            first.contains("not_an_instruction") || first.contains("invalid instruction"),
+            "{first}"
+        );
     }
 }

@@ -17,6 +17,13 @@ C
 cat > ok.c <<'C'
 int main(void) { return 0; }
 C
+cat > badasm.c <<'C'
+int main(void) { __asm__("not_an_instruction %eax"); return 0; }
+C
+cat > bigframe.c <<'C'
+void use(char *);
+void f(void) { char buf[4096]; use(buf); }
+C
 mkdir -p ro
 chmod 555 ro
 
@@ -67,6 +74,9 @@ compare "missing output directory" -c ok.c -o "$SCRATCH/nodir/ok.o"
 compare "-Werror" -Wall -Werror -c warn.c -o warn.o
 compare "undefined reference at link" -O2 undef.c -o prog
 compare "invalid -O value" -Oq -c ok.c -o ok.o
+compare "inline asm error from the backend" -O2 -c badasm.c -o badasm.o
+MAY_SUCCEED=1 compare "backend warning (-Wframe-larger-than)" -O2 -Wframe-larger-than=64 -c bigframe.c -o bigframe.o
+grep -q "stack frame size" stderr-repocc || fail "backend warning missing: $(cat stderr-repocc)"
 
 note "warnings appear exactly once, exit code 0"
 "$REPOCC" -Wall -c warn.c -o warn.o 2> w-repocc || fail "warning compile failed"

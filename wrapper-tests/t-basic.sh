@@ -101,6 +101,18 @@ assert_eq "launcher compiles through the pipeline" $((before + 1)) "$(stat_value
 "$REPOCC" gcc -c util.c -o gcc.o
 [ -f gcc.o ] || fail "launcher with gcc did not compile"
 
+note "several sources in one invocation under a make jobserver"
+echo 'int extra(void) { return 7; }' > extra.c
+cat > Makefile.jobs <<'MK'
+all:
+	+$(REPOCC) -O1 -c main.c util.c extra.c
+	$(REPOCC) main.o util.o -o prog-jobs
+MK
+before=$(stat_value compiles)
+make -j2 -f Makefile.jobs REPOCC="$REPOCC" > make-jobs.log 2>&1 || fail "make -j2: $(cat make-jobs.log)"
+assert_eq "jobserver build output" "$want" "$(./prog-jobs)"
+assert_eq "three units compiled" $((before + 3)) "$(stat_value compiles)"
+
 note "--version prints clang's text first"
 clang_v=$(clang-19 --version)
 ours=$("$REPOCC" --version)

@@ -21,3 +21,19 @@ compiles=$(stat_value compiles)
 note "units through the pipeline: $compiles; fallbacks: $(stat_value fallbacks)"
 [ "$compiles" -ge 40 ] || fail "too few units through the pipeline"
 assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
+
+note "launcher form: CMAKE_C_COMPILER=clang-19, CMAKE_C_COMPILER_LAUNCHER=repocc"
+"$REPOCC" --zero-stats >/dev/null
+mkdir -p "$SCRATCH/cjson/build-launcher"
+cd "$SCRATCH/cjson/build-launcher"
+cmake -DCMAKE_C_COMPILER=clang-19 -DCMAKE_C_COMPILER_LAUNCHER=repocc \
+  -DENABLE_CJSON_UTILS=On -DENABLE_CJSON_TEST=On -DCMAKE_BUILD_TYPE=Release .. > cmake.log 2>&1 \
+  || { cat cmake.log; fail "cmake (launcher)"; }
+make -j"$JOBS" > build.log 2>&1 || { tail -n 40 build.log; fail "make (launcher)"; }
+ctest > ctest.log 2>&1 || { cat ctest.log; fail "ctest (launcher)"; }
+grep -q "100% tests passed" ctest.log || fail "launcher build: tests failed"
+launched=$(stat_value compiles)
+objects=$(find . -name '*.o' | wc -l)
+note "launcher build: $launched units through the pipeline, $objects objects"
+# CMake's own compiler checks do not use the launcher; every build object does.
+assert_eq "every object through the pipeline" "$objects" "$launched"

@@ -395,12 +395,19 @@ fn compile_unit(
             }
         }
         Err(e) => {
-            let line = format!(
-                "repocc: warning: {:#}; compiling {} with clang instead\n",
-                e, unit.source
-            );
-            emit(&mut stderr, diagnostics, line.as_bytes());
-            let status = match plain_compile(clang.path(), unit, diagnostics) {
+            // A diagnostic from LLVM's backend is the user's to see, in
+            // clang's words: clang redoes the unit with warnings on and no
+            // line from repocc. Any other failure is repocc's: one line,
+            // and clang's warnings (already shown) are not repeated.
+            let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some();
+            if !backend {
+                let line = format!(
+                    "repocc: warning: {:#}; compiling {} with clang instead\n",
+                    e, unit.source
+                );
+                emit(&mut stderr, diagnostics, line.as_bytes());
+            }
+            let status = match plain_compile(clang.path(), unit, diagnostics, !backend) {
                 Ok((status, text)) => {
                     stderr.extend_from_slice(&text);
                     status
@@ -435,21 +442,24 @@ fn emit(captured: &mut Vec<u8>, diagnostics: Diagnostics, line: &[u8]) {
     }
 }
 
-/// The fallback: clang compiles the unit to its output by itself. Its
-/// warnings were already shown by the frontend, so `-w` keeps them from
-/// appearing twice.
+/// The fallback: clang compiles the unit to its output by itself. When the
+/// frontend's warnings were already shown, `-w` keeps them from appearing
+/// twice.
 fn plain_compile(
     clang: &Path,
     unit: &plan::UnitPlan,
     diagnostics: Diagnostics,
+    suppress_warnings: bool,
 ) -> Result<(i32, Vec<u8>)> {
     let mut cmd = Command::new(clang);
     cmd.args(&unit.frontend_args)
         .arg("-c")
         .arg("-o")
         .arg(&unit.output)
-        .arg("-w")
         .env(RECURSION_GUARD, "1");
+    if suppress_warnings {
+        cmd.arg("-w");
+    }
     let out = match diagnostics {
         Diagnostics::Inherit => {
             let s = cmd.status().context("running clang")?;

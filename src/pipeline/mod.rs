@@ -25,7 +25,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use inkwell::context::Context;
 
 use crate::driver::plan::CodegenSettings;
 
@@ -38,6 +37,19 @@ pub struct StageTimes {
     pub codegen: Duration,
     pub write: Duration,
 }
+
+/// LLVM reported an error or warning while optimizing or generating code:
+/// clang must compile the unit so that the user sees clang's diagnostic.
+#[derive(Debug)]
+pub struct BackendDiagnostic(pub String);
+
+impl std::fmt::Display for BackendDiagnostic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "LLVM reported: {}", self.0)
+    }
+}
+
+impl std::error::Error for BackendDiagnostic {}
 
 /// Options of the pipeline that come from repocc's configuration.
 #[derive(Clone, Debug)]
@@ -53,11 +65,31 @@ pub fn compile_bitcode(
     options: &PipelineOptions,
     output: &Path,
 ) -> Result<StageTimes> {
-    let mut times = StageTimes::default();
-    let context = Context::create();
+    crate::llvm_shim::with_diagnostic_sink(|context, sink| {
+        run_stages(
+            context,
+            sink,
+            bitcode,
+            source_name,
+            settings,
+            options,
+            output,
+        )
+    })
+}
 
+fn run_stages(
+    context: &inkwell::context::Context,
+    sink: &crate::llvm_shim::DiagnosticSink,
+    bitcode: &[u8],
+    source_name: &str,
+    settings: &CodegenSettings,
+    options: &PipelineOptions,
+    output: &Path,
+) -> Result<StageTimes> {
+    let mut times = StageTimes::default();
     let t = Instant::now();
-    let unit = canonical::load(&context, bitcode, source_name, settings)?;
+    let unit = canonical::load(context, bitcode, source_name, settings)?;
     times.parse_and_mem2reg = t.elapsed();
 
     let t = Instant::now();
@@ -73,6 +105,11 @@ pub fn compile_bitcode(
     let t = Instant::now();
     let object = codegen::emit_object(&unit)?;
     times.codegen = t.elapsed();
+
+    // Nothing reaches the output if LLVM complained: clang redoes the unit.
+    if let Some(d) = sink.first() {
+        return Err(BackendDiagnostic(d).into());
+    }
 
     let t = Instant::now();
     output::write_atomically(output, object.as_slice())?;
