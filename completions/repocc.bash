@@ -23,12 +23,20 @@ _repocc() {
 
     case "${cmd}" in
         repocc)
-            opts="-h --show-config --show-stats --zero-stats --completions --format --help"
+            opts="-h --show-config --show-stats --zero-stats --clear --cleanup --max-size --evict-older-than --verify --completions --format --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --max-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --evict-older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --completions)
                     COMPREPLY=($(compgen -W "bash zsh fish" -- "${cur}"))
                     return 0

@@ -9,6 +9,7 @@ use clap_complete::Shell;
 
 use crate::config;
 use crate::repo::stats::{self, key};
+use crate::repo::store::{self, Store};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,6 +33,22 @@ pub struct AdminCli {
     /// Reset the statistics counters.
     #[arg(long, group = "action")]
     pub zero_stats: bool,
+    /// Remove every fragment from the repository.
+    #[arg(long, group = "action")]
+    pub clear: bool,
+    /// Evict least recently used fragments down to the size limit.
+    #[arg(long, group = "action")]
+    pub cleanup: bool,
+    /// Set the repository's size limit (e.g. 500M, 10G) in the user
+    /// configuration, then evict down to it.
+    #[arg(long, value_name = "SIZE", group = "action")]
+    pub max_size: Option<String>,
+    /// Remove fragments not used for AGE (e.g. 3600, 90m, 12h, 7d).
+    #[arg(long, value_name = "AGE", group = "action")]
+    pub evict_older_than: Option<String>,
+    /// Check every fragment; report and remove the bad ones.
+    #[arg(long, group = "action")]
+    pub verify: bool,
     /// Print a shell completion script.
     #[arg(long, value_name = "SHELL", group = "action")]
     pub completions: Option<CompletionShell>,
@@ -59,6 +76,11 @@ pub const COMMANDS: &[&str] = &[
     "--show-config",
     "--show-stats",
     "--zero-stats",
+    "--clear",
+    "--cleanup",
+    "--max-size",
+    "--evict-older-than",
+    "--verify",
     "--completions",
 ];
 
@@ -130,6 +152,7 @@ pub fn run(args: Vec<String>) -> i32 {
         }
     } else if cli.show_stats {
         let s = stats::read(&loaded.config.repo_dir());
+        let (repo_bytes, repo_entries) = Store::new(&loaded.config.repo_dir()).size();
         if cli.format == Format::Json {
             let mut m = serde_json::Map::new();
             for k in SHOWN {
@@ -138,6 +161,12 @@ pub fn run(args: Vec<String>) -> i32 {
             for (k, v) in &s.counters {
                 m.insert(k.clone(), (*v).into());
             }
+            m.insert("repo_bytes".into(), repo_bytes.into());
+            m.insert("repo_entries".into(), repo_entries.into());
+            m.insert(
+                "max_size_bytes".into(),
+                loaded.config.max_size_bytes().into(),
+            );
             m.insert(
                 "reasons".into(),
                 serde_json::to_value(&s.reasons).unwrap_or_default(),
@@ -158,12 +187,70 @@ pub fn run(args: Vec<String>) -> i32 {
             for k in keys {
                 let _ = writeln!(out, "  {:<24} {:>10}", k, s.get(k));
             }
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10}\n  {:<24} {:>10}  (limit {})",
+                "repo_entries", repo_entries, "repo_bytes", repo_bytes, loaded.config.max_size
+            );
             if !s.reasons.is_empty() {
                 let _ = writeln!(out, "passthrough and fallback reasons:");
                 for (r, n) in &s.reasons {
                     let _ = writeln!(out, "  {n:>8}  {r}");
                 }
             }
+        }
+    } else if cli.clear {
+        let st = Store::new(&loaded.config.repo_dir());
+        if let Err(e) = st.clear() {
+            eprintln!("repocc: error: clearing {}: {e}", st.root().display());
+            return 1;
+        }
+        let _ = writeln!(out, "Repository cleared");
+    } else if cli.cleanup {
+        let r = Store::new(&loaded.config.repo_dir()).evict_to(loaded.config.max_size_bytes());
+        let _ = writeln!(
+            out,
+            "Evicted {} of {} entries; {} -> {} bytes (limit {})",
+            r.removed, r.entries_before, r.bytes_before, r.bytes_after, loaded.config.max_size
+        );
+    } else if let Some(size) = &cli.max_size {
+        let Some(bytes) = store::parse_size(size) else {
+            eprintln!("repocc: error: invalid size {size:?} (examples: 500M, 10G)");
+            return 2;
+        };
+        match config::set_user_value("max_size", size.clone().into()) {
+            Ok(path) => {
+                let _ = writeln!(out, "Set max_size = {size} in {}", path.display());
+            }
+            Err(e) => {
+                eprintln!("repocc: error: {e:#}");
+                return 1;
+            }
+        }
+        let r = Store::new(&loaded.config.repo_dir()).evict_to(bytes);
+        if r.removed > 0 {
+            let _ = writeln!(out, "Evicted {} entries", r.removed);
+        }
+    } else if let Some(age) = &cli.evict_older_than {
+        let Some(age) = store::parse_age(age) else {
+            eprintln!("repocc: error: invalid age {age:?} (examples: 3600, 90m, 12h, 7d)");
+            return 2;
+        };
+        let r = Store::new(&loaded.config.repo_dir()).evict_older_than(age);
+        let _ = writeln!(out, "Evicted {} of {} entries", r.removed, r.entries_before);
+    } else if cli.verify {
+        let r = Store::new(&loaded.config.repo_dir()).verify_all();
+        for (path, why) in &r.removed {
+            let _ = writeln!(out, "removed {}: {why}", path.display());
+        }
+        let _ = writeln!(
+            out,
+            "Checked {} entries, removed {} bad",
+            r.checked,
+            r.removed.len()
+        );
+        if !r.removed.is_empty() {
+            return 1;
         }
     } else if cli.zero_stats {
         if let Err(e) = stats::zero(&loaded.config.repo_dir()) {

@@ -19,6 +19,7 @@ pub struct Config {
     pub dir: String,
     pub disable: bool,
     pub jobs: usize,
+    pub max_size: String,
     pub merge_functions: bool,
     pub stats: bool,
 }
@@ -178,6 +179,11 @@ impl Config {
         }
     }
 
+    /// The store's size limit in bytes (the default if the value is bad).
+    pub fn max_size_bytes(&self) -> u64 {
+        crate::repo::store::parse_size(&self.max_size).unwrap_or(10 << 30)
+    }
+
     pub fn jobs(&self) -> usize {
         if self.jobs == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -185,6 +191,26 @@ impl Config {
             self.jobs
         }
     }
+}
+
+/// Sets `key` to `value` in the user configuration file, keeping the rest.
+pub fn set_user_value(key: &str, value: Value) -> anyhow::Result<PathBuf> {
+    use anyhow::Context;
+    let path = user_config_path().context("no home directory for the user configuration")?;
+    let mut map = match std::fs::read_to_string(&path) {
+        Ok(t) => match serde_json::from_str::<Value>(&t) {
+            Ok(Value::Object(m)) => m,
+            _ => anyhow::bail!("{} is not a JSON object; not changing it", path.display()),
+        },
+        Err(_) => Map::new(),
+    };
+    map.insert(key.to_string(), value);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(map))? + "\n";
+    crate::pipeline::output::write_atomically(&path, text.as_bytes())?;
+    Ok(path)
 }
 
 #[cfg(test)]
