@@ -18,6 +18,8 @@ fn main() {
         .define("__STDC_CONSTANT_MACROS", None)
         .define("__STDC_FORMAT_MACROS", None)
         .define("__STDC_LIMIT_MACROS", None)
+        // LLVM is built without assertions; class layouts must match.
+        .define("NDEBUG", None)
         .warnings(false)
         .compile("repocc_shim");
 }

@@ -8,6 +8,12 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/Metadata.h>
+#include <llvm-c/Core.h>
+#include <llvm/IR/IRBuilder.h>
 
 extern "C" {
 
@@ -53,3 +59,195 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 }
 
 } // extern "C"
+
+// ---------------------------------------------------------------------------
+// Fragment extraction: a new module (same context) holding the bodies of the
+// named definitions, with declarations for everything they reference.
+// CloneModule would copy every global of the source as a declaration for
+// each fragment (quadratic for thousands of fragments); a ValueMaterializer
+// creates only the declarations a fragment actually references.
+
+#include <llvm/IR/Comdat.h>
+#include <llvm/IR/GlobalAlias.h>
+#include <llvm/IR/GlobalIFunc.h>
+#include <llvm/IR/Module.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+#include <llvm/Transforms/Utils/ValueMapper.h>
+
+namespace {
+
+using namespace llvm;
+
+// CloneFunctionInto expects the arguments to be mapped already.
+void cloneBody(Function *To, const Function *From, ValueToValueMapTy &VMap,
+               ValueMaterializer *Mat) {
+  auto NewArg = To->arg_begin();
+  for (const Argument &A : From->args()) {
+    NewArg->setName(A.getName());
+    VMap[&A] = &*NewArg++;
+  }
+  SmallVector<ReturnInst *, 8> Returns;
+  CloneFunctionInto(To, From, VMap, CloneFunctionChangeType::DifferentModule,
+                    Returns, "", nullptr, nullptr, Mat);
+}
+
+void copyComdat(Module &Dst, const GlobalObject &From, GlobalObject &To) {
+  if (const Comdat *C = From.getComdat()) {
+    Comdat *NC = Dst.getOrInsertComdat(C->getName());
+    NC->setSelectionKind(C->getSelectionKind());
+    To.setComdat(NC);
+  }
+}
+
+// Local definitions the optimizer created (switch tables, merged strings,
+// specialized clones) are copied into each fragment that uses them, as
+// local definitions; everything else referenced becomes a declaration.
+struct DeclarationMaterializer final : ValueMaterializer {
+  Module &Dst;
+  std::vector<std::pair<GlobalValue *, GlobalValue *>> LocalCopies;
+  explicit DeclarationMaterializer(Module &D) : Dst(D) {}
+
+  Value *materialize(Value *V) override {
+    auto *GV = dyn_cast<GlobalValue>(V);
+    if (!GV || GV->getParent() == &Dst)
+      return nullptr;
+    if (GV->hasLocalLinkage() && !GV->isDeclaration()) {
+      GlobalValue *Copy = nullptr;
+      if (auto *F = dyn_cast<Function>(GV)) {
+        Function *NF = Function::Create(F->getFunctionType(), F->getLinkage(),
+                                        F->getAddressSpace(), F->getName(), &Dst);
+        NF->copyAttributesFrom(F);
+        Copy = NF;
+      } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+        auto *NG = new GlobalVariable(Dst, G->getValueType(), G->isConstant(),
+                                      G->getLinkage(), nullptr, G->getName(), nullptr,
+                                      G->getThreadLocalMode(), G->getAddressSpace());
+        NG->copyAttributesFrom(G);
+        Copy = NG;
+      }
+      if (Copy) {
+        LocalCopies.emplace_back(GV, Copy);
+        return Copy;
+      }
+    }
+    if (GlobalValue *Existing = Dst.getNamedValue(GV->getName()))
+      return Existing;
+    GlobalValue *New = nullptr;
+    Type *Ty = GV->getValueType();
+    if (auto *FTy = dyn_cast<FunctionType>(Ty)) {
+      Function *NF = Function::Create(FTy, GlobalValue::ExternalLinkage,
+                                      GV->getAddressSpace(), GV->getName(), &Dst);
+      if (auto *F = dyn_cast<Function>(GV)) {
+        NF->setAttributes(F->getAttributes());
+        NF->setCallingConv(F->getCallingConv());
+      }
+      New = NF;
+    } else {
+      bool Constant = false;
+      if (auto *G = dyn_cast<GlobalVariable>(GV))
+        Constant = G->isConstant();
+      auto *NG = new GlobalVariable(Dst, Ty, Constant, GlobalValue::ExternalLinkage,
+                                    nullptr, GV->getName(), nullptr,
+                                    GV->getThreadLocalMode(), GV->getAddressSpace());
+      if (auto *G = dyn_cast<GlobalVariable>(GV))
+        NG->setAlignment(G->getAlign());
+      New = NG;
+    }
+    if (GV->hasExternalWeakLinkage() || GV->hasWeakLinkage() || GV->hasLinkOnceLinkage())
+      New->setLinkage(GlobalValue::ExternalWeakLinkage);
+    if (GV->hasLocalLinkage())
+      New->setVisibility(GlobalValue::HiddenVisibility);
+    else
+      New->setVisibility(GV->getVisibility());
+    New->setDLLStorageClass(GV->getDLLStorageClass());
+    New->setDSOLocal(GV->isDSOLocal());
+    New->setThreadLocalMode(GV->getThreadLocalMode());
+    return New;
+  }
+};
+
+} // namespace
+
+extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
+                                                    const char *const *names,
+                                                    size_t count,
+                                                    int copy_module_asm) {
+  Module &Src = *unwrap(src_ref);
+  auto *Dst = new Module(Src.getModuleIdentifier(), Src.getContext());
+  Dst->setSourceFileName(Src.getSourceFileName());
+  Dst->setDataLayout(Src.getDataLayout());
+  Dst->setTargetTriple(Src.getTargetTriple());
+  if (copy_module_asm)
+    Dst->setModuleInlineAsm(Src.getModuleInlineAsm());
+  // Module flags carry codegen settings (PIC level, unwind tables, frame
+  // pointers, code model, DWARF version); metadata lives in the shared
+  // context, so the nodes can be reused as they are.
+  if (NamedMDNode *Flags = Src.getModuleFlagsMetadata()) {
+    NamedMDNode *NF = Dst->getOrInsertModuleFlagsMetadata();
+    for (MDNode *Op : Flags->operands())
+      NF->addOperand(Op);
+  }
+
+  ValueToValueMapTy VMap;
+  DeclarationMaterializer Mat(*Dst);
+  std::vector<GlobalValue *> Kept;
+  // Pass 1: the kept definitions exist before any body refers to them.
+  for (size_t i = 0; i < count; i++) {
+    GlobalValue *GV = Src.getNamedValue(names[i]);
+    if (!GV || GV->isDeclaration() || Dst->getNamedValue(names[i]))
+      continue;
+    if (auto *F = dyn_cast<Function>(GV)) {
+      Function *NF = Function::Create(F->getFunctionType(), F->getLinkage(),
+                                      F->getAddressSpace(), F->getName(), Dst);
+      NF->copyAttributesFrom(F);
+      VMap[F] = NF;
+      Kept.push_back(F);
+    } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+      auto *NG = new GlobalVariable(*Dst, G->getValueType(), G->isConstant(),
+                                    G->getLinkage(), nullptr, G->getName(), nullptr,
+                                    G->getThreadLocalMode(), G->getAddressSpace(),
+                                    G->isExternallyInitialized());
+      NG->copyAttributesFrom(G);
+      VMap[G] = NG;
+      Kept.push_back(G);
+    } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
+      auto *NA = GlobalAlias::create(A->getValueType(), A->getAddressSpace(),
+                                     A->getLinkage(), A->getName(), Dst);
+      NA->copyAttributesFrom(A);
+      VMap[A] = NA;
+      Kept.push_back(A);
+    }
+  }
+  // Pass 2: bodies, initializers, aliasees.
+  for (GlobalValue *GV : Kept) {
+    if (auto *F = dyn_cast<Function>(GV)) {
+      auto *NF = cast<Function>(VMap[F]);
+      cloneBody(NF, F, VMap, &Mat);
+      copyComdat(*Dst, *F, *NF);
+    } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+      auto *NG = cast<GlobalVariable>(VMap[G]);
+      if (G->hasInitializer())
+        NG->setInitializer(MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
+      SmallVector<std::pair<unsigned, MDNode *>, 1> MDs;
+      G->getAllMetadata(MDs);
+      for (auto &MD : MDs)
+        NG->addMetadata(MD.first, *MapMetadata(MD.second, VMap, RF_None, nullptr, &Mat));
+      copyComdat(*Dst, *G, *NG);
+    } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
+      auto *NA = cast<GlobalAlias>(VMap[A]);
+      NA->setAliasee(MapValue(A->getAliasee(), VMap, RF_None, nullptr, &Mat));
+    }
+  }
+  // Pass 3: bodies of the local copies (which may pull in more).
+  for (size_t i = 0; i < Mat.LocalCopies.size(); i++) {
+    auto [From, To] = Mat.LocalCopies[i];
+    if (auto *F = dyn_cast<Function>(From)) {
+      cloneBody(cast<Function>(To), F, VMap, &Mat);
+    } else if (auto *G = dyn_cast<GlobalVariable>(From)) {
+      if (G->hasInitializer())
+        cast<GlobalVariable>(To)->setInitializer(
+            MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
+    }
+  }
+  return wrap(Dst);
+}

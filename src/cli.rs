@@ -109,6 +109,7 @@ const SHOWN: &[&str] = &[
     key::FALLBACKS,
     key::LINKS,
     key::COMPILE_ERRORS,
+    key::DEFINITIONS_TOTAL,
 ];
 
 pub fn run(args: Vec<String>) -> i32 {

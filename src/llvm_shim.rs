@@ -12,6 +12,10 @@
 //! - `install_fatal_error_handler`: the handler runs on whatever thread LLVM
 //!   fails in and must not return into LLVM; it calls a Rust function that
 //!   never returns (it re-runs the whole invocation through clang).
+//! - `extract_definitions`: the shim builds a new module in the source
+//!   module's context (cloning bodies, mapping references to fresh
+//!   declarations); the result is owned by the returned `Module`, which
+//!   borrows the same context as the source, so it cannot outlive it.
 //! - `with_diagnostic_sink`: LLVM keeps the sink's address in the context
 //!   and calls the handler from the thread using that context; the sink is
 //!   created before the context and dropped after it, so the address stays
@@ -45,6 +49,13 @@ pub struct ShimTargetOptions {
 }
 
 extern "C" {
+    #[allow(dead_code)]
+    fn repocc_extract_definitions(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        names: *const *const c_char,
+        count: usize,
+        copy_module_asm: c_int,
+    ) -> llvm_sys::prelude::LLVMModuleRef;
     fn repocc_set_target_options(
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
@@ -69,6 +80,30 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
     // SAFETY: as above; `out` is a valid, writable struct of the C layout.
     unsafe { repocc_get_target_options(tm.as_mut_ptr(), &mut out) };
     out
+}
+
+/// A new module (same context) with the bodies of the named definitions and
+/// declarations of what they reference. Names not defined in `module` are
+/// skipped. `with_module_asm` copies the module-level inline assembly.
+#[allow(dead_code)] // used by the fragment stage (in progress)
+pub fn extract_definitions<'ctx>(
+    module: &inkwell::module::Module<'ctx>,
+    names: &[&str],
+    with_module_asm: bool,
+) -> inkwell::module::Module<'ctx> {
+    let owned: Vec<CString> = names.iter().filter_map(|n| CString::new(*n).ok()).collect();
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: see the module invariants; `ptrs` points into `owned`, alive
+    // for the call; the returned module is new and owned by the wrapper.
+    unsafe {
+        let raw = repocc_extract_definitions(
+            module.as_mut_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            c_int::from(with_module_asm),
+        );
+        inkwell::module::Module::new(raw)
+    }
 }
 
 /// Passes options to LLVM's option parser, once per process.
@@ -120,6 +155,36 @@ pub fn install_fatal_error_handler(hook: fn(&str) -> !) {
         FATAL_HOOK = Some(hook);
         llvm_sys::error_handling::LLVMInstallFatalErrorHandler(Some(on_llvm_fatal_error));
     }
+}
+
+/// Makes local aliases hidden external ones (inkwell has no alias API);
+/// returns their names.
+pub fn externalize_local_aliases(module: &inkwell::module::Module) -> Vec<String> {
+    use llvm_sys::core::*;
+    use llvm_sys::{LLVMLinkage, LLVMVisibility};
+    let mut names = Vec::new();
+    // SAFETY: the module is alive for the call; aliases are walked with
+    // the module's own iterator functions and modified in place (no
+    // insertion or removal while iterating).
+    unsafe {
+        let mut a = LLVMGetFirstGlobalAlias(module.as_mut_ptr());
+        while !a.is_null() {
+            let linkage = LLVMGetLinkage(a);
+            if matches!(
+                linkage,
+                LLVMLinkage::LLVMInternalLinkage | LLVMLinkage::LLVMPrivateLinkage
+            ) {
+                LLVMSetLinkage(a, LLVMLinkage::LLVMExternalLinkage);
+                LLVMSetVisibility(a, LLVMVisibility::LLVMHiddenVisibility);
+                let mut len = 0usize;
+                let p = LLVMGetValueName2(a, &mut len);
+                let bytes = std::slice::from_raw_parts(p as *const u8, len);
+                names.push(String::from_utf8_lossy(bytes).into_owned());
+            }
+            a = LLVMGetNextGlobalAlias(a);
+        }
+    }
+    names
 }
 
 /// Diagnostics LLVM reports while optimizing or generating code (inline
@@ -259,6 +324,58 @@ mod tests {
         assert!(
             first.contains("not_an_instruction") || first.contains("invalid instruction"),
             "{first}"
+        );
+    }
+
+    #[test]
+    fn extraction_keeps_named_bodies_and_declares_the_rest() {
+        let ir = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            $c = comdat any
+            @table = hidden constant [2 x ptr] [ptr @f, ptr @g]
+            @switch.table = private unnamed_addr constant [2 x i32] [i32 3, i32 4]
+            @counter = hidden global i32 0, align 4
+            define i32 @f(i32 %x) { %v = load i32, ptr @counter
+              %r = add i32 %x, %v
+              ret i32 %r }
+            define linkonce_odr i32 @g() comdat($c) { %r = call i32 @f(i32 1)
+              ret i32 %r }
+            define i32 @unrelated() { ret i32 7 }
+            define i32 @uses_private(i64 %i) { %p = getelementptr [2 x i32], ptr @switch.table, i64 0, i64 %i
+              %v = load i32, ptr %p
+              ret i32 %v }
+            !llvm.module.flags = !{!0}
+            !0 = !{i32 8, !"PIC Level", i32 2}
+        "#;
+        let context = Context::create();
+        let buf =
+            inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let module = context.create_module_from_ir(buf).unwrap();
+        let part = extract_definitions(&module, &["g", "table"], false);
+        part.verify().unwrap();
+        let text = part.print_to_string().to_string();
+        assert!(
+            text.contains("define linkonce_odr i32 @g() comdat"),
+            "{text}"
+        );
+        assert!(text.contains("declare i32 @f(i32)"), "{text}");
+        assert!(text.contains("@table = hidden constant"), "{text}");
+        assert!(!text.contains("unrelated"), "{text}");
+        assert!(!text.contains("@counter"), "{text}");
+        assert!(text.contains("PIC Level"), "{text}");
+        let f = extract_definitions(&module, &["f"], false);
+        f.verify().unwrap();
+        let text = f.print_to_string().to_string();
+        assert!(
+            text.contains("@counter = external hidden global i32"),
+            "{text}"
+        );
+        let p = extract_definitions(&module, &["uses_private"], false);
+        p.verify().unwrap();
+        let text = p.print_to_string().to_string();
+        assert!(
+            text.contains("@switch.table = private unnamed_addr constant [2 x i32] [i32 3, i32 4]"),
+            "{text}"
         );
     }
 }

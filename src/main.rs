@@ -41,7 +41,8 @@ fn print_version(argv0: &str) -> i32 {
     code
 }
 
-fn llvm_version() -> String {
+/// The LLVM version repocc is linked with, e.g. "19.1.7".
+pub fn llvm_version() -> String {
     let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
     // SAFETY: the out-pointers are valid u32s for the duration of the call.
     unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };

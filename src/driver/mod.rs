@@ -201,6 +201,7 @@ impl TempObjects for LazyTemps {
 /// The outcome of one unit.
 struct UnitResult {
     status: i32,
+    definitions: u64,
     stderr: Vec<u8>,
     compiled: bool,
     fallback: bool,
@@ -235,6 +236,7 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     };
     let options = PipelineOptions {
         merge_functions: cfg.merge_functions,
+        digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
     };
     let scratch = tempfile::Builder::new()
         .prefix("repocc-dep-")
@@ -282,6 +284,7 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
         let _ = err.write_all(&r.stderr);
         if r.compiled {
             counters.add(key::COMPILES, 1);
+            counters.add(key::DEFINITIONS_TOTAL, r.definitions);
         }
         if r.fallback {
             counters.add(key::FALLBACKS, 1);
@@ -340,6 +343,7 @@ fn compile_unit(
         Err(e) => {
             return UnitResult {
                 status: 1,
+                definitions: 0,
                 stderr: format!("repocc: error: {e:#}\n").into_bytes(),
                 compiled: false,
                 fallback: false,
@@ -351,6 +355,7 @@ fn compile_unit(
     if fe.status != 0 {
         return UnitResult {
             status: fe.status,
+            definitions: 0,
             stderr,
             compiled: false,
             fallback: false,
@@ -372,13 +377,15 @@ fn compile_unit(
     });
 
     match result {
-        Ok(t) => {
+        Ok(report) => {
+            let t = &report.times;
             if timings {
                 let line = format!(
-                    "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s\n",
+                    "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),
                     t.parse_and_mem2reg.as_secs_f64(),
+                    t.metadata.as_secs_f64(),
                     t.optimize.as_secs_f64(),
                     t.merge.as_secs_f64(),
                     t.codegen.as_secs_f64(),
@@ -388,6 +395,7 @@ fn compile_unit(
             }
             UnitResult {
                 status: 0,
+                definitions: report.definitions,
                 stderr,
                 compiled: true,
                 fallback: false,
@@ -423,6 +431,7 @@ fn compile_unit(
             };
             UnitResult {
                 status,
+                definitions: 0,
                 stderr,
                 compiled: false,
                 fallback: true,

@@ -1,9 +1,24 @@
 //! Stage 2, the canonical form: the frontend's bitcode is parsed from memory
 //! into the unit's own context, the TargetMachine clang would use is built
 //! from the module (triple, CPU, features, relocation model) and the user's
-//! codegen options, and mem2reg promotes stack slots to SSA values. The
-//! result, [`Unit`], is what the later stages (and the repository's digest)
-//! work on.
+//! codegen options, and then:
+//!
+//! - mem2reg promotes stack slots to SSA values;
+//! - private unnamed constants (`.str.N`, `__const.f.x`) are named after
+//!   their content (identical ones merged), so that their names — which end
+//!   up in the fragments that use them — do not shift when an edit adds a
+//!   string elsewhere in the file;
+//! - internal definitions become hidden external ones for the optimizer, and
+//!   are made local again in the object (`compose`). This keeps the
+//!   optimizer from rewriting a static function or variable from its users
+//!   (constant propagation into arguments, dead-argument elimination,
+//!   argument promotion, GlobalOpt's constant folding of never-written
+//!   statics, deletion after inlining): each definition's code then depends
+//!   on what it uses, never on who uses it, which is what lets an edit
+//!   invalidate few fragments (see `digest`). The price is some optimization
+//!   clang would do on statics; behaviour is unchanged.
+//!
+//! The result, [`Unit`], is what the later stages work on.
 
 use std::collections::HashMap;
 
@@ -11,11 +26,13 @@ use anyhow::{anyhow, Context as _, Result};
 use inkwell::attributes::AttributeLoc;
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::module::Module;
+use inkwell::module::{Linkage, Module};
 use inkwell::passes::PassBuilderOptions;
 use inkwell::targets::{
     CodeModel, InitializationConfig, RelocMode, Target, TargetMachine, TargetTriple,
 };
+use inkwell::values::{AnyValue, GlobalValue, UnnamedAddress};
+use inkwell::GlobalVisibility;
 use inkwell::OptimizationLevel;
 
 use crate::driver::plan::{CodeModelSetting, CodegenSettings, OptLevel};
@@ -26,6 +43,9 @@ pub struct Unit<'ctx> {
     pub module: Module<'ctx>,
     pub target_machine: TargetMachine,
     pub source_name: String,
+    /// Definitions that were internal or private in the source: local
+    /// symbols again in the object.
+    pub originally_local: Vec<String>,
 }
 
 pub fn init_targets() {
@@ -56,11 +76,79 @@ pub fn load<'ctx>(
             PassBuilderOptions::create(),
         )
         .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
+    name_constants_by_content(&module);
+    let originally_local = externalize_locals(&module);
     Ok(Unit {
         module,
         target_machine,
         source_name: source_name.to_string(),
+        originally_local,
     })
+}
+
+/// Renames private `unnamed_addr` constants to `.rc.<digest of content>`,
+/// merging duplicates (their addresses are not significant).
+fn name_constants_by_content(module: &Module) {
+    let mut seen: HashMap<String, GlobalValue> = HashMap::new();
+    let globals: Vec<GlobalValue> = module.get_globals().collect();
+    for g in globals {
+        if g.get_linkage() != Linkage::Private
+            || g.get_unnamed_address() != UnnamedAddress::Global
+            || !g.is_constant()
+            || g.is_declaration()
+            || g.is_thread_local()
+        {
+            continue;
+        }
+        let Some(init) = g.get_initializer() else {
+            continue;
+        };
+        let mut h = blake3::Hasher::new();
+        h.update(init.print_to_string().to_bytes());
+        h.update(&g.get_alignment().to_le_bytes());
+        if let Some(section) = g.get_section() {
+            h.update(b"section ");
+            h.update(section.to_bytes());
+        }
+        let name = format!(".rc.{}", &h.finalize().to_hex()[..32]);
+        match seen.get(&name) {
+            Some(existing) => {
+                g.as_pointer_value()
+                    .replace_all_uses_with(existing.as_pointer_value());
+                // SAFETY: no uses remain after the replacement.
+                unsafe { g.delete() };
+            }
+            None => {
+                g.set_name(&name);
+                seen.insert(name, g);
+            }
+        }
+    }
+}
+
+/// Makes internal and private definitions hidden external ones; returns
+/// their names.
+fn externalize_locals(module: &Module) -> Vec<String> {
+    let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
+    let mut names = Vec::new();
+    for f in module.get_functions() {
+        if f.count_basic_blocks() > 0 && local(f.get_linkage()) {
+            let g = f.as_global_value();
+            g.set_linkage(Linkage::External);
+            g.set_visibility(GlobalVisibility::Hidden);
+            names.push(f.get_name().to_string_lossy().into_owned());
+        }
+    }
+    for g in module.get_globals() {
+        let name = g.get_name().to_string_lossy().into_owned();
+        if !g.is_declaration() && local(g.get_linkage()) && !name.starts_with("llvm.") {
+            g.set_linkage(Linkage::External);
+            g.set_visibility(GlobalVisibility::Hidden);
+            names.push(name);
+        }
+    }
+    names.extend(llvm_shim::externalize_local_aliases(module));
+    names
 }
 
 /// The most common value of a string function attribute among the module's

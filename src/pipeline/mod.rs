@@ -4,18 +4,22 @@
 //!    (diagnostics go to the user exactly as clang prints them).
 //! 2. [`canonical`]: the bitcode is read in memory into a fresh LLVM context
 //!    and mem2reg runs — the canonical form the repository stages digest.
-//! 3. (the program repository's metadata and pruning stages slot in here)
+//! 3. [`digest`]: repository metadata — a digest per definition, the
+//!    contribution/dependency graph and final digests (pruning comes next)
 //! 4. [`optimize`]: the pass pipeline of the user's `-O` level.
 //! 5. [`merge`]: function merging (LLVM MergeFunctions; aliases where the
 //!    address is not significant, thunks otherwise).
 //! 6. [`codegen`]: object code with the TargetMachine clang would build.
-//! 7. [`output`]: the object is written atomically to its path.
+//! 7. [`compose`]: the object at its path, with the definitions that were
+//!    internal in the source local again; [`output`] writes atomically.
 //!
 //! [`compile_unit`] runs them in order for one unit. Each unit owns its own
 //! `inkwell::context::Context`; only bytes cross threads.
 
 pub mod canonical;
 pub mod codegen;
+pub mod compose;
+pub mod digest;
 pub mod frontend;
 pub mod merge;
 pub mod optimize;
@@ -32,6 +36,7 @@ use crate::driver::plan::CodegenSettings;
 #[derive(Clone, Debug, Default)]
 pub struct StageTimes {
     pub parse_and_mem2reg: Duration,
+    pub metadata: Duration,
     pub optimize: Duration,
     pub merge: Duration,
     pub codegen: Duration,
@@ -55,6 +60,16 @@ impl std::error::Error for BackendDiagnostic {}
 #[derive(Clone, Debug)]
 pub struct PipelineOptions {
     pub merge_functions: bool,
+    /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
+    pub digest_report: bool,
+}
+
+/// What a unit's pipeline run reports back.
+#[derive(Clone, Debug, Default)]
+pub struct UnitReport {
+    pub times: StageTimes,
+    /// Functions and global variables defined in the unit.
+    pub definitions: u64,
 }
 
 /// Runs stages 2–7 on the frontend's bitcode and writes `output`.
@@ -64,7 +79,7 @@ pub fn compile_bitcode(
     settings: &CodegenSettings,
     options: &PipelineOptions,
     output: &Path,
-) -> Result<StageTimes> {
+) -> Result<UnitReport> {
     crate::llvm_shim::with_diagnostic_sink(|context, sink| {
         run_stages(
             context,
@@ -86,11 +101,15 @@ fn run_stages(
     settings: &CodegenSettings,
     options: &PipelineOptions,
     output: &Path,
-) -> Result<StageTimes> {
+) -> Result<UnitReport> {
     let mut times = StageTimes::default();
     let t = Instant::now();
     let unit = canonical::load(context, bitcode, source_name, settings)?;
     times.parse_and_mem2reg = t.elapsed();
+
+    let t = Instant::now();
+    let digests = metadata_stage(&unit, settings, options)?;
+    times.metadata = t.elapsed();
 
     let t = Instant::now();
     optimize::run(&unit, settings)?;
@@ -112,7 +131,71 @@ fn run_stages(
     }
 
     let t = Instant::now();
-    output::write_atomically(output, object.as_slice())?;
+    compose::write_object(object.as_slice(), &unit.originally_local, output)?;
     times.write = t.elapsed();
-    Ok(times)
+    Ok(UnitReport {
+        times,
+        definitions: digests
+            .defs
+            .iter()
+            .filter(|d| d.kind != digest::DefKind::Glue)
+            .count() as u64,
+    })
+}
+
+/// Stage 3: digests of the canonical module.
+fn metadata_stage(
+    unit: &canonical::Unit,
+    settings: &CodegenSettings,
+    options: &PipelineOptions,
+) -> Result<digest::ModuleDigests> {
+    let text = unit.module.print_to_string().to_string();
+    let tm = &unit.target_machine;
+    let extra = serde_json::json!({
+        "cpu": tm.get_cpu().to_string_lossy(),
+        "features": tm.get_feature_string().to_string_lossy(),
+        "settings": settings,
+        "merge_functions": options.merge_functions,
+        "llvm": crate::llvm_version(),
+    });
+    let context = digest::context_digest(&text, extra.to_string().as_bytes())?;
+    let digests = digest::compute(&text, &context)?;
+    if options.digest_report {
+        eprintln!("{}", digest_report(&unit.source_name, &digests));
+    }
+    Ok(digests)
+}
+
+/// Precision of the digest graph: the share of final digests an edit to
+/// one definition changes, over every definition of the unit.
+fn digest_report(source: &str, d: &digest::ModuleDigests) -> String {
+    let n = d.defs.len().max(1);
+    let impact = digest::edit_impact(d);
+    let widest = impact
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, v)| **v)
+        .map_or("", |(i, _)| d.defs[i].name.as_str());
+    let mut impact = impact;
+    impact.sort_unstable();
+    let (comp_of, _) = digest::reach_sets(d.defs.len(), &d.edges);
+    let mut sizes = std::collections::HashMap::new();
+    for c in comp_of {
+        *sizes.entry(c).or_insert(0usize) += 1;
+    }
+    let largest = sizes.values().copied().max().unwrap_or(0);
+    let mean = impact.iter().sum::<usize>() as f64 / n as f64;
+    let median = impact.get(impact.len() / 2).copied().unwrap_or(0);
+    let max = impact.last().copied().unwrap_or(0);
+    format!(
+        "repocc: digests {source}: {} definitions, {} edges, largest cycle {largest}; an edit to one definition changes \
+         mean {:.1} ({:.2}%), median {} ({:.2}%), max {} final digests (editing {widest})",
+        d.defs.len(),
+        d.edges.len(),
+        mean,
+        100.0 * mean / n as f64,
+        median,
+        100.0 * median as f64 / n as f64,
+        max
+    )
 }

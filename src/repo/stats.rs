@@ -29,6 +29,8 @@ pub mod key {
     pub const LINKS: &str = "links";
     /// Units whose frontend reported errors (the user's code).
     pub const COMPILE_ERRORS: &str = "compile_errors";
+    /// Functions and global variables defined in the units compiled.
+    pub const DEFINITIONS_TOTAL: &str = "definitions_total";
 }
 
 /// A set of counter increments, plus per-reason counts for passthrough and

@@ -1,0 +1,926 @@
+//! Stage 3, repository metadata: a digest per definition (function or global
+//! variable) of the canonical module, and the final digest that decides
+//! whether a stored fragment can be reused.
+//!
+//! The digests are computed from LLVM's own textual form of the module
+//! (printed once per unit). The text round-trips the IR, so every field of
+//! every instruction that can change code is in it by construction; what
+//! the text holds by *reference* is resolved to content:
+//!
+//! | in the text | in the digest |
+//! |---|---|
+//! | the definition's own line(s): linkage, visibility, `unnamed_addr`, TLS mode, calling convention, section, alignment, comdat, GC, personality, prefix data, types, the body in printed order with flags and operands | as printed |
+//! | `#N` attribute groups | the group's attributes |
+//! | `!N` metadata (TBAA, loop hints, ranges, debug info) | the node's content, recursively |
+//! | `%struct.T` named types | the type's body, recursively |
+//! | `@name` other globals | the name (their content enters through the graph) |
+//! | local values `%0`, blocks | printed numbering: canonical for a given body |
+//! | comments (`; preds = ...`) | left out |
+//!
+//! plus a context digest: format version, repocc and LLVM versions, target
+//! triple, data layout, module flags, CPU and features, `-O` level and
+//! codegen options. Names of locals are not in the text (clang discards
+//! them), nor is the position of the definition in the module.
+//!
+//! The graph: an edge `u → v` means "v's content can change u's bytes".
+//! Edges follow how a definition is used (DESIGN.md, "precision and
+//! soundness"):
+//! - a function: a call, or any other use by a function or by the
+//!   initializer of a constant variable (devirtualization, inlining through
+//!   a passed or stored address) → `u → f`; if `f` is local (internal), any
+//!   use also → `f → u` (its call sites and address uses decide constant
+//!   propagation, argument promotion, dead-argument elimination, deletion);
+//! - a local variable: a direct load → `u → g`; any other use (store,
+//!   address taken, initializer) → both ways (GlobalOpt decides from all
+//!   uses whether it is constant, and rewrites it);
+//! - an external variable: only a constant one's content can be folded
+//!   into users → `u → g`; a mutable one → no edge (its name is in `u`).
+//!
+//! The final digest of `x` is the digest of `x` followed by the set of
+//! initial digests of everything reachable from `x` (cycles included):
+//! edges are determined by the definitions' contents (references are by
+//! name), so that set fixes the whole reachable graph.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Result};
+
+use crate::repo::store::FragmentDigest;
+
+/// Bump when what the digest covers changes.
+pub const DIGEST_FORMAT_VERSION: u32 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefKind {
+    Function,
+    Variable,
+    /// `llvm.global_ctors`, `llvm.used`...: module glue, never a fragment.
+    Glue,
+}
+
+#[derive(Clone, Debug)]
+pub struct Definition {
+    pub name: String,
+    pub kind: DefKind,
+    /// internal or private linkage.
+    pub local: bool,
+    /// A `constant` variable.
+    pub constant: bool,
+    pub initial: [u8; 32],
+    pub final_digest: FragmentDigest,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ModuleDigests {
+    pub defs: Vec<Definition>,
+    /// Directed edges `(u, v)`: v's content can change u's bytes.
+    pub edges: Vec<(usize, usize)>,
+}
+
+impl ModuleDigests {
+    /// The position of the definition named `name`.
+    #[cfg(test)]
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.defs.iter().position(|d| d.name == name)
+    }
+}
+
+/// The pieces of the printed module.
+#[derive(Default)]
+struct Parsed<'a> {
+    types: HashMap<&'a str, &'a str>,
+    attrs: HashMap<&'a str, &'a str>,
+    metadata: HashMap<&'a str, &'a str>,
+    header: Vec<&'a str>,
+    module_flags: Option<&'a str>,
+    /// (name, full text) of definitions.
+    functions: Vec<(String, String)>,
+    variables: Vec<(String, &'a str)>,
+    aliases: Vec<(String, &'a str)>,
+}
+
+/// Reads an identifier after a sigil (`@`, `%`, `$`): a quoted string or
+/// the usual identifier characters. Returns (name, bytes consumed).
+fn read_ident(s: &str) -> Option<(&str, usize)> {
+    let b = s.as_bytes();
+    if b.first() == Some(&b'"') {
+        let end = s[1..].find('"')? + 1;
+        return Some((&s[1..end], end + 1));
+    }
+    let n = b
+        .iter()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'$' | b'.' | b'_'))
+        .count();
+    (n > 0).then(|| (&s[..n], n))
+}
+
+fn parse(text: &str) -> Result<Parsed<'_>> {
+    let mut p = Parsed::default();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        if line.starts_with("define ") {
+            let name = global_name_in(line).unwrap_or_default();
+            let mut body = String::from(line);
+            body.push('\n');
+            for l in lines.by_ref() {
+                body.push_str(l);
+                body.push('\n');
+                if l == "}" {
+                    break;
+                }
+            }
+            p.functions.push((name, body));
+        } else if let Some(rest) = line.strip_prefix('@') {
+            let Some((name, n)) = read_ident(rest) else {
+                bail!("unreadable global line: {line}");
+            };
+            let after = &rest[n..];
+            if after.contains(" alias ") || after.contains(" ifunc ") {
+                p.aliases.push((name.to_string(), line));
+            } else {
+                p.variables.push((name.to_string(), line));
+            }
+        } else if let Some(rest) = line.strip_prefix('%') {
+            if let Some((name, n)) = read_ident(rest) {
+                if let Some(body) = rest[n..].strip_prefix(" = type ") {
+                    p.types.insert(name, body);
+                }
+            }
+        } else if let Some(rest) = line.strip_prefix("attributes #") {
+            if let Some((id, body)) = rest.split_once(" = ") {
+                p.attrs.insert(id, body);
+            }
+        } else if let Some(rest) = line.strip_prefix('!') {
+            if let Some((id, body)) = rest.split_once(" = ") {
+                if id.bytes().all(|c| c.is_ascii_digit()) {
+                    p.metadata.insert(id, body);
+                } else if id == "llvm.module.flags" {
+                    p.module_flags = Some(body);
+                }
+            }
+        } else if line.starts_with("target ")
+            || line.starts_with("module asm")
+            || line.starts_with('$')
+        {
+            p.header.push(line);
+        }
+    }
+    Ok(p)
+}
+
+/// The defined name in a `define` line: the first `@` outside strings.
+fn global_name_in(line: &str) -> Option<String> {
+    let mut in_str = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => in_str = !in_str,
+            '@' if !in_str => return read_ident(&line[i + 1..]).map(|(n, _)| n.to_string()),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Resolves references in printed IR to content.
+struct Canonicalizer<'a> {
+    p: &'a Parsed<'a>,
+    type_memo: HashMap<&'a str, String>,
+    md_memo: HashMap<&'a str, String>,
+    md_stack: Vec<&'a str>,
+    /// Work budget for metadata; past it, metadata is hashed coarsely.
+    budget: usize,
+}
+
+/// How a global is used on one line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    Call,
+    Load,
+    Other,
+}
+
+impl<'a> Canonicalizer<'a> {
+    fn new(p: &'a Parsed<'a>) -> Self {
+        Canonicalizer {
+            p,
+            type_memo: HashMap::new(),
+            md_memo: HashMap::new(),
+            md_stack: Vec::new(),
+            budget: 50_000_000,
+        }
+    }
+
+    fn type_text(&mut self, name: &'a str) -> String {
+        if let Some(t) = self.type_memo.get(name) {
+            return t.clone();
+        }
+        let body = self.p.types.get(name).copied().unwrap_or("opaque");
+        // Guard against a (malformed) cycle.
+        self.type_memo.insert(name, format!("<cycle {name}>"));
+        let mut out = String::new();
+        self.canonical_into(body, &mut out, &mut |_, _| {});
+        let h = format!("%T{}", &blake3::hash(out.as_bytes()).to_hex()[..32]);
+        self.type_memo.insert(name, h.clone());
+        h
+    }
+
+    fn md_text(&mut self, id: &'a str) -> String {
+        if let Some(t) = self.md_memo.get(id) {
+            return t.clone();
+        }
+        if let Some(depth) = self.md_stack.iter().rposition(|s| *s == id) {
+            return format!("!cycle{}", self.md_stack.len() - depth);
+        }
+        let Some(body) = self.p.metadata.get(id).copied() else {
+            return format!("!missing{id}");
+        };
+        if self.budget == 0 {
+            return format!("!coarse{}", blake3::hash(body.as_bytes()).to_hex());
+        }
+        self.budget = self.budget.saturating_sub(body.len());
+        self.md_stack.push(id);
+        let before = self.md_stack.len();
+        let mut out = String::new();
+        let mut cyclic = false;
+        self.canonical_into_md(body, &mut out, &mut cyclic);
+        self.md_stack.pop();
+        debug_assert_eq!(before - 1, self.md_stack.len());
+        let h = format!("!M{}", &blake3::hash(out.as_bytes()).to_hex()[..32]);
+        if !cyclic {
+            self.md_memo.insert(id, h.clone());
+        }
+        h
+    }
+
+    fn canonical_into_md(&mut self, body: &'a str, out: &mut String, cyclic: &mut bool) {
+        let start = out.len();
+        self.canonical_into(body, out, &mut |_, _| {});
+        if out[start..].contains("!cycle") {
+            *cyclic = true;
+        }
+    }
+
+    /// Copies `text` into `out` with references resolved and comments
+    /// dropped; reports every `@global` use through `on_global`.
+    fn canonical_into(
+        &mut self,
+        text: &'a str,
+        out: &mut String,
+        on_global: &mut dyn FnMut(&'a str, usize),
+    ) {
+        let b = text.as_bytes();
+        let mut i = 0;
+        let mut copied = 0;
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    // Strings never hold references; skip to the closing quote.
+                    match text[i + 1..].find('"') {
+                        Some(e) => i += e + 2,
+                        None => i = b.len(),
+                    }
+                }
+                b';' => {
+                    out.push_str(&text[copied..i]);
+                    let e = text[i..].find('\n').map_or(b.len(), |e| i + e);
+                    i = e;
+                    copied = i;
+                }
+                b'@' => {
+                    if let Some((name, n)) = read_ident(&text[i + 1..]) {
+                        on_global(name, i);
+                        i += 1 + n;
+                    } else {
+                        i += 1;
+                    }
+                }
+                b'%' => match read_ident(&text[i + 1..]) {
+                    Some((name, n)) if self.p.types.contains_key(name) => {
+                        out.push_str(&text[copied..i]);
+                        let t = self.type_text(name);
+                        out.push_str(&t);
+                        i += 1 + n;
+                        copied = i;
+                    }
+                    Some((_, n)) => i += 1 + n,
+                    None => i += 1,
+                },
+                b'#' if b.get(i + 1).is_some_and(|c| c.is_ascii_digit()) => {
+                    let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let id = &text[i + 1..i + 1 + n];
+                    out.push_str(&text[copied..i]);
+                    out.push_str("#{");
+                    if let Some(a) = self.p.attrs.get(id) {
+                        out.push_str(a);
+                    }
+                    out.push('}');
+                    i += 1 + n;
+                    copied = i;
+                }
+                b'!' if b.get(i + 1).is_some_and(|c| c.is_ascii_digit()) => {
+                    let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                    let id = &text[i + 1..i + 1 + n];
+                    out.push_str(&text[copied..i]);
+                    let m = self.md_text(id);
+                    out.push_str(&m);
+                    i += 1 + n;
+                    copied = i;
+                }
+                _ => i += 1,
+            }
+        }
+        out.push_str(&text[copied..]);
+    }
+}
+
+/// Classifies the uses of globals on one instruction line of a body.
+fn classify_line(line: &str, uses: &mut Vec<(String, Use)>) {
+    let trimmed = line.trim_start();
+    let inst = match trimmed.split_once(" = ") {
+        Some((lhs, rhs)) if lhs.starts_with('%') => rhs,
+        _ => trimmed,
+    };
+    let globals = |s: &str| -> Vec<(usize, String)> {
+        let mut v = Vec::new();
+        let mut in_str = false;
+        for (i, c) in s.char_indices() {
+            match c {
+                '"' => in_str = !in_str,
+                '@' if !in_str => {
+                    if let Some((n, _)) = read_ident(&s[i + 1..]) {
+                        v.push((i, n.to_string()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        v
+    };
+    let word = inst.split_whitespace().next().unwrap_or("");
+    let is_call =
+        matches!(
+            word,
+            "call" | "invoke" | "callbr" | "tail" | "musttail" | "notail"
+        ) && (inst.contains("call ") || inst.starts_with("invoke ") || inst.starts_with("callbr "));
+    if is_call {
+        let gs = globals(inst);
+        // The callee: the first global immediately followed by '('.
+        let callee = gs.iter().position(|(i, n)| {
+            let after = i + 1 + n.len() + if inst[i + 1..].starts_with('"') { 2 } else { 0 };
+            inst[after..].starts_with('(')
+        });
+        for (k, (_, n)) in gs.into_iter().enumerate() {
+            uses.push((
+                n,
+                if Some(k) == callee {
+                    Use::Call
+                } else {
+                    Use::Other
+                },
+            ));
+        }
+        return;
+    }
+    if word == "load" {
+        for (_, n) in globals(inst) {
+            uses.push((n, Use::Load));
+        }
+        return;
+    }
+    for (_, n) in globals(inst) {
+        uses.push((n, Use::Other));
+    }
+}
+
+/// The context digest: everything outside a definition that can change
+/// any fragment's bytes. `extra` carries what is not in the IR text (CPU,
+/// features, codegen settings, versions).
+pub fn context_digest(module_text: &str, extra: &[u8]) -> Result<[u8; 32]> {
+    let p = parse(module_text)?;
+    let mut c = Canonicalizer::new(&p);
+    let mut h = blake3::Hasher::new();
+    h.update(&DIGEST_FORMAT_VERSION.to_le_bytes());
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    for l in &p.header {
+        h.update(l.as_bytes());
+        h.update(b"\n");
+    }
+    if let Some(flags) = p.module_flags {
+        let mut out = String::new();
+        c.canonical_into(flags, &mut out, &mut |_, _| {});
+        h.update(out.as_bytes());
+    }
+    h.update(extra);
+    Ok(*h.finalize().as_bytes())
+}
+
+/// Linkage words that make a definition local.
+fn is_local(line_after_eq: &str) -> bool {
+    line_after_eq.starts_with("internal ") || line_after_eq.starts_with("private ")
+}
+
+/// Computes initial digests, the graph and final digests of a module given
+/// as LLVM's printed text.
+pub fn compute(module_text: &str, context: &[u8; 32]) -> Result<ModuleDigests> {
+    let p = parse(module_text)?;
+    let mut c = Canonicalizer::new(&p);
+    let mut defs: Vec<Definition> = Vec::new();
+    let mut uses_of: Vec<Vec<(String, Use)>> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+
+    let digest_of = |kind: u8, text: &str| -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(context);
+        h.update(&[kind]);
+        h.update(text.as_bytes());
+        *h.finalize().as_bytes()
+    };
+
+    for (name, text) in &p.variables {
+        let after = text.split_once(" = ").map_or("", |(_, r)| r);
+        let kind = if name.starts_with("llvm.") {
+            DefKind::Glue
+        } else {
+            DefKind::Variable
+        };
+        if after.starts_with("external ") || after.starts_with("extern_weak ") {
+            continue; // a declaration
+        }
+        let mut out = String::new();
+        let mut uses: Vec<(String, Use)> = Vec::new();
+        c.canonical_into(text, &mut out, &mut |g, at| {
+            // Position 0 is the variable's own name.
+            if at > 0 {
+                uses.push((g.to_string(), Use::Other));
+            }
+        });
+        // `global` or `constant` ends the list of leading keywords.
+        let constant = after
+            .split_whitespace()
+            .find(|w| *w == "global" || *w == "constant")
+            == Some("constant");
+        index.insert(name.clone(), defs.len());
+        defs.push(Definition {
+            name: name.clone(),
+            kind,
+            local: is_local(after),
+            constant,
+            initial: digest_of(1, &out),
+            final_digest: FragmentDigest([0; 32]),
+        });
+        uses_of.push(uses);
+    }
+
+    for (name, text) in &p.functions {
+        let mut out = String::new();
+        c.canonical_into(text, &mut out, &mut |_, _| {});
+        let mut uses = Vec::new();
+        for line in text.lines().skip(1) {
+            classify_line(line, &mut uses);
+        }
+        // The header's references: personality, prefix/prologue data.
+        let header = text.lines().next().unwrap_or("");
+        let mut header_refs = Vec::new();
+        classify_line(header, &mut header_refs);
+        uses.extend(
+            header_refs
+                .into_iter()
+                .filter(|(n, _)| n != name)
+                .map(|(n, _)| (n, Use::Other)),
+        );
+        let after_define = header.strip_prefix("define ").unwrap_or(header);
+        index.insert(name.clone(), defs.len());
+        defs.push(Definition {
+            name: name.clone(),
+            kind: DefKind::Function,
+            local: is_local(after_define),
+            constant: true,
+            initial: digest_of(2, &out),
+            final_digest: FragmentDigest([0; 32]),
+        });
+        uses_of.push(uses);
+    }
+
+    // Aliases resolve to their aliasee for the graph.
+    let mut alias_target: HashMap<String, String> = HashMap::new();
+    for (name, text) in &p.aliases {
+        if let Some(t) = text
+            .rsplit_once('@')
+            .and_then(|(_, r)| read_ident(r).map(|(n, _)| n.to_string()))
+        {
+            alias_target.insert(name.clone(), t);
+        }
+    }
+
+    let mut edges: Vec<(usize, usize)> = Vec::new();
+    for (u, uses) in uses_of.iter().enumerate() {
+        for (g, how) in uses {
+            let g = alias_target.get(g).unwrap_or(g);
+            let Some(&v) = index.get(g) else { continue };
+            if v == u {
+                continue;
+            }
+            let (user, target) = (&defs[u], &defs[v]);
+            let (dep, back) = match target.kind {
+                DefKind::Function => {
+                    let dep = *how == Use::Call
+                        || user.kind == DefKind::Function
+                        || (user.kind == DefKind::Variable && user.constant)
+                        || user.kind == DefKind::Glue;
+                    (dep, target.local)
+                }
+                DefKind::Variable | DefKind::Glue => {
+                    if target.local {
+                        (true, *how != Use::Load)
+                    } else {
+                        (target.constant, false)
+                    }
+                }
+            };
+            if dep || back {
+                edges.push((u, v));
+            }
+            if back {
+                edges.push((v, u));
+            }
+        }
+    }
+    edges.sort_unstable();
+    edges.dedup();
+
+    let finals = final_digests(&defs, &edges);
+    for (d, f) in defs.iter_mut().zip(finals) {
+        d.final_digest = f;
+    }
+    Ok(ModuleDigests { defs, edges })
+}
+
+/// Strongly connected components (iterative Tarjan), in reverse
+/// topological order (a component comes after the ones it reaches).
+pub fn sccs(n: usize, succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut out = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut child)) = work.last_mut() {
+            if *child == 0 {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = succ[v].get(*child) {
+                *child += 1;
+                if index[w] == usize::MAX {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut comp = Vec::new();
+                loop {
+                    let w = stack.pop().expect("tarjan stack");
+                    on_stack[w] = false;
+                    comp.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                out.push(comp);
+            }
+        }
+    }
+    out
+}
+
+/// Reachability sets per node (as bitsets over the definitions).
+pub fn reach_sets(n: usize, edges: &[(usize, usize)]) -> (Vec<usize>, Vec<Vec<u64>>) {
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in edges {
+        succ[u].push(v);
+    }
+    let comps = sccs(n, &succ);
+    let words = n.div_ceil(64);
+    let mut comp_of = vec![0; n];
+    for (ci, c) in comps.iter().enumerate() {
+        for &v in c {
+            comp_of[v] = ci;
+        }
+    }
+    let mut reach: Vec<Vec<u64>> = vec![vec![0; words]; comps.len()];
+    // Components come out in reverse topological order: successors first.
+    for (ci, c) in comps.iter().enumerate() {
+        let mut bits = vec![0u64; words];
+        for &v in c {
+            bits[v / 64] |= 1 << (v % 64);
+            for &w in &succ[v] {
+                let cw = comp_of[w];
+                if cw != ci {
+                    for (b, r) in bits.iter_mut().zip(&reach[cw]) {
+                        *b |= r;
+                    }
+                }
+            }
+        }
+        reach[ci] = bits;
+    }
+    (comp_of, reach)
+}
+
+fn final_digests(defs: &[Definition], edges: &[(usize, usize)]) -> Vec<FragmentDigest> {
+    let n = defs.len();
+    let (comp_of, reach) = reach_sets(n, edges);
+    // Per component: the sorted initial digests of everything it reaches.
+    let mut comp_hash: HashMap<usize, [u8; 32]> = HashMap::new();
+    (0..n)
+        .map(|x| {
+            let ch = *comp_hash.entry(comp_of[x]).or_insert_with(|| {
+                let mut members: Vec<&[u8; 32]> = Vec::new();
+                for (w, word) in reach[comp_of[x]].iter().enumerate() {
+                    let mut bits = *word;
+                    while bits != 0 {
+                        let b = bits.trailing_zeros() as usize;
+                        members.push(&defs[w * 64 + b].initial);
+                        bits &= bits - 1;
+                    }
+                }
+                members.sort_unstable();
+                let mut h = blake3::Hasher::new();
+                for m in members {
+                    h.update(m);
+                }
+                *h.finalize().as_bytes()
+            });
+            let mut h = blake3::Hasher::new();
+            h.update(&defs[x].initial);
+            h.update(&ch);
+            FragmentDigest(*h.finalize().as_bytes())
+        })
+        .collect()
+}
+
+/// For the measurement of precision: how many final digests an edit to
+/// each definition changes (the number of definitions that reach it).
+pub fn edit_impact(d: &ModuleDigests) -> Vec<usize> {
+    let n = d.defs.len();
+    let (comp_of, reach) = reach_sets(n, &d.edges);
+    let mut impact = vec![0usize; n];
+    for x in 0..n {
+        let bits = &reach[comp_of[x]];
+        for (w, word) in bits.iter().enumerate() {
+            let mut b = *word;
+            while b != 0 {
+                impact[w * 64 + b.trailing_zeros() as usize] += 1;
+                b &= b - 1;
+            }
+        }
+    }
+    impact
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ir_of(c_source: &str, extra: &[&str]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("t.c");
+        std::fs::write(&src, c_source).unwrap();
+        let out = std::process::Command::new("clang-19")
+            .args([
+                "-O2",
+                "-Xclang",
+                "-disable-llvm-passes",
+                "-S",
+                "-emit-llvm",
+                "-o",
+                "-",
+            ])
+            .args(extra)
+            .arg(&src)
+            .output()
+            .expect("clang-19");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn digests(c_source: &str) -> ModuleDigests {
+        compute(&ir_of(c_source, &[]), &[0; 32]).unwrap()
+    }
+
+    fn fin(d: &ModuleDigests, name: &str) -> FragmentDigest {
+        d.defs[d.position(name).unwrap()].final_digest
+    }
+
+    const BASE: &str = r#"
+        static int counter;
+        static const int table[4] = {1, 2, 3, 4};
+        const int shared_table[2] = {5, 6};
+        int global_value = 3;
+        struct pair { int a; long b; };
+        static int leaf(int x) { return x * 2; }
+        int api(int x) { return leaf(x) + table[x & 3]; }
+        int bump(void) { return ++counter; }
+        int reads_shared(int i) { return shared_table[i]; }
+        int uses_global(void) { return global_value; }
+        long sum_pair(struct pair *p) { return p->a + p->b; }
+        int unrelated(int y) { return y - 1; }
+    "#;
+
+    #[test]
+    fn same_source_same_digests() {
+        let a = digests(BASE);
+        let b = digests(BASE);
+        for d in &a.defs {
+            assert_eq!(d.final_digest, fin(&b, &d.name), "{}", d.name);
+        }
+    }
+
+    #[test]
+    fn module_position_and_unrelated_edits_do_not_matter() {
+        let a = digests(BASE);
+        let moved = BASE.replace("int unrelated(int y) { return y - 1; }", "")
+            + "int unrelated(int y) { return y - 1; }\nint added_later(void) { return 9; }\n";
+        let b = digests(&moved);
+        for name in [
+            "api",
+            "leaf",
+            "bump",
+            "unrelated",
+            "reads_shared",
+            "uses_global",
+            "sum_pair",
+        ] {
+            assert_eq!(fin(&a, name), fin(&b, name), "{name} changed");
+        }
+    }
+
+    #[test]
+    fn body_edit_changes_the_function_and_its_dependents_only() {
+        let a = digests(BASE);
+        let b = digests(&BASE.replace("return x * 2;", "return x * 3;"));
+        assert_ne!(fin(&a, "leaf"), fin(&b, "leaf"));
+        assert_ne!(fin(&a, "api"), fin(&b, "api"), "the caller inlines leaf");
+        // `table` changes too: api takes its address (an indexed load), and
+        // a local variable's users contribute to it (GlobalOpt may rewrite
+        // it from them).
+        for name in [
+            "bump",
+            "unrelated",
+            "reads_shared",
+            "sum_pair",
+            "shared_table",
+        ] {
+            assert_eq!(fin(&a, name), fin(&b, name), "{name} changed");
+        }
+    }
+
+    #[test]
+    fn each_field_differs() {
+        let a = digests(BASE);
+        let cases: &[(&str, &str, &str)] = &[
+            ("int unrelated(int y)", "long unrelated(int y)", "unrelated"),
+            ("return y - 1;", "return y + 1;", "unrelated"),
+            (
+                "int global_value = 3;",
+                "int global_value = 4;",
+                "global_value",
+            ),
+            (
+                "int global_value = 3;",
+                "__thread int global_value = 3;",
+                "global_value",
+            ),
+            (
+                "int global_value = 3;",
+                "int global_value __attribute__((aligned(16))) = 3;",
+                "global_value",
+            ),
+            (
+                "int global_value = 3;",
+                "int global_value __attribute__((section(\"s\"))) = 3;",
+                "global_value",
+            ),
+            (
+                "int global_value = 3;",
+                "__attribute__((visibility(\"hidden\"))) int global_value = 3;",
+                "global_value",
+            ),
+            (
+                "int unrelated(int y)",
+                "__attribute__((noinline)) int unrelated(int y)",
+                "unrelated",
+            ),
+            (
+                "int unrelated(int y)",
+                "__attribute__((cold)) int unrelated(int y)",
+                "unrelated",
+            ),
+            (
+                "int unrelated(int y)",
+                "static int unrelated(int y)",
+                "unrelated",
+            ),
+            (
+                "struct pair { int a; long b; };",
+                "struct pair { long a; long b; };",
+                "sum_pair",
+            ),
+        ];
+        for (from, to, name) in cases {
+            let src = BASE.replace(from, to);
+            let src = if to.starts_with("static int unrelated") {
+                src + "int keep(int y) { return unrelated(y); }\n"
+            } else {
+                src
+            };
+            let b = digests(&src);
+            assert_ne!(
+                fin(&a, name),
+                fin(&b, name),
+                "{from} -> {to} left {name} unchanged"
+            );
+        }
+    }
+
+    #[test]
+    fn context_differs_with_target_and_options() {
+        let ir = ir_of(BASE, &[]);
+        let a = context_digest(&ir, b"x86-64 +sse2 O2").unwrap();
+        assert_ne!(a, context_digest(&ir, b"x86-64 +avx2 O2").unwrap());
+        let pic = ir_of(BASE, &["-fno-pic"]);
+        assert_ne!(a, context_digest(&pic, b"x86-64 +sse2 O2").unwrap());
+        assert_eq!(a, context_digest(&ir, b"x86-64 +sse2 O2").unwrap());
+    }
+
+    #[test]
+    fn edges_follow_the_hazards() {
+        let src = r#"
+            static int hidden_state;
+            static int read_only = 7;
+            extern int external_mutable;
+            int external_mutable = 1;
+            const int external_constant[2] = {2, 3};
+            static int helper(int x) { return x + 1; }
+            int ext_callee(int x) { return x; }
+            __attribute__((noinline)) int noinline_callee(void) { return 1; }
+            int writer(void) { hidden_state = 1; return 0; }
+            int reader(int i) { return hidden_state + read_only + external_mutable + external_constant[i]; }
+            int caller(void) { return helper(1) + ext_callee(2) + noinline_callee(); }
+            int (*address_only(void))(int) { return ext_callee; }
+        "#;
+        let d = digests(src);
+        let at = |n: &str| d.position(n).unwrap();
+        let edge = |u: &str, v: &str| d.edges.contains(&(at(u), at(v)));
+        assert!(
+            edge("writer", "hidden_state") && edge("hidden_state", "writer"),
+            "store = contribution"
+        );
+        assert!(edge("reader", "hidden_state"), "load = dependency");
+        assert!(edge("reader", "read_only"));
+        assert!(edge("reader", "external_constant"));
+        assert!(
+            !edge("reader", "external_mutable"),
+            "mutable external: no edge"
+        );
+        assert!(
+            edge("caller", "helper") && edge("helper", "caller"),
+            "local callee: both ways"
+        );
+        assert!(edge("caller", "ext_callee") && !edge("ext_callee", "caller"));
+        assert!(
+            edge("caller", "noinline_callee"),
+            "noinline callees still infer attributes"
+        );
+        // A function that only hands out an address depends on it (it may be
+        // called through it after inlining), but the callee does not depend
+        // on it.
+        assert!(!edge("ext_callee", "address_only"));
+        // An edit to the writer changes the state's digest and so the
+        // reader's; an edit to the reader changes neither.
+        let impact = edit_impact(&d);
+        assert!(impact[at("writer")] >= 3, "writer, hidden_state, reader");
+        assert_eq!(impact[at("reader")], 1);
+    }
+}
