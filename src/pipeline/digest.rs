@@ -422,14 +422,26 @@ fn is_local(line_after_eq: &str) -> bool {
     line_after_eq.starts_with("internal ") || line_after_eq.starts_with("private ")
 }
 
+/// How much of a function's callees can reach its code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inlining {
+    /// -O1 and above: callee bodies can be inlined and their attributes
+    /// inferred, so every use of a function is an edge.
+    Optimizing,
+    /// -O0: clang marks every function `noinline` and only the always-inliner
+    /// runs, so only `alwaysinline` callees can change a caller's code.
+    AlwaysInlineOnly,
+}
+
 /// Computes initial digests, the graph and final digests of a module given
 /// as LLVM's printed text.
-pub fn compute(module_text: &str, context: &[u8; 32]) -> Result<ModuleDigests> {
+pub fn compute(module_text: &str, context: &[u8; 32], inlining: Inlining) -> Result<ModuleDigests> {
     let p = parse(module_text)?;
     let mut c = Canonicalizer::new(&p);
     let mut defs: Vec<Definition> = Vec::new();
     let mut uses_of: Vec<Vec<(String, Use)>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
+    let mut always_inline: std::collections::HashSet<usize> = Default::default();
 
     let digest_of = |kind: u8, text: &str| -> [u8; 32] {
         let mut h = blake3::Hasher::new();
@@ -492,6 +504,10 @@ pub fn compute(module_text: &str, context: &[u8; 32]) -> Result<ModuleDigests> {
                 .map(|(n, _)| (n, Use::Other)),
         );
         let after_define = header.strip_prefix("define ").unwrap_or(header);
+        let canonical_header = out.lines().next().unwrap_or("");
+        if canonical_header.contains("alwaysinline") {
+            always_inline.insert(defs.len());
+        }
         index.insert(name.clone(), defs.len());
         defs.push(Definition {
             name: name.clone(),
@@ -530,6 +546,8 @@ pub fn compute(module_text: &str, context: &[u8; 32]) -> Result<ModuleDigests> {
                         || user.kind == DefKind::Function
                         || (user.kind == DefKind::Variable && user.constant)
                         || user.kind == DefKind::Glue;
+                    let dep =
+                        dep && (inlining == Inlining::Optimizing || always_inline.contains(&v));
                     (dep, target.local)
                 }
                 DefKind::Variable | DefKind::Glue => {
@@ -726,7 +744,7 @@ mod tests {
     }
 
     fn digests(c_source: &str) -> ModuleDigests {
-        compute(&ir_of(c_source, &[]), &[0; 32]).unwrap()
+        compute(&ir_of(c_source, &[]), &[0; 32], Inlining::Optimizing).unwrap()
     }
 
     fn fin(d: &ModuleDigests, name: &str) -> FragmentDigest {
@@ -872,6 +890,31 @@ mod tests {
         let pic = ir_of(BASE, &["-fno-pic"]);
         assert_ne!(a, context_digest(&pic, b"x86-64 +sse2 O2").unwrap());
         assert_eq!(a, context_digest(&ir, b"x86-64 +sse2 O2").unwrap());
+    }
+
+    #[test]
+    fn at_o0_only_always_inline_callees_are_edges() {
+        let src = r#"
+            int plain(int x) { return x + 1; }
+            static inline __attribute__((always_inline)) int forced(int x) { return x * 2; }
+            int caller(int x) { return plain(x) + forced(x); }
+        "#;
+        let ir = ir_of(src, &["-O0", "-Xclang", "-disable-O0-optnone"]);
+        let d = compute(&ir, &[0; 32], Inlining::AlwaysInlineOnly).unwrap();
+        let at = |n: &str| d.position(n).unwrap();
+        assert!(!d.edges.contains(&(at("caller"), at("plain"))));
+        assert!(d.edges.contains(&(at("caller"), at("forced"))));
+        let edited = ir_of(
+            &src.replace("x + 1", "x + 2"),
+            &["-O0", "-Xclang", "-disable-O0-optnone"],
+        );
+        let e = compute(&edited, &[0; 32], Inlining::AlwaysInlineOnly).unwrap();
+        assert_eq!(
+            fin(&d, "caller"),
+            fin(&e, "caller"),
+            "-O0 callers keep their code"
+        );
+        assert_ne!(fin(&d, "plain"), fin(&e, "plain"));
     }
 
     #[test]

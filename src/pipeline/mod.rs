@@ -159,7 +159,12 @@ fn metadata_stage(
         "llvm": crate::llvm_version(),
     });
     let context = digest::context_digest(&text, extra.to_string().as_bytes())?;
-    let digests = digest::compute(&text, &context)?;
+    let inlining = if settings.opt == crate::driver::plan::OptLevel::O0 {
+        digest::Inlining::AlwaysInlineOnly
+    } else {
+        digest::Inlining::Optimizing
+    };
+    let digests = digest::compute(&text, &context, inlining)?;
     if options.digest_report {
         eprintln!("{}", digest_report(&unit.source_name, &digests));
     }
@@ -198,4 +203,90 @@ fn digest_report(source: &str, d: &digest::ModuleDigests) -> String {
         100.0 * median as f64 / n as f64,
         max
     )
+}
+
+#[cfg(test)]
+mod split_measurement {
+    //! A measurement, not a test (ignored by default): the cost of code
+    //! generation per definition against one emission for the whole module.
+    //! `REPOCC_SPLIT_BENCH_BC=sqlite3.bc cargo test --release -- --ignored
+    //! --nocapture split_cost` with bitcode from `clang-19 -O2 -Xclang
+    //! -disable-llvm-passes -emit-llvm -c`.
+    use super::*;
+    use inkwell::module::Linkage;
+    use inkwell::targets::FileType;
+
+    #[test]
+    #[ignore]
+    fn split_cost() {
+        let Some(path) = std::env::var_os("REPOCC_SPLIT_BENCH_BC") else {
+            return;
+        };
+        let bitcode = std::fs::read(path).unwrap();
+        let settings = crate::driver::plan::CodegenSettings {
+            opt: crate::driver::plan::OptLevel::O2,
+            function_sections: false,
+            data_sections: false,
+            unique_section_names: true,
+            addrsig: true,
+            use_init_array: true,
+            vectorize_loops: true,
+            vectorize_slp: true,
+            unroll_loops: true,
+            code_model: crate::driver::plan::CodeModelSetting::Default,
+            debug_info: false,
+        };
+        let context = inkwell::context::Context::create();
+        let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
+        let t = Instant::now();
+        optimize::run(&unit, &settings).unwrap();
+        eprintln!("optimize {:.2}s", t.elapsed().as_secs_f64());
+        let mut names: Vec<String> = Vec::new();
+        for f in unit.module.get_functions() {
+            if f.count_basic_blocks() > 0
+                && f.get_linkage() != Linkage::Private
+                && f.get_linkage() != Linkage::Internal
+            {
+                names.push(f.get_name().to_string_lossy().into_owned());
+            }
+        }
+        for g in unit.module.get_globals() {
+            let n = g.get_name().to_string_lossy().into_owned();
+            if !g.is_declaration()
+                && !n.starts_with("llvm.")
+                && g.get_linkage() != Linkage::Private
+                && g.get_linkage() != Linkage::Internal
+            {
+                names.push(n);
+            }
+        }
+        let t = Instant::now();
+        let whole = unit
+            .target_machine
+            .write_to_memory_buffer(&unit.module, FileType::Object)
+            .unwrap();
+        let whole_time = t.elapsed();
+        let (mut extract, mut emit, mut bytes) = (Duration::ZERO, Duration::ZERO, 0usize);
+        for n in &names {
+            let t = Instant::now();
+            let m = crate::llvm_shim::extract_definitions(&unit.module, &[n.as_str()], false);
+            extract += t.elapsed();
+            let t = Instant::now();
+            let o = unit
+                .target_machine
+                .write_to_memory_buffer(&m, FileType::Object)
+                .unwrap();
+            emit += t.elapsed();
+            bytes += o.get_size();
+        }
+        eprintln!(
+            "{} definitions: whole module {:.2}s ({} bytes); per definition: extract {:.2}s, emit {:.2}s ({} bytes)",
+            names.len(),
+            whole_time.as_secs_f64(),
+            whole.get_size(),
+            extract.as_secs_f64(),
+            emit.as_secs_f64(),
+            bytes
+        );
+    }
 }
