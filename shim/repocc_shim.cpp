@@ -177,8 +177,18 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   Dst->setSourceFileName(Src.getSourceFileName());
   Dst->setDataLayout(Src.getDataLayout());
   Dst->setTargetTriple(Src.getTargetTriple());
-  if (copy_module_asm)
+  if (copy_module_asm) {
+    // The glue fragment: module assembly, the compiler ident (.comment) and
+    // linker directives.
     Dst->setModuleInlineAsm(Src.getModuleInlineAsm());
+    for (const char *Name : {"llvm.ident", "llvm.linker.options", "llvm.dependent-libraries"}) {
+      if (NamedMDNode *N = Src.getNamedMetadata(Name)) {
+        NamedMDNode *D = Dst->getOrInsertNamedMetadata(Name);
+        for (MDNode *Op : N->operands())
+          D->addOperand(Op);
+      }
+    }
+  }
   // Module flags carry codegen settings (PIC level, unwind tables, frame
   // pointers, code model, DWARF version); metadata lives in the shared
   // context, so the nodes can be reused as they are.
@@ -249,5 +259,56 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
             MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
     }
   }
+  // Cloning into another module registers compile units in llvm.dbg.cu even
+  // when there are none; an empty list without a "Debug Info Version" flag
+  // makes the bitcode reader warn and strip.
+  if (NamedMDNode *CUs = Dst->getNamedMetadata("llvm.dbg.cu"))
+    if (CUs->getNumOperands() == 0)
+      Dst->eraseNamedMetadata(CUs);
   return wrap(Dst);
+}
+
+// The COMDAT group of a global object, or NULL (the C API has no getter for
+// a comdat's name). The name is not NUL-terminated; its length goes to *len.
+extern "C" const char *repocc_comdat_name(LLVMValueRef global, size_t *len) {
+  auto *GO = dyn_cast<GlobalObject>(unwrap(global));
+  if (!GO || !GO->getComdat())
+    return nullptr;
+  StringRef Name = GO->getComdat()->getName();
+  *len = Name.size();
+  return Name.data();
+}
+
+// The global an alias points at (through casts and constant offsets), or
+// NULL when the aliasee is not based on a single global object.
+extern "C" LLVMValueRef repocc_alias_base_object(LLVMValueRef alias) {
+  auto *GA = dyn_cast<GlobalAlias>(unwrap(alias));
+  if (!GA)
+    return nullptr;
+  const GlobalObject *GO = GA->getAliaseeObject();
+  return GO ? wrap(const_cast<GlobalObject *>(GO)) : nullptr;
+}
+
+// The function whose block address a global's initializer takes (a table of
+// labels for a computed goto), or NULL. Such a table must live in the
+// function's own fragment: a block address cannot cross objects.
+static const Function *findBlockAddressFunction(const Constant *C, unsigned Depth) {
+  if (auto *BA = dyn_cast<BlockAddress>(C))
+    return BA->getFunction();
+  if (Depth > 16)
+    return nullptr;
+  for (const Use &Op : C->operands())
+    if (auto *OpC = dyn_cast<Constant>(Op.get()))
+      if (!isa<GlobalValue>(OpC))
+        if (const Function *F = findBlockAddressFunction(OpC, Depth + 1))
+          return F;
+  return nullptr;
+}
+
+extern "C" LLVMValueRef repocc_blockaddress_function(LLVMValueRef global) {
+  auto *G = dyn_cast<GlobalVariable>(unwrap(global));
+  if (!G || !G->hasInitializer())
+    return nullptr;
+  const Function *F = findBlockAddressFunction(G->getInitializer(), 0);
+  return F ? wrap(const_cast<Function *>(F)) : nullptr;
 }

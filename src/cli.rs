@@ -110,6 +110,7 @@ const SHOWN: &[&str] = &[
     key::LINKS,
     key::COMPILE_ERRORS,
     key::DEFINITIONS_TOTAL,
+    key::DEFINITIONS_COMPILED,
 ];
 
 pub fn run(args: Vec<String>) -> i32 {

@@ -18,6 +18,7 @@ pub struct Config {
     pub clangxx: String,
     pub dir: String,
     pub disable: bool,
+    pub fragments: bool,
     pub jobs: usize,
     pub max_size: String,
     pub merge_functions: bool,

@@ -49,7 +49,16 @@ pub struct ShimTargetOptions {
 }
 
 extern "C" {
-    #[allow(dead_code)]
+    fn repocc_comdat_name(
+        global: llvm_sys::prelude::LLVMValueRef,
+        len: *mut usize,
+    ) -> *const c_char;
+    fn repocc_blockaddress_function(
+        global: llvm_sys::prelude::LLVMValueRef,
+    ) -> llvm_sys::prelude::LLVMValueRef;
+    fn repocc_alias_base_object(
+        alias: llvm_sys::prelude::LLVMValueRef,
+    ) -> llvm_sys::prelude::LLVMValueRef;
     fn repocc_extract_definitions(
         module: llvm_sys::prelude::LLVMModuleRef,
         names: *const *const c_char,
@@ -85,7 +94,6 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
 /// A new module (same context) with the bodies of the named definitions and
 /// declarations of what they reference. Names not defined in `module` are
 /// skipped. `with_module_asm` copies the module-level inline assembly.
-#[allow(dead_code)] // used by the fragment stage (in progress)
 pub fn extract_definitions<'ctx>(
     module: &inkwell::module::Module<'ctx>,
     names: &[&str],
@@ -104,6 +112,67 @@ pub fn extract_definitions<'ctx>(
         );
         inkwell::module::Module::new(raw)
     }
+}
+
+fn value_name(v: llvm_sys::prelude::LLVMValueRef) -> String {
+    let mut len = 0usize;
+    // SAFETY: `v` is a live value; LLVM returns a pointer to `len` bytes
+    // owned by the value.
+    unsafe {
+        let p = llvm_sys::core::LLVMGetValueName2(v, &mut len);
+        String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned()
+    }
+}
+
+/// The COMDAT group name of the global named `name`, if it has one.
+pub fn comdat_of(module: &inkwell::module::Module, name: &str) -> Option<String> {
+    let cname = CString::new(name).ok()?;
+    // SAFETY: the module is alive; the name pointer returned by the shim
+    // points into the comdat, owned by the module, and is copied at once.
+    unsafe {
+        let m = module.as_mut_ptr();
+        let mut v = llvm_sys::core::LLVMGetNamedFunction(m, cname.as_ptr());
+        if v.is_null() {
+            v = llvm_sys::core::LLVMGetNamedGlobal(m, cname.as_ptr());
+        }
+        if v.is_null() {
+            return None;
+        }
+        let mut len = 0usize;
+        let p = repocc_comdat_name(v, &mut len);
+        if p.is_null() {
+            return None;
+        }
+        Some(String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned())
+    }
+}
+
+/// The function whose block addresses the initializer of the global
+/// variable `global` takes, if any.
+pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<String> {
+    use inkwell::values::AsValueRef;
+    // SAFETY: `global` is a live global of a live module; the result is a
+    // function of the same module, read at once.
+    unsafe {
+        let f = repocc_blockaddress_function(global.as_value_ref());
+        (!f.is_null()).then(|| value_name(f))
+    }
+}
+
+/// Every alias of the module with the name of the global object it points
+/// into (`None` when it is not based on one).
+pub fn aliases(module: &inkwell::module::Module) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    // SAFETY: walks the module's alias list without modifying it.
+    unsafe {
+        let mut a = llvm_sys::core::LLVMGetFirstGlobalAlias(module.as_mut_ptr());
+        while !a.is_null() {
+            let base = repocc_alias_base_object(a);
+            out.push((value_name(a), (!base.is_null()).then(|| value_name(base))));
+            a = llvm_sys::core::LLVMGetNextGlobalAlias(a);
+        }
+    }
+    out
 }
 
 /// Passes options to LLVM's option parser, once per process.

@@ -202,6 +202,7 @@ impl TempObjects for LazyTemps {
 struct UnitResult {
     status: i32,
     definitions: u64,
+    definitions_compiled: u64,
     stderr: Vec<u8>,
     compiled: bool,
     fallback: bool,
@@ -236,6 +237,8 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     };
     let options = PipelineOptions {
         merge_functions: cfg.merge_functions,
+        fragments: cfg.fragments,
+        jobs: cfg.jobs(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
     };
     let scratch = tempfile::Builder::new()
@@ -285,6 +288,7 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
         if r.compiled {
             counters.add(key::COMPILES, 1);
             counters.add(key::DEFINITIONS_TOTAL, r.definitions);
+            counters.add(key::DEFINITIONS_COMPILED, r.definitions_compiled);
         }
         if r.fallback {
             counters.add(key::FALLBACKS, 1);
@@ -344,6 +348,7 @@ fn compile_unit(
             return UnitResult {
                 status: 1,
                 definitions: 0,
+                definitions_compiled: 0,
                 stderr: format!("repocc: error: {e:#}\n").into_bytes(),
                 compiled: false,
                 fallback: false,
@@ -356,6 +361,7 @@ fn compile_unit(
         return UnitResult {
             status: fe.status,
             definitions: 0,
+            definitions_compiled: 0,
             stderr,
             compiled: false,
             fallback: false,
@@ -396,6 +402,7 @@ fn compile_unit(
             UnitResult {
                 status: 0,
                 definitions: report.definitions,
+                definitions_compiled: report.definitions_compiled,
                 stderr,
                 compiled: true,
                 fallback: false,
@@ -432,6 +439,7 @@ fn compile_unit(
             UnitResult {
                 status,
                 definitions: 0,
+                definitions_compiled: 0,
                 stderr,
                 compiled: false,
                 fallback: true,

@@ -187,17 +187,30 @@ pub fn codegen_opt_level(opt: OptLevel) -> OptimizationLevel {
 pub fn target_machine_for(module: &Module, settings: &CodegenSettings) -> Result<TargetMachine> {
     let triple = module.get_triple();
     let triple_str = triple.as_str().to_string_lossy().into_owned();
-    let triple = if triple_str.is_empty() {
-        TargetMachine::get_default_triple()
-    } else {
-        TargetTriple::create(&triple_str)
-    };
-    let target = Target::from_triple(&triple).map_err(|e| anyhow!("{e}"))?;
     let cpu = common_function_attribute(module, "target-cpu").unwrap_or_default();
     let features = common_function_attribute(module, "target-features").unwrap_or_default();
     // clang emits "PIC Level" exactly when it compiles position-independent
     // code (-fPIC, -fPIE, or the default PIE).
-    let reloc = if module.get_flag("PIC Level").is_some() {
+    let pic = module.get_flag("PIC Level").is_some();
+    target_machine(&triple_str, &cpu, &features, pic, settings)
+}
+
+/// A TargetMachine with clang's options for the given target.
+pub fn target_machine(
+    triple_str: &str,
+    cpu: &str,
+    features: &str,
+    pic: bool,
+    settings: &CodegenSettings,
+) -> Result<TargetMachine> {
+    init_targets();
+    let triple = if triple_str.is_empty() {
+        TargetMachine::get_default_triple()
+    } else {
+        TargetTriple::create(triple_str)
+    };
+    let target = Target::from_triple(&triple).map_err(|e| anyhow!("{e}"))?;
+    let reloc = if pic {
         RelocMode::PIC
     } else {
         RelocMode::Static
@@ -212,8 +225,8 @@ pub fn target_machine_for(module: &Module, settings: &CodegenSettings) -> Result
     let tm = target
         .create_target_machine(
             &triple,
-            &cpu,
-            &features,
+            cpu,
+            features,
             codegen_opt_level(settings.opt),
             reloc,
             code_model,

@@ -13,6 +13,57 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 
+/// ld.lld from LLVM 19.
+fn lld() -> Result<&'static Path> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            which::which("ld.lld-19").ok().or_else(|| {
+                let p = PathBuf::from("/usr/lib/llvm-19/bin/ld.lld");
+                p.exists().then_some(p)
+            })
+        })
+        .as_deref()
+        .context("ld.lld-19 not found (install lld-19)")
+}
+
+/// Combines fragment objects, in order, into one relocatable object
+/// (`ld.lld -r`) and writes it like [`write_object`].
+pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) -> Result<()> {
+    let dir = tempfile::Builder::new()
+        .prefix("repocc-fragments")
+        .tempdir()
+        .context("creating a directory for fragments")?;
+    let mut list = String::new();
+    for (i, o) in objects.iter().enumerate() {
+        let p = dir.path().join(format!("f{i}.o"));
+        std::fs::write(&p, o).with_context(|| format!("writing {}", p.display()))?;
+        list.push_str(&p.display().to_string());
+        list.push('\n');
+    }
+    let rsp = dir.path().join("inputs.rsp");
+    std::fs::write(&rsp, list)?;
+    let combined = dir.path().join("combined.o");
+    let tool = lld()?;
+    let out = Command::new(tool)
+        .arg("-r")
+        .arg("-o")
+        .arg(&combined)
+        .arg(format!("@{}", rsp.display()))
+        .output()
+        .with_context(|| format!("running {}", tool.display()))?;
+    if !out.status.success() {
+        bail!(
+            "{} -r failed for {}: {}",
+            tool.display(),
+            output.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let bytes = std::fs::read(&combined).context("reading the composed object")?;
+    write_object(&bytes, locals, output)
+}
+
 /// llvm-objcopy from LLVM 19.
 fn objcopy() -> Result<&'static Path> {
     static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();

@@ -24,6 +24,7 @@ pub mod frontend;
 pub mod merge;
 pub mod optimize;
 pub mod output;
+pub mod split;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -60,6 +61,11 @@ impl std::error::Error for BackendDiagnostic {}
 #[derive(Clone, Debug)]
 pub struct PipelineOptions {
     pub merge_functions: bool,
+    /// Compile per fragment and compose with `ld.lld -r` (the repository's
+    /// code path, in progress).
+    pub fragments: bool,
+    /// Code generation workers per unit in fragment mode.
+    pub jobs: usize,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
     pub digest_report: bool,
 }
@@ -70,6 +76,8 @@ pub struct UnitReport {
     pub times: StageTimes,
     /// Functions and global variables defined in the unit.
     pub definitions: u64,
+    /// Definitions (and aliases) code-generated in this run.
+    pub definitions_compiled: u64,
 }
 
 /// Runs stages 2–7 on the frontend's bitcode and writes `output`.
@@ -121,25 +129,46 @@ fn run_stages(
     }
     times.merge = t.elapsed();
 
-    let t = Instant::now();
-    let object = codegen::emit_object(&unit)?;
-    times.codegen = t.elapsed();
+    let definitions = digests
+        .defs
+        .iter()
+        .filter(|d| d.kind != digest::DefKind::Glue)
+        .count() as u64;
+    let mut definitions_compiled = definitions;
+    if options.fragments {
+        let t = Instant::now();
+        let fragments = split::emit_fragments(&unit, settings, options.jobs)?;
+        definitions_compiled = fragments
+            .iter()
+            .filter(|f| !f.glue)
+            .map(|f| f.members.len() as u64)
+            .sum();
+        times.codegen = t.elapsed();
+        if let Some(d) = sink.first() {
+            return Err(BackendDiagnostic(d).into());
+        }
+        let t = Instant::now();
+        let objects: Vec<&[u8]> = fragments.iter().map(|f| f.object.as_slice()).collect();
+        compose::compose_fragments(&objects, &unit.originally_local, output)?;
+        times.write = t.elapsed();
+    } else {
+        let t = Instant::now();
+        let object = codegen::emit_object(&unit)?;
+        times.codegen = t.elapsed();
 
-    // Nothing reaches the output if LLVM complained: clang redoes the unit.
-    if let Some(d) = sink.first() {
-        return Err(BackendDiagnostic(d).into());
+        // Nothing reaches the output if LLVM complained: clang redoes the unit.
+        if let Some(d) = sink.first() {
+            return Err(BackendDiagnostic(d).into());
+        }
+
+        let t = Instant::now();
+        compose::write_object(object.as_slice(), &unit.originally_local, output)?;
+        times.write = t.elapsed();
     }
-
-    let t = Instant::now();
-    compose::write_object(object.as_slice(), &unit.originally_local, output)?;
-    times.write = t.elapsed();
     Ok(UnitReport {
         times,
-        definitions: digests
-            .defs
-            .iter()
-            .filter(|d| d.kind != digest::DefKind::Glue)
-            .count() as u64,
+        definitions,
+        definitions_compiled,
     })
 }
 

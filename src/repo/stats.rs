@@ -31,6 +31,8 @@ pub mod key {
     pub const COMPILE_ERRORS: &str = "compile_errors";
     /// Functions and global variables defined in the units compiled.
     pub const DEFINITIONS_TOTAL: &str = "definitions_total";
+    /// Definitions code-generated (not taken from the repository).
+    pub const DEFINITIONS_COMPILED: &str = "definitions_compiled";
 }
 
 /// A set of counter increments, plus per-reason counts for passthrough and

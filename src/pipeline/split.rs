@@ -1,0 +1,173 @@
+//! Stage 6 in repository mode, fragments: the optimized module is cut into
+//! one module per fragment and each is compiled to object code by parallel
+//! workers.
+//!
+//! A fragment is a definition (function or global variable), or all the
+//! members of one COMDAT group, plus the aliases that point into it; the
+//! optimizer's local helpers (switch tables, merged strings, specialized
+//! clones) are copied into every fragment that uses them, as local
+//! symbols. The *glue* fragment holds what belongs to the unit as a whole:
+//! `llvm.global_ctors`/`dtors`, `llvm.used`, module assembly and the
+//! compiler ident. Extraction runs in the unit's context (the shim's
+//! `extract_definitions`); the extracted modules cross to the workers as
+//! bitcode, each worker parsing into a context of its own (DESIGN.md: LLVM
+//! modules are not `Send`).
+
+use std::collections::HashMap;
+
+use anyhow::{anyhow, Result};
+use inkwell::context::Context;
+use inkwell::memory_buffer::MemoryBuffer;
+use inkwell::module::{Linkage, Module};
+use inkwell::targets::FileType;
+use rayon::prelude::*;
+
+use super::canonical::{self, Unit};
+use crate::driver::plan::CodegenSettings;
+use crate::llvm_shim;
+
+/// One fragment: its members (first is the fragment's name) and object.
+#[derive(Clone, Debug)]
+pub struct Fragment {
+    pub members: Vec<String>,
+    pub glue: bool,
+    pub object: Vec<u8>,
+}
+
+/// The fragments of the optimized module, as lists of member names. The
+/// glue comes first; the others follow module order (functions, then
+/// variables), so the composed object is deterministic.
+pub fn plan(module: &Module) -> Vec<(Vec<String>, bool)> {
+    let mut groups = Grouping::default();
+    let mut glue: Vec<String> = Vec::new();
+    let emitted = |l: Linkage| {
+        !matches!(
+            l,
+            Linkage::Private | Linkage::Internal | Linkage::AvailableExternally
+        )
+    };
+    for f in module.get_functions() {
+        if f.count_basic_blocks() > 0 && emitted(f.get_linkage()) {
+            let name = f.get_name().to_string_lossy().into_owned();
+            let comdat = llvm_shim::comdat_of(module, &name);
+            groups.add(name, comdat);
+        }
+    }
+    for g in module.get_globals() {
+        let name = g.get_name().to_string_lossy().into_owned();
+        if g.is_declaration() {
+            continue;
+        }
+        if name.starts_with("llvm.") {
+            glue.push(name);
+        } else if let Some(f) = llvm_shim::blockaddress_function(&g) {
+            // A label table goes with its function: block addresses cannot
+            // cross objects.
+            groups.join(name, &f);
+        } else if emitted(g.get_linkage()) {
+            let comdat = llvm_shim::comdat_of(module, &name);
+            groups.add(name, comdat);
+        }
+    }
+    for (alias, base) in llvm_shim::aliases(module) {
+        match base {
+            Some(b) if groups.group_of.contains_key(&b) => groups.join(alias, &b),
+            _ => glue.push(alias),
+        }
+    }
+    std::iter::once((glue, true))
+        .chain(groups.groups.into_iter().map(|g| (g, false)))
+        .collect()
+}
+
+/// Fragments under construction: definitions grouped by COMDAT.
+#[derive(Default)]
+struct Grouping {
+    groups: Vec<Vec<String>>,
+    by_comdat: HashMap<String, usize>,
+    group_of: HashMap<String, usize>,
+}
+
+impl Grouping {
+    fn add(&mut self, name: String, comdat: Option<String>) {
+        let existing = comdat.as_ref().and_then(|c| self.by_comdat.get(c).copied());
+        let g = match existing {
+            Some(g) => g,
+            None => {
+                self.groups.push(Vec::new());
+                let g = self.groups.len() - 1;
+                if let Some(c) = comdat {
+                    self.by_comdat.insert(c, g);
+                }
+                g
+            }
+        };
+        self.group_of.insert(name.clone(), g);
+        self.groups[g].push(name);
+    }
+
+    /// Puts `name` in the fragment of `with` (or its own, if `with` has none).
+    fn join(&mut self, name: String, with: &str) {
+        match self.group_of.get(with).copied() {
+            Some(g) => {
+                self.group_of.insert(name.clone(), g);
+                self.groups[g].push(name);
+            }
+            None => self.add(name, None),
+        }
+    }
+}
+
+/// Extracts every fragment and compiles them on `jobs` workers.
+pub fn emit_fragments(
+    unit: &Unit,
+    settings: &CodegenSettings,
+    jobs: usize,
+) -> Result<Vec<Fragment>> {
+    let plan = plan(&unit.module);
+    let cpu = unit.target_machine.get_cpu().to_string_lossy().into_owned();
+    let features = unit
+        .target_machine
+        .get_feature_string()
+        .to_string_lossy()
+        .into_owned();
+    let triple = unit.module.get_triple();
+    let triple = triple.as_str().to_string_lossy().into_owned();
+    let reloc_pic = unit.module.get_flag("PIC Level").is_some();
+
+    let bitcodes: Vec<(Vec<String>, bool, Vec<u8>)> = plan
+        .into_iter()
+        .map(|(members, glue)| {
+            let names: Vec<&str> = members.iter().map(String::as_str).collect();
+            let m = llvm_shim::extract_definitions(&unit.module, &names, glue);
+            let bc = m.write_bitcode_to_memory().as_slice().to_vec();
+            (members, glue, bc)
+        })
+        .collect();
+
+    let emit = |(members, glue, bc): &(Vec<String>, bool, Vec<u8>)| -> Result<Fragment> {
+        llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
+            let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
+            let module = Module::parse_bitcode_from_buffer(&buffer, context)
+                .map_err(|e| anyhow!("reading fragment {}: {e}", members.join(",")))?;
+            let tm = canonical::target_machine(&triple, &cpu, &features, reloc_pic, settings)?;
+            let object = tm
+                .write_to_memory_buffer(&module, FileType::Object)
+                .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
+            if let Some(d) = sink.first() {
+                return Err(super::BackendDiagnostic(d).into());
+            }
+            Ok(Fragment {
+                members: members.clone(),
+                glue: *glue,
+                object: object.as_slice().to_vec(),
+            })
+        })
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .stack_size(16 << 20)
+        .build()
+        .map_err(|e| anyhow!("starting code generation workers: {e}"))?;
+    pool.install(|| bitcodes.par_iter().map(emit).collect())
+}

@@ -1,0 +1,34 @@
+# Fragment mode (REPOCC_FRAGMENTS=1, the program repository's code path,
+# in progress): every definition compiled as its own fragment on parallel
+# workers, the object composed with ld.lld -r. The feature programs (C and
+# C++: COMDATs, aliases, TLS, constructors, statics in two units) and the
+# sqlite3 shell behave exactly as clang-19's builds.
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+export REPOCC_FRAGMENTS=1
+P="$WT_ROOT/programs"
+
+for O in -O0 -O2; do
+  clang-19 $O -pthread "$P/features.c" "$P/features-helper.c" -lm -o c.clang
+  "$REPOCC" $O -pthread "$P/features.c" "$P/features-helper.c" -lm -o c.repocc
+  assert_eq "C features $O" "$(./c.clang)" "$(./c.repocc)"
+  clang++-19 $O -std=c++17 "$P/features.cpp" "$P/features-cxx-helper.cpp" -o x.clang
+  "$REPOCCXX" $O -std=c++17 "$P/features.cpp" "$P/features-cxx-helper.cpp" -o x.repocc
+  assert_eq "C++ features $O" "$(./x.clang)" "$(./x.repocc)"
+  note "feature programs agree at $O"
+done
+"$REPOCC" -O2 -fPIC -shared "$P/features-helper.c" -o libhelper.so
+nm -D libhelper.so | grep -q " T helper_count" || fail "shared library lacks helper_count"
+nm libhelper.so | grep -q " [Dd] counter" || fail "the static counter is not a local symbol in the shared library"
+
+before=$(stat_value definitions_compiled)
+[ "$before" -gt 20 ] || fail "definitions_compiled not counted ($before)"
+
+amalg=$(prepare_sqlite_amalgamation)
+cp "$amalg"/sqlite3.c "$amalg"/sqlite3.h "$amalg"/shell.c .
+"$REPOCC" -O2 -DSQLITE_ENABLE_MATH_FUNCTIONS shell.c sqlite3.c -lm -ldl -lpthread -o sqlite3 2> build.err \
+  || { cat build.err; fail "building the sqlite3 shell"; }
+assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
+./sqlite3 test.db < "$P/checks.sql" > checks.out 2>&1 || { cat checks.out; fail "sqlite3 shell"; }
+diff -u "$P/checks.expected" checks.out || fail "SQL answers differ"
+note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_value definitions_compiled)"
