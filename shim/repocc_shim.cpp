@@ -174,7 +174,10 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
                                                     int copy_module_asm) {
   Module &Src = *unwrap(src_ref);
   auto *Dst = new Module(Src.getModuleIdentifier(), Src.getContext());
-  Dst->setSourceFileName(Src.getSourceFileName());
+  // Only the glue names the source file (the STT_FILE symbol): a fragment
+  // may be reused by another unit, and its bytes must not say which unit
+  // stored it.
+  Dst->setSourceFileName(copy_module_asm ? Src.getSourceFileName() : "");
   Dst->setDataLayout(Src.getDataLayout());
   Dst->setTargetTriple(Src.getTargetTriple());
   if (copy_module_asm) {
@@ -311,4 +314,20 @@ extern "C" LLVMValueRef repocc_blockaddress_function(LLVMValueRef global) {
     return nullptr;
   const Function *F = findBlockAddressFunction(G->getInitializer(), 0);
   return F ? wrap(const_cast<Function *>(F)) : nullptr;
+}
+
+// Turns a definition into a declaration (its fragment comes from the
+// repository). Declarations cannot be in a COMDAT.
+extern "C" void repocc_make_declaration(LLVMValueRef value) {
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV || GV->isDeclaration())
+    return;
+  if (auto *F = dyn_cast<Function>(GV)) {
+    F->deleteBody();
+    F->setComdat(nullptr);
+  } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+    G->setInitializer(nullptr);
+    G->setLinkage(GlobalValue::ExternalLinkage);
+    G->setComdat(nullptr);
+  }
 }

@@ -111,6 +111,8 @@ const SHOWN: &[&str] = &[
     key::COMPILE_ERRORS,
     key::DEFINITIONS_TOTAL,
     key::DEFINITIONS_COMPILED,
+    key::DEFINITIONS_PRUNED,
+    key::FRAGMENTS_STORED,
 ];
 
 pub fn run(args: Vec<String>) -> i32 {

@@ -53,6 +53,7 @@ extern "C" {
         global: llvm_sys::prelude::LLVMValueRef,
         len: *mut usize,
     ) -> *const c_char;
+    fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
@@ -159,16 +160,44 @@ pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<St
     }
 }
 
-/// Every alias of the module with the name of the global object it points
-/// into (`None` when it is not based on one).
-pub fn aliases(module: &inkwell::module::Module) -> Vec<(String, Option<String>)> {
+/// Turns the definition named `name` into a declaration (a no-op for
+/// names that are not definitions of `module`).
+pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
+    let Ok(cname) = CString::new(name) else {
+        return;
+    };
+    // SAFETY: the module is alive and not being iterated by the caller; the
+    // shim only changes the named global in place.
+    unsafe {
+        let m = module.as_mut_ptr();
+        let mut v = llvm_sys::core::LLVMGetNamedFunction(m, cname.as_ptr());
+        if v.is_null() {
+            v = llvm_sys::core::LLVMGetNamedGlobal(m, cname.as_ptr());
+        }
+        if !v.is_null() {
+            repocc_make_declaration(v);
+        }
+    }
+}
+
+/// Every alias of the module: its name, the global object it points into
+/// (`None` when it is not based on one), and its printed form.
+pub fn aliases(module: &inkwell::module::Module) -> Vec<(String, Option<String>, String)> {
     let mut out = Vec::new();
-    // SAFETY: walks the module's alias list without modifying it.
+    // SAFETY: walks the module's alias list without modifying it; the
+    // printed text is copied and disposed of at once.
     unsafe {
         let mut a = llvm_sys::core::LLVMGetFirstGlobalAlias(module.as_mut_ptr());
         while !a.is_null() {
             let base = repocc_alias_base_object(a);
-            out.push((value_name(a), (!base.is_null()).then(|| value_name(base))));
+            let raw = llvm_sys::core::LLVMPrintValueToString(a);
+            let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+            llvm_sys::core::LLVMDisposeMessage(raw);
+            out.push((
+                value_name(a),
+                (!base.is_null()).then(|| value_name(base)),
+                text,
+            ));
             a = llvm_sys::core::LLVMGetNextGlobalAlias(a);
         }
     }

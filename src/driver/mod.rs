@@ -203,6 +203,7 @@ struct UnitResult {
     status: i32,
     definitions: u64,
     definitions_compiled: u64,
+    report: Option<pipeline::UnitReport>,
     stderr: Vec<u8>,
     compiled: bool,
     fallback: bool,
@@ -239,6 +240,7 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
         merge_functions: cfg.merge_functions,
         fragments: cfg.fragments,
         jobs: cfg.jobs(),
+        repo_dir: cfg.repo_dir(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
     };
     let scratch = tempfile::Builder::new()
@@ -289,6 +291,11 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
             counters.add(key::COMPILES, 1);
             counters.add(key::DEFINITIONS_TOTAL, r.definitions);
             counters.add(key::DEFINITIONS_COMPILED, r.definitions_compiled);
+            if let Some(rep) = &r.report {
+                counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
+                counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
+                counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
+            }
         }
         if r.fallback {
             counters.add(key::FALLBACKS, 1);
@@ -349,6 +356,7 @@ fn compile_unit(
                 status: 1,
                 definitions: 0,
                 definitions_compiled: 0,
+                report: None,
                 stderr: format!("repocc: error: {e:#}\n").into_bytes(),
                 compiled: false,
                 fallback: false,
@@ -362,6 +370,7 @@ fn compile_unit(
             status: fe.status,
             definitions: 0,
             definitions_compiled: 0,
+            report: None,
             stderr,
             compiled: false,
             fallback: false,
@@ -384,6 +393,10 @@ fn compile_unit(
 
     match result {
         Ok(report) => {
+            for w in &report.warnings {
+                let line = format!("repocc: warning: {w}\n");
+                emit(&mut stderr, diagnostics, line.as_bytes());
+            }
             let t = &report.times;
             if timings {
                 let line = format!(
@@ -403,6 +416,7 @@ fn compile_unit(
                 status: 0,
                 definitions: report.definitions,
                 definitions_compiled: report.definitions_compiled,
+                report: Some(report.clone()),
                 stderr,
                 compiled: true,
                 fallback: false,
@@ -440,6 +454,7 @@ fn compile_unit(
                 status,
                 definitions: 0,
                 definitions_compiled: 0,
+                report: None,
                 stderr,
                 compiled: false,
                 fallback: true,

@@ -28,28 +28,25 @@ fn lld() -> Result<&'static Path> {
 }
 
 /// Combines fragment objects, in order, into one relocatable object
-/// (`ld.lld -r`) and writes it like [`write_object`].
+/// (`ld.lld -r` over a single archive of them, so that thousands of
+/// fragments cost one file, not thousands) and writes it like
+/// [`write_object`].
 pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) -> Result<()> {
     let dir = tempfile::Builder::new()
         .prefix("repocc-fragments")
         .tempdir()
         .context("creating a directory for fragments")?;
-    let mut list = String::new();
-    for (i, o) in objects.iter().enumerate() {
-        let p = dir.path().join(format!("f{i}.o"));
-        std::fs::write(&p, o).with_context(|| format!("writing {}", p.display()))?;
-        list.push_str(&p.display().to_string());
-        list.push('\n');
-    }
-    let rsp = dir.path().join("inputs.rsp");
-    std::fs::write(&rsp, list)?;
+    let archive = dir.path().join("fragments.a");
+    std::fs::write(&archive, ar_archive(objects))
+        .with_context(|| format!("writing {}", archive.display()))?;
     let combined = dir.path().join("combined.o");
     let tool = lld()?;
     let out = Command::new(tool)
         .arg("-r")
         .arg("-o")
         .arg(&combined)
-        .arg(format!("@{}", rsp.display()))
+        .arg("--whole-archive")
+        .arg(&archive)
         .output()
         .with_context(|| format!("running {}", tool.display()))?;
     if !out.status.success() {
@@ -62,6 +59,32 @@ pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) ->
     }
     let bytes = std::fs::read(&combined).context("reading the composed object")?;
     write_object(&bytes, locals, output)
+}
+
+/// A System V `ar` archive of the objects, members named `f<N>.o`, in
+/// order, with zero timestamps (deterministic).
+pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
+    let total: usize = objects.iter().map(|o| o.len() + 61).sum();
+    let mut out = Vec::with_capacity(8 + total);
+    out.extend_from_slice(b"!<arch>\n");
+    for (i, o) in objects.iter().enumerate() {
+        let header = format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            format!("f{i}.o/"),
+            0,
+            0,
+            0,
+            644,
+            o.len()
+        );
+        debug_assert_eq!(header.len(), 60);
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(o);
+        if o.len() % 2 == 1 {
+            out.push(b'\n');
+        }
+    }
+    out
 }
 
 /// llvm-objcopy from LLVM 19.

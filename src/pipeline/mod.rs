@@ -24,6 +24,7 @@ pub mod frontend;
 pub mod merge;
 pub mod optimize;
 pub mod output;
+pub mod prune;
 pub mod split;
 
 use std::path::Path;
@@ -66,6 +67,8 @@ pub struct PipelineOptions {
     pub fragments: bool,
     /// Code generation workers per unit in fragment mode.
     pub jobs: usize,
+    /// The repository directory (fragment mode).
+    pub repo_dir: std::path::PathBuf,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
     pub digest_report: bool,
 }
@@ -78,6 +81,12 @@ pub struct UnitReport {
     pub definitions: u64,
     /// Definitions (and aliases) code-generated in this run.
     pub definitions_compiled: u64,
+    /// Definitions whose fragment came from the repository.
+    pub definitions_pruned: u64,
+    pub fragments_stored: u64,
+    pub corrupt_entries: u64,
+    /// Repository problems, for one warning line.
+    pub warnings: Vec<String>,
 }
 
 /// Runs stages 2–7 on the frontend's bitcode and writes `output`.
@@ -119,6 +128,24 @@ fn run_stages(
     let digests = metadata_stage(&unit, settings, options)?;
     times.metadata = t.elapsed();
 
+    let definitions = digests
+        .defs
+        .iter()
+        .filter(|d| d.kind != digest::DefKind::Glue)
+        .count() as u64;
+    if options.fragments {
+        return repository_stages(
+            &unit,
+            sink,
+            &digests,
+            settings,
+            options,
+            output,
+            times,
+            definitions,
+        );
+    }
+
     let t = Instant::now();
     optimize::run(&unit, settings)?;
     times.optimize = t.elapsed();
@@ -129,47 +156,169 @@ fn run_stages(
     }
     times.merge = t.elapsed();
 
-    let definitions = digests
-        .defs
-        .iter()
-        .filter(|d| d.kind != digest::DefKind::Glue)
-        .count() as u64;
-    let mut definitions_compiled = definitions;
-    if options.fragments {
-        let t = Instant::now();
-        let fragments = split::emit_fragments(&unit, settings, options.jobs)?;
-        definitions_compiled = fragments
-            .iter()
-            .filter(|f| !f.glue)
-            .map(|f| f.members.len() as u64)
-            .sum();
-        times.codegen = t.elapsed();
-        if let Some(d) = sink.first() {
-            return Err(BackendDiagnostic(d).into());
-        }
-        let t = Instant::now();
-        let objects: Vec<&[u8]> = fragments.iter().map(|f| f.object.as_slice()).collect();
-        compose::compose_fragments(&objects, &unit.originally_local, output)?;
-        times.write = t.elapsed();
-    } else {
-        let t = Instant::now();
-        let object = codegen::emit_object(&unit)?;
-        times.codegen = t.elapsed();
+    let t = Instant::now();
+    let object = codegen::emit_object(&unit)?;
+    times.codegen = t.elapsed();
 
-        // Nothing reaches the output if LLVM complained: clang redoes the unit.
-        if let Some(d) = sink.first() {
-            return Err(BackendDiagnostic(d).into());
-        }
-
-        let t = Instant::now();
-        compose::write_object(object.as_slice(), &unit.originally_local, output)?;
-        times.write = t.elapsed();
+    // Nothing reaches the output if LLVM complained: clang redoes the unit.
+    if let Some(d) = sink.first() {
+        return Err(BackendDiagnostic(d).into());
     }
+
+    let t = Instant::now();
+    compose::write_object(object.as_slice(), &unit.originally_local, output)?;
+    times.write = t.elapsed();
     Ok(UnitReport {
         times,
         definitions,
-        definitions_compiled,
+        definitions_compiled: definitions,
+        ..UnitReport::default()
     })
+}
+
+/// Stages 4–8 with the program repository: prune, optimize, fragments,
+/// store, compose.
+#[allow(clippy::too_many_arguments)]
+fn repository_stages(
+    unit: &canonical::Unit,
+    sink: &crate::llvm_shim::DiagnosticSink,
+    digests: &digest::ModuleDigests,
+    settings: &CodegenSettings,
+    options: &PipelineOptions,
+    output: &Path,
+    mut times: StageTimes,
+    definitions: u64,
+) -> Result<UnitReport> {
+    use crate::repo::store::{Entry, EntryKind, Store};
+    let store = Store::new(&options.repo_dir);
+    let mut report = UnitReport {
+        definitions,
+        ..UnitReport::default()
+    };
+    let t = Instant::now();
+    let pruned = prune::prune_known_definitions(unit, digests, &store)?;
+    report.definitions_pruned = pruned.definitions_pruned;
+    report.corrupt_entries = pruned.corrupt_entries;
+    report.warnings.extend(pruned.store_problem.clone());
+    times.metadata += t.elapsed();
+
+    let t = Instant::now();
+    optimize::run(unit, settings)?;
+    times.optimize = t.elapsed();
+    // Function merging would make a fragment depend on a partner outside
+    // its digest; it is not run in repository mode yet.
+
+    let t = Instant::now();
+    let post = split::plan(&unit.module);
+    let planned: std::collections::HashSet<&str> = pruned
+        .fragments
+        .iter()
+        .flat_map(|f| f.members.iter().map(String::as_str))
+        .collect();
+    let mut to_emit: Vec<(Vec<String>, bool)> = Vec::new();
+    // Where each compose slot's object comes from.
+    enum Slot {
+        Emitted(usize),
+        Stored(usize),
+    }
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut store_after: Vec<(usize, usize)> = Vec::new(); // (planned, emitted)
+    let mut deleted: Vec<usize> = Vec::new();
+    if let Some((glue, true)) = post.first() {
+        slots.push(Slot::Emitted(to_emit.len()));
+        to_emit.push((glue.clone(), true));
+    }
+    for (i, f) in pruned.fragments.iter().enumerate() {
+        let present = split::any_defined(&unit.module, &f.members);
+        match &f.stored {
+            Some(e) if e.kind == EntryKind::Object => slots.push(Slot::Stored(i)),
+            Some(_) => {
+                // Deleted when stored, needed now: compile it, keep the entry.
+                if present {
+                    slots.push(Slot::Emitted(to_emit.len()));
+                    to_emit.push((f.members.clone(), false));
+                }
+            }
+            None if present => {
+                store_after.push((i, to_emit.len()));
+                slots.push(Slot::Emitted(to_emit.len()));
+                to_emit.push((f.members.clone(), false));
+            }
+            None => deleted.push(i),
+        }
+    }
+    for (members, glue) in post.into_iter().skip(1) {
+        if !glue && !members.iter().any(|m| planned.contains(m.as_str())) {
+            slots.push(Slot::Emitted(to_emit.len()));
+            to_emit.push((members, false));
+        }
+    }
+    let emitted = split::emit_groups(unit, settings, options.jobs, to_emit)?;
+    times.codegen = t.elapsed();
+    if let Some(d) = sink.first() {
+        return Err(BackendDiagnostic(d).into());
+    }
+    report.definitions_compiled = emitted
+        .iter()
+        .filter(|f| !f.glue)
+        .map(|f| f.members.len() as u64)
+        .sum();
+
+    let t = Instant::now();
+    let objects: Vec<&[u8]> = slots
+        .iter()
+        .map(|s| match s {
+            Slot::Emitted(e) => emitted[*e].object.as_slice(),
+            Slot::Stored(i) => pruned.fragments[*i]
+                .stored
+                .as_ref()
+                .map_or(&[][..], |e| e.payload.as_slice()),
+        })
+        .filter(|o| !o.is_empty())
+        .collect();
+    compose::compose_fragments(&objects, &unit.originally_local, output)?;
+    times.write = t.elapsed();
+
+    // Store what is new; a repository that cannot be written costs reuse,
+    // never the build.
+    let mut store_error: Option<String> = None;
+    let metadata = |members: &[String]| {
+        serde_json::json!({ "members": members })
+            .to_string()
+            .into_bytes()
+    };
+    for (i, e) in store_after {
+        let f = &pruned.fragments[i];
+        let entry = Entry {
+            kind: EntryKind::Object,
+            metadata: metadata(&f.members),
+            payload: emitted[e].object.clone(),
+        };
+        match store.put(&f.key, &entry) {
+            Ok(_) => report.fragments_stored += 1,
+            Err(err) => {
+                store_error.get_or_insert(format!("{err}; fragments not stored"));
+                break;
+            }
+        }
+    }
+    for i in deleted {
+        if store_error.is_some() {
+            break;
+        }
+        let f = &pruned.fragments[i];
+        let entry = Entry {
+            kind: EntryKind::Deleted,
+            metadata: metadata(&f.members),
+            payload: Vec::new(),
+        };
+        if let Err(err) = store.put(&f.key, &entry) {
+            store_error.get_or_insert(format!("{err}; fragments not stored"));
+        }
+    }
+    report.warnings.extend(store_error);
+    report.times = times;
+    Ok(report)
 }
 
 /// Stage 3: digests of the canonical module.

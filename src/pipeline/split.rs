@@ -69,7 +69,7 @@ pub fn plan(module: &Module) -> Vec<(Vec<String>, bool)> {
             groups.add(name, comdat);
         }
     }
-    for (alias, base) in llvm_shim::aliases(module) {
+    for (alias, base, _) in llvm_shim::aliases(module) {
         match base {
             Some(b) if groups.group_of.contains_key(&b) => groups.join(alias, &b),
             _ => glue.push(alias),
@@ -118,13 +118,24 @@ impl Grouping {
     }
 }
 
-/// Extracts every fragment and compiles them on `jobs` workers.
-pub fn emit_fragments(
+/// Whether any of `members` is still defined in the (optimized) module.
+pub fn any_defined(module: &Module, members: &[String]) -> bool {
+    members.iter().any(|m| {
+        module
+            .get_function(m)
+            .is_some_and(|f| f.count_basic_blocks() > 0)
+            || module.get_global(m).is_some_and(|g| !g.is_declaration())
+    })
+}
+
+/// Extracts the given fragments and compiles them on `jobs` workers, in
+/// the order given.
+pub fn emit_groups(
     unit: &Unit,
     settings: &CodegenSettings,
     jobs: usize,
+    plan: Vec<(Vec<String>, bool)>,
 ) -> Result<Vec<Fragment>> {
-    let plan = plan(&unit.module);
     let cpu = unit.target_machine.get_cpu().to_string_lossy().into_owned();
     let features = unit
         .target_machine

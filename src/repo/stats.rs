@@ -33,6 +33,12 @@ pub mod key {
     pub const DEFINITIONS_TOTAL: &str = "definitions_total";
     /// Definitions code-generated (not taken from the repository).
     pub const DEFINITIONS_COMPILED: &str = "definitions_compiled";
+    /// Definitions whose code came from the repository.
+    pub const DEFINITIONS_PRUNED: &str = "definitions_pruned";
+    /// Fragments written to the repository.
+    pub const FRAGMENTS_STORED: &str = "fragments_stored";
+    /// Repository entries that failed verification (and were recompiled).
+    pub const CORRUPT_ENTRIES: &str = "corrupt_entries";
 }
 
 /// A set of counter increments, plus per-reason counts for passthrough and

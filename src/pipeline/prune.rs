@@ -1,0 +1,165 @@
+//! Stage 4 in repository mode, pruning: fragments whose key is in the
+//! repository are not optimized or code-generated again.
+//!
+//! A fragment (see `split`) is keyed by the final digests of its members:
+//! the digest covers everything that can change the fragment's bytes, so a
+//! stored fragment under the same key is what this compile would produce.
+//! A pruned fragment's definitions become declarations — unless an
+//! unpruned definition uses them (within `CONTEXT_DEPTH` edges): those stay
+//! in the module as context for the optimizer (inlining, attribute
+//! inference), and only their code generation is skipped. Fragments with aliases stay as context
+//! too (an alias must point at a definition).
+
+use anyhow::Result;
+
+use super::canonical::Unit;
+use super::digest::ModuleDigests;
+use super::split;
+use crate::llvm_shim;
+use crate::repo::store::{Entry, FragmentDigest, Lookup, Store, StoreError};
+
+/// How many edges away from an unpruned definition pruned definitions
+/// stay in the module for the optimizer.
+pub const CONTEXT_DEPTH: usize = 2;
+
+/// A fragment of the unit, as planned before optimization.
+#[derive(Debug)]
+pub struct PlannedFragment {
+    pub members: Vec<String>,
+    pub key: FragmentDigest,
+    /// The repository's entry for `key`, if there is one.
+    pub stored: Option<Entry>,
+    /// Definitions among the members (aliases and label tables aside).
+    pub definitions: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct PrunePlan {
+    pub fragments: Vec<PlannedFragment>,
+    pub definitions_pruned: u64,
+    pub corrupt_entries: u64,
+    /// A problem reading the repository (reported once by the caller).
+    pub store_problem: Option<String>,
+}
+
+/// The repository key of a fragment with these members.
+fn fragment_key(
+    members: &[String],
+    digests: &ModuleDigests,
+    aliases: &[(String, String)],
+) -> (FragmentDigest, u64) {
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    let mut definitions = 0;
+    for m in members {
+        if let Some(d) = digests.defs.iter().find(|d| &d.name == m) {
+            definitions += 1;
+            parts.push(d.final_digest.0.to_vec());
+        } else if let Some((_, text)) = aliases.iter().find(|(n, _)| n == m) {
+            parts.push(blake3::hash(text.as_bytes()).as_bytes().to_vec());
+        } else {
+            parts.push(m.as_bytes().to_vec());
+        }
+    }
+    parts.sort();
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc fragment v1");
+    for p in parts {
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(&p);
+    }
+    (FragmentDigest(*h.finalize().as_bytes()), definitions)
+}
+
+pub fn prune_known_definitions(
+    unit: &Unit,
+    digests: &ModuleDigests,
+    store: &Store,
+) -> Result<PrunePlan> {
+    let aliases: Vec<(String, String)> = llvm_shim::aliases(&unit.module)
+        .into_iter()
+        .map(|(n, _, t)| (n, t))
+        .collect();
+    let mut plan = PrunePlan::default();
+    for (members, glue) in split::plan(&unit.module) {
+        if glue {
+            continue;
+        }
+        let (key, definitions) = fragment_key(&members, digests, &aliases);
+        let stored = match store.get(&key) {
+            Ok(Lookup::Hit(e)) => Some(e),
+            Ok(Lookup::Miss) => None,
+            Ok(Lookup::Corrupt(why)) => {
+                plan.corrupt_entries += 1;
+                plan.store_problem.get_or_insert(format!(
+                    "repository entry {} failed verification ({why:?}) and was removed; recompiling it",
+                    key.to_hex()
+                ));
+                None
+            }
+            Err(e @ StoreError::Unreadable { .. }) | Err(e @ StoreError::Unwritable { .. }) => {
+                plan.store_problem.get_or_insert(e.to_string());
+                None
+            }
+        };
+        plan.fragments.push(PlannedFragment {
+            members,
+            key,
+            stored,
+            definitions,
+        });
+    }
+
+    // Context: what the unpruned definitions use, up to CONTEXT_DEPTH edges
+    // away. Any context is correct (pruned definitions that are left out
+    // become declarations, and their stored code is current); the depth
+    // trades how much of a cold compile's inlining an edited definition
+    // gets against the optimization time of a rebuild.
+    let n = digests.defs.len();
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in &digests.edges {
+        succ[u].push(v);
+    }
+    let index: std::collections::HashMap<&str, usize> = digests
+        .defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
+        .collect();
+    let mut depth = vec![usize::MAX; n];
+    let mut frontier: Vec<usize> = Vec::new();
+    for f in plan.fragments.iter().filter(|f| f.stored.is_none()) {
+        for m in &f.members {
+            if let Some(&i) = index.get(m.as_str()) {
+                depth[i] = 0;
+                frontier.push(i);
+            }
+        }
+    }
+    for d in 1..=CONTEXT_DEPTH {
+        let mut next = Vec::new();
+        for &u in &frontier {
+            for &v in &succ[u] {
+                if depth[v] == usize::MAX {
+                    depth[v] = d;
+                    next.push(v);
+                }
+            }
+        }
+        frontier = next;
+    }
+    let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
+    for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
+        plan.definitions_pruned += f.definitions;
+        let has_alias = f
+            .members
+            .iter()
+            .any(|m| aliases.iter().any(|(a, _)| a == m));
+        if has_alias || f.members.iter().any(|m| in_context(m)) {
+            continue;
+        }
+        for m in &f.members {
+            llvm_shim::make_declaration(&unit.module, m);
+        }
+    }
+    Ok(plan)
+}

@@ -1,0 +1,97 @@
+# The program repository (fragment mode): rebuilds reuse stored fragments,
+# reproduce the objects byte for byte, recompile only what an edit changed,
+# and survive a corrupt entry and an unwritable repository.
+source "$(dirname "$0")/lib.sh"
+export REPOCC_FRAGMENTS=1
+P="$WT_ROOT/programs"
+
+# pct NUM DEN: integer percentage.
+pct() { echo $(( 100 * $1 / ($2 > 0 ? $2 : 1) )); }
+
+note "lua5.4 built twice with make clean in between"
+src=$(fetch_debian_source lua5.4 --skip-patches)
+fresh_copy "$src" "$SCRATCH/lua"
+cd "$SCRATCH/lua"
+make -j"$JOBS" linux CC="repocc -std=gnu99" > build1.log 2>&1 || { tail -n 20 build1.log; fail "cold build"; }
+mkdir -p ../lua-objs && cp src/*.o ../lua-objs/
+stored=$(stat_value fragments_stored)
+[ "$stored" -gt 1000 ] || fail "cold build stored only $stored fragments"
+make clean > /dev/null
+"$REPOCC" --zero-stats > /dev/null
+make -j"$JOBS" linux CC="repocc -std=gnu99" > build2.log 2>&1 || { tail -n 20 build2.log; fail "warm build"; }
+total=$(stat_value definitions_total); pruned=$(stat_value definitions_pruned)
+note "warm lua: $pruned of $total definitions pruned ($(pct "$pruned" "$total")%), $(stat_value definitions_compiled) compiled"
+[ "$(pct "$pruned" "$total")" -ge 95 ] || fail "warm build pruned only $pruned of $total"
+for o in src/*.o; do
+  cmp -s "$o" "../lua-objs/$(basename "$o")" || fail "$o differs from the first build's"
+done
+out=$(src/lua "$P/checks.lua") || fail "checks.lua: $out"
+assert_contains "warm lua" "lua checks: 31 passed, 0 failed" "$out"
+
+note "sqlite3: cold build, one-function edit, revert"
+cd "$SCRATCH"
+amalg=$(prepare_sqlite_amalgamation)
+cp "$amalg"/sqlite3.c "$amalg"/sqlite3.h "$amalg"/shell.c .
+cp sqlite3.c sqlite3.c.orig
+build_sqlite() {
+  "$REPOCC" -O2 -c sqlite3.c -o sqlite3.o 2> build.err || { cat build.err; fail "compiling sqlite3.c"; }
+  "$REPOCC" -O2 -c shell.c -o shell.o || fail "compiling shell.c"
+  "$REPOCC" shell.o sqlite3.o -lm -ldl -lpthread -o sqlite3 || fail "linking sqlite3"
+}
+"$REPOCC" --zero-stats > /dev/null
+build_sqlite
+cold_compiled=$(stat_value definitions_compiled)
+cp sqlite3.o sqlite3.o.first
+./sqlite3 test.db < "$P/checks.sql" > checks.out 2>&1
+diff -u "$P/checks.expected" checks.out || fail "SQL answers differ (cold)"
+
+grep -q '^SQLITE_API const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
+  || fail "the edit target is not in this sqlite3.c"
+sed -i 's/^SQLITE_API const char \*sqlite3_libversion(void){ return sqlite3_version; }/SQLITE_API const char *sqlite3_libversion(void){ return "9.9.9-edited"; }/' sqlite3.c
+"$REPOCC" --zero-stats > /dev/null
+build_sqlite
+edit_compiled=$(stat_value definitions_compiled)
+note "definitions compiled: cold $cold_compiled, after a one-function edit $edit_compiled"
+[ "$edit_compiled" -ge 1 ] || fail "the edit compiled nothing"
+[ $((edit_compiled * 20)) -lt "$cold_compiled" ] || fail "the edit recompiled too much ($edit_compiled of $cold_compiled)"
+assert_eq "edited behaviour" "9.9.9-edited" "$(./sqlite3 :memory: 'select sqlite_version();')"
+
+cp sqlite3.c.orig sqlite3.c
+"$REPOCC" --zero-stats > /dev/null
+build_sqlite
+cmp -s sqlite3.o sqlite3.o.first || fail "reverting the edit did not reproduce the original object"
+assert_eq "revert compiled nothing" 0 "$(stat_value definitions_compiled)"
+assert_eq "reverted behaviour" "$(grep -m1 '#define SQLITE_VERSION ' sqlite3.h | sed 's/.*"\(.*\)".*/\1/')" \
+  "$(./sqlite3 :memory: 'select sqlite_version();')"
+
+note "a flipped byte in a stored fragment is detected and recompiled"
+# The fragment of sqlite3VdbeExec (entries name their members in plain text).
+grep -rl '"members":\["sqlite3VdbeExec"\]' "$REPOCC_DIR/v1/fragments" > entries.txt || true
+entry=$(sed -n 1p entries.txt)
+[ -n "$entry" ] || fail "no fragment to corrupt"
+python3 - "$entry" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0x20
+open(p, "wb").write(bytes(b))
+PY
+"$REPOCC" --zero-stats > /dev/null
+"$REPOCC" -O2 -c sqlite3.c -o sqlite3.o 2> corrupt.err || { cat corrupt.err; fail "build with a corrupt entry"; }
+assert_contains "corruption warning" "failed verification" "$(cat corrupt.err)"
+assert_eq "one warning line" 1 "$(wc -l < corrupt.err)"
+[ "$(stat_value corrupt_entries)" -ge 1 ] || fail "corruption not counted"
+# The recompiled fragment sees its neighbours as the pruning context allows
+# (see prune.rs): same behaviour, not necessarily the same bytes.
+"$REPOCC" -O2 -c shell.c -o shell.o && "$REPOCC" shell.o sqlite3.o -lm -ldl -lpthread -o sqlite3
+rm -f test.db && ./sqlite3 test.db < "$P/checks.sql" > checks.out 2>&1
+diff -u "$P/checks.expected" checks.out || fail "SQL answers differ after recovering from a corrupt entry"
+assert_eq "--verify is clean" "0 bad" "$("$REPOCC" --verify | sed -n 's/.*removed \(.*\)$/\1/p')"
+
+note "an unwritable repository gives a correct build and one warning line"
+REPOCC_DIR=/proc/repocc-unwritable "$REPOCC" -O2 "$P/features.c" "$P/features-helper.c" -pthread -lm -o features 2> unwritable.err \
+  || { cat unwritable.err; fail "build with an unwritable repository"; }
+clang-19 -O2 "$P/features.c" "$P/features-helper.c" -pthread -lm -o features.clang
+assert_eq "program output" "$(./features.clang)" "$(./features)"
+[ "$(grep -c 'repocc: warning' unwritable.err)" -le 2 ] || fail "too many warnings: $(cat unwritable.err)"
+assert_contains "unwritable warning" "not writable" "$(cat unwritable.err)"
