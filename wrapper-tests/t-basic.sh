@@ -154,7 +154,7 @@ assert_eq "zeroed" 0 "$(stat_value compiles)"
 note "repository commands"
 "$REPOCC" --max-size 2G > /dev/null
 assert_contains "max_size persisted in the user configuration" '"2G"' "$("$REPOCC" --show-config | grep max_size)"
-assert_eq "--verify on an empty repository" "Checked 0 entries, removed 0 bad" "$("$REPOCC" --verify)"
+assert_contains "--verify finds nothing bad" "removed 0 bad" "$("$REPOCC" --verify)"
 assert_contains "--show-stats reports the limit" '"max_size_bytes": 2147483648' "$("$REPOCC" --show-stats --format json)"
 set +e; "$REPOCC" --max-size lots > /dev/null 2>&1; rc=$?; set -e
 assert_eq "invalid size is a usage error" 2 "$rc"

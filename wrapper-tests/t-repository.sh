@@ -95,3 +95,37 @@ clang-19 -O2 "$P/features.c" "$P/features-helper.c" -pthread -lm -o features.cla
 assert_eq "program output" "$(./features.clang)" "$(./features)"
 [ "$(grep -c 'repocc: warning' unwritable.err)" -le 2 ] || fail "too many warnings: $(cat unwritable.err)"
 assert_contains "unwritable warning" "not writable" "$(cat unwritable.err)"
+
+note "C++: a template instance and an inline function used by four files are code-generated once"
+mkdir -p "$SCRATCH/cxx" && cd "$SCRATCH/cxx"
+cat > shared.h <<'CXX'
+#include <vector>
+template <class T> T sum_squares(const std::vector<T>& v) { T s{}; for (auto x : v) s += x * x; return s; }
+inline int shared_counter() { static int n; return ++n; }
+CXX
+for i in 1 2 3 4; do
+  printf '#include "shared.h"\nint unit%d() { return sum_squares(std::vector<int>{1, 2, %d}) + shared_counter(); }\n' "$i" "$i" > u$i.cpp
+done
+printf '#include <cstdio>\nint unit1(); int unit2(); int unit3(); int unit4();\nint main() { std::printf("%%d %%d %%d %%d\\n", unit1(), unit2(), unit3(), unit4()); }\n' > main.cpp
+"$REPOCCXX" -O2 -c u1.cpp -o u1.o
+"$REPOCC" --zero-stats > /dev/null
+for i in 2 3 4; do "$REPOCCXX" -O2 -c u$i.cpp -o u$i.o; done
+pruned=$(stat_value definitions_pruned); compiled=$(stat_value definitions_compiled)
+note "units 2-4 after unit 1: $pruned definitions pruned, $compiled compiled"
+[ "$pruned" -ge 9 ] || fail "the shared template and inline definitions were not reused ($pruned pruned)"
+"$REPOCCXX" -O2 main.cpp u1.o u2.o u3.o u4.o -o prog
+clang++-19 -O2 main.cpp u1.cpp u2.cpp u3.cpp u4.cpp -o prog.clang
+assert_eq "C++ program from shared fragments" "$(./prog.clang)" "$(./prog)"
+
+note "C++ static constructors run exactly once in warm builds"
+cat > ctor.cpp <<'CXX'
+#include <cstdio>
+static int n;
+static int first = n++;
+static int second = n++;
+int main() { std::printf("n=%d first=%d second=%d\n", n, first, second); }
+CXX
+"$REPOCCXX" -O2 ctor.cpp -o ctor1
+"$REPOCCXX" -O2 ctor.cpp -o ctor2
+assert_eq "cold" "n=2 first=0 second=1" "$(./ctor1)"
+assert_eq "warm" "n=2 first=0 second=1" "$(./ctor2)"

@@ -209,7 +209,11 @@ fn repository_stages(
     // its digest; it is not run in repository mode yet.
 
     let t = Instant::now();
-    let post = split::plan(&unit.module);
+    let mut post = split::plan(&unit.module);
+    let glue = match post.first() {
+        Some((_, true)) => Some(post.remove(0).0),
+        _ => None,
+    };
     let planned: std::collections::HashSet<&str> = pruned
         .fragments
         .iter()
@@ -222,12 +226,16 @@ fn repository_stages(
         Stored(usize),
     }
     let mut slots: Vec<Slot> = Vec::new();
+    // The glue comes first: it is the only fragment with a file symbol
+    // (STT_FILE), which then names the source for everything after it, as
+    // in clang's object (GNU ld's messages and addr2line rely on it).
+    if let Some(glue) = glue {
+        slots.push(Slot::Emitted(to_emit.len()));
+        to_emit.push((glue, true));
+    }
     let mut store_after: Vec<(usize, usize)> = Vec::new(); // (planned, emitted)
     let mut deleted: Vec<usize> = Vec::new();
-    if let Some((glue, true)) = post.first() {
-        slots.push(Slot::Emitted(to_emit.len()));
-        to_emit.push((glue.clone(), true));
-    }
+
     for (i, f) in pruned.fragments.iter().enumerate() {
         let present = split::any_defined(&unit.module, &f.members);
         match &f.stored {
@@ -247,8 +255,8 @@ fn repository_stages(
             None => deleted.push(i),
         }
     }
-    for (members, glue) in post.into_iter().skip(1) {
-        if !glue && !members.iter().any(|m| planned.contains(m.as_str())) {
+    for (members, is_glue) in post {
+        if !is_glue && !members.iter().any(|m| planned.contains(m.as_str())) {
             slots.push(Slot::Emitted(to_emit.len()));
             to_emit.push((members, false));
         }

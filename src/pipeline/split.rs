@@ -20,7 +20,6 @@ use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
 use inkwell::targets::FileType;
-use rayon::prelude::*;
 
 use super::canonical::{self, Unit};
 use crate::driver::plan::CodegenSettings;
@@ -168,17 +167,105 @@ pub fn emit_groups(
             if let Some(d) = sink.first() {
                 return Err(super::BackendDiagnostic(d).into());
             }
+            let mut object = object.as_slice().to_vec();
+            if !*glue {
+                unname_file_symbols(&mut object);
+            }
             Ok(Fragment {
                 members: members.clone(),
                 glue: *glue,
-                object: object.as_slice().to_vec(),
+                object,
             })
         })
     };
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .stack_size(16 << 20)
-        .build()
-        .map_err(|e| anyhow!("starting code generation workers: {e}"))?;
-    pool.install(|| bitcodes.par_iter().map(emit).collect())
+    // Plain scoped threads, not a rayon pool: this runs inside the driver's
+    // rayon workers, and a worker waiting on another pool may steal a
+    // queued unit that then blocks on a jobserver token this unit holds.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Fragment>>>> = bitcodes
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    let workers = jobs.clamp(1, bitcodes.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            std::thread::Builder::new()
+                .stack_size(16 << 20)
+                .spawn_scoped(scope, || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(item) = bitcodes.get(i) else { break };
+                    let r = emit(item);
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(r);
+                    }
+                })
+                .map_err(|e| anyhow!("starting a code generation worker: {e}"))?;
+        }
+        Ok::<(), anyhow::Error>(())
+    })?;
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(anyhow!("a code generation worker failed")))
+        })
+        .collect()
+}
+
+/// Turns the (empty) STT_FILE symbol LLVM writes into every object into an
+/// untyped local symbol. A fragment may be reused by any unit, so it cannot
+/// name a source file; and a second file symbol in the composed object
+/// would make tools such as GNU ld give up attributing global symbols to
+/// the unit's file. Edits the ELF64 symbol table in place; anything
+/// unexpected leaves the object unchanged.
+pub fn unname_file_symbols(object: &mut [u8]) {
+    const STT_FILE: u8 = 4;
+    const SHT_SYMTAB: u32 = 2;
+    let rd16 = |b: &[u8], o: usize| {
+        b.get(o..o + 2)
+            .map(|s| u16::from_le_bytes([s[0], s[1]]) as usize)
+    };
+    let rd32 = |b: &[u8], o: usize| {
+        b.get(o..o + 4)
+            .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
+    };
+    let rd64 = |b: &[u8], o: usize| {
+        b.get(o..o + 8)
+            .map(|s| u64::from_le_bytes(s.try_into().unwrap()) as usize)
+    };
+    // ELF64, little endian.
+    if object.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
+        return;
+    }
+    let (Some(shoff), Some(shentsize), Some(shnum)) =
+        (rd64(object, 0x28), rd16(object, 0x3a), rd16(object, 0x3c))
+    else {
+        return;
+    };
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        if rd32(object, sh + 4) != Some(SHT_SYMTAB) {
+            continue;
+        }
+        let (Some(off), Some(size), Some(entsize)) = (
+            rd64(object, sh + 0x18),
+            rd64(object, sh + 0x20),
+            rd64(object, sh + 0x38),
+        ) else {
+            return;
+        };
+        if entsize < 24 {
+            return;
+        }
+        let mut at = off;
+        while at + entsize <= off + size && at + 24 <= object.len() {
+            let info = object[at + 4];
+            if info & 0xf == STT_FILE {
+                object[at + 4] = info & 0xf0;
+            }
+            at += entsize;
+        }
+    }
 }
