@@ -6,25 +6,33 @@
 //! rename).
 
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 
-/// ld.lld from LLVM 19.
-fn lld() -> Result<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
-    FOUND
+/// An LLVM 19 tool: `name-19` on PATH, else LLVM 19's own bin directory.
+fn llvm_tool(name: &str, cache: &'static OnceLock<Option<PathBuf>>) -> Result<&'static Path> {
+    cache
         .get_or_init(|| {
-            which::which("ld.lld-19").ok().or_else(|| {
-                let p = PathBuf::from("/usr/lib/llvm-19/bin/ld.lld");
+            which::which(format!("{name}-19")).ok().or_else(|| {
+                let p = PathBuf::from("/usr/lib/llvm-19/bin").join(name);
                 p.exists().then_some(p)
             })
         })
         .as_deref()
-        .context("ld.lld-19 not found (install lld-19)")
+        .with_context(|| format!("{name}-19 not found (install llvm-19 and lld-19)"))
+}
+
+fn lld() -> Result<&'static Path> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    llvm_tool("ld.lld", &FOUND)
+}
+
+fn objcopy() -> Result<&'static Path> {
+    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
+    llvm_tool("llvm-objcopy", &FOUND)
 }
 
 /// Combines fragment objects, in order, into one relocatable object
@@ -87,42 +95,12 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// llvm-objcopy from LLVM 19.
-fn objcopy() -> Result<&'static Path> {
-    static FOUND: OnceLock<Option<PathBuf>> = OnceLock::new();
-    FOUND
-        .get_or_init(|| {
-            which::which("llvm-objcopy-19").ok().or_else(|| {
-                let p = PathBuf::from("/usr/lib/llvm-19/bin/llvm-objcopy");
-                p.exists().then_some(p)
-            })
-        })
-        .as_deref()
-        .context("llvm-objcopy-19 not found (install llvm-19)")
-}
-
 /// Writes `object` to `output` with `locals` made local symbols.
 pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<()> {
     if locals.is_empty() {
         return super::output::write_atomically(output, object);
     }
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = output
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    tmp.write_all(object)
-        .with_context(|| format!("writing {}", output.display()))?;
-    tmp.flush()?;
+    let tmp = super::output::temporary_beside(output, object)?;
     let mut list = tempfile::Builder::new()
         .prefix("repocc-locals")
         .tempfile()

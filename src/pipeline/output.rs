@@ -9,7 +9,9 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+/// A temporary file in `path`'s directory holding `bytes`, to be renamed
+/// onto `path` (`persist`) once it is complete.
+pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -26,6 +28,12 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
+    tmp.flush()?;
+    Ok(tmp)
+}
+
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temporary_beside(path, bytes)?;
     tmp.persist(path)
         .with_context(|| format!("renaming onto {}", path.display()))?;
     Ok(())
