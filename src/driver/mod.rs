@@ -201,8 +201,7 @@ impl TempObjects for LazyTemps {
 /// The outcome of one unit.
 struct UnitResult {
     status: i32,
-    definitions: u64,
-    definitions_compiled: u64,
+    /// The pipeline's report, when the pipeline compiled the unit.
     report: Option<pipeline::UnitReport>,
     stderr: Vec<u8>,
     compiled: bool,
@@ -289,9 +288,9 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
         let _ = err.write_all(&r.stderr);
         if r.compiled {
             counters.add(key::COMPILES, 1);
-            counters.add(key::DEFINITIONS_TOTAL, r.definitions);
-            counters.add(key::DEFINITIONS_COMPILED, r.definitions_compiled);
             if let Some(rep) = &r.report {
+                counters.add(key::DEFINITIONS_TOTAL, rep.definitions);
+                counters.add(key::DEFINITIONS_COMPILED, rep.definitions_compiled);
                 counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
@@ -354,8 +353,6 @@ fn compile_unit(
         Err(e) => {
             return UnitResult {
                 status: 1,
-                definitions: 0,
-                definitions_compiled: 0,
                 report: None,
                 stderr: format!("repocc: error: {e:#}\n").into_bytes(),
                 compiled: false,
@@ -368,8 +365,6 @@ fn compile_unit(
     if fe.status != 0 {
         return UnitResult {
             status: fe.status,
-            definitions: 0,
-            definitions_compiled: 0,
             report: None,
             stderr,
             compiled: false,
@@ -414,8 +409,6 @@ fn compile_unit(
             }
             UnitResult {
                 status: 0,
-                definitions: report.definitions,
-                definitions_compiled: report.definitions_compiled,
                 report: Some(report.clone()),
                 stderr,
                 compiled: true,
@@ -452,8 +445,6 @@ fn compile_unit(
             };
             UnitResult {
                 status,
-                definitions: 0,
-                definitions_compiled: 0,
                 report: None,
                 stderr,
                 compiled: false,

@@ -398,9 +398,13 @@ fn classify_line(line: &str, uses: &mut Vec<(String, Use)>) {
 /// The context digest: everything outside a definition that can change
 /// any fragment's bytes. `extra` carries what is not in the IR text (CPU,
 /// features, codegen settings, versions).
+#[cfg(test)]
 pub fn context_digest(module_text: &str, extra: &[u8]) -> Result<[u8; 32]> {
-    let p = parse(module_text)?;
-    let mut c = Canonicalizer::new(&p);
+    Ok(context_of(&parse(module_text)?, extra))
+}
+
+fn context_of(p: &Parsed, extra: &[u8]) -> [u8; 32] {
+    let mut c = Canonicalizer::new(p);
     let mut h = blake3::Hasher::new();
     h.update(&DIGEST_FORMAT_VERSION.to_le_bytes());
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
@@ -414,7 +418,15 @@ pub fn context_digest(module_text: &str, extra: &[u8]) -> Result<[u8; 32]> {
         h.update(out.as_bytes());
     }
     h.update(extra);
-    Ok(*h.finalize().as_bytes())
+    *h.finalize().as_bytes()
+}
+
+/// The context digest and all definition digests of a printed module,
+/// parsing the text once.
+pub fn digest_module(module_text: &str, extra: &[u8], inlining: Inlining) -> Result<ModuleDigests> {
+    let p = parse(module_text)?;
+    let context = context_of(&p, extra);
+    compute_parsed(&p, &context, inlining)
 }
 
 /// Linkage words that make a definition local.
@@ -435,9 +447,13 @@ pub enum Inlining {
 
 /// Computes initial digests, the graph and final digests of a module given
 /// as LLVM's printed text.
+#[cfg(test)]
 pub fn compute(module_text: &str, context: &[u8; 32], inlining: Inlining) -> Result<ModuleDigests> {
-    let p = parse(module_text)?;
-    let mut c = Canonicalizer::new(&p);
+    compute_parsed(&parse(module_text)?, context, inlining)
+}
+
+fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<ModuleDigests> {
+    let mut c = Canonicalizer::new(p);
     let mut defs: Vec<Definition> = Vec::new();
     let mut uses_of: Vec<Vec<(String, Use)>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();

@@ -344,13 +344,12 @@ fn metadata_stage(
         "merge_functions": options.merge_functions,
         "llvm": crate::llvm_version(),
     });
-    let context = digest::context_digest(&text, extra.to_string().as_bytes())?;
     let inlining = if settings.opt == crate::driver::plan::OptLevel::O0 {
         digest::Inlining::AlwaysInlineOnly
     } else {
         digest::Inlining::Optimizing
     };
-    let digests = digest::compute(&text, &context, inlining)?;
+    let digests = digest::digest_module(&text, extra.to_string().as_bytes(), inlining)?;
     if options.digest_report {
         eprintln!("{}", digest_report(&unit.source_name, &digests));
     }

@@ -10,6 +10,8 @@
 //! inference), and only their code generation is skipped. Fragments with aliases stay as context
 //! too (an alias must point at a definition).
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 
 use super::canonical::Unit;
@@ -46,15 +48,16 @@ pub struct PrunePlan {
 fn fragment_key(
     members: &[String],
     digests: &ModuleDigests,
-    aliases: &[(String, String)],
+    index: &HashMap<&str, usize>,
+    aliases: &HashMap<String, String>,
 ) -> (FragmentDigest, u64) {
     let mut parts: Vec<Vec<u8>> = Vec::new();
     let mut definitions = 0;
     for m in members {
-        if let Some(d) = digests.defs.iter().find(|d| &d.name == m) {
+        if let Some(&i) = index.get(m.as_str()) {
             definitions += 1;
-            parts.push(d.final_digest.0.to_vec());
-        } else if let Some((_, text)) = aliases.iter().find(|(n, _)| n == m) {
+            parts.push(digests.defs[i].final_digest.0.to_vec());
+        } else if let Some(text) = aliases.get(m) {
             parts.push(blake3::hash(text.as_bytes()).as_bytes().to_vec());
         } else {
             parts.push(m.as_bytes().to_vec());
@@ -75,16 +78,22 @@ pub fn prune_known_definitions(
     digests: &ModuleDigests,
     store: &Store,
 ) -> Result<PrunePlan> {
-    let aliases: Vec<(String, String)> = llvm_shim::aliases(&unit.module)
+    let aliases: HashMap<String, String> = llvm_shim::aliases(&unit.module)
         .into_iter()
         .map(|(n, _, t)| (n, t))
+        .collect();
+    let index: HashMap<&str, usize> = digests
+        .defs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.as_str(), i))
         .collect();
     let mut plan = PrunePlan::default();
     for (members, glue) in split::plan(&unit.module) {
         if glue {
             continue;
         }
-        let (key, definitions) = fragment_key(&members, digests, &aliases);
+        let (key, definitions) = fragment_key(&members, digests, &index, &aliases);
         let stored = match store.get(&key) {
             Ok(Lookup::Hit(e)) => Some(e),
             Ok(Lookup::Miss) => None,
@@ -119,12 +128,6 @@ pub fn prune_known_definitions(
     for &(u, v) in &digests.edges {
         succ[u].push(v);
     }
-    let index: std::collections::HashMap<&str, usize> = digests
-        .defs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (d.name.as_str(), i))
-        .collect();
     let mut depth = vec![usize::MAX; n];
     let mut frontier: Vec<usize> = Vec::new();
     for f in plan.fragments.iter().filter(|f| f.stored.is_none()) {

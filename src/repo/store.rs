@@ -154,6 +154,19 @@ pub struct EvictReport {
     pub bytes_after: u64,
 }
 
+impl EvictReport {
+    /// The report before anything is removed.
+    fn before(entries: &[(PathBuf, u64, SystemTime)]) -> EvictReport {
+        let total: u64 = entries.iter().map(|(_, s, _)| s).sum();
+        EvictReport {
+            entries_before: entries.len() as u64,
+            bytes_before: total,
+            removed: 0,
+            bytes_after: total,
+        }
+    }
+}
+
 pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     let mut body = Vec::with_capacity(8 + entry.metadata.len() + entry.payload.len());
     body.extend_from_slice(&(entry.metadata.len() as u64).to_le_bytes());
@@ -336,14 +349,8 @@ impl Store {
     /// that the next compiles do not evict again at once).
     pub fn evict_to(&self, max_bytes: u64) -> EvictReport {
         let mut entries = self.entries();
-        let total: u64 = entries.iter().map(|(_, s, _)| s).sum();
-        let mut report = EvictReport {
-            entries_before: entries.len() as u64,
-            bytes_before: total,
-            removed: 0,
-            bytes_after: total,
-        };
-        if total <= max_bytes {
+        let mut report = EvictReport::before(&entries);
+        if report.bytes_before <= max_bytes {
             return report;
         }
         let target = max_bytes / 10 * 9;
@@ -364,13 +371,7 @@ impl Store {
     pub fn evict_older_than(&self, age: Duration) -> EvictReport {
         let now = SystemTime::now();
         let entries = self.entries();
-        let total: u64 = entries.iter().map(|(_, s, _)| s).sum();
-        let mut report = EvictReport {
-            entries_before: entries.len() as u64,
-            bytes_before: total,
-            removed: 0,
-            bytes_after: total,
-        };
+        let mut report = EvictReport::before(&entries);
         for (path, size, t) in entries {
             if now.duration_since(t).unwrap_or_default() > age && fs::remove_file(&path).is_ok() {
                 report.removed += 1;
