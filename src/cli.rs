@@ -8,6 +8,7 @@ use clap::{ArgGroup, CommandFactory, Parser, ValueEnum};
 use clap_complete::Shell;
 
 use crate::config;
+use crate::repo::size;
 use crate::repo::stats::{self, key};
 use crate::repo::store::{self, Store};
 
@@ -209,9 +210,11 @@ pub fn run(args: Vec<String>) -> i32 {
             eprintln!("repocc: error: clearing {}: {e}", st.root().display());
             return 1;
         }
+        let _ = size::record_measured(&loaded.config.repo_dir(), 0);
         let _ = writeln!(out, "Repository cleared");
     } else if cli.cleanup {
         let r = Store::new(&loaded.config.repo_dir()).evict_to(loaded.config.max_size_bytes());
+        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
         let _ = writeln!(
             out,
             "Evicted {} of {} entries; {} -> {} bytes (limit {})",
@@ -232,6 +235,7 @@ pub fn run(args: Vec<String>) -> i32 {
             }
         }
         let r = Store::new(&loaded.config.repo_dir()).evict_to(bytes);
+        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
         if r.removed > 0 {
             let _ = writeln!(out, "Evicted {} entries", r.removed);
         }
@@ -241,6 +245,7 @@ pub fn run(args: Vec<String>) -> i32 {
             return 2;
         };
         let r = Store::new(&loaded.config.repo_dir()).evict_older_than(age);
+        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
         let _ = writeln!(out, "Evicted {} of {} entries", r.removed, r.entries_before);
     } else if cli.verify {
         let r = Store::new(&loaded.config.repo_dir()).verify_all();

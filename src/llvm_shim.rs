@@ -54,6 +54,7 @@ extern "C" {
         len: *mut usize,
     ) -> *const c_char;
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
+    fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
@@ -178,6 +179,26 @@ pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
             repocc_make_declaration(v);
         }
     }
+}
+
+/// `(function, user)` for every named function of the module and every
+/// global value that refers to it: the function an instruction using it
+/// belongs to, or the variable or alias whose initializer holds it
+/// (through constant expressions).
+pub fn function_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
+    // SAFETY: the module is alive and not modified during the call; the
+    // shim returns a string from LLVMCreateMessage, copied and disposed of
+    // here.
+    let text = unsafe {
+        let raw = repocc_function_users(module.as_mut_ptr());
+        let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+        llvm_sys::core::LLVMDisposeMessage(raw);
+        text
+    };
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(f, u)| (f.to_string(), u.to_string()))
+        .collect()
 }
 
 /// Every alias of the module: its name, the global object it points into

@@ -117,6 +117,30 @@ note "units 2-4 after unit 1: $pruned definitions pruned, $compiled compiled"
 clang++-19 -O2 main.cpp u1.cpp u2.cpp u3.cpp u4.cpp -o prog.clang
 assert_eq "C++ program from shared fragments" "$(./prog.clang)" "$(./prog)"
 
+note "function merging and pruning meet safely"
+mkdir -p "$SCRATCH/merge" && cd "$SCRATCH/merge"
+cat > dup.c <<'C'
+#include <stdio.h>
+__attribute__((noinline)) int f(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int g(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int call_g(int x) { return g(x) + 100; }
+int main(void) { printf("%d %d %d\n", f(1), g(2), call_g(3)); return 0; }
+C
+cp dup.c dup.orig
+"$REPOCC" -O2 -c dup.c -o first.o
+# g is merged into f: g's thunk and call_g (redirected from g to f) depend
+# on f's content, and their entries say so.
+[ "$(grep -rl '"requires":{"f"' "$REPOCC_DIR/v1/fragments" | wc -l)" -ge 1 ] || fail "no merge requirement recorded"
+sed -i 's/int f(int x) { return x \* 3 + 1; }/int f(int x) { return x * 3 + 2; }/' dup.c
+"$REPOCC" -O2 -c dup.c -o edited.o && "$REPOCC" edited.o -o edited
+clang-19 -O2 dup.c -o edited.clang
+assert_eq "a merged partner edited" "$(./edited.clang)" "$(./edited)"
+cp dup.orig dup.c
+"$REPOCC" --zero-stats > /dev/null
+"$REPOCC" -O2 -c dup.c -o reverted.o
+cmp -s first.o reverted.o || fail "reverting the partner's edit did not reproduce the merged object"
+assert_eq "revert compiled nothing" 0 "$(stat_value definitions_compiled)"
+
 note "C++ static constructors run exactly once in warm builds"
 cat > ctor.cpp <<'CXX'
 #include <cstdio>

@@ -31,6 +31,7 @@ use rayon::prelude::*;
 use crate::config::{self, Config};
 use crate::pipeline::frontend::{self, Clang, Diagnostics, RealClang};
 use crate::pipeline::{self, PipelineOptions};
+use crate::repo::size;
 use crate::repo::stats::{self, key, Counters};
 use plan::{CompilePlan, LinkArg, Plan, TempObjects};
 use toolchain::{DriverKind, RECURSION_GUARD};
@@ -226,7 +227,7 @@ fn force_color(args: &[String]) -> bool {
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
 fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) -> (i32, Counters) {
-    pipeline::merge::configure_llvm();
+    pipeline::merge::configure_llvm(!cfg.fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let diagnostics = if p.units.len() == 1 {
         Diagnostics::Inherit
@@ -307,6 +308,15 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
         }
     }
     drop(err);
+
+    // What this invocation stored counts towards the size limit; passing it
+    // evicts (best effort, like the statistics: never a failed build).
+    let bytes_stored: u64 = results
+        .iter()
+        .filter_map(|r| r.report.as_ref())
+        .map(|r| r.bytes_stored)
+        .sum();
+    let _ = size::account_and_maybe_evict(&cfg.repo_dir(), bytes_stored, cfg.max_size_bytes());
 
     if status == 0 {
         if let Some(link) = &p.link {

@@ -78,8 +78,8 @@ pub struct ModuleDigests {
 }
 
 impl ModuleDigests {
-    /// The position of the definition named `name`.
-    #[cfg(test)]
+    /// The position of the definition named `name` (a linear search: for
+    /// the few names merging produces, and tests).
     pub fn position(&self, name: &str) -> Option<usize> {
         self.defs.iter().position(|d| d.name == name)
     }

@@ -1,8 +1,21 @@
 //! Stage 5, function merging: LLVM's MergeFunctions after optimization.
-//! Equal functions are folded; the survivor's duplicate becomes an alias
-//! when its address is not significant (`unnamed_addr`, and linkage that
-//! allows it — the reference's condition), otherwise a thunk that tail-calls
-//! the survivor. Skipped at -O0, like every other optimization.
+//! Equal functions are folded: the duplicate's callers are redirected to
+//! the survivor, and the duplicate becomes an alias when its address is
+//! not significant (`unnamed_addr`, and linkage that allows it — the
+//! reference's condition), otherwise a thunk that tail-calls the survivor.
+//! Skipped at -O0, like every other optimization.
+//!
+//! In repository mode a merge makes code depend on a partner outside its
+//! digest: a thunk's target, or the survivor a caller was redirected to,
+//! is right only while the partner's content is what it was when they were
+//! found equal. `run_tracked` reports those dependencies (every reference
+//! to a function that merging added), the pipeline stores them with the
+//! fragment as requirements (the partner's final digest), and pruning
+//! reuses a fragment only when its requirements still hold. Duplicates
+//! stay thunks there: an alias would move a definition into its partner's
+//! fragment.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use anyhow::{anyhow, Result};
 use inkwell::passes::PassBuilderOptions;
@@ -12,8 +25,14 @@ use crate::driver::plan::{CodegenSettings, OptLevel};
 use crate::llvm_shim;
 
 /// LLVM options merging needs; must be set before any unit is compiled.
-pub fn configure_llvm() {
-    llvm_shim::parse_llvm_options(&["-mergefunc-use-aliases"]);
+/// `aliases`: let merged duplicates become aliases (not in repository
+/// mode).
+pub fn configure_llvm(aliases: bool) {
+    if aliases {
+        llvm_shim::parse_llvm_options(&["-mergefunc-use-aliases"]);
+    } else {
+        llvm_shim::parse_llvm_options(&[]);
+    }
 }
 
 pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {
@@ -27,4 +46,26 @@ pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {
             PassBuilderOptions::create(),
         )
         .map_err(|e| anyhow!("merging functions in {}: {e}", unit.source_name))
+}
+
+/// For each definition (by name), the functions merging made it refer
+/// to.
+pub type MergeRequirements = BTreeMap<String, BTreeSet<String>>;
+
+/// Merges, and returns what each definition's code now depends on.
+pub fn run_tracked(unit: &Unit, settings: &CodegenSettings) -> Result<MergeRequirements> {
+    if settings.opt == OptLevel::O0 {
+        return Ok(MergeRequirements::new());
+    }
+    let before: HashSet<(String, String)> = llvm_shim::function_users(&unit.module)
+        .into_iter()
+        .collect();
+    run(unit, settings)?;
+    let mut requires = MergeRequirements::new();
+    for (function, user) in llvm_shim::function_users(&unit.module) {
+        if function != user && !before.contains(&(function.clone(), user.clone())) {
+            requires.entry(user).or_default().insert(function);
+        }
+    }
+    Ok(requires)
 }

@@ -20,6 +20,7 @@ pub mod canonical;
 pub mod codegen;
 pub mod compose;
 pub mod digest;
+pub mod entries;
 pub mod frontend;
 pub mod merge;
 pub mod optimize;
@@ -84,6 +85,8 @@ pub struct UnitReport {
     /// Definitions whose fragment came from the repository.
     pub definitions_pruned: u64,
     pub fragments_stored: u64,
+    /// Bytes written to the repository (for the size accounting).
+    pub bytes_stored: u64,
     pub corrupt_entries: u64,
     /// Repository problems, for one warning line.
     pub warnings: Vec<String>,
@@ -189,7 +192,7 @@ fn repository_stages(
     mut times: StageTimes,
     definitions: u64,
 ) -> Result<UnitReport> {
-    use crate::repo::store::{Entry, EntryKind, Store};
+    use crate::repo::store::{EntryKind, Store};
     let store = Store::new(&options.repo_dir);
     let mut report = UnitReport {
         definitions,
@@ -205,8 +208,13 @@ fn repository_stages(
     let t = Instant::now();
     optimize::run(unit, settings)?;
     times.optimize = t.elapsed();
-    // Function merging would make a fragment depend on a partner outside
-    // its digest; it is not run in repository mode yet.
+    let t = Instant::now();
+    let merged = if options.merge_functions {
+        merge::run_tracked(unit, settings)?
+    } else {
+        merge::MergeRequirements::new()
+    };
+    times.merge = t.elapsed();
 
     let t = Instant::now();
     let mut post = split::plan(&unit.module);
@@ -290,20 +298,26 @@ fn repository_stages(
     // Store what is new; a repository that cannot be written costs reuse,
     // never the build.
     let mut store_error: Option<String> = None;
-    let metadata = |members: &[String]| {
-        serde_json::json!({ "members": members })
-            .to_string()
-            .into_bytes()
-    };
     for (i, e) in store_after {
         let f = &pruned.fragments[i];
-        let entry = Entry {
-            kind: EntryKind::Object,
-            metadata: metadata(&f.members),
-            payload: emitted[e].object.clone(),
+        // A fragment merging made depend on a function without a digest
+        // (one the optimizer created) cannot say when it is reusable.
+        let Some(requires) = entries::requirements_of(&f.members, &merged, digests) else {
+            continue;
         };
-        match store.put(&f.key, &entry) {
-            Ok(_) => report.fragments_stored += 1,
+        let object = emitted[e].object.clone();
+        match entries::store_object(
+            &store,
+            &f.key,
+            f.primary.as_ref(),
+            &f.members,
+            requires,
+            object,
+        ) {
+            Ok(bytes) => {
+                report.fragments_stored += 1;
+                report.bytes_stored += bytes;
+            }
             Err(err) => {
                 store_error.get_or_insert(format!("{err}; fragments not stored"));
                 break;
@@ -315,13 +329,11 @@ fn repository_stages(
             break;
         }
         let f = &pruned.fragments[i];
-        let entry = Entry {
-            kind: EntryKind::Deleted,
-            metadata: metadata(&f.members),
-            payload: Vec::new(),
-        };
-        if let Err(err) = store.put(&f.key, &entry) {
-            store_error.get_or_insert(format!("{err}; fragments not stored"));
+        match entries::store_deleted(&store, &f.key, &f.members) {
+            Ok(bytes) => report.bytes_stored += bytes,
+            Err(err) => {
+                store_error.get_or_insert(format!("{err}; fragments not stored"));
+            }
         }
     }
     report.warnings.extend(store_error);

@@ -7,8 +7,11 @@
 //! A pruned fragment's definitions become declarations — unless an
 //! unpruned definition uses them (within `CONTEXT_DEPTH` edges): those stay
 //! in the module as context for the optimizer (inlining, attribute
-//! inference), and only their code generation is skipped. Fragments with aliases stay as context
-//! too (an alias must point at a definition).
+//! inference), and only their code generation is skipped. Fragments with
+//! aliases stay as context too (an alias must point at a definition).
+//!
+//! A stored fragment that function merging made depend on a partner is
+//! reused only while its requirements hold (see `entries`).
 
 use std::collections::HashMap;
 
@@ -16,9 +19,10 @@ use anyhow::Result;
 
 use super::canonical::Unit;
 use super::digest::ModuleDigests;
+use super::entries::{self, fragment_key};
 use super::split;
 use crate::llvm_shim;
-use crate::repo::store::{Entry, FragmentDigest, Lookup, Store, StoreError};
+use crate::repo::store::{Entry, FragmentDigest, Store};
 
 /// How many edges away from an unpruned definition pruned definitions
 /// stay in the module for the optimizer.
@@ -29,8 +33,11 @@ pub const CONTEXT_DEPTH: usize = 2;
 pub struct PlannedFragment {
     pub members: Vec<String>,
     pub key: FragmentDigest,
-    /// The repository's entry for `key`, if there is one.
+    /// The repository's entry for `key` whose requirements hold, if any.
     pub stored: Option<Entry>,
+    /// The primary entry for `key` when it exists but is not reusable
+    /// here (see `entries`).
+    pub primary: Option<Entry>,
     /// Definitions among the members (aliases and label tables aside).
     pub definitions: u64,
 }
@@ -42,35 +49,6 @@ pub struct PrunePlan {
     pub corrupt_entries: u64,
     /// A problem reading the repository (reported once by the caller).
     pub store_problem: Option<String>,
-}
-
-/// The repository key of a fragment with these members.
-fn fragment_key(
-    members: &[String],
-    digests: &ModuleDigests,
-    index: &HashMap<&str, usize>,
-    aliases: &HashMap<String, String>,
-) -> (FragmentDigest, u64) {
-    let mut parts: Vec<Vec<u8>> = Vec::new();
-    let mut definitions = 0;
-    for m in members {
-        if let Some(&i) = index.get(m.as_str()) {
-            definitions += 1;
-            parts.push(digests.defs[i].final_digest.0.to_vec());
-        } else if let Some(text) = aliases.get(m) {
-            parts.push(blake3::hash(text.as_bytes()).as_bytes().to_vec());
-        } else {
-            parts.push(m.as_bytes().to_vec());
-        }
-    }
-    parts.sort();
-    let mut h = blake3::Hasher::new();
-    h.update(b"repocc fragment v1");
-    for p in parts {
-        h.update(&(p.len() as u64).to_le_bytes());
-        h.update(&p);
-    }
-    (FragmentDigest(*h.finalize().as_bytes()), definitions)
 }
 
 pub fn prune_known_definitions(
@@ -94,26 +72,19 @@ pub fn prune_known_definitions(
             continue;
         }
         let (key, definitions) = fragment_key(&members, digests, &index, &aliases);
-        let stored = match store.get(&key) {
-            Ok(Lookup::Hit(e)) => Some(e),
-            Ok(Lookup::Miss) => None,
-            Ok(Lookup::Corrupt(why)) => {
-                plan.corrupt_entries += 1;
-                plan.store_problem.get_or_insert(format!(
-                    "repository entry {} failed verification ({why:?}) and was removed; recompiling it",
-                    key.to_hex()
-                ));
-                None
-            }
-            Err(e @ StoreError::Unreadable { .. }) | Err(e @ StoreError::Unwritable { .. }) => {
-                plan.store_problem.get_or_insert(e.to_string());
-                None
-            }
-        };
+        let found = entries::lookup(store, &key, digests, &index);
+        plan.corrupt_entries += found.corrupt.len() as u64;
+        if let Some(c) = found.corrupt.into_iter().next() {
+            plan.store_problem.get_or_insert(c);
+        }
+        if let Some(p) = found.problem {
+            plan.store_problem.get_or_insert(p);
+        }
         plan.fragments.push(PlannedFragment {
             members,
             key,
-            stored,
+            stored: found.usable,
+            primary: found.primary,
             definitions,
         });
     }

@@ -85,11 +85,16 @@ fn stats_dir(repo: &Path) -> PathBuf {
 /// Adds `delta` to the shared counters. Errors are returned for tests; the
 /// driver ignores them.
 pub fn record(repo: &Path, delta: &Counters) -> Result<()> {
+    record_in(&stats_dir(repo), delta)
+}
+
+/// Adds `delta` to the sharded counters kept in `dir` (the statistics, or
+/// another ledger such as the repository's size accounting).
+pub fn record_in(dir: &Path, delta: &Counters) -> Result<()> {
     if delta.is_empty() {
         return Ok(());
     }
-    let dir = stats_dir(repo);
-    fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let shard = std::process::id() % SHARDS;
     let lock_path = dir.join(format!("{shard}.lock"));
     let lock = OpenOptions::new()
@@ -103,9 +108,7 @@ pub fn record(repo: &Path, delta: &Counters) -> Result<()> {
     let path = dir.join(format!("{shard}.json"));
     let mut current = read_shard(&path);
     current.merge(delta);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".stats")
-        .tempfile_in(&dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(".stats").tempfile_in(dir)?;
     tmp.write_all(&serde_json::to_vec(&current)?)?;
     tmp.persist(&path)
         .with_context(|| format!("writing {}", path.display()))?;
@@ -122,8 +125,13 @@ fn read_shard(path: &Path) -> Counters {
 
 /// The sum over all shards.
 pub fn read(repo: &Path) -> Counters {
+    read_in(&stats_dir(repo))
+}
+
+/// The sum over the shards kept in `dir`.
+pub fn read_in(dir: &Path) -> Counters {
     let mut total = Counters::default();
-    let Ok(entries) = fs::read_dir(stats_dir(repo)) else {
+    let Ok(entries) = fs::read_dir(dir) else {
         return total;
     };
     for e in entries.flatten() {
@@ -137,7 +145,11 @@ pub fn read(repo: &Path) -> Counters {
 
 /// Resets every counter.
 pub fn zero(repo: &Path) -> Result<()> {
-    let dir = stats_dir(repo);
+    zero_in(&stats_dir(repo))
+}
+
+/// Resets the counters kept in `dir`.
+pub fn zero_in(dir: &Path) -> Result<()> {
     for shard in 0..SHARDS {
         let lock_path = dir.join(format!("{shard}.lock"));
         let path = dir.join(format!("{shard}.json"));

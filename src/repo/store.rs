@@ -346,11 +346,11 @@ impl Store {
     }
 
     /// Least-recently-used eviction down to `max_bytes` (to 90% of it, so
-    /// that the next compiles do not evict again at once).
+    /// that the next compiles do not evict again at once); 0 is no limit.
     pub fn evict_to(&self, max_bytes: u64) -> EvictReport {
         let mut entries = self.entries();
         let mut report = EvictReport::before(&entries);
-        if report.bytes_before <= max_bytes {
+        if max_bytes == 0 || report.bytes_before <= max_bytes {
             return report;
         }
         let target = max_bytes / 10 * 9;

@@ -1,0 +1,245 @@
+//! How fragments meet the repository: their keys, and the requirements and
+//! variants that function merging adds.
+//!
+//! A fragment is keyed by the final digests of its members (`fragment_key`).
+//! Without merging, the key decides the fragment's bytes. With merging, a
+//! fragment can also depend on a partner (see `merge`): its entry then
+//! carries requirements, partner name → the partner's final digest when the
+//! two were found equal, and is reusable only while they hold.
+//!
+//! One key can so have several valid contents: `g` as a thunk to `f` (while
+//! `f` is what it was), and `g` compiled in full (after `f` changed). The
+//! entry under the key (the *primary*) keeps the first one stored, plus the
+//! requirement sets of the others, each stored under a variant key (the
+//! key and the requirements hashed together). A lookup reads the primary
+//! and, only if its requirements fail, a matching variant: one read in the
+//! common case, and rebuilding a reverted source finds the original
+//! primary again, so the object comes out byte for byte as before.
+//! Concurrent writers can lose each other's variant listing; that costs a
+//! recompile, never a wrong reuse (every entry's requirements are checked).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::digest::ModuleDigests;
+use super::merge::MergeRequirements;
+use crate::repo::store::{Entry, EntryKind, FragmentDigest, Lookup, Store, StoreError};
+
+/// Partner name → final digest (hex) it had when merging relied on it.
+pub type Requirements = BTreeMap<String, String>;
+
+/// Most variants listed by one primary entry (the newest are kept).
+const MAX_VARIANTS: usize = 8;
+
+/// The repository key of a fragment with these members, and how many of
+/// them are definitions.
+pub fn fragment_key(
+    members: &[String],
+    digests: &ModuleDigests,
+    index: &HashMap<&str, usize>,
+    aliases: &HashMap<String, String>,
+) -> (FragmentDigest, u64) {
+    let mut parts: Vec<Vec<u8>> = Vec::new();
+    let mut definitions = 0;
+    for m in members {
+        if let Some(&i) = index.get(m.as_str()) {
+            definitions += 1;
+            parts.push(digests.defs[i].final_digest.0.to_vec());
+        } else if let Some(text) = aliases.get(m) {
+            parts.push(blake3::hash(text.as_bytes()).as_bytes().to_vec());
+        } else {
+            parts.push(m.as_bytes().to_vec());
+        }
+    }
+    parts.sort();
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc fragment v1");
+    for p in parts {
+        h.update(&(p.len() as u64).to_le_bytes());
+        h.update(&p);
+    }
+    (FragmentDigest(*h.finalize().as_bytes()), definitions)
+}
+
+/// Where the variant of `key` with these requirements is stored.
+fn variant_key(key: &FragmentDigest, requires: &Requirements) -> FragmentDigest {
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc fragment variant v1");
+    h.update(&key.0);
+    for (name, digest) in requires {
+        h.update(&(name.len() as u64).to_le_bytes());
+        h.update(name.as_bytes());
+        h.update(digest.as_bytes());
+    }
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+/// The requirements of a fragment with these members, from what merging
+/// made them refer to. `None` when a partner has no digest (the optimizer
+/// created it): such a fragment cannot say when it is reusable.
+pub fn requirements_of(
+    members: &[String],
+    merged: &MergeRequirements,
+    digests: &ModuleDigests,
+) -> Option<Requirements> {
+    let mut out = Requirements::new();
+    for m in members {
+        for partner in merged.get(m).into_iter().flatten() {
+            if members.contains(partner) {
+                continue;
+            }
+            let i = digests.position(partner)?;
+            out.insert(partner.clone(), digests.defs[i].final_digest.to_hex());
+        }
+    }
+    Some(out)
+}
+
+/// An entry's metadata, as the pipeline writes it.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Metadata {
+    members: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    requires: Requirements,
+    /// Requirement sets of the variants stored beside a primary entry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    variants: Vec<Requirements>,
+}
+
+fn metadata_of(entry: &Entry) -> Option<Metadata> {
+    serde_json::from_slice(&entry.metadata).ok()
+}
+
+fn holds(requires: &Requirements, digests: &ModuleDigests, index: &HashMap<&str, usize>) -> bool {
+    requires.iter().all(|(name, digest)| {
+        index
+            .get(name.as_str())
+            .is_some_and(|&i| digests.defs[i].final_digest.to_hex() == *digest)
+    })
+}
+
+/// What the repository has for a key.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// An entry whose requirements hold: reuse it.
+    pub usable: Option<Entry>,
+    /// The primary entry, when it exists but is not usable (a new variant
+    /// is listed in it after compiling).
+    pub primary: Option<Entry>,
+    /// Entries that failed verification (removed by the store).
+    pub corrupt: Vec<String>,
+    /// A problem reading the repository.
+    pub problem: Option<String>,
+}
+
+/// Looks `key` up: the primary entry, then the variants it lists.
+pub fn lookup(
+    store: &Store,
+    key: &FragmentDigest,
+    digests: &ModuleDigests,
+    index: &HashMap<&str, usize>,
+) -> Found {
+    let mut found = Found::default();
+    let primary = match read(store, key, &mut found) {
+        Some(e) => e,
+        None => return found,
+    };
+    // An entry whose metadata cannot be read is not reused (and is
+    // replaced when the fragment is stored again).
+    let Some(meta) = metadata_of(&primary) else {
+        return found;
+    };
+    if holds(&meta.requires, digests, index) {
+        found.usable = Some(primary);
+        return found;
+    }
+    for requires in meta.variants.iter().rev() {
+        if !holds(requires, digests, index) {
+            continue;
+        }
+        if let Some(v) = read(store, &variant_key(key, requires), &mut found) {
+            if metadata_of(&v).is_some_and(|m| m.requires == *requires) {
+                found.usable = Some(v);
+                break;
+            }
+        }
+    }
+    if found.usable.is_none() {
+        found.primary = Some(primary);
+    }
+    found
+}
+
+fn read(store: &Store, key: &FragmentDigest, found: &mut Found) -> Option<Entry> {
+    match store.get(key) {
+        Ok(Lookup::Hit(e)) => Some(e),
+        Ok(Lookup::Miss) => None,
+        Ok(Lookup::Corrupt(why)) => {
+            found.corrupt.push(format!(
+                "repository entry {} failed verification ({why:?}) and was removed; recompiling it",
+                key.to_hex()
+            ));
+            None
+        }
+        Err(e) => {
+            found.problem.get_or_insert(e.to_string());
+            None
+        }
+    }
+}
+
+/// Stores a compiled fragment under `key`: as the primary entry when there
+/// is none (or it is unreadable), else as a variant listed in the primary.
+/// Returns the bytes written.
+pub fn store_object(
+    store: &Store,
+    key: &FragmentDigest,
+    primary: Option<&Entry>,
+    members: &[String],
+    requires: Requirements,
+    object: Vec<u8>,
+) -> Result<u64, StoreError> {
+    let own = Metadata {
+        members: members.to_vec(),
+        requires,
+        variants: Vec::new(),
+    };
+    let primary_meta = primary.and_then(|p| metadata_of(p).map(|m| (p, m)));
+    let Some((primary, mut meta)) = primary_meta else {
+        return store.put(key, &entry(EntryKind::Object, &own, object));
+    };
+    let vkey = variant_key(key, &own.requires);
+    let mut written = store.put(&vkey, &entry(EntryKind::Object, &own, object))?;
+    meta.variants.retain(|r| *r != own.requires);
+    meta.variants.push(own.requires);
+    if meta.variants.len() > MAX_VARIANTS {
+        meta.variants.remove(0);
+    }
+    let listed = Entry {
+        kind: primary.kind,
+        metadata: serde_json::to_vec(&meta).unwrap_or_default(),
+        payload: primary.payload.clone(),
+    };
+    written += store.put(key, &listed)?;
+    Ok(written)
+}
+
+/// Records that the optimizer deleted every member of the fragment.
+pub fn store_deleted(
+    store: &Store,
+    key: &FragmentDigest,
+    members: &[String],
+) -> Result<u64, StoreError> {
+    let meta = Metadata {
+        members: members.to_vec(),
+        ..Metadata::default()
+    };
+    store.put(key, &entry(EntryKind::Deleted, &meta, Vec::new()))
+}
+
+fn entry(kind: EntryKind, meta: &Metadata, payload: Vec<u8>) -> Entry {
+    Entry {
+        kind,
+        metadata: serde_json::to_vec(meta).unwrap_or_default(),
+        payload,
+    }
+}

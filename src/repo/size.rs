@@ -1,0 +1,172 @@
+//! Size accounting and automatic eviction during builds.
+//!
+//! Walking the store on every compile would cost more than many compiles,
+//! so (as ccache does) a compile only adds the bytes it stored to a sharded
+//! ledger (`<dir>/size/<shard>.json`, the same locked shards as the
+//! statistics) and compares the repository's last measured size plus the
+//! bytes written since with the limit. The compile that finds the limit
+//! passed takes `<dir>/size/cleanup.lock` without waiting (another compile
+//! already cleaning up is enough), evicts the least recently used entries
+//! down to 90% of the limit, and records the measured size. The estimate
+//! errs high (an entry written twice by racing compiles counts twice), so
+//! eviction can only come early, and every cleanup measures afresh.
+//!
+//! Pruning reads a stored fragment's bytes when it decides to reuse it, so
+//! an entry evicted by a concurrent build afterwards costs nothing.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use super::stats::{self, Counters};
+use super::store::{EvictReport, Store};
+
+const BYTES_WRITTEN: &str = "bytes_written";
+
+fn ledger_dir(repo: &Path) -> PathBuf {
+    repo.join("size")
+}
+
+fn measured_path(repo: &Path) -> PathBuf {
+    ledger_dir(repo).join("measured")
+}
+
+fn read_measured(repo: &Path) -> Option<u64> {
+    fs::read_to_string(measured_path(repo))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+fn write_measured(repo: &Path, bytes: u64) -> Result<()> {
+    let dir = ledger_dir(repo);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".measured")
+        .tempfile_in(&dir)?;
+    std::io::Write::write_all(&mut tmp, bytes.to_string().as_bytes())?;
+    tmp.persist(measured_path(repo))
+        .with_context(|| format!("writing {}", measured_path(repo).display()))?;
+    Ok(())
+}
+
+/// The repository's estimated size: the last measurement plus the bytes
+/// written since.
+pub fn estimate(repo: &Path) -> Option<u64> {
+    let written = stats::read_in(&ledger_dir(repo)).get(BYTES_WRITTEN);
+    read_measured(repo).map(|m| m + written)
+}
+
+/// Accounts for `bytes` just stored by a compile and, when the repository
+/// has grown past `max_bytes` (0: no limit), evicts. Returns the eviction
+/// done by this call, if any.
+pub fn account_and_maybe_evict(
+    repo: &Path,
+    bytes: u64,
+    max_bytes: u64,
+) -> Result<Option<EvictReport>> {
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let mut delta = Counters::default();
+    delta.add(BYTES_WRITTEN, bytes);
+    stats::record_in(&ledger_dir(repo), &delta)?;
+    if max_bytes == 0 {
+        return Ok(None);
+    }
+    // No measurement yet (a new repository, or one written by a repocc
+    // without size accounting): measure, once, under the cleanup lock.
+    let over = match estimate(repo) {
+        Some(size) => size > max_bytes,
+        None => true,
+    };
+    if !over {
+        return Ok(None);
+    }
+    let lock_path = ledger_dir(repo).join("cleanup.lock");
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        return Ok(None);
+    }
+    // Zero the ledger first: bytes written while the walk runs are counted
+    // afresh (or measured by the walk, and so counted twice: early, never
+    // late).
+    stats::zero_in(&ledger_dir(repo))?;
+    let report = Store::new(repo).evict_to(max_bytes);
+    write_measured(repo, report.bytes_after)?;
+    drop(lock);
+    Ok((report.removed > 0).then_some(report))
+}
+
+/// Forgets the accounting (after `--clear` or a manual cleanup, which
+/// measure the store themselves).
+pub fn record_measured(repo: &Path, bytes: u64) -> Result<()> {
+    fs::create_dir_all(ledger_dir(repo))?;
+    stats::zero_in(&ledger_dir(repo))?;
+    write_measured(repo, bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::store::{Entry, EntryKind, FragmentDigest};
+
+    fn put(store: &Store, n: u8, len: usize) -> u64 {
+        let entry = Entry {
+            kind: EntryKind::Object,
+            metadata: Vec::new(),
+            payload: vec![n; len],
+        };
+        store.put(&FragmentDigest([n; 32]), &entry).unwrap()
+    }
+
+    #[test]
+    fn builds_evict_once_the_limit_is_passed() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path());
+        let limit = 10_000;
+        let mut evictions = 0;
+        for n in 0..40u8 {
+            let bytes = put(&store, n, 1000);
+            if account_and_maybe_evict(d.path(), bytes, limit)
+                .unwrap()
+                .is_some()
+            {
+                evictions += 1;
+            }
+            let (size, _) = store.size();
+            assert!(size <= limit, "after entry {n}: {size} bytes > {limit}");
+            assert!(
+                estimate(d.path()).unwrap() >= size,
+                "the estimate errs high"
+            );
+        }
+        assert!(evictions >= 3, "{evictions} evictions");
+        // The newest entry survived; the oldest went.
+        assert!(matches!(
+            store.get(&FragmentDigest([39; 32])),
+            Ok(crate::repo::store::Lookup::Hit(_))
+        ));
+        assert!(matches!(
+            store.get(&FragmentDigest([0; 32])),
+            Ok(crate::repo::store::Lookup::Miss)
+        ));
+    }
+
+    #[test]
+    fn zero_means_no_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let store = Store::new(d.path());
+        for n in 0..10u8 {
+            let bytes = put(&store, n, 1000);
+            assert!(account_and_maybe_evict(d.path(), bytes, 0)
+                .unwrap()
+                .is_none());
+        }
+        assert_eq!(store.size().1, 10);
+    }
+}
