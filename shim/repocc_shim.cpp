@@ -184,7 +184,11 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     // The glue fragment: module assembly, the compiler ident (.comment) and
     // linker directives.
     Dst->setModuleInlineAsm(Src.getModuleInlineAsm());
-    for (const char *Name : {"llvm.ident", "llvm.linker.options", "llvm.dependent-libraries"}) {
+    // llvm.dbg.cu: the glue carries what belongs to the compile unit as a
+    // whole (enums, retained types, imported entities; see
+    // repocc_trim_debug_units).
+    for (const char *Name : {"llvm.ident", "llvm.linker.options", "llvm.dependent-libraries",
+                             "llvm.dbg.cu"}) {
       if (NamedMDNode *N = Src.getNamedMetadata(Name)) {
         NamedMDNode *D = Dst->getOrInsertNamedMetadata(Name);
         for (MDNode *Op : N->operands())
@@ -372,4 +376,296 @@ extern "C" char *repocc_function_users(LLVMModuleRef module) {
     }
   }
   return LLVMCreateMessage(Out.c_str());
+}
+
+#include <llvm/IR/DebugInfoMetadata.h>
+
+// Debug info of a fragment module, after it was parsed into a code
+// generation worker's context (its compile units are its own there, so
+// they can be changed in place). A compile unit lists the unit's enums,
+// retained types, imported entities and every global variable; copied
+// into each of thousands of fragments, those lists would be emitted once
+// per fragment. A fragment's unit keeps only the global variables the
+// fragment defines; the lists of the whole unit stay in the glue, which is
+// emitted once per object.
+extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
+  Module *M = unwrap(module);
+  SmallPtrSet<Metadata *, 16> Defined;
+  for (GlobalVariable &G : M->globals()) {
+    if (G.isDeclaration())
+      continue;
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G.getDebugInfo(GVEs);
+    for (DIGlobalVariableExpression *E : GVEs)
+      Defined.insert(E);
+  }
+  for (DICompileUnit *CU : M->debug_compile_units()) {
+    SmallVector<Metadata *, 4> Keep;
+    for (DIGlobalVariableExpression *E : CU->getGlobalVariables())
+      if (Defined.contains(E))
+        Keep.push_back(E);
+    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Keep));
+    if (!glue) {
+      CU->replaceEnumTypes(nullptr);
+      CU->replaceRetainedTypes(nullptr);
+      CU->replaceImportedEntities(nullptr);
+      CU->replaceMacros(nullptr);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Debug types shared between fragments: every fragment is a compile unit of
+// its own, and each would repeat the structs, unions and enums it uses. A
+// composite type with an identifier can be emitted as a DWARF type unit (in
+// a COMDAT group, so the linker keeps one copy; LLVM's
+// -generate-type-units). C types have no identifier (C++ ones have their
+// mangled name), so each gets one here: a digest of its content, so that
+// equal identifiers mean equal type units.
+//
+// A type's content is its own metadata and every node reachable from it,
+// with other composite types entered through their identifiers. Types can
+// refer to each other in cycles (a list node pointing to its list), so the
+// digests are computed per strongly connected component of the
+// type-to-type graph: a type in a cycle is serialized together with the
+// rest of its component, in the order a depth-first walk from it meets
+// them, and types outside it by their (already computed) identifiers.
+
+#include <llvm/ADT/SmallString.h>
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/IR/DebugInfo.h>
+#include <llvm/IR/ModuleSlotTracker.h>
+#include <llvm/Support/MD5.h>
+#include <llvm/Support/raw_ostream.h>
+#include <map>
+
+namespace {
+
+using namespace llvm;
+
+// A type's own serialization: text pieces, and references to the other
+// types being identified (by index) between them.
+struct Shallow {
+  std::vector<std::string> Text; // Text.size() == Refs.size() + 1
+  std::vector<unsigned> Refs;
+};
+
+bool identifiable(const DICompositeType *T) {
+  if (T->getRawIdentifier() || T->isForwardDecl())
+    return false;
+  switch (T->getTag()) {
+  case dwarf::DW_TAG_structure_type:
+  case dwarf::DW_TAG_union_type:
+  case dwarf::DW_TAG_enumeration_type:
+    break;
+  default:
+    return false;
+  }
+  // Types declared in a function stay in the function's unit (LLVM does
+  // not put them in type units).
+  const Metadata *Scope = T->getRawScope();
+  return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
+}
+
+struct TypeIdentifier {
+  Module &M;
+  ModuleSlotTracker MST;
+  DenseMap<const DICompositeType *, unsigned> Index;
+  std::vector<DICompositeType *> Types;
+  std::vector<Shallow> Own;
+  std::vector<std::string> Ident;
+
+  explicit TypeIdentifier(Module &Mod) : M(Mod), MST(&Mod) {}
+
+  // The printed form of one node, its references to other nodes replaced
+  // by their position in this walk.
+  void walk(const Metadata *MD, unsigned Self, Shallow &S,
+            DenseMap<const Metadata *, unsigned> &Seen) {
+    auto *N = dyn_cast_or_null<MDNode>(MD);
+    if (!N) {
+      std::string T;
+      raw_string_ostream OS(T);
+      if (MD)
+        MD->print(OS, MST, &M);
+      S.Text.back() += "<" + T + ">";
+      return;
+    }
+    if (auto *CT = dyn_cast<DICompositeType>(N)) {
+      auto It = Index.find(CT);
+      if (It != Index.end() && It->second != Self) {
+        S.Refs.push_back(It->second);
+        S.Text.emplace_back();
+        return;
+      }
+      if (CT->getRawIdentifier() && It == Index.end()) {
+        S.Text.back() += "<id:" + CT->getIdentifier().str() + ">";
+        return;
+      }
+    }
+    if (isa<DICompileUnit>(N) || isa<DISubprogram>(N)) {
+      // Never part of a file-scope type's content (a scope at most).
+      S.Text.back() += "<scope>";
+      return;
+    }
+    auto [It, New] = Seen.try_emplace(N, Seen.size());
+    S.Text.back() += "<#" + std::to_string(It->second) + ">";
+    if (!New)
+      return;
+    std::string T;
+    raw_string_ostream OS(T);
+    N->print(OS, MST, &M);
+    // Replace "!<slot>" references by walking the referenced nodes (the
+    // operands, printed as operands with the same slot tracker).
+    std::map<int, const Metadata *> BySlot;
+    for (const MDOperand &Op : N->operands())
+      if (auto *ON = dyn_cast_or_null<MDNode>(Op.get())) {
+        std::string Ref;
+        raw_string_ostream ROS(Ref);
+        ON->printAsOperand(ROS, MST, &M);
+        if (Ref.size() > 1 && Ref[0] == '!' && isdigit(static_cast<unsigned char>(Ref[1])))
+          BySlot[std::stoi(Ref.substr(1))] = ON;
+      }
+    size_t I = 0;
+    while (I < T.size()) {
+      if (T[I] == '!' && I + 1 < T.size() && isdigit(static_cast<unsigned char>(T[I + 1]))) {
+        size_t J = I + 1;
+        while (J < T.size() && isdigit(static_cast<unsigned char>(T[J])))
+          J++;
+        int Slot = std::stoi(T.substr(I + 1, J - I - 1));
+        auto B = BySlot.find(Slot);
+        if (B != BySlot.end()) {
+          walk(B->second, Self, S, Seen);
+        } else {
+          S.Text.back() += "<?>";
+        }
+        I = J;
+      } else {
+        S.Text.back() += T[I++];
+      }
+    }
+  }
+
+  void run() {
+    DebugInfoFinder Finder;
+    Finder.processModule(M);
+    for (DIType *T : Finder.types())
+      if (auto *CT = dyn_cast<DICompositeType>(T))
+        if (identifiable(CT) && !Index.count(CT)) {
+          Index[CT] = Types.size();
+          Types.push_back(CT);
+        }
+    if (Types.empty())
+      return;
+    Own.resize(Types.size());
+    for (unsigned I = 0; I < Types.size(); I++) {
+      DenseMap<const Metadata *, unsigned> Seen;
+      Own[I].Text.emplace_back();
+      walk(Types[I], I, Own[I], Seen);
+    }
+    Ident.assign(Types.size(), "");
+    tarjan();
+    for (unsigned I = 0; I < Types.size(); I++)
+      Types[I]->replaceOperandWith(7, MDString::get(M.getContext(), Ident[I]));
+  }
+
+  // Iterative Tarjan; components come out callees first.
+  std::vector<int> Low, Num, Comp;
+  std::vector<unsigned> Stack;
+  std::vector<bool> OnStack;
+  int Counter = 0;
+
+  void tarjan() {
+    unsigned N = Types.size();
+    Low.assign(N, -1);
+    Num.assign(N, -1);
+    Comp.assign(N, -1);
+    OnStack.assign(N, false);
+    for (unsigned Root = 0; Root < N; Root++) {
+      if (Num[Root] != -1)
+        continue;
+      std::vector<std::pair<unsigned, unsigned>> Frames{{Root, 0}};
+      Num[Root] = Low[Root] = Counter++;
+      Stack.push_back(Root);
+      OnStack[Root] = true;
+      while (!Frames.empty()) {
+        auto &[V, E] = Frames.back();
+        if (E < Own[V].Refs.size()) {
+          unsigned W = Own[V].Refs[E++];
+          if (Num[W] == -1) {
+            Num[W] = Low[W] = Counter++;
+            Stack.push_back(W);
+            OnStack[W] = true;
+            Frames.push_back({W, 0});
+          } else if (OnStack[W]) {
+            Low[V] = std::min(Low[V], Num[W]);
+          }
+          continue;
+        }
+        unsigned Done = V;
+        Frames.pop_back();
+        if (!Frames.empty())
+          Low[Frames.back().first] = std::min(Low[Frames.back().first], Low[Done]);
+        if (Low[Done] == Num[Done]) {
+          std::vector<unsigned> Members;
+          unsigned W;
+          do {
+            W = Stack.back();
+            Stack.pop_back();
+            OnStack[W] = false;
+            Members.push_back(W);
+          } while (W != Done);
+          identifyComponent(Members);
+        }
+      }
+    }
+  }
+
+  void identifyComponent(const std::vector<unsigned> &Members) {
+    int C = Counter++;
+    for (unsigned M : Members)
+      Comp[M] = C;
+    std::vector<std::string> Out(Members.size());
+    for (size_t K = 0; K < Members.size(); K++) {
+      // Serialize the component from this member: members in the order a
+      // depth-first walk meets them, others by identifier.
+      std::map<unsigned, unsigned> Order;
+      std::vector<unsigned> Queue{Members[K]};
+      Order[Members[K]] = 0;
+      std::string Text;
+      for (size_t Q = 0; Q < Queue.size(); Q++) {
+        const Shallow &S = Own[Queue[Q]];
+        Text += "{";
+        for (size_t R = 0; R < S.Refs.size(); R++) {
+          Text += S.Text[R];
+          unsigned W = S.Refs[R];
+          if (Comp[W] == C) {
+            auto [It, New] = Order.try_emplace(W, Order.size());
+            if (New)
+              Queue.push_back(W);
+            Text += "<member " + std::to_string(It->second) + ">";
+          } else {
+            Text += "<type " + Ident[W] + ">";
+          }
+        }
+        Text += S.Text.back() + "}";
+      }
+      MD5 Hash;
+      Hash.update(Text);
+      MD5::MD5Result Result;
+      Hash.final(Result);
+      SmallString<32> Hex;
+      MD5::stringifyResult(Result, Hex);
+      Out[K] = "repocc." + Hex.str().str();
+    }
+    for (size_t K = 0; K < Members.size(); K++)
+      Ident[Members[K]] = Out[K];
+  }
+};
+
+} // namespace
+
+// Gives every file-scope struct, union and enum without an identifier a
+// digest of its content as identifier (see above).
+extern "C" void repocc_identify_debug_types(LLVMModuleRef module) {
+  TypeIdentifier(*unwrap(module)).run();
 }

@@ -55,6 +55,8 @@ extern "C" {
     ) -> *const c_char;
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
+    fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
+    fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
@@ -199,6 +201,27 @@ pub fn function_users(module: &inkwell::module::Module) -> Vec<(String, String)>
         .filter_map(|l| l.split_once('\t'))
         .map(|(f, u)| (f.to_string(), u.to_string()))
         .collect()
+}
+
+/// Trims the compile units of a fragment module to what the fragment
+/// needs (the glue keeps the unit-wide lists). The module must be the only
+/// user of its compile units: one parsed on its own, not one extracted in
+/// the unit's context (whose compile unit it shares).
+pub fn trim_debug_units(module: &inkwell::module::Module, glue: bool) {
+    // SAFETY: the module is alive and not being iterated; the shim only
+    // replaces operands of compile units owned by this module.
+    unsafe { repocc_trim_debug_units(module.as_mut_ptr(), c_int::from(glue)) }
+}
+
+/// Gives every file-scope struct, union and enum of the module's debug
+/// info a content digest as identifier, so that code generation can emit
+/// it as a type unit (with `-generate-type-units`, see `merge::
+/// configure_llvm`) that the linker keeps once.
+pub fn identify_debug_types(module: &inkwell::module::Module) {
+    // SAFETY: the module is alive and not being iterated; the shim only
+    // sets the identifier operand of the module's composite type nodes
+    // (distinct in C, so no other module's nodes change).
+    unsafe { repocc_identify_debug_types(module.as_mut_ptr()) }
 }
 
 /// Every alias of the module: its name, the global object it points into

@@ -117,6 +117,33 @@ note "units 2-4 after unit 1: $pruned definitions pruned, $compiled compiled"
 clang++-19 -O2 main.cpp u1.cpp u2.cpp u3.cpp u4.cpp -o prog.clang
 assert_eq "C++ program from shared fragments" "$(./prog.clang)" "$(./prog)"
 
+note "C++ inline functions are in an object only where something refers to them"
+mkdir -p "$SCRATCH/linkonce" && cd "$SCRATCH/linkonce"
+cat > h.h <<'CXX'
+inline int leaf(int x) { return x * 7 + 1; }
+__attribute__((noinline)) inline int mid(int x) { return leaf(x) + 1; }
+__attribute__((noinline)) inline int big(int x) { int s = 0; for (int i = 0; i < x; i++) s += i * x; return s; }
+__attribute__((noinline)) inline int outer(int x) { return big(x) + 2; }
+CXX
+printf '#include "h.h"\nint a() { return mid(3) + outer(4); }\n' > a.cpp
+printf '#include "h.h"\nint (*leaf_ptr)(int) = leaf;\nint b() { return leaf_ptr(2); }\n' > b.cpp
+printf '#include "h.h"\nint c() { return mid(5) + outer(6); }\n' > c.cpp
+printf '#include <cstdio>\nint a(); int b(); int c();\nint main() { std::printf("%%d %%d %%d\\n", a(), b(), c()); }\n' > main.cpp
+defined() { nm --defined-only "$1" | awk 'NF == 3 {print $2, $3}' | sort; }
+for u in a b c; do
+  "$REPOCCXX" -O2 -c $u.cpp -o $u.o
+  clang++-19 -O2 -c $u.cpp -o $u.clang.o
+  # leaf is inlined into mid in a.o and c.o (and dropped, as clang drops
+  # it); b.o needs it; c.o takes mid, outer and big from a's fragments.
+  assert_eq "symbols of $u.o" "$(defined $u.clang.o)" "$(defined $u.o)"
+done
+cp a.o a.first.o
+"$REPOCCXX" -O2 -c a.cpp -o a.o
+cmp -s a.o a.first.o || fail "a.o rebuilt after b.cpp stored leaf differs from the first build"
+"$REPOCCXX" -O2 main.cpp a.o b.o c.o -o prog
+clang++-19 -O2 main.cpp a.cpp b.cpp c.cpp -o prog.clang
+assert_eq "inline functions across units" "$(./prog.clang)" "$(./prog)"
+
 note "function merging and pruning meet safely"
 mkdir -p "$SCRATCH/merge" && cd "$SCRATCH/merge"
 cat > dup.c <<'C'

@@ -227,7 +227,7 @@ fn force_color(args: &[String]) -> bool {
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
 fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) -> (i32, Counters) {
-    pipeline::merge::configure_llvm(!cfg.fragments);
+    pipeline::merge::configure_llvm(cfg.fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let diagnostics = if p.units.len() == 1 {
         Diagnostics::Inherit

@@ -18,12 +18,11 @@
 //!   invalidate few fragments (see `digest`). The price is some optimization
 //!   clang would do on statics; behaviour is unchanged.
 //!
-//! - discardable definitions (`linkonce_odr`: C++ inline functions and
-//!   template instances) become non-discardable (`weak_odr`), which is the
-//!   same symbol in the object (weak, in its COMDAT group) but one the
-//!   optimizer keeps after inlining every use. Whether such a definition
-//!   survives would otherwise depend on the unit's other code, and a stored
-//!   fragment of another unit may call it.
+//! Discardable definitions (`linkonce_odr`: C++ inline functions and
+//! template instances) stay discardable: the optimizer drops those it
+//! inlined everywhere, as clang's does, and pruning and composition make
+//! sure the ones stored code still refers to are in the object (see
+//! `prune`).
 //!
 //! The result, [`Unit`], is what the later stages work on.
 
@@ -155,31 +154,7 @@ fn externalize_locals(module: &Module) -> Vec<String> {
         }
     }
     names.extend(llvm_shim::externalize_local_aliases(module));
-    keep_discardable_definitions(module);
     names
-}
-
-/// linkonce → weak (same object symbol, but never dropped by the optimizer).
-fn keep_discardable_definitions(module: &Module) {
-    let keep = |l: Linkage| match l {
-        Linkage::LinkOnceODR => Some(Linkage::WeakODR),
-        Linkage::LinkOnceAny => Some(Linkage::WeakAny),
-        _ => None,
-    };
-    for f in module.get_functions() {
-        if f.count_basic_blocks() > 0 {
-            if let Some(l) = keep(f.get_linkage()) {
-                f.set_linkage(l);
-            }
-        }
-    }
-    for g in module.get_globals() {
-        if !g.is_declaration() {
-            if let Some(l) = keep(g.get_linkage()) {
-                g.set_linkage(l);
-            }
-        }
-    }
 }
 
 /// The most common value of a string function attribute among the module's

@@ -103,6 +103,15 @@ struct Metadata {
     /// Requirement sets of the variants stored beside a primary entry.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     variants: Vec<Requirements>,
+    /// Symbols the object refers to without defining them: a discardable
+    /// fragment they name must be in the composed object too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    references: Vec<String>,
+}
+
+/// The symbols a stored object refers to without defining them.
+pub fn references_of(entry: &Entry) -> Vec<String> {
+    metadata_of(entry).map(|m| m.references).unwrap_or_default()
 }
 
 fn metadata_of(entry: &Entry) -> Option<Metadata> {
@@ -188,22 +197,26 @@ fn read(store: &Store, key: &FragmentDigest, found: &mut Found) -> Option<Entry>
 }
 
 /// Stores a compiled fragment under `key`: as the primary entry when there
-/// is none (or it is unreadable), else as a variant listed in the primary.
-/// Returns the bytes written.
+/// is none (or it is unreadable, or records a deletion), else as a variant
+/// listed in the primary. Returns the bytes written.
 pub fn store_object(
     store: &Store,
     key: &FragmentDigest,
     primary: Option<&Entry>,
     members: &[String],
     requires: Requirements,
+    references: Vec<String>,
     object: Vec<u8>,
 ) -> Result<u64, StoreError> {
     let own = Metadata {
         members: members.to_vec(),
         requires,
         variants: Vec::new(),
+        references,
     };
-    let primary_meta = primary.and_then(|p| metadata_of(p).map(|m| (p, m)));
+    let primary_meta = primary
+        .filter(|p| p.kind == EntryKind::Object)
+        .and_then(|p| metadata_of(p).map(|m| (p, m)));
     let Some((primary, mut meta)) = primary_meta else {
         return store.put(key, &entry(EntryKind::Object, &own, object));
     };

@@ -24,14 +24,16 @@ use super::canonical::Unit;
 use crate::driver::plan::{CodegenSettings, OptLevel};
 use crate::llvm_shim;
 
-/// LLVM options merging needs; must be set before any unit is compiled.
-/// `aliases`: let merged duplicates become aliases (not in repository
-/// mode).
-pub fn configure_llvm(aliases: bool) {
-    if aliases {
-        llvm_shim::parse_llvm_options(&["-mergefunc-use-aliases"]);
+/// LLVM options the pipeline needs; must be set before any unit is
+/// compiled. `repository`: repository mode, where merged duplicates stay
+/// thunks (otherwise they become aliases where allowed) and debug types
+/// with identifiers are emitted as type units (one copy per program
+/// instead of one per fragment; see `split`).
+pub fn configure_llvm(repository: bool) {
+    if repository {
+        llvm_shim::parse_llvm_options(&["-generate-type-units"]);
     } else {
-        llvm_shim::parse_llvm_options(&[]);
+        llvm_shim::parse_llvm_options(&["-mergefunc-use-aliases"]);
     }
 }
 

@@ -28,6 +28,7 @@ pub mod output;
 pub mod prune;
 pub mod split;
 
+use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -217,6 +218,9 @@ fn repository_stages(
     times.merge = t.elapsed();
 
     let t = Instant::now();
+    if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0 {
+        crate::llvm_shim::identify_debug_types(&unit.module);
+    }
     let mut post = split::plan(&unit.module);
     let glue = match post.first() {
         Some((_, true)) => Some(post.remove(0).0),
@@ -232,6 +236,8 @@ fn repository_stages(
     enum Slot {
         Emitted(usize),
         Stored(usize),
+        /// A discardable fragment: in the object if something refers to it.
+        StoredIfReferenced(usize),
     }
     let mut slots: Vec<Slot> = Vec::new();
     // The glue comes first: it is the only fragment with a file symbol
@@ -247,14 +253,18 @@ fn repository_stages(
     for (i, f) in pruned.fragments.iter().enumerate() {
         let present = split::any_defined(&unit.module, &f.members);
         match &f.stored {
-            Some(e) if e.kind == EntryKind::Object => slots.push(Slot::Stored(i)),
-            Some(_) => {
-                // Deleted when stored, needed now: compile it, keep the entry.
-                if present {
-                    slots.push(Slot::Emitted(to_emit.len()));
-                    to_emit.push((f.members.clone(), false));
-                }
+            Some(e) if e.kind == EntryKind::Object && f.discardable => {
+                slots.push(Slot::StoredIfReferenced(i))
             }
+            Some(e) if e.kind == EntryKind::Object => slots.push(Slot::Stored(i)),
+            Some(_) if present => {
+                // Deleted when stored, needed now: compile it and store the
+                // code in place of the deletion.
+                store_after.push((i, to_emit.len()));
+                slots.push(Slot::Emitted(to_emit.len()));
+                to_emit.push((f.members.clone(), false));
+            }
+            Some(_) => {}
             None if present => {
                 store_after.push((i, to_emit.len()));
                 slots.push(Slot::Emitted(to_emit.len()));
@@ -281,14 +291,52 @@ fn repository_stages(
         .sum();
 
     let t = Instant::now();
+    let stored_payload = |i: usize| {
+        pruned.fragments[i]
+            .stored
+            .as_ref()
+            .map_or(&[][..], |e| e.payload.as_slice())
+    };
+    // Which discardable stored fragments the object needs: those something
+    // in it refers to, transitively.
+    let mut referenced: HashSet<String> = emitted
+        .iter()
+        .flat_map(|f| f.references.iter().cloned())
+        .collect();
+    for s in &slots {
+        if let Slot::Stored(i) = s {
+            if let Some(e) = &pruned.fragments[*i].stored {
+                referenced.extend(entries::references_of(e));
+            }
+        }
+    }
+    let mut included: HashSet<usize> = HashSet::new();
+    loop {
+        let mut grew = false;
+        for s in &slots {
+            let Slot::StoredIfReferenced(i) = s else {
+                continue;
+            };
+            let f = &pruned.fragments[*i];
+            if !included.contains(i) && f.members.iter().any(|m| referenced.contains(m)) {
+                included.insert(*i);
+                if let Some(e) = &f.stored {
+                    referenced.extend(entries::references_of(e));
+                }
+                grew = true;
+            }
+        }
+        if !grew {
+            break;
+        }
+    }
     let objects: Vec<&[u8]> = slots
         .iter()
         .map(|s| match s {
             Slot::Emitted(e) => emitted[*e].object.as_slice(),
-            Slot::Stored(i) => pruned.fragments[*i]
-                .stored
-                .as_ref()
-                .map_or(&[][..], |e| e.payload.as_slice()),
+            Slot::Stored(i) => stored_payload(*i),
+            Slot::StoredIfReferenced(i) if included.contains(i) => stored_payload(*i),
+            Slot::StoredIfReferenced(_) => &[][..],
         })
         .filter(|o| !o.is_empty())
         .collect();
@@ -306,12 +354,14 @@ fn repository_stages(
             continue;
         };
         let object = emitted[e].object.clone();
+        let references = emitted[e].references.clone();
         match entries::store_object(
             &store,
             &f.key,
             f.primary.as_ref(),
             &f.members,
             requires,
+            references,
             object,
         ) {
             Ok(bytes) => {

@@ -12,6 +12,13 @@
 //!
 //! A stored fragment that function merging made depend on a partner is
 //! reused only while its requirements hold (see `entries`).
+//!
+//! Discardable fragments (`linkonce`: C++ inline functions, template
+//! instances) are in an object only where something refers to them, as
+//! clang emits them. A stored deletion of one ("the optimizer dropped it")
+//! is not trusted where the stored code of another fragment refers to it:
+//! it is compiled then. One that stays unpruned-but-deleted remains a
+//! definition, so that the optimizer can keep it if new code needs it.
 
 use std::collections::HashMap;
 
@@ -22,7 +29,7 @@ use super::digest::ModuleDigests;
 use super::entries::{self, fragment_key};
 use super::split;
 use crate::llvm_shim;
-use crate::repo::store::{Entry, FragmentDigest, Store};
+use crate::repo::store::{Entry, EntryKind, FragmentDigest, Store};
 
 /// How many edges away from an unpruned definition pruned definitions
 /// stay in the module for the optimizer.
@@ -40,6 +47,20 @@ pub struct PlannedFragment {
     pub primary: Option<Entry>,
     /// Definitions among the members (aliases and label tables aside).
     pub definitions: u64,
+    /// Every member may be dropped when unused (see `split::discardable`).
+    pub discardable: bool,
+}
+
+impl PlannedFragment {
+    fn stored_object(&self) -> Option<&Entry> {
+        self.stored.as_ref().filter(|e| e.kind == EntryKind::Object)
+    }
+
+    fn stored_deletion(&self) -> bool {
+        self.stored
+            .as_ref()
+            .is_some_and(|e| e.kind == EntryKind::Deleted)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -80,13 +101,27 @@ pub fn prune_known_definitions(
         if let Some(p) = found.problem {
             plan.store_problem.get_or_insert(p);
         }
+        let discardable = split::discardable(&unit.module, &members);
         plan.fragments.push(PlannedFragment {
             members,
             key,
             stored: found.usable,
             primary: found.primary,
             definitions,
+            discardable,
         });
+    }
+    for i in compile_deleted_but_referenced(&mut plan.fragments) {
+        // The optimizer cannot see the stored code's reference: keep the
+        // definition (weak_odr is the same symbol as linkonce_odr in the
+        // object, but never dropped).
+        for m in &plan.fragments[i].members {
+            if let Some(f) = unit.module.get_function(m) {
+                f.set_linkage(inkwell::module::Linkage::WeakODR);
+            } else if let Some(g) = unit.module.get_global(m) {
+                g.set_linkage(inkwell::module::Linkage::WeakODR);
+            }
+        }
     }
 
     // Context: what the unpruned definitions use, up to CONTEXT_DEPTH edges
@@ -128,7 +163,8 @@ pub fn prune_known_definitions(
             .members
             .iter()
             .any(|m| aliases.iter().any(|(a, _)| a == m));
-        if has_alias || f.members.iter().any(|m| in_context(m)) {
+        let kept_for_the_optimizer = f.discardable && f.stored_deletion();
+        if has_alias || kept_for_the_optimizer || f.members.iter().any(|m| in_context(m)) {
             continue;
         }
         for m in &f.members {
@@ -136,4 +172,41 @@ pub fn prune_known_definitions(
         }
     }
     Ok(plan)
+}
+
+/// Discardable fragments that the stored code of pruned fragments refers
+/// to (directly or through other such fragments) must be in the object; a
+/// stored deletion of one does not hold here, so it is compiled. Returns
+/// those fragments.
+fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usize> {
+    let owner: HashMap<String, usize> = fragments
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.members.iter().map(move |m| (m.clone(), i)))
+        .collect();
+    let mut needed = vec![false; fragments.len()];
+    let mut pending: Vec<String> = fragments
+        .iter()
+        .filter(|f| !f.discardable)
+        .filter_map(|f| f.stored_object())
+        .flat_map(entries::references_of)
+        .collect();
+    while let Some(name) = pending.pop() {
+        let Some(&j) = owner.get(&name) else { continue };
+        if !fragments[j].discardable || needed[j] {
+            continue;
+        }
+        needed[j] = true;
+        if let Some(e) = fragments[j].stored_object() {
+            pending.extend(entries::references_of(e));
+        }
+    }
+    let mut flipped = Vec::new();
+    for (i, (f, needed)) in fragments.iter_mut().zip(needed).enumerate() {
+        if needed && f.stored_deletion() {
+            f.stored = None;
+            flipped.push(i);
+        }
+    }
+    flipped
 }

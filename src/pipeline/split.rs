@@ -31,6 +31,27 @@ pub struct Fragment {
     pub members: Vec<String>,
     pub glue: bool,
     pub object: Vec<u8>,
+    /// The symbols its code refers to and does not define.
+    pub references: Vec<String>,
+}
+
+/// The globals a (fragment) module refers to without defining them.
+fn references_of(module: &Module) -> Vec<String> {
+    let mut out: Vec<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() == 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .chain(
+            module
+                .get_globals()
+                .filter(|g| g.is_declaration())
+                .map(|g| g.get_name().to_string_lossy().into_owned()),
+        )
+        .filter(|n| !n.starts_with("llvm."))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The fragments of the optimized module, as lists of member names. The
@@ -117,6 +138,33 @@ impl Grouping {
     }
 }
 
+/// Whether every definition among `members` may be dropped when unused
+/// (`linkonce`: C++ inline functions, template instances and their static
+/// variables): such a fragment is in an object only where something refers
+/// to it, as clang would emit it.
+pub fn discardable(module: &Module, members: &[String]) -> bool {
+    let linkonce = |l: Linkage| matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny);
+    let mut any = false;
+    for m in members {
+        if let Some(f) = module
+            .get_function(m)
+            .filter(|f| f.count_basic_blocks() > 0)
+        {
+            if !linkonce(f.get_linkage()) {
+                return false;
+            }
+            any = true;
+        } else if let Some(g) = module.get_global(m).filter(|g| !g.is_declaration()) {
+            if !linkonce(g.get_linkage()) {
+                return false;
+            }
+            any = true;
+        }
+    }
+    // (Aliases follow their base object's linkage in C and C++.)
+    any
+}
+
 /// Whether any of `members` is still defined in the (optimized) module.
 pub fn any_defined(module: &Module, members: &[String]) -> bool {
     members.iter().any(|m| {
@@ -160,6 +208,8 @@ pub fn emit_groups(
             let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
             let module = Module::parse_bitcode_from_buffer(&buffer, context)
                 .map_err(|e| anyhow!("reading fragment {}: {e}", members.join(",")))?;
+            llvm_shim::trim_debug_units(&module, *glue);
+            let references = references_of(&module);
             let tm = canonical::target_machine(&triple, &cpu, &features, reloc_pic, settings)?;
             let object = tm
                 .write_to_memory_buffer(&module, FileType::Object)
@@ -175,6 +225,7 @@ pub fn emit_groups(
                 members: members.clone(),
                 glue: *glue,
                 object,
+                references,
             })
         })
     };

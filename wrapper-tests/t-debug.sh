@@ -1,0 +1,47 @@
+# Debug builds (-O0 -g) through the repository: lua5.4 built by repocc
+# debugs like the one clang builds (gdb stops in a function, prints a
+# struct and its fields the same), the DWARF verifies, each struct is
+# emitted once per object (a type unit) although every fragment is a
+# compile unit of its own, and a rebuild reproduces the objects.
+source "$(dirname "$0")/lib.sh"
+src=$(fetch_debian_source lua5.4 --skip-patches)
+cd "$SCRATCH"
+fresh_copy "$src" lua
+fresh_copy "$src" lua-clang
+(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
+  || { tail -n 30 lua/build.log; fail "repocc -O0 -g build"; }
+(cd lua-clang && make -j"$JOBS" linux CC="clang-19 -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
+  || { tail -n 30 lua-clang/build.log; fail "clang -O0 -g build"; }
+out=$(lua/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks: $out"
+assert_contains "checks" "lua checks: 31 passed, 0 failed" "$out"
+
+for o in lua/src/*.o; do
+  v=$(llvm-dwarfdump-19 --verify "$o" 2>&1) || fail "DWARF of $o does not verify: $(echo "$v" | tail -n 5)"
+done
+note "objects: repocc $(cat lua/src/*.o | wc -c) bytes, clang $(cat lua-clang/src/*.o | wc -c) bytes;" \
+  "lua: repocc $(wc -c < lua/src/lua) bytes, clang $(wc -c < lua-clang/src/lua) bytes"
+units=$(llvm-dwarfdump-19 --debug-info lua/src/lapi.o | grep -c 'DW_TAG_compile_unit')
+tables=$(llvm-dwarfdump-19 --debug-info lua/src/lapi.o | grep -A2 'DW_TAG_structure_type' | grep -c 'DW_AT_name.*"Table"')
+note "lapi.o: $units compile units, struct Table defined $tables time(s)"
+[ "$units" -gt 10 ] || fail "expected one compile unit per fragment, found $units"
+assert_eq "struct Table emitted once in lapi.o" 1 "$tables"
+
+# The same debugging session on both builds.
+session() {
+  (cd "$1/src" && gdb -q -batch -nx \
+    -ex 'break luaH_resize' -ex "run $WT_ROOT/programs/checks.lua > /dev/null" \
+    -ex 'ptype struct Table' -ex 'ptype t->node' -ex 'print newasize' -ex 'print nhsize' \
+    -ex 'print t->alimit' -ex 'print t->lsizenode' -ex 'print sizeof(lua_State)' \
+    ./lua 2>&1 | grep -v '0x')
+}
+session lua > gdb.repocc; session lua-clang > gdb.clang
+grep -q 'type = struct Table {' gdb.repocc || fail "gdb cannot show struct Table: $(cat gdb.repocc)"
+diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
+
+note "a warm rebuild reproduces the objects"
+mkdir -p objs && cp lua/src/*.o objs/
+(cd lua && make clean > /dev/null)
+"$REPOCC" --zero-stats > /dev/null
+(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build2.log 2>&1) || fail "warm build"
+for o in objs/*.o; do cmp -s "$o" "lua/src/$(basename "$o")" || fail "$o differs after a warm rebuild"; done
+note "warm: $(stat_value definitions_pruned) of $(stat_value definitions_total) definitions pruned"
