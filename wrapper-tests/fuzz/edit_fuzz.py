@@ -100,7 +100,7 @@ class Project:
     def editable(self):
         return self.units()
 
-    def check(self, exe, scratch):
+    def check(self, exe, scratch, timeout=RUN_TIMEOUT):
         """Runs the program's checks; returns (rc, stdout, stderr)."""
         raise NotImplementedError
 
@@ -116,9 +116,9 @@ class Lua(Project):
     def units(self):
         return sorted(p.name for p in self.tree.glob("*.c") if p.name != "luac.c")
 
-    def check(self, exe, scratch):
+    def check(self, exe, scratch, timeout=RUN_TIMEOUT):
         return run([str(exe), str(HERE.parent / "programs" / "checks.lua")],
-                   cwd=scratch, timeout=RUN_TIMEOUT)
+                   cwd=scratch, timeout=timeout)
 
 
 class Sqlite(Project):
@@ -132,12 +132,12 @@ class Sqlite(Project):
     def editable(self):
         return ["sqlite3.c"]
 
-    def check(self, exe, scratch):
+    def check(self, exe, scratch, timeout=RUN_TIMEOUT):
         db = Path(scratch) / "test.db"
         if db.exists():
             db.unlink()
         with open(HERE.parent / "programs" / "checks.sql", "rb") as sql:
-            return run([str(exe), str(db)], cwd=scratch, timeout=RUN_TIMEOUT, stdin=sql)
+            return run([str(exe), str(db)], cwd=scratch, timeout=timeout, stdin=sql)
 
 
 PROJECTS = {"lua": Lua, "sqlite": Sqlite}
@@ -442,7 +442,7 @@ class Fuzzer:
             if rc != 0:
                 raise SystemExit(f"compiling {u} failed:\n{err}")
 
-    def check(self, exe):
+    def check(self, exe, timeout=RUN_TIMEOUT):
         scratch = self.work / "run"
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
@@ -451,7 +451,7 @@ class Fuzzer:
             # every build.
             prog = Path(scratch) / "prog"
             shutil.copy(exe, prog)
-            return outcome(self.project.check(prog, scratch))
+            return outcome(self.project.check(prog, scratch, timeout))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -547,6 +547,13 @@ class Fuzzer:
         self.restore_tree()
 
     def triage(self, r, edits, units, cold, warm, cold_exe, warm_exe):
+        if "timeout" in (cold[0], warm[0]):
+            # One of them ran out of time: a slow edit near the limit, or a
+            # real difference; give both much longer.
+            cold = self.check(cold_exe, RUN_TIMEOUT * 6)
+            warm = self.check(warm_exe, RUN_TIMEOUT * 6)
+            if cold == warm:
+                return "agreed"
         if self.check(cold_exe) != cold or self.check(warm_exe) != warm:
             return "nondeterministic"
         for san, opts in (("address", []), ("memory", ["-fsanitize-memory-track-origins=0"])):
