@@ -68,6 +68,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 // creates only the declarations a fragment actually references.
 
 #include <llvm/IR/Comdat.h>
+#include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/Module.h>
@@ -207,6 +208,24 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
 
   ValueToValueMapTy VMap;
   DeclarationMaterializer Mat(*Dst);
+  // Debug info: a fragment's compile unit is a copy of the unit's without
+  // the unit-wide lists (enums, retained types, imported entities, every
+  // global variable): mapping the original would copy all of them, and
+  // the debug info of every global, into each of thousands of fragments.
+  // The glue keeps the original (see repocc_trim_debug_units).
+  if (!copy_module_asm) {
+    for (DICompileUnit *CU : Src.debug_compile_units()) {
+      DICompileUnit *Own = DICompileUnit::getDistinct(
+          Src.getContext(), CU->getSourceLanguage(), CU->getFile(), CU->getProducer(),
+          CU->isOptimized(), CU->getFlags(), CU->getRuntimeVersion(),
+          CU->getSplitDebugFilename(), CU->getEmissionKind(), DICompositeTypeArray(),
+          DIScopeArray(), DIGlobalVariableExpressionArray(), DIImportedEntityArray(),
+          DIMacroNodeArray(), CU->getDWOId(), CU->getSplitDebugInlining(),
+          CU->getDebugInfoForProfiling(), CU->getNameTableKind(), CU->getRangesBaseAddress(),
+          CU->getSysRoot(), CU->getSDK());
+      VMap.MD()[CU].reset(Own);
+    }
+  }
   std::vector<GlobalValue *> Kept;
   // Pass 1: the kept definitions exist before any body refers to them.
   for (size_t i = 0; i < count; i++) {
@@ -382,29 +401,22 @@ extern "C" char *repocc_function_users(LLVMModuleRef module) {
 
 // Debug info of a fragment module, after it was parsed into a code
 // generation worker's context (its compile units are its own there, so
-// they can be changed in place). A compile unit lists the unit's enums,
-// retained types, imported entities and every global variable; copied
-// into each of thousands of fragments, those lists would be emitted once
-// per fragment. A fragment's unit keeps only the global variables the
-// fragment defines; the lists of the whole unit stay in the glue, which is
-// emitted once per object.
+// they can be changed in place). A fragment's compile unit lists the
+// global variables the fragment defines (extraction gave it an empty
+// list); the glue's, which is the unit's own, keeps the enums, retained
+// types and imported entities, emitted once per object, and no variables.
 extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
   Module *M = unwrap(module);
-  SmallPtrSet<Metadata *, 16> Defined;
+  SmallVector<Metadata *, 4> Defined;
   for (GlobalVariable &G : M->globals()) {
     if (G.isDeclaration())
       continue;
     SmallVector<DIGlobalVariableExpression *, 1> GVEs;
     G.getDebugInfo(GVEs);
-    for (DIGlobalVariableExpression *E : GVEs)
-      Defined.insert(E);
+    Defined.append(GVEs.begin(), GVEs.end());
   }
   for (DICompileUnit *CU : M->debug_compile_units()) {
-    SmallVector<Metadata *, 4> Keep;
-    for (DIGlobalVariableExpression *E : CU->getGlobalVariables())
-      if (Defined.contains(E))
-        Keep.push_back(E);
-    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Keep));
+    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Defined));
     if (!glue) {
       CU->replaceEnumTypes(nullptr);
       CU->replaceRetainedTypes(nullptr);

@@ -19,6 +19,7 @@ pub struct Config {
     pub dir: String,
     pub disable: bool,
     pub fragments: bool,
+    pub debug_fragments: bool,
     pub jobs: usize,
     pub max_size: String,
     pub merge_functions: bool,

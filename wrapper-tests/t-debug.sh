@@ -1,17 +1,45 @@
-# Debug builds (-O0 -g) through the repository: lua5.4 built by repocc
-# debugs like the one clang builds (gdb stops in a function, prints a
-# struct and its fields the same), the DWARF verifies, each struct is
-# emitted once per object (a type unit) although every fragment is a
-# compile unit of its own, and a rebuild reproduces the objects.
+# Debug builds (-O0 -g) of lua5.4. By default a unit with debug info is
+# compiled whole, without the repository (debug_fragments off): counted,
+# and gdb sees what it sees in clang's build. With REPOCC_DEBUG_FRAGMENTS=1
+# the repository is used: the program debugs the same (gdb stops in a
+# function, prints a struct and its fields), the DWARF verifies, each
+# struct is emitted once per object (a type unit) although every fragment
+# is a compile unit of its own, and a rebuild reproduces the objects.
 source "$(dirname "$0")/lib.sh"
 src=$(fetch_debian_source lua5.4 --skip-patches)
 cd "$SCRATCH"
-fresh_copy "$src" lua
 fresh_copy "$src" lua-clang
-(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
-  || { tail -n 30 lua/build.log; fail "repocc -O0 -g build"; }
 (cd lua-clang && make -j"$JOBS" linux CC="clang-19 -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
   || { tail -n 30 lua-clang/build.log; fail "clang -O0 -g build"; }
+
+# The same debugging session on both builds.
+session() {
+  (cd "$1/src" && gdb -q -batch -nx \
+    -ex 'break luaH_resize' -ex "run $WT_ROOT/programs/checks.lua > /dev/null" \
+    -ex 'ptype struct Table' -ex 'ptype t->node' -ex 'print newasize' -ex 'print nhsize' \
+    -ex 'print t->alimit' -ex 'print t->lsizenode' -ex 'print sizeof(lua_State)' \
+    ./lua 2>&1 | grep -v '0x')
+}
+session lua-clang > gdb.clang
+grep -q 'type = struct Table {' gdb.clang || fail "gdb cannot show struct Table in clang's build: $(cat gdb.clang)"
+
+note "default: units with debug info are compiled whole"
+fresh_copy "$src" lua-whole
+(cd lua-whole && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
+  || { tail -n 30 lua-whole/build.log; fail "repocc -O0 -g build"; }
+units=$(ls lua-whole/src/*.o | wc -l)
+assert_eq "units compiled whole" "$units" "$(stat_value debug_units_whole)"
+assert_eq "nothing stored" 0 "$(stat_value fragments_stored)"
+session lua-whole > gdb.whole
+diff -u gdb.clang gdb.whole || fail "gdb sessions differ (whole units)"
+
+note "debug_fragments: the repository with debug info"
+export REPOCC_DEBUG_FRAGMENTS=1
+"$REPOCC" --zero-stats > /dev/null
+fresh_copy "$src" lua
+(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
+  || { tail -n 30 lua/build.log; fail "repocc -O0 -g build with debug_fragments"; }
+assert_eq "no unit compiled whole" 0 "$(stat_value debug_units_whole)"
 out=$(lua/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks: $out"
 assert_contains "checks" "lua checks: 31 passed, 0 failed" "$out"
 
@@ -26,15 +54,7 @@ note "lapi.o: $units compile units, struct Table defined $tables time(s)"
 [ "$units" -gt 10 ] || fail "expected one compile unit per fragment, found $units"
 assert_eq "struct Table emitted once in lapi.o" 1 "$tables"
 
-# The same debugging session on both builds.
-session() {
-  (cd "$1/src" && gdb -q -batch -nx \
-    -ex 'break luaH_resize' -ex "run $WT_ROOT/programs/checks.lua > /dev/null" \
-    -ex 'ptype struct Table' -ex 'ptype t->node' -ex 'print newasize' -ex 'print nhsize' \
-    -ex 'print t->alimit' -ex 'print t->lsizenode' -ex 'print sizeof(lua_State)' \
-    ./lua 2>&1 | grep -v '0x')
-}
-session lua > gdb.repocc; session lua-clang > gdb.clang
+session lua > gdb.repocc
 grep -q 'type = struct Table {' gdb.repocc || fail "gdb cannot show struct Table: $(cat gdb.repocc)"
 diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
 

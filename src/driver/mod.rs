@@ -227,7 +227,7 @@ fn force_color(args: &[String]) -> bool {
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
 fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) -> (i32, Counters) {
-    pipeline::merge::configure_llvm(cfg.fragments);
+    pipeline::merge::configure_llvm(cfg.fragments, cfg.fragments && cfg.debug_fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let diagnostics = if p.units.len() == 1 {
         Diagnostics::Inherit
@@ -239,6 +239,7 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     let options = PipelineOptions {
         merge_functions: cfg.merge_functions,
         fragments: cfg.fragments,
+        debug_fragments: cfg.debug_fragments,
         jobs: cfg.jobs(),
         repo_dir: cfg.repo_dir(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
@@ -295,6 +296,9 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
                 counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
+                if rep.debug_unit_without_repository {
+                    counters.add(key::DEBUG_UNITS_WHOLE, 1);
+                }
             }
         }
         if r.fallback {

@@ -26,15 +26,19 @@ use crate::llvm_shim;
 
 /// LLVM options the pipeline needs; must be set before any unit is
 /// compiled. `repository`: repository mode, where merged duplicates stay
-/// thunks (otherwise they become aliases where allowed) and debug types
-/// with identifiers are emitted as type units (one copy per program
-/// instead of one per fragment; see `split`).
-pub fn configure_llvm(repository: bool) {
-    if repository {
-        llvm_shim::parse_llvm_options(&["-generate-type-units"]);
-    } else {
-        llvm_shim::parse_llvm_options(&["-mergefunc-use-aliases"]);
+/// thunks (otherwise they become aliases where allowed). `debug_types`:
+/// debug types with identifiers are emitted as type units (one copy per
+/// object instead of one per fragment; see `llvm_shim::
+/// identify_debug_types`).
+pub fn configure_llvm(repository: bool, debug_types: bool) {
+    let mut options = Vec::new();
+    if !repository {
+        options.push("-mergefunc-use-aliases");
     }
+    if debug_types {
+        options.push("-generate-type-units");
+    }
+    llvm_shim::parse_llvm_options(&options);
 }
 
 pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {

@@ -67,6 +67,8 @@ pub struct PipelineOptions {
     /// Compile per fragment and compose with `ld.lld -r` (the repository's
     /// code path, in progress).
     pub fragments: bool,
+    /// Use the repository for units with debug info too.
+    pub debug_fragments: bool,
     /// Code generation workers per unit in fragment mode.
     pub jobs: usize,
     /// The repository directory (fragment mode).
@@ -89,6 +91,9 @@ pub struct UnitReport {
     /// Bytes written to the repository (for the size accounting).
     pub bytes_stored: u64,
     pub corrupt_entries: u64,
+    /// The unit has debug info and was compiled whole, without the
+    /// repository (`debug_fragments` off).
+    pub debug_unit_without_repository: bool,
     /// Repository problems, for one warning line.
     pub warnings: Vec<String>,
 }
@@ -128,16 +133,19 @@ fn run_stages(
     let unit = canonical::load(context, bitcode, source_name, settings)?;
     times.parse_and_mem2reg = t.elapsed();
 
-    let t = Instant::now();
-    let digests = metadata_stage(&unit, settings, options)?;
-    times.metadata = t.elapsed();
-
-    let definitions = digests
-        .defs
-        .iter()
-        .filter(|d| d.kind != digest::DefKind::Glue)
-        .count() as u64;
-    if options.fragments {
+    // Debug info in fragments costs more than it saves (see
+    // `debug_fragments` in the configuration): such units are compiled
+    // whole unless asked otherwise.
+    let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
+    if options.fragments && (!debug_info || options.debug_fragments) {
+        let t = Instant::now();
+        let digests = metadata_stage(&unit, settings, options)?;
+        times.metadata = t.elapsed();
+        let definitions = digests
+            .defs
+            .iter()
+            .filter(|d| d.kind != digest::DefKind::Glue)
+            .count() as u64;
         return repository_stages(
             &unit,
             sink,
@@ -150,6 +158,7 @@ fn run_stages(
         );
     }
 
+    let definitions = split::count_definitions(&unit.module);
     let t = Instant::now();
     optimize::run(&unit, settings)?;
     times.optimize = t.elapsed();
@@ -176,6 +185,7 @@ fn run_stages(
         times,
         definitions,
         definitions_compiled: definitions,
+        debug_unit_without_repository: options.fragments && debug_info,
         ..UnitReport::default()
     })
 }

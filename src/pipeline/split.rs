@@ -138,6 +138,20 @@ impl Grouping {
     }
 }
 
+/// Functions and global variables the module defines (module glue such as
+/// `llvm.global_ctors` aside).
+pub fn count_definitions(module: &Module) -> u64 {
+    let functions = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .count();
+    let globals = module
+        .get_globals()
+        .filter(|g| !g.is_declaration() && !g.get_name().to_bytes().starts_with(b"llvm."))
+        .count();
+    (functions + globals) as u64
+}
+
 /// Whether every definition among `members` may be dropped when unused
 /// (`linkonce`: C++ inline functions, template instances and their static
 /// variables): such a fragment is in an object only where something refers

@@ -39,6 +39,9 @@ pub mod key {
     pub const FRAGMENTS_STORED: &str = "fragments_stored";
     /// Repository entries that failed verification (and were recompiled).
     pub const CORRUPT_ENTRIES: &str = "corrupt_entries";
+    /// Units with debug info compiled whole, without the repository
+    /// (`debug_fragments` off).
+    pub const DEBUG_UNITS_WHOLE: &str = "debug_units_whole";
 }
 
 /// A set of counter increments, plus per-reason counts for passthrough and
