@@ -409,7 +409,7 @@ fn compile_unit(
             let t = &report.times;
             if timings {
                 let line = format!(
-                    "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s\n",
+                    "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),
                     t.parse_and_mem2reg.as_secs_f64(),
@@ -417,7 +417,8 @@ fn compile_unit(
                     t.optimize.as_secs_f64(),
                     t.merge.as_secs_f64(),
                     t.codegen.as_secs_f64(),
-                    t.write.as_secs_f64()
+                    t.write.as_secs_f64(),
+                    t.store.as_secs_f64()
                 );
                 emit(&mut stderr, diagnostics, line.as_bytes());
             }

@@ -45,6 +45,8 @@ pub struct StageTimes {
     pub merge: Duration,
     pub codegen: Duration,
     pub write: Duration,
+    /// Writing new fragments to the repository.
+    pub store: Duration,
 }
 
 /// LLVM reported an error or warning while optimizing or generating code:
@@ -355,6 +357,7 @@ fn repository_stages(
 
     // Store what is new; a repository that cannot be written costs reuse,
     // never the build.
+    let t = Instant::now();
     let mut store_error: Option<String> = None;
     for (i, e) in store_after {
         let f = &pruned.fragments[i];
@@ -397,6 +400,7 @@ fn repository_stages(
         }
     }
     report.warnings.extend(store_error);
+    times.store = t.elapsed();
     report.times = times;
     Ok(report)
 }
