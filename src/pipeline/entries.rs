@@ -109,11 +109,6 @@ struct Metadata {
     references: Vec<String>,
 }
 
-/// The symbols a stored object refers to without defining them.
-pub fn references_of(entry: &Entry) -> Vec<String> {
-    metadata_of(entry).map(|m| m.references).unwrap_or_default()
-}
-
 fn metadata_of(entry: &Entry) -> Option<Metadata> {
     serde_json::from_slice(&entry.metadata).ok()
 }
@@ -131,6 +126,8 @@ fn holds(requires: &Requirements, digests: &ModuleDigests, index: &HashMap<&str,
 pub struct Found {
     /// An entry whose requirements hold: reuse it.
     pub usable: Option<Entry>,
+    /// The symbols the usable entry's code refers to without defining them.
+    pub references: Vec<String>,
     /// The primary entry, when it exists but is not usable (a new variant
     /// is listed in it after compiling).
     pub primary: Option<Entry>,
@@ -159,6 +156,7 @@ pub fn lookup(
     };
     if holds(&meta.requires, digests, index) {
         found.usable = Some(primary);
+        found.references = meta.references;
         return found;
     }
     for requires in meta.variants.iter().rev() {
@@ -166,9 +164,13 @@ pub fn lookup(
             continue;
         }
         if let Some(v) = read(store, &variant_key(key, requires), &mut found) {
-            if metadata_of(&v).is_some_and(|m| m.requires == *requires) {
-                found.usable = Some(v);
-                break;
+            match metadata_of(&v) {
+                Some(m) if m.requires == *requires => {
+                    found.usable = Some(v);
+                    found.references = m.references;
+                    break;
+                }
+                _ => {}
             }
         }
     }

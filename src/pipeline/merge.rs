@@ -68,8 +68,9 @@ pub fn run_tracked(unit: &Unit, settings: &CodegenSettings) -> Result<MergeRequi
         .collect();
     run(unit, settings)?;
     let mut requires = MergeRequirements::new();
-    for (function, user) in llvm_shim::function_users(&unit.module) {
-        if function != user && !before.contains(&(function.clone(), user.clone())) {
+    for pair in llvm_shim::function_users(&unit.module) {
+        if pair.0 != pair.1 && !before.contains(&pair) {
+            let (function, user) = pair;
             requires.entry(user).or_default().insert(function);
         }
     }

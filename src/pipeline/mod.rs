@@ -28,7 +28,6 @@ pub mod output;
 pub mod prune;
 pub mod split;
 
-use std::collections::HashSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -311,43 +310,20 @@ fn repository_stages(
     };
     // Which discardable stored fragments the object needs: those something
     // in it refers to, transitively.
-    let mut referenced: HashSet<String> = emitted
+    let seeds = emitted
         .iter()
         .flat_map(|f| f.references.iter().cloned())
-        .collect();
-    for s in &slots {
-        if let Slot::Stored(i) = s {
-            if let Some(e) = &pruned.fragments[*i].stored {
-                referenced.extend(entries::references_of(e));
-            }
-        }
-    }
-    let mut included: HashSet<usize> = HashSet::new();
-    loop {
-        let mut grew = false;
-        for s in &slots {
-            let Slot::StoredIfReferenced(i) = s else {
-                continue;
-            };
-            let f = &pruned.fragments[*i];
-            if !included.contains(i) && f.members.iter().any(|m| referenced.contains(m)) {
-                included.insert(*i);
-                if let Some(e) = &f.stored {
-                    referenced.extend(entries::references_of(e));
-                }
-                grew = true;
-            }
-        }
-        if !grew {
-            break;
-        }
-    }
+        .chain(slots.iter().flat_map(|s| match s {
+            Slot::Stored(i) => pruned.fragments[*i].references.clone(),
+            _ => Vec::new(),
+        }));
+    let included = prune::referenced_discardables(&pruned.fragments, seeds);
     let objects: Vec<&[u8]> = slots
         .iter()
         .map(|s| match s {
             Slot::Emitted(e) => emitted[*e].object.as_slice(),
             Slot::Stored(i) => stored_payload(*i),
-            Slot::StoredIfReferenced(i) if included.contains(i) => stored_payload(*i),
+            Slot::StoredIfReferenced(i) if included[*i] => stored_payload(*i),
             Slot::StoredIfReferenced(_) => &[][..],
         })
         .filter(|o| !o.is_empty())

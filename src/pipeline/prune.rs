@@ -49,11 +49,15 @@ pub struct PlannedFragment {
     pub definitions: u64,
     /// Every member may be dropped when unused (see `split::discardable`).
     pub discardable: bool,
+    /// The symbols the stored code refers to without defining them.
+    pub references: Vec<String>,
 }
 
 impl PlannedFragment {
-    fn stored_object(&self) -> Option<&Entry> {
-        self.stored.as_ref().filter(|e| e.kind == EntryKind::Object)
+    fn has_stored_object(&self) -> bool {
+        self.stored
+            .as_ref()
+            .is_some_and(|e| e.kind == EntryKind::Object)
     }
 
     fn stored_deletion(&self) -> bool {
@@ -109,6 +113,7 @@ pub fn prune_known_definitions(
             primary: found.primary,
             definitions,
             discardable,
+            references: found.references,
         });
     }
     for i in compile_deleted_but_referenced(&mut plan.fragments) {
@@ -159,10 +164,7 @@ pub fn prune_known_definitions(
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
         plan.definitions_pruned += f.definitions;
-        let has_alias = f
-            .members
-            .iter()
-            .any(|m| aliases.iter().any(|(a, _)| a == m));
+        let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
         let kept_for_the_optimizer = f.discardable && f.stored_deletion();
         if has_alias || kept_for_the_optimizer || f.members.iter().any(|m| in_context(m)) {
             continue;
@@ -174,33 +176,46 @@ pub fn prune_known_definitions(
     Ok(plan)
 }
 
+/// Which discardable fragments the symbols `seeds` reach: a fragment is
+/// reached when a symbol names one of its members, and the references of
+/// its stored code are followed in turn.
+pub fn referenced_discardables(
+    fragments: &[PlannedFragment],
+    seeds: impl IntoIterator<Item = String>,
+) -> Vec<bool> {
+    let owner: HashMap<&str, usize> = fragments
+        .iter()
+        .enumerate()
+        .flat_map(|(i, f)| f.members.iter().map(move |m| (m.as_str(), i)))
+        .collect();
+    let mut reached = vec![false; fragments.len()];
+    let mut pending: Vec<String> = seeds.into_iter().collect();
+    while let Some(name) = pending.pop() {
+        let Some(&j) = owner.get(name.as_str()) else {
+            continue;
+        };
+        if !fragments[j].discardable || reached[j] {
+            continue;
+        }
+        reached[j] = true;
+        if fragments[j].has_stored_object() {
+            pending.extend(fragments[j].references.iter().cloned());
+        }
+    }
+    reached
+}
+
 /// Discardable fragments that the stored code of pruned fragments refers
 /// to (directly or through other such fragments) must be in the object; a
 /// stored deletion of one does not hold here, so it is compiled. Returns
 /// those fragments.
 fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usize> {
-    let owner: HashMap<String, usize> = fragments
+    let seeds: Vec<String> = fragments
         .iter()
-        .enumerate()
-        .flat_map(|(i, f)| f.members.iter().map(move |m| (m.clone(), i)))
+        .filter(|f| !f.discardable && f.has_stored_object())
+        .flat_map(|f| f.references.iter().cloned())
         .collect();
-    let mut needed = vec![false; fragments.len()];
-    let mut pending: Vec<String> = fragments
-        .iter()
-        .filter(|f| !f.discardable)
-        .filter_map(|f| f.stored_object())
-        .flat_map(entries::references_of)
-        .collect();
-    while let Some(name) = pending.pop() {
-        let Some(&j) = owner.get(&name) else { continue };
-        if !fragments[j].discardable || needed[j] {
-            continue;
-        }
-        needed[j] = true;
-        if let Some(e) = fragments[j].stored_object() {
-            pending.extend(entries::references_of(e));
-        }
-    }
+    let needed = referenced_discardables(fragments, seeds);
     let mut flipped = Vec::new();
     for (i, (f, needed)) in fragments.iter_mut().zip(needed).enumerate() {
         if needed && f.stored_deletion() {

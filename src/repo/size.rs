@@ -14,7 +14,7 @@
 //! Pruning reads a stored fragment's bytes when it decides to reuse it, so
 //! an entry evicted by a concurrent build afterwards costs nothing.
 
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -83,12 +83,7 @@ pub fn account_and_maybe_evict(
         return Ok(None);
     }
     let lock_path = ledger_dir(repo).join("cleanup.lock");
-    let lock = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("opening {}", lock_path.display()))?;
+    let lock = stats::open_lock_file(&lock_path)?;
     if lock.try_lock().is_err() {
         return Ok(None);
     }

@@ -8,7 +8,7 @@
 //! I/O problem is ignored (a build never fails because of them).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -81,6 +81,16 @@ impl Counters {
     }
 }
 
+/// Opens (creating it if needed) a file used only for its advisory lock.
+pub(crate) fn open_lock_file(path: &Path) -> Result<File> {
+    File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
+}
+
 fn stats_dir(repo: &Path) -> PathBuf {
     repo.join("stats")
 }
@@ -100,12 +110,7 @@ pub fn record_in(dir: &Path, delta: &Counters) -> Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let shard = std::process::id() % SHARDS;
     let lock_path = dir.join(format!("{shard}.lock"));
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .with_context(|| format!("opening {}", lock_path.display()))?;
+    let lock = open_lock_file(&lock_path)?;
     lock.lock()
         .with_context(|| format!("locking {}", lock_path.display()))?;
     let path = dir.join(format!("{shard}.json"));
@@ -159,11 +164,7 @@ pub fn zero_in(dir: &Path) -> Result<()> {
         if !path.exists() {
             continue;
         }
-        let lock = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)?;
+        let lock = open_lock_file(&lock_path)?;
         lock.lock()?;
         match fs::remove_file(&path) {
             Ok(()) => {}

@@ -119,33 +119,21 @@ class ConstInit:
     numbers: list  # token indices
 
 
-def _match_forward(toks, i, open_t, close_t):
+def _match(toks, i, step, open_t, close_t):
+    """The index of the token that closes the bracket at i, walking in
+    direction step (1: i opens, -1: i closes), or None."""
     depth = 0
-    for k in range(i, len(toks)):
+    end = len(toks) if step > 0 else -1
+    for k in range(i, end, step):
         t = toks[k]
         if t.kind != "punct" or t.inactive:
             continue
         if t.text == open_t:
-            depth += 1
+            depth += step
         elif t.text == close_t:
-            depth -= 1
-            if depth == 0:
-                return k
-    return None
-
-
-def _match_backward(toks, i, open_t, close_t):
-    depth = 0
-    for k in range(i, -1, -1):
-        t = toks[k]
-        if t.kind != "punct" or t.inactive:
-            continue
-        if t.text == close_t:
-            depth += 1
-        elif t.text == open_t:
-            depth -= 1
-            if depth == 0:
-                return k
+            depth -= step
+        if depth == 0 and t.text in (open_t, close_t):
+            return k
     return None
 
 
@@ -184,7 +172,7 @@ def scan(src):
             i += 1
             continue
         if t.text == "{":
-            close = _match_forward(toks, i, "{", "}")
+            close = _match(toks, i, 1, "{", "}")
             if close is None:
                 # Unbalanced (braces under #if that the first-branch rule
                 # did not pair): give up on this statement, resync at the
@@ -195,7 +183,7 @@ def scan(src):
             stmt_texts = [x.text for x in toks[stmt_start:i] if not x.inactive]
             prev = next((x for x in reversed(toks[stmt_start:i]) if not x.inactive), None)
             if prev is not None and prev.text == ")" and "=" not in stmt_texts:
-                open_paren = _match_backward(toks, i - 1, "(", ")")
+                open_paren = _match(toks, i - 1, -1, "(", ")")
                 if open_paren and open_paren > stmt_start and toks[open_paren - 1].kind == "ident":
                     functions.append(
                         Function(
