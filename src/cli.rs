@@ -103,19 +103,6 @@ pub fn completion_script(shell: CompletionShell) -> Vec<u8> {
     out
 }
 
-/// Counters always shown, even at zero.
-const SHOWN: &[&str] = &[
-    key::COMPILES,
-    key::PASSTHROUGH,
-    key::FALLBACKS,
-    key::LINKS,
-    key::COMPILE_ERRORS,
-    key::DEFINITIONS_TOTAL,
-    key::DEFINITIONS_COMPILED,
-    key::DEFINITIONS_PRUNED,
-    key::FRAGMENTS_STORED,
-];
-
 pub fn run(args: Vec<String>) -> i32 {
     let cli = match AdminCli::try_parse_from(std::iter::once("repocc".to_string()).chain(args)) {
         Ok(c) => c,
@@ -129,6 +116,17 @@ pub fn run(args: Vec<String>) -> i32 {
         eprintln!("repocc: warning: {w}");
     }
     let mut out = std::io::stdout().lock();
+    // The repository for the commands that change it: only a trusted one.
+    let usable_repo = || {
+        loaded.config.usable_repo_dir().map_err(|e| {
+            eprintln!("repocc: error: {e}");
+            1
+        })
+    };
+    let shown_repo = loaded.config.repo_dir().map_or_else(
+        || "(none: HOME is not set)".to_string(),
+        |d| d.display().to_string(),
+    );
     if let Some(shell) = cli.completions {
         let _ = out.write_all(&completion_script(shell));
     } else if cli.show_config {
@@ -152,15 +150,22 @@ pub fn run(args: Vec<String>) -> i32 {
                 out,
                 "{:<16} = {:<24} (derived)",
                 "repository",
-                format!("{:?}", loaded.config.repo_dir().display().to_string())
+                format!("{shown_repo:?}")
             );
         }
     } else if cli.show_stats {
-        let s = stats::read(&loaded.config.repo_dir());
-        let (repo_bytes, repo_entries) = Store::new(&loaded.config.repo_dir()).size();
+        let Some(dir) = loaded.config.repo_dir() else {
+            eprintln!("repocc: error: no repository: HOME is not set; set REPOCC_DIR");
+            return 1;
+        };
+        if let Err(e) = loaded.config.usable_repo_dir() {
+            eprintln!("repocc: warning: {e}");
+        }
+        let s = stats::read(&dir);
+        let (repo_bytes, repo_entries) = Store::new(&dir).size();
         if cli.format == Format::Json {
             let mut m = serde_json::Map::new();
-            for k in SHOWN {
+            for k in key::ALL {
                 m.insert(k.to_string(), s.get(k).into());
             }
             for (k, v) in &s.counters {
@@ -182,8 +187,8 @@ pub fn run(args: Vec<String>) -> i32 {
                 serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or_default()
             );
         } else {
-            let _ = writeln!(out, "repository: {}", loaded.config.repo_dir().display());
-            let mut keys: Vec<&str> = SHOWN.to_vec();
+            let _ = writeln!(out, "repository: {shown_repo}");
+            let mut keys: Vec<&str> = key::ALL.to_vec();
             for k in s.counters.keys() {
                 if !keys.contains(&k.as_str()) {
                     keys.push(k);
@@ -200,21 +205,32 @@ pub fn run(args: Vec<String>) -> i32 {
             if !s.reasons.is_empty() {
                 let _ = writeln!(out, "passthrough and fallback reasons:");
                 for (r, n) in &s.reasons {
-                    let _ = writeln!(out, "  {n:>8}  {r}");
+                    let _ = writeln!(out, "  {:>8}  {r}", n.count);
+                    for d in &n.details {
+                        let _ = writeln!(out, "            {d}");
+                    }
                 }
             }
         }
     } else if cli.clear {
-        let st = Store::new(&loaded.config.repo_dir());
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let st = Store::new(&dir);
         if let Err(e) = st.clear() {
             eprintln!("repocc: error: clearing {}: {e}", st.root().display());
             return 1;
         }
-        let _ = size::record_measured(&loaded.config.repo_dir(), 0);
+        let _ = size::record_measured(&dir, 0);
         let _ = writeln!(out, "Repository cleared");
     } else if cli.cleanup {
-        let r = Store::new(&loaded.config.repo_dir()).evict_to(loaded.config.max_size_bytes());
-        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let r = crate::repo::storage::evict_to(&Store::new(&dir), loaded.config.max_size_bytes());
+        let _ = size::record_measured(&dir, r.bytes_after);
         let _ = writeln!(
             out,
             "Evicted {} of {} entries; {} -> {} bytes (limit {})",
@@ -234,8 +250,12 @@ pub fn run(args: Vec<String>) -> i32 {
                 return 1;
             }
         }
-        let r = Store::new(&loaded.config.repo_dir()).evict_to(bytes);
-        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let r = crate::repo::storage::evict_to(&Store::new(&dir), bytes);
+        let _ = size::record_measured(&dir, r.bytes_after);
         if r.removed > 0 {
             let _ = writeln!(out, "Evicted {} entries", r.removed);
         }
@@ -244,11 +264,19 @@ pub fn run(args: Vec<String>) -> i32 {
             eprintln!("repocc: error: invalid age {age:?} (examples: 3600, 90m, 12h, 7d)");
             return 2;
         };
-        let r = Store::new(&loaded.config.repo_dir()).evict_older_than(age);
-        let _ = size::record_measured(&loaded.config.repo_dir(), r.bytes_after);
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let r = crate::repo::storage::evict_older_than(&Store::new(&dir), age);
+        let _ = size::record_measured(&dir, r.bytes_after);
         let _ = writeln!(out, "Evicted {} of {} entries", r.removed, r.entries_before);
     } else if cli.verify {
-        let r = Store::new(&loaded.config.repo_dir()).verify_all();
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let r = Store::new(&dir).verify_all();
         for (path, why) in &r.removed {
             let _ = writeln!(out, "removed {}: {why}", path.display());
         }
@@ -262,7 +290,11 @@ pub fn run(args: Vec<String>) -> i32 {
             return 1;
         }
     } else if cli.zero_stats {
-        if let Err(e) = stats::zero(&loaded.config.repo_dir()) {
+        let dir = match usable_repo() {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        if let Err(e) = stats::zero(&dir) {
             eprintln!("repocc: error: {e:#}");
             return 1;
         }

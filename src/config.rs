@@ -17,6 +17,7 @@ pub struct Config {
     pub clang: String,
     pub clangxx: String,
     pub dir: String,
+    pub shared_dir: String,
     pub disable: bool,
     pub fragments: bool,
     pub debug_fragments: bool,
@@ -78,7 +79,8 @@ pub fn load_from(
     env_file: Option<PathBuf>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Loaded {
-    let mut merged = defaults();
+    let defaults_map = defaults();
+    let mut merged = defaults_map.clone();
     let mut origins: Map<String, Value> = merged
         .keys()
         .map(|k| (k.clone(), Value::String("default".into())))
@@ -88,24 +90,30 @@ pub fn load_from(
     let layers = [(user_file, false), (env_file, true)];
     for (path, must_exist) in layers {
         let Some(path) = path else { continue };
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        let text = match crate::repo::fsx::read_bounded(&path, MAX_CONFIG_BYTES) {
+            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
+            Err(crate::repo::fsx::ReadError::Missing) if !must_exist => continue,
             Err(e) => {
-                if must_exist || e.kind() != std::io::ErrorKind::NotFound {
-                    warnings.push(format!("cannot read config {}: {e}", path.display()));
-                }
+                warnings.push(format!("cannot read config {}: {e}", path.display()));
                 continue;
             }
         };
         match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => {
                 for (k, v) in strip_comments(v) {
-                    if !merged.contains_key(&k) {
+                    let Some(default) = defaults_map.get(&k) else {
                         warnings.push(format!("unknown key {k:?} in {}", path.display()));
                         continue;
+                    };
+                    match validate(&k, default, v) {
+                        Ok(v) => {
+                            origins.insert(k.clone(), Value::String(path.display().to_string()));
+                            merged.insert(k, v);
+                        }
+                        Err(why) => {
+                            warnings.push(format!("ignoring {k:?} in {}: {why}", path.display()))
+                        }
                     }
-                    origins.insert(k.clone(), Value::String(path.display().to_string()));
-                    merged.insert(k, v);
                 }
             }
             Ok(_) => warnings.push(format!("config {} is not a JSON object", path.display())),
@@ -117,21 +125,30 @@ pub fn load_from(
     for k in keys {
         let var = format!("REPOCC_{}", k.to_ascii_uppercase());
         let Some(raw) = env(&var) else { continue };
-        let default = &merged[&k];
+        let default = &defaults_map[&k];
         let parsed = match default {
-            Value::Bool(_) => parse_bool(&raw).map(Value::Bool),
-            Value::Number(_) => raw.trim().parse::<u64>().ok().map(Value::from),
-            _ => Some(Value::String(raw.clone())),
-        };
+            Value::Bool(_) => parse_bool(&raw)
+                .map(Value::Bool)
+                .ok_or("expected true or false".to_string()),
+            Value::Number(_) => raw
+                .trim()
+                .parse::<u64>()
+                .map(Value::from)
+                .map_err(|_| "expected a non-negative integer".to_string()),
+            _ => Ok(Value::String(raw.clone())),
+        }
+        .and_then(|v| validate(&k, default, v));
         match parsed {
-            Some(v) => {
+            Ok(v) => {
                 merged.insert(k.clone(), v);
                 origins.insert(k, Value::String(format!("environment {var}")));
             }
-            None => warnings.push(format!("ignoring {var}={raw:?}: not a valid value")),
+            Err(why) => warnings.push(format!("ignoring {var}={raw:?}: {why}")),
         }
     }
 
+    // Every value was checked alone above; this cannot fail, but if it
+    // did, the defaults are a working configuration.
     let config = match serde_json::from_value::<Config>(Value::Object(merged.clone())) {
         Ok(c) => c,
         Err(e) => {
@@ -158,6 +175,35 @@ pub fn load_from(
     }
 }
 
+/// Largest configuration file read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Checks one value against its key: the type of the default, and what the
+/// key itself requires. A bad value fails alone, with the reason.
+fn validate(key: &str, default: &Value, v: Value) -> Result<Value, String> {
+    let type_ok = match default {
+        Value::Bool(_) => v.is_boolean(),
+        Value::Number(_) => v.is_u64(),
+        Value::String(_) => v.is_string(),
+        _ => true,
+    };
+    if !type_ok {
+        let want = match default {
+            Value::Bool(_) => "true or false",
+            Value::Number(_) => "a non-negative integer",
+            _ => "a string",
+        };
+        return Err(format!("{v} is not {want}"));
+    }
+    if key == "max_size" {
+        let text = v.as_str().unwrap_or("");
+        if crate::repo::store::parse_size(text).is_none() {
+            return Err(format!("{text:?} is not a size (examples: 500M, 10G, 0)"));
+        }
+    }
+    Ok(v)
+}
+
 fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "1" | "true" | "yes" | "on" => Some(true),
@@ -167,21 +213,49 @@ fn parse_bool(s: &str) -> Option<bool> {
 }
 
 impl Config {
-    /// The repository directory.
-    pub fn repo_dir(&self) -> PathBuf {
+    /// The repository directory: `dir`, else `$XDG_CACHE_HOME/repocc`,
+    /// else `~/.cache/repocc` (the home directory from the password
+    /// database when `HOME` is unset). `None` when there is no home at all:
+    /// never a predictable path in a shared directory such as /tmp.
+    pub fn repo_dir(&self) -> Option<PathBuf> {
         if !self.dir.is_empty() {
-            return PathBuf::from(&self.dir);
+            return Some(PathBuf::from(&self.dir));
         }
         if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-            return PathBuf::from(x).join("repocc");
+            return Some(PathBuf::from(x).join("repocc"));
         }
-        match std::env::var_os("HOME") {
-            Some(h) => PathBuf::from(h).join(".cache/repocc"),
-            None => PathBuf::from("/tmp/repocc"),
-        }
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| crate::repo::trust::home_of(crate::repo::trust::current_uid()))?;
+        Some(home.join(".cache/repocc"))
     }
 
-    /// The store's size limit in bytes (the default if the value is bad).
+    /// The repository shared on purpose, if configured.
+    pub fn shared_dir(&self) -> Option<PathBuf> {
+        (!self.shared_dir.is_empty()).then(|| PathBuf::from(&self.shared_dir))
+    }
+
+    /// The repository this process may use: configured, and trusted (see
+    /// `repo::trust`). The error is the one warning line to print.
+    pub fn usable_repo_dir(&self) -> Result<PathBuf, String> {
+        let dir = self.repo_dir().ok_or(
+            "no repository: HOME is not set and the user has no home directory; set REPOCC_DIR",
+        )?;
+        let shared = self.shared_dir();
+        crate::repo::trust::check(&dir, crate::repo::trust::current_uid(), shared.as_deref())
+            .map_err(|why| {
+                format!(
+                    "not using the repository {}: {why} (others could put code into your programs; \
+                     fix the permissions, or name it in shared_dir to share it on purpose)",
+                    dir.display()
+                )
+            })?;
+        crate::repo::fsx::set_shared(shared.is_some());
+        Ok(dir)
+    }
+
+    /// The store's size limit in bytes (validated when loaded).
     pub fn max_size_bytes(&self) -> u64 {
         crate::repo::store::parse_size(&self.max_size).unwrap_or(10 << 30)
     }
@@ -261,12 +335,28 @@ mod tests {
     }
 
     #[test]
-    fn wrong_type_in_file_falls_back_to_defaults() {
+    fn a_bad_value_fails_alone() {
         let d = tempfile::tempdir().unwrap();
         let user = d.path().join("user.json");
-        std::fs::write(&user, r#"{"jobs": "many"}"#).unwrap();
-        let l = load_from(Some(user), None, |_| None);
+        std::fs::write(
+            &user,
+            r#"{"jobs": "many", "dir": "/my/repo", "max_size": "lots", "stats": false}"#,
+        )
+        .unwrap();
+        let l = load_from(Some(user), None, |k| {
+            (k == "REPOCC_MAX_SIZE").then(|| "12Q".to_string())
+        });
         assert_eq!(l.config.jobs, 0);
-        assert_eq!(l.warnings.len(), 1);
+        assert_eq!(l.config.dir, "/my/repo", "the other keys stay");
+        assert!(!l.config.stats);
+        assert_eq!(l.config.max_size, "10G");
+        assert_eq!(l.warnings.len(), 3, "{:?}", l.warnings);
+        assert!(l.warnings[0].contains("\"jobs\""), "{:?}", l.warnings);
+        assert!(l.warnings.iter().any(|w| w.contains("REPOCC_MAX_SIZE")));
+        let l = load_from(None, None, |k| {
+            (k == "REPOCC_MAX_SIZE").then(|| "500M".into())
+        });
+        assert_eq!(l.config.max_size_bytes(), 500 << 20);
+        assert!(l.warnings.is_empty());
     }
 }

@@ -73,6 +73,7 @@ extern "C" {
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
     );
+
     #[cfg(test)]
     fn repocc_get_target_options(
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
@@ -393,6 +394,14 @@ pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -
     drop(context);
     drop(sink);
     result
+}
+
+/// The LLVM version repocc is linked with, e.g. "19.1.7".
+pub fn llvm_version() -> String {
+    let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
+    // SAFETY: the out-pointers are valid u32s for the duration of the call.
+    unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
+    format!("{major}.{minor}.{patch}")
 }
 
 #[cfg(test)]

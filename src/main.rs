@@ -36,17 +36,9 @@ fn print_version(argv0: &str) -> i32 {
     println!(
         "repocc {} (in-process LLVM {} pipeline)",
         env!("CARGO_PKG_VERSION"),
-        llvm_version()
+        llvm_shim::llvm_version()
     );
     code
-}
-
-/// The LLVM version repocc is linked with, e.g. "19.1.7".
-pub fn llvm_version() -> String {
-    let (mut major, mut minor, mut patch) = (0u32, 0u32, 0u32);
-    // SAFETY: the out-pointers are valid u32s for the duration of the call.
-    unsafe { llvm_sys::core::LLVMGetVersion(&mut major, &mut minor, &mut patch) };
-    format!("{major}.{minor}.{patch}")
 }
 
 fn main() {

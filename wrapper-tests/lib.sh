@@ -34,6 +34,13 @@ note() {
   echo "[$TEST_NAME] $*"
 }
 
+# ... | has PATTERN: whether the piped text matches. Reads all of it, unlike
+# `grep -q`, which exits at the first match and leaves the writer to die of
+# SIGPIPE: under pipefail that made a passing check fail at random.
+has() {
+  grep -E -e "$1" > /dev/null
+}
+
 # assert_eq WHAT EXPECTED ACTUAL
 assert_eq() {
   if [ "$2" != "$3" ]; then
@@ -59,3 +66,40 @@ fresh_copy() {
   rm -rf "$2"
   cp -a "$1" "$2"
 }
+
+# compare NAME ARGS...: runs clang-19 and repocc with the same arguments in
+# two fresh directories (each a copy of the current directory's *.c and of
+# the files named in COMPARE_FILES), each for at most 5 minutes (a hang
+# fails); stderr (with the run directory and temporary objects normalised)
+# and exit code must match, and repocc must leave no file clang does not.
+compare() {
+  local name=$1; shift
+  for who in clang repocc; do
+    rm -rf "run-$who"; mkdir "run-$who"
+    cp ./*.c "run-$who/"
+    for f in ${COMPARE_FILES:-}; do cp -a "$f" "run-$who/"; done
+    (
+      cd "run-$who"
+      set +e
+      if [ $who = clang ]; then timeout 300 clang-19 "$@" 2>../stderr-$who; else timeout 300 "$REPOCC" "$@" 2>../stderr-$who; fi
+      echo $? > ../rc-$who
+    )
+    (cd "run-$who" && ls -A | sort) > "files-$who"
+    # Temporary objects of a compile-and-link have random names.
+    sed -i -E -e 's#/tmp/[A-Za-z0-9_.-]+-[A-Za-z0-9]{6}\.o#TMP.o#g' -e "s#run-$who#run-X#g" "stderr-$who"
+  done
+  assert_eq "$name: exit code" "$(cat rc-clang)" "$(cat rc-repocc)"
+  if ! cmp -s stderr-clang stderr-repocc; then
+    fail "$name: stderr differs:
+--- clang
+$(cat stderr-clang)
+--- repocc
+$(cat stderr-repocc)"
+  fi
+  if ! cmp -s files-clang files-repocc; then
+    fail "$name: files differ: $(diff files-clang files-repocc)"
+  fi
+  [ -n "${MAY_SUCCEED:-}" ] || [ "$(cat rc-clang)" != 0 ] || fail "$name: expected a failure"
+  note "$name: exit $(cat rc-repocc), same stderr ($(wc -l < stderr-repocc) lines), same files"
+}
+

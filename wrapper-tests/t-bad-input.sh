@@ -27,39 +27,6 @@ C
 mkdir -p ro
 chmod 555 ro
 
-# compare NAME ARGS...: runs clang-19 and repocc with the same arguments in
-# two fresh directories; stderr (with the program name normalised) and exit
-# code must match, and repocc must leave no file clang does not.
-compare() {
-  local name=$1; shift
-  for who in clang repocc; do
-    rm -rf "run-$who"; mkdir "run-$who"
-    cp ./*.c "run-$who/"
-    (
-      cd "run-$who"
-      set +e
-      if [ $who = clang ]; then clang-19 "$@" 2>../stderr-$who; else "$REPOCC" "$@" 2>../stderr-$who; fi
-      echo $? > ../rc-$who
-    )
-    (cd "run-$who" && ls -A | sort) > "files-$who"
-    # Temporary objects of a compile-and-link have random names.
-    sed -i -E 's#/tmp/[A-Za-z0-9_.-]+-[A-Za-z0-9]{6}\.o#TMP.o#g' "stderr-$who"
-  done
-  assert_eq "$name: exit code" "$(cat rc-clang)" "$(cat rc-repocc)"
-  if ! cmp -s stderr-clang stderr-repocc; then
-    fail "$name: stderr differs:
---- clang
-$(cat stderr-clang)
---- repocc
-$(cat stderr-repocc)"
-  fi
-  if ! cmp -s files-clang files-repocc; then
-    fail "$name: files differ: $(diff files-clang files-repocc)"
-  fi
-  [ -n "${MAY_SUCCEED:-}" ] || [ "$(cat rc-clang)" != 0 ] || fail "$name: expected a failure"
-  note "$name: exit $(cat rc-repocc), same stderr ($(wc -l < stderr-repocc) lines), same files"
-}
-
 compare "syntax error" -c syntax.c -o syntax.o
 compare "syntax error, two units" -c ok.c syntax.c
 compare "syntax error, compile and link" -O2 syntax.c ok.c -o prog
@@ -77,6 +44,15 @@ compare "invalid -O value" -Oq -c ok.c -o ok.o
 compare "inline asm error from the backend" -O2 -c badasm.c -o badasm.o
 MAY_SUCCEED=1 compare "backend warning (-Wframe-larger-than)" -O2 -Wframe-larger-than=64 -c bigframe.c -o bigframe.o
 grep -q "stack frame size" stderr-repocc || fail "backend warning missing: $(cat stderr-repocc)"
+cat > both.c <<'C'
+void use(char *);
+void f(void) { int unused; char buf[4096]; use(buf); }
+C
+# The frontend's warning once, in clang's order with the backend's.
+MAY_SUCCEED=1 compare "frontend and backend warnings" -Wall -O2 -Wframe-larger-than=64 -c both.c -o both.o
+MAY_SUCCEED=1 compare "a driver warning once for two units" -c ok.c warn.c -lm
+compare "a driver error once for two units" -Werror -c ok.c warn.c -lm
+MAY_SUCCEED=1 compare "frontend and backend warnings, two units" -Wall -O2 -Wframe-larger-than=64 -c both.c bigframe.c
 
 note "warnings appear exactly once, exit code 0"
 "$REPOCC" -Wall -c warn.c -o warn.o 2> w-repocc || fail "warning compile failed"

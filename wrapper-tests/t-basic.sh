@@ -38,7 +38,7 @@ note "-c of several sources names objects like clang"
 mkdir -p objs && cd objs
 "$REPOCC" -c -O1 ../main.c ../util.c
 [ -f main.o ] && [ -f util.o ] || fail "main.o/util.o not in the current directory"
-file main.o | grep -q "ELF 64-bit LSB relocatable" || fail "main.o is not an ELF relocatable: $(file main.o)"
+file main.o | has "ELF 64-bit LSB relocatable" || fail "main.o is not an ELF relocatable: $(file main.o)"
 "$REPOCC" main.o util.o -o prog
 assert_eq "link-only output" "$want" "$(./prog)"
 cd ..
@@ -46,8 +46,8 @@ cd ..
 note "the object passes through ar, nm, objdump, strip"
 "$REPOCC" -c -O2 util.c -o util.o
 ar rcs libutil.a util.o
-nm libutil.a | grep -q " T sum_to" || fail "nm does not show sum_to"
-objdump -d util.o | grep -q "<sum_to>:" || fail "objdump does not disassemble sum_to"
+nm libutil.a | has " T sum_to" || fail "nm does not show sum_to"
+objdump -d util.o | has "<sum_to>:" || fail "objdump does not disassemble sum_to"
 cp util.o stripped.o && strip -g stripped.o
 "$REPOCC" main.c -L. -lutil -o prog2
 assert_eq "archive link" "$want" "$(./prog2)"

@@ -40,12 +40,12 @@ sections() { readelf -SW "$1" | sed -n 's/^ *\[ *[0-9]*\] \([^ ]*\) .*/\1/p' | g
   | sed -E 's/^(\.rela)?(\.text|\.rodata|\.data\.rel\.ro|\.data|\.bss|\.tdata|\.tbss)\..*/\1\2.*/' | sort -u; }
 sections sec.clang.o > sec.clang.txt
 sections sec.repocc.o > sec.repocc.txt
-readelf -SW sec.repocc.o | grep -q ' \.text\.main ' || fail "-ffunction-sections gave no .text.main"
+readelf -SW sec.repocc.o | has ' \.text\.main ' || fail "-ffunction-sections gave no .text.main"
 grep -q '^\.fini_array' sec.repocc.txt || fail "destructors are not in .fini_array (UseInitArray)"
 grep -q '^\.llvm_addrsig$' sec.repocc.txt || fail "no address-significance table"
 printf '#include <stdio.h>\n__attribute__((constructor)) void announce(void) { puts("ctor"); }\n' > ctor.c
 "$REPOCC" -O2 -c ctor.c -o ctor.o
-readelf -SW ctor.o | grep -q ' \.init_array ' || fail "constructors are not in .init_array"
+readelf -SW ctor.o | has ' \.init_array ' || fail "constructors are not in .init_array"
 missing=$(comm -23 sec.clang.txt sec.repocc.txt | tr '\n' ' ')
 [ -z "$missing" ] || fail "sections clang has and repocc lacks: $missing"
 

@@ -18,8 +18,8 @@ for O in -O0 -O2; do
   note "feature programs agree at $O"
 done
 "$REPOCC" -O2 -fPIC -shared "$P/features-helper.c" -o libhelper.so
-nm -D libhelper.so | grep -q " T helper_count" || fail "shared library lacks helper_count"
-nm libhelper.so | grep -q " [Dd] counter" || fail "the static counter is not a local symbol in the shared library"
+nm -D libhelper.so | has " T helper_count" || fail "shared library lacks helper_count"
+nm libhelper.so | has " [Dd] counter" || fail "the static counter is not a local symbol in the shared library"
 
 before=$(stat_value definitions_compiled)
 [ "$before" -gt 20 ] || fail "definitions_compiled not counted ($before)"

@@ -29,18 +29,26 @@ use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 
 use crate::config::{self, Config};
-use crate::pipeline::frontend::{self, Clang, Diagnostics, RealClang};
+use crate::pipeline::frontend::{self, Clang, RealClang};
 use crate::pipeline::{self, PipelineOptions};
 use crate::repo::size;
-use crate::repo::stats::{self, key, Counters};
+use crate::repo::stats::{self, key, Category, Counters, Reason};
 use plan::{CompilePlan, LinkArg, Plan, TempObjects};
 use toolchain::{DriverKind, RECURSION_GUARD};
 
 /// The command to re-run if LLVM hits a fatal error mid-pipeline.
 static FALLBACK_COMMAND: OnceLock<(PathBuf, Vec<OsString>)> = OnceLock::new();
+/// Where the fatal-error handler records its fallback (statistics on).
+static STATS_REPO: OnceLock<PathBuf> = OnceLock::new();
 
 fn on_llvm_fatal_error(reason: &str) -> ! {
     eprintln!("repocc: warning: LLVM error ({reason}); compiling with clang instead");
+    if let Some(repo) = STATS_REPO.get() {
+        let mut c = Counters::default();
+        c.add(key::FALLBACKS, 1);
+        c.add_reason(&Reason::new(Category::LlvmFatalError, reason));
+        let _ = stats::record(repo, &c);
+    }
     if let Some((clang, args)) = FALLBACK_COMMAND.get() {
         let err = Command::new(clang)
             .args(args)
@@ -107,38 +115,50 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
         }
     };
     let _ = FALLBACK_COMMAND.set((clang.clone(), args.clone()));
-    let repo_dir = cfg.repo_dir();
+    // The repository, if there is one this user alone can write (see
+    // `repo::trust`); without it, statistics are not kept either.
+    let repo = cfg.usable_repo_dir();
+    let stats_repo = repo.as_ref().ok().filter(|_| cfg.stats).cloned();
+    if let Some(r) = &stats_repo {
+        let _ = STATS_REPO.set(r.clone());
+    }
     let record = |c: &Counters| {
-        if cfg.stats {
-            let _ = stats::record(&repo_dir, c);
+        if let Some(r) = &stats_repo {
+            let _ = stats::record(r, c);
         }
     };
 
-    let passthrough = |reason: &str| -> i32 {
+    let passthrough = |reason: Reason| -> i32 {
         let mut c = Counters::default();
         c.add(key::PASSTHROUGH, 1);
-        c.add_reason(reason);
+        c.add_reason(&reason);
         record(&c);
         exec_clang(&clang, &args)
     };
 
     if !drive_it {
-        return passthrough("launcher for a compiler other than clang-19");
+        return passthrough(Reason::new(Category::OtherCompiler, compiler_name));
     }
     if cfg.disable {
-        return passthrough("repocc disabled by configuration");
+        return passthrough(Reason::new(Category::Disabled, "disable = true"));
     }
     let Some(utf8): Option<Vec<String>> =
         args.iter().map(|a| a.to_str().map(String::from)).collect()
     else {
-        return passthrough("non-UTF-8 argument");
+        return passthrough(Reason::new(
+            Category::NonUtf8Argument,
+            "an argument is not UTF-8",
+        ));
     };
-    let expanded = response::expand(&utf8);
+    let expanded = match response::expand(&utf8) {
+        Ok(e) => e,
+        Err(reason) => return passthrough(reason),
+    };
     let split = args::split(&expanded);
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let temps = LazyTemps::default();
     match plan::plan(&split, &cwd, &temps) {
-        Plan::Passthrough(reason) => passthrough(&reason),
+        Plan::Passthrough(reason) => passthrough(reason),
         Plan::LinkOnly => {
             let mut c = Counters::default();
             c.add(key::LINKS, 1);
@@ -146,8 +166,17 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             exec_clang(&clang, &args)
         }
         Plan::Compile(p) => {
+            let repo = match repo {
+                Ok(r) => Some(r),
+                Err(why) => {
+                    if cfg.fragments {
+                        warn(&why);
+                    }
+                    None
+                }
+            };
             let real = RealClang { path: clang };
-            let (code, counters) = execute(&p, &real, &cfg, &expanded);
+            let (code, counters) = execute(&p, &real, &cfg, &expanded, repo.as_deref());
             record(&counters);
             code
         }
@@ -206,44 +235,97 @@ struct UnitResult {
     report: Option<pipeline::UnitReport>,
     stderr: Vec<u8>,
     compiled: bool,
-    fallback: bool,
+    /// clang compiled the unit after its frontend ran, for this reason.
+    fallback: Option<Reason>,
+    /// The unit's object came from a clang compile the repository
+    /// remembered.
+    clang_unit_reused: bool,
     frontend_error: bool,
+    /// Bytes this unit wrote to the repository outside the pipeline.
+    bytes_stored: u64,
+    /// A unit with debug info that clang compiled (no repository use).
+    debug_whole: bool,
 }
 
-/// Whether we add `-fcolor-diagnostics` when capturing clang's stderr: our
-/// stderr is a colour terminal (ccache's rule) and the user chose nothing.
+impl UnitResult {
+    fn failed(status: i32, stderr: Vec<u8>, frontend_error: bool) -> UnitResult {
+        UnitResult {
+            status,
+            report: None,
+            stderr,
+            compiled: false,
+            fallback: None,
+            clang_unit_reused: false,
+            frontend_error,
+            bytes_stored: 0,
+            debug_whole: false,
+        }
+    }
+}
+
+/// Whether we add `-fcolor-diagnostics` when capturing clang's stderr: the
+/// user chose nothing and clang, writing to our stderr, would colour (a
+/// terminal whose `TERM` LLVM's `terminalHasColors` accepts).
 fn force_color(args: &[String]) -> bool {
     let user_chose = args.iter().any(|a| {
         a.starts_with("-fcolor-diagnostics")
             || a.starts_with("-fno-color-diagnostics")
-            || a.starts_with("-fdiagnostics-color")
+            || (a.starts_with("-fdiagnostics-color") && a != "-fdiagnostics-color=auto")
             || a.starts_with("-fno-diagnostics-color")
     });
     !user_chose
         && std::io::stderr().is_terminal()
-        && std::env::var("TERM").is_ok_and(|t| t != "dumb")
+        && std::env::var("TERM").is_ok_and(|t| term_has_colors(&t))
+}
+
+/// LLVM's `terminalHasColors` (Support/Unix/Process.inc).
+fn term_has_colors(term: &str) -> bool {
+    matches!(term, "ansi" | "cygwin" | "linux")
+        || ["screen", "xterm", "vt100", "rxvt"]
+            .iter()
+            .any(|p| term.starts_with(p))
+        || term.contains("color")
 }
 
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
-fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) -> (i32, Counters) {
-    pipeline::merge::configure_llvm(cfg.fragments, cfg.fragments && cfg.debug_fragments);
+fn execute(
+    p: &CompilePlan,
+    clang: &dyn Clang,
+    cfg: &Config,
+    args: &[String],
+    repo: Option<&Path>,
+) -> (i32, Counters) {
+    let fragments = cfg.fragments && repo.is_some();
+    pipeline::merge::configure_llvm(fragments, fragments && cfg.debug_fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
-    let diagnostics = if p.units.len() == 1 {
-        Diagnostics::Inherit
+    let identity = if fragments {
+        crate::repo::identity::repocc_identity(repo)
     } else {
-        Diagnostics::Capture {
-            force_color: force_color(args),
-        }
+        String::new()
     };
     let options = PipelineOptions {
         merge_functions: cfg.merge_functions,
-        fragments: cfg.fragments,
+        fragments,
         debug_fragments: cfg.debug_fragments,
         jobs: cfg.jobs(),
-        repo_dir: cfg.repo_dir(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
+        key: pipeline::key::KeyContext::new(identity, &p.codegen, cfg.merge_functions),
     };
+    let force_color = force_color(args);
+    // The repository, when the pipeline uses it; clang's identity goes into
+    // the keys of units clang compiles (see `pipeline::clang_units`).
+    let file_store = repo.filter(|_| fragments).map(|r| {
+        let clang_identity = crate::repo::identity::executable_digest(clang.path(), Some(r))
+            .unwrap_or_else(|_| clang.path().display().to_string());
+        (crate::repo::store::Store::new(r), clang_identity)
+    });
+    let repository = file_store
+        .as_ref()
+        .map(|(store, clang_identity)| UnitRepository {
+            storage: store,
+            clang_identity,
+        });
     let scratch = tempfile::Builder::new()
         .prefix("repocc-dep-")
         .tempdir()
@@ -262,10 +344,13 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
             unit,
             p,
             clang,
-            &options,
-            diagnostics,
+            &UnitContext {
+                options: &options,
+                repository,
+                force_color,
+                timings,
+            },
             discard.as_deref(),
-            timings,
         )
     };
 
@@ -286,8 +371,9 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     let mut counters = Counters::default();
     let mut status = 0;
     let mut err = std::io::stderr().lock();
+    let mut driver_lines = DriverDiagnostics::new(clang.path());
     for r in &results {
-        let _ = err.write_all(&r.stderr);
+        let _ = err.write_all(&driver_lines.first_time(&r.stderr));
         if r.compiled {
             counters.add(key::COMPILES, 1);
             if let Some(rep) = &r.report {
@@ -301,8 +387,15 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
                 }
             }
         }
-        if r.fallback {
+        if let Some(reason) = &r.fallback {
             counters.add(key::FALLBACKS, 1);
+            counters.add_reason(reason);
+        }
+        if r.clang_unit_reused {
+            counters.add(key::CLANG_UNITS_REUSED, 1);
+        }
+        if r.debug_whole && r.status == 0 {
+            counters.add(key::DEBUG_UNITS_WHOLE, 1);
         }
         if r.frontend_error {
             counters.add(key::COMPILE_ERRORS, 1);
@@ -317,10 +410,11 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     // evicts (best effort, like the statistics: never a failed build).
     let bytes_stored: u64 = results
         .iter()
-        .filter_map(|r| r.report.as_ref())
-        .map(|r| r.bytes_stored)
+        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
         .sum();
-    let _ = size::account_and_maybe_evict(&cfg.repo_dir(), bytes_stored, cfg.max_size_bytes());
+    if let Some(repo) = repo {
+        let _ = size::account_and_maybe_evict(repo, bytes_stored, cfg.max_size_bytes());
+    }
 
     if status == 0 {
         if let Some(link) = &p.link {
@@ -349,65 +443,155 @@ fn execute(p: &CompilePlan, clang: &dyn Clang, cfg: &Config, args: &[String]) ->
     (status, counters)
 }
 
+/// clang's driver prints a diagnostic about the command line (`clang-19:
+/// warning: -lm: 'linker' input unused`) once per invocation; each unit's
+/// frontend prints it again. Lines that start with the driver's name are
+/// printed the first time only.
+struct DriverDiagnostics {
+    prefix: Vec<u8>,
+    seen: std::collections::HashSet<Vec<u8>>,
+}
+
+impl DriverDiagnostics {
+    fn new(clang: &Path) -> DriverDiagnostics {
+        let name = clang
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        DriverDiagnostics {
+            prefix: format!("{name}: ").into_bytes(),
+            seen: Default::default(),
+        }
+    }
+
+    /// `text` without the driver lines already printed.
+    fn first_time(&mut self, text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len());
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            if line.starts_with(&self.prefix) && !self.seen.insert(line.to_vec()) {
+                continue;
+            }
+            out.extend_from_slice(line);
+        }
+        out
+    }
+}
+
+/// The repository as the units of an invocation use it.
+#[derive(Clone, Copy)]
+struct UnitRepository<'a> {
+    storage: &'a dyn crate::repo::storage::Storage,
+    /// clang's executable digest, for the keys of units clang compiles.
+    clang_identity: &'a str,
+}
+
+/// What every unit of an invocation shares.
+struct UnitContext<'a> {
+    options: &'a PipelineOptions,
+    /// The repository, when one is in use.
+    repository: Option<UnitRepository<'a>>,
+    /// Our stderr is a colour terminal and the user chose nothing.
+    force_color: bool,
+    timings: bool,
+}
+
 /// One unit: frontend, then the pipeline; on a pipeline failure, a plain
 /// clang compile of the unit with one warning line.
 fn compile_unit(
     unit: &plan::UnitPlan,
     p: &CompilePlan,
     clang: &dyn Clang,
-    options: &PipelineOptions,
-    diagnostics: Diagnostics,
+    cx: &UnitContext,
     discard_dep: Option<&Path>,
-    timings: bool,
 ) -> UnitResult {
+    // Debug info does not use the repository unless `debug_fragments` is
+    // on, and the pipeline would only add its own cost (and mem2reg's
+    // loss of variables at -O0): clang compiles such a unit, exactly as
+    // it would without repocc.
+    if cx.repository.is_some() && p.debug_any && !cx.options.debug_fragments {
+        let (status, stderr) = match plain_compile(clang.path(), unit, cx, false) {
+            Ok(r) => r,
+            Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes()),
+        };
+        return UnitResult {
+            debug_whole: true,
+            ..UnitResult::failed(status, stderr, status != 0)
+        };
+    }
     let start = Instant::now();
-    let fe_args = frontend::frontend_args(unit, p.codegen.opt, discard_dep);
-    let fe = match clang.run_frontend(&fe_args, diagnostics) {
+    let fe_args = frontend::frontend_args(&unit.frontend_args, p.codegen.opt, discard_dep);
+    let fe = match clang.run_frontend(&fe_args, cx.force_color) {
         Ok(fe) => fe,
         Err(e) => {
-            return UnitResult {
-                status: 1,
-                report: None,
-                stderr: format!("repocc: error: {e:#}\n").into_bytes(),
-                compiled: false,
-                fallback: false,
-                frontend_error: false,
-            }
+            pipeline::output::remove_failed_output(&unit.output);
+            return UnitResult::failed(1, format!("repocc: error: {e:#}\n").into_bytes(), false);
         }
     };
-    let mut stderr = fe.stderr.unwrap_or_default();
+    let mut stderr = fe.stderr;
     if fe.status != 0 {
-        return UnitResult {
-            status: fe.status,
-            report: None,
-            stderr,
-            compiled: false,
-            fallback: false,
-            frontend_error: true,
-        };
+        // As clang's driver: a failed compile leaves no stale object.
+        pipeline::output::remove_failed_output(&unit.output);
+        return UnitResult::failed(fe.status, stderr, true);
     }
     let frontend_time = start.elapsed();
 
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        pipeline::compile_bitcode(&fe.bitcode, &unit.source, &p.codegen, options, &unit.output)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic".into());
-        Err(anyhow!("internal error: {what}"))
+    // A unit clang compiled before, remembered by the repository.
+    let clang_unit = cx.repository.map(|r| {
+        let key = cx
+            .options
+            .key
+            .clang_unit_key(r.clang_identity, &unit.frontend_args, &fe.bitcode);
+        (r.storage, key)
     });
+    let remembered = match &clang_unit {
+        Some((storage, key)) => pipeline::clang_units::lookup(*storage, key),
+        None => pipeline::clang_units::Remembered::Nothing,
+    };
+    let result = match remembered {
+        pipeline::clang_units::Remembered::Object(object) => {
+            match pipeline::output::write_output(&unit.output, &object) {
+                Ok(()) => {
+                    return UnitResult {
+                        clang_unit_reused: true,
+                        ..UnitResult::failed(0, stderr, false)
+                    }
+                }
+                Err(e) => Err(e),
+            }
+        }
+        pipeline::clang_units::Remembered::ClangOnly => Err(anyhow::Error::new(
+            pipeline::BackendDiagnostic("remembered from an earlier compile".into()),
+        )),
+        pipeline::clang_units::Remembered::Nothing => {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pipeline::compile_bitcode(
+                    &fe.bitcode,
+                    &unit.source,
+                    &p.codegen,
+                    cx.options,
+                    cx.repository.map(|r| r.storage),
+                    &unit.output,
+                )
+            }))
+            .unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into());
+                Err(anyhow!("internal error: {what}"))
+            })
+        }
+    };
 
     match result {
         Ok(report) => {
             for w in &report.warnings {
                 let line = format!("repocc: warning: {w}\n");
-                emit(&mut stderr, diagnostics, line.as_bytes());
+                stderr.extend_from_slice(line.as_bytes());
             }
             let t = &report.times;
-            if timings {
+            if cx.timings {
                 let line = format!(
                     "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
@@ -420,15 +604,12 @@ fn compile_unit(
                     t.write.as_secs_f64(),
                     t.store.as_secs_f64()
                 );
-                emit(&mut stderr, diagnostics, line.as_bytes());
+                stderr.extend_from_slice(line.as_bytes());
             }
             UnitResult {
-                status: 0,
-                report: Some(report.clone()),
-                stderr,
+                report: Some(report),
                 compiled: true,
-                fallback: false,
-                frontend_error: false,
+                ..UnitResult::failed(0, stderr, false)
             }
         }
         Err(e) => {
@@ -437,56 +618,59 @@ fn compile_unit(
             // line from repocc. Any other failure is repocc's: one line,
             // and clang's warnings (already shown) are not repeated.
             let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some();
-            if !backend {
+            let reason = if backend {
+                // clang's own compile prints everything a clang compile
+                // would, the frontend's warnings included: its output
+                // replaces the frontend's.
+                stderr.clear();
+                Reason::new(
+                    Category::BackendDiagnostic,
+                    format!("{}: {e:#}", unit.source),
+                )
+            } else {
                 let line = format!(
                     "repocc: warning: {:#}; compiling {} with clang instead\n",
                     e, unit.source
                 );
-                emit(&mut stderr, diagnostics, line.as_bytes());
-            }
-            let status = match plain_compile(clang.path(), unit, diagnostics, !backend) {
+                stderr.extend_from_slice(line.as_bytes());
+                Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
+            };
+            let mut bytes_stored = 0;
+            let status = match plain_compile(clang.path(), unit, cx, !backend) {
                 Ok((status, text)) => {
+                    if let Some((storage, key)) = clang_unit.as_ref().filter(|_| status == 0) {
+                        bytes_stored = pipeline::clang_units::remember(
+                            *storage,
+                            key,
+                            &unit.output,
+                            text.is_empty(),
+                        );
+                    }
                     stderr.extend_from_slice(&text);
                     status
                 }
                 Err(e) => {
-                    emit(
-                        &mut stderr,
-                        diagnostics,
-                        format!("repocc: error: {e:#}\n").as_bytes(),
-                    );
+                    stderr.extend_from_slice(format!("repocc: error: {e:#}\n").as_bytes());
                     1
                 }
             };
             UnitResult {
-                status,
-                report: None,
-                stderr,
-                compiled: false,
-                fallback: true,
-                frontend_error: false,
+                fallback: Some(reason),
+                bytes_stored,
+                ..UnitResult::failed(status, stderr, false)
             }
         }
-    }
-}
-
-/// Writes a line now (inherited stderr) or into the captured text.
-fn emit(captured: &mut Vec<u8>, diagnostics: Diagnostics, line: &[u8]) {
-    match diagnostics {
-        Diagnostics::Inherit => {
-            let _ = std::io::stderr().write_all(line);
-        }
-        Diagnostics::Capture { .. } => captured.extend_from_slice(line),
     }
 }
 
 /// The fallback: clang compiles the unit to its output by itself. When the
 /// frontend's warnings were already shown, `-w` keeps them from appearing
-/// twice.
+/// twice. Its stderr is captured (with colour when ours is a colour
+/// terminal) so that the repository can tell a quiet compile.
 fn plain_compile(
     clang: &Path,
     unit: &plan::UnitPlan,
-    diagnostics: Diagnostics,
+    cx: &UnitContext,
     suppress_warnings: bool,
 ) -> Result<(i32, Vec<u8>)> {
     let mut cmd = Command::new(clang);
@@ -498,12 +682,9 @@ fn plain_compile(
     if suppress_warnings {
         cmd.arg("-w");
     }
-    let out = match diagnostics {
-        Diagnostics::Inherit => {
-            let s = cmd.status().context("running clang")?;
-            return Ok((frontend::exit_code(&s), Vec::new()));
-        }
-        Diagnostics::Capture { .. } => cmd.output().context("running clang")?,
-    };
+    if cx.force_color {
+        cmd.arg("-fcolor-diagnostics");
+    }
+    let out = cmd.output().context("running clang")?;
     Ok((frontend::exit_code(&out.status), out.stderr))
 }

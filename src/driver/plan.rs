@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use super::args::{Arg, Role};
+pub use crate::pipeline::settings::{CodeModelSetting, CodegenSettings, OptLevel};
+use crate::repo::stats::{Category, Reason};
 
 /// Source languages repocc compiles itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,159 +71,81 @@ fn kind_from_x(lang: &str) -> Option<InputKind> {
     })
 }
 
-/// The `-O` level and its pipeline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum OptLevel {
-    O0,
-    O1,
-    O2,
-    O3,
-    Os,
-    Oz,
-}
-
-impl OptLevel {
-    /// Parses the value of `-O` as clang does; `None` for values clang
-    /// rejects (then clang reports them).
-    pub fn parse(value: &str) -> Option<OptLevel> {
-        Some(match value {
-            "" | "1" | "g" => OptLevel::O1,
-            "0" => OptLevel::O0,
-            "2" => OptLevel::O2,
-            "3" | "fast" => OptLevel::O3,
-            "s" => OptLevel::Os,
-            "z" => OptLevel::Oz,
-            n if n.chars().all(|c| c.is_ascii_digit()) => OptLevel::O3,
-            _ => return None,
-        })
-    }
-
-    /// The new pass manager's pipeline for this level.
-    pub fn pipeline(self) -> &'static str {
-        match self {
-            OptLevel::O0 => "default<O0>",
-            OptLevel::O1 => "default<O1>",
-            OptLevel::O2 => "default<O2>",
-            OptLevel::O3 => "default<O3>",
-            OptLevel::Os => "default<Os>",
-            OptLevel::Oz => "default<Oz>",
-        }
-    }
-
-    /// clang's `CodeGenOpts.OptimizationLevel` (Os/Oz count as 2).
-    fn numeric(self) -> u8 {
-        match self {
-            OptLevel::O0 => 0,
-            OptLevel::O1 => 1,
-            OptLevel::O2 | OptLevel::Os | OptLevel::Oz => 2,
-            OptLevel::O3 => 3,
-        }
-    }
-}
-
-/// Code model from `-mcmodel=`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum CodeModelSetting {
-    Default,
-    Small,
-    Kernel,
-    Medium,
-    Large,
-}
-
-/// What clang would set on its TargetMachine and pass builder that the IR
-/// does not carry (CPU, features, relocation model and debug info are read
-/// from the module itself).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct CodegenSettings {
-    pub opt: OptLevel,
-    pub function_sections: bool,
-    pub data_sections: bool,
-    pub unique_section_names: bool,
-    pub addrsig: bool,
-    pub use_init_array: bool,
-    pub vectorize_loops: bool,
-    pub vectorize_slp: bool,
-    pub unroll_loops: bool,
-    pub code_model: CodeModelSetting,
-    pub debug_info: bool,
-}
-
-impl CodegenSettings {
-    fn from_args(args: &[Arg]) -> Result<CodegenSettings, String> {
-        let mut opt = OptLevel::O0;
-        let mut toggles: Vec<(&str, bool)> = Vec::new();
-        let mut code_model = CodeModelSetting::Default;
-        let mut debug_info = false;
-        for a in args {
-            let Arg::Opt {
-                spec, value, raw, ..
-            } = a
-            else {
-                continue;
-            };
-            match *spec {
-                "-O" => {
-                    let v = value.as_deref().unwrap_or("");
-                    opt = OptLevel::parse(v).ok_or_else(|| format!("-O{v}"))?;
-                }
-                "-mcmodel=" => {
-                    code_model = match value.as_deref().unwrap_or("") {
-                        "small" => CodeModelSetting::Small,
-                        "kernel" => CodeModelSetting::Kernel,
-                        "medium" => CodeModelSetting::Medium,
-                        "large" => CodeModelSetting::Large,
-                        other => return Err(format!("-mcmodel={other}")),
-                    }
-                }
-                // Full debug info (clang's LimitedDebugInfo or more); line
-                // tables alone do not count.
-                "-g" | "-g2" | "-g3" | "-ggdb" | "-ggdb2" | "-ggdb3" | "-gdwarf" | "-gdwarf-2"
-                | "-gdwarf-3" | "-gdwarf-4" | "-gdwarf-5" => debug_info = true,
-                "-g0"
-                | "-ggdb0"
-                | "-g1"
-                | "-ggdb1"
-                | "-gline-tables-only"
-                | "-gline-directives-only" => debug_info = false,
-                s if s.starts_with("-f") => {
-                    let name = raw[0].as_str();
-                    let (on, stem) = match name.strip_prefix("-fno-") {
-                        Some(stem) => (false, stem),
-                        None => (true, &name[2..]),
-                    };
-                    toggles.push((stem, on));
-                }
-                _ => {}
+/// What clang would set from these arguments (see [`CodegenSettings`]).
+/// The error names the value clang rejects.
+fn codegen_settings_from_args(args: &[Arg]) -> Result<CodegenSettings, String> {
+    let mut opt = OptLevel::O0;
+    let mut toggles: Vec<(&str, bool)> = Vec::new();
+    let mut code_model = CodeModelSetting::Default;
+    let mut debug_info = false;
+    for a in args {
+        let Arg::Opt {
+            spec, value, raw, ..
+        } = a
+        else {
+            continue;
+        };
+        match *spec {
+            "-O" => {
+                let v = value.as_deref().unwrap_or("");
+                opt = OptLevel::parse(v).ok_or_else(|| format!("-O{v}"))?;
             }
+            "-mcmodel=" => {
+                code_model = match value.as_deref().unwrap_or("") {
+                    "small" => CodeModelSetting::Small,
+                    "kernel" => CodeModelSetting::Kernel,
+                    "medium" => CodeModelSetting::Medium,
+                    "large" => CodeModelSetting::Large,
+                    other => return Err(format!("-mcmodel={other}")),
+                }
+            }
+            // Full debug info (clang's LimitedDebugInfo or more); line
+            // tables alone do not count.
+            "-g" | "-g2" | "-g3" | "-ggdb" | "-ggdb2" | "-ggdb3" | "-gdwarf" | "-gdwarf-2"
+            | "-gdwarf-3" | "-gdwarf-4" | "-gdwarf-5" => debug_info = true,
+            "-g0"
+            | "-ggdb0"
+            | "-g1"
+            | "-ggdb1"
+            | "-gline-tables-only"
+            | "-gline-directives-only" => debug_info = false,
+            s if s.starts_with("-f") => {
+                let name = raw[0].as_str();
+                let (on, stem) = match name.strip_prefix("-fno-") {
+                    Some(stem) => (false, stem),
+                    None => (true, &name[2..]),
+                };
+                toggles.push((stem, on));
+            }
+            _ => {}
         }
-        let last = |names: &[&str], default: bool| {
-            toggles
-                .iter()
-                .rev()
-                .find(|(n, _)| names.contains(n))
-                .map_or(default, |&(_, on)| on)
-        };
-        // clang's shouldEnableVectorizerAtOLevel and UnrollLoops defaults.
-        let (vec_default, slp_default) = match opt {
-            OptLevel::O0 | OptLevel::O1 => (false, false),
-            OptLevel::Oz => (false, true),
-            _ => (true, true),
-        };
-        Ok(CodegenSettings {
-            opt,
-            function_sections: last(&["function-sections"], false),
-            data_sections: last(&["data-sections"], false),
-            unique_section_names: last(&["unique-section-names"], true),
-            addrsig: last(&["addrsig"], true),
-            use_init_array: last(&["use-init-array"], true),
-            vectorize_loops: last(&["vectorize", "tree-vectorize"], vec_default),
-            vectorize_slp: last(&["slp-vectorize", "tree-slp-vectorize"], slp_default),
-            unroll_loops: last(&["unroll-loops"], opt.numeric() > 1),
-            code_model,
-            debug_info,
-        })
     }
+    let last = |names: &[&str], default: bool| {
+        toggles
+            .iter()
+            .rev()
+            .find(|(n, _)| names.contains(n))
+            .map_or(default, |&(_, on)| on)
+    };
+    // clang's shouldEnableVectorizerAtOLevel and UnrollLoops defaults.
+    let (vec_default, slp_default) = match opt {
+        OptLevel::O0 | OptLevel::O1 => (false, false),
+        OptLevel::Oz => (false, true),
+        _ => (true, true),
+    };
+    Ok(CodegenSettings {
+        opt,
+        function_sections: last(&["function-sections"], false),
+        data_sections: last(&["data-sections"], false),
+        unique_section_names: last(&["unique-section-names"], true),
+        addrsig: last(&["addrsig"], true),
+        use_init_array: last(&["use-init-array"], true),
+        vectorize_loops: last(&["vectorize", "tree-vectorize"], vec_default),
+        vectorize_slp: last(&["slp-vectorize", "tree-slp-vectorize"], slp_default),
+        unroll_loops: last(&["unroll-loops"], opt.numeric() > 1),
+        code_model,
+        debug_info,
+    })
 }
 
 /// One translation unit to compile through the pipeline.
@@ -257,6 +181,8 @@ pub struct CompilePlan {
     pub units: Vec<UnitPlan>,
     pub link: Option<LinkPlan>,
     pub codegen: CodegenSettings,
+    /// Any debug information is asked for (line tables included).
+    pub debug_any: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -266,7 +192,7 @@ pub enum Plan {
     /// No sources: clang links the inputs, arguments unchanged.
     LinkOnly,
     /// Run clang with the original arguments, for this reason.
-    Passthrough(String),
+    Passthrough(Reason),
 }
 
 /// Where compile-and-link units put their objects.
@@ -283,7 +209,7 @@ pub fn plan(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Plan {
     }
 }
 
-fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan, String> {
+fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan, Reason> {
     let mut compile_only = false;
     let mut output: Option<String> = None;
     let mut dep_requested = false;
@@ -295,10 +221,10 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
 
     for (i, a) in args.iter().enumerate() {
         match a {
-            Arg::Unknown(s) => return Err(format!("unknown option {s}")),
+            Arg::Unknown(s) => return Err(Reason::new(Category::UnknownOption, s.clone())),
             Arg::Input(path) => {
                 if path == "-" {
-                    return Err("input from stdin".into());
+                    return Err(Reason::new(Category::StandardStream, "input from stdin"));
                 }
                 let kind = x_lang.unwrap_or_else(|| kind_from_extension(path));
                 inputs.push((i, path.clone(), kind));
@@ -306,10 +232,20 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
             Arg::Opt {
                 spec, role, value, ..
             } => match role {
-                Role::Unsupported(why) => return Err(format!("unsupported option {why}")),
+                Role::Unsupported(what) => {
+                    return Err(Reason::new(Category::UnsupportedOption, *what))
+                }
                 Role::CompileOnly => compile_only = true,
                 Role::Output => output = value.clone(),
-                Role::Language => x_lang = kind_from_x(value.as_deref().unwrap_or("")),
+                Role::Language => {
+                    let lang = value.as_deref().unwrap_or("");
+                    x_lang = kind_from_x(lang);
+                    // Any other language, known to clang or not (clang
+                    // rejects unknown ones even after the last input).
+                    if x_lang == Some(InputKind::Foreign) {
+                        return Err(Reason::new(Category::InputLanguage, format!("-x {lang}")));
+                    }
+                }
                 Role::Dependency => match *spec {
                     "-MD" | "-MMD" => dep_requested = true,
                     "-MF" => has_mf = true,
@@ -321,21 +257,25 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         }
     }
 
-    let codegen = CodegenSettings::from_args(args).map_err(|v| format!("invalid value {v}"))?;
+    let codegen =
+        codegen_settings_from_args(args).map_err(|v| Reason::new(Category::InvalidValue, v))?;
 
     if inputs.is_empty() {
-        return Err("no input files".into());
+        return Err(Reason::new(Category::CommandLine, "no input files"));
     }
     if inputs.iter().any(|(_, _, k)| *k == InputKind::Foreign) {
-        return Err("input language repocc leaves to clang".into());
+        return Err(Reason::new(
+            Category::InputLanguage,
+            "an input repocc leaves to clang",
+        ));
     }
     for (_, path, _) in &inputs {
         if !cwd.join(path).exists() {
-            return Err(format!("input {path} does not exist"));
+            return Err(Reason::new(Category::MissingInput, path.clone()));
         }
     }
     if output.as_deref() == Some("-") {
-        return Err("output to stdout".into());
+        return Err(Reason::new(Category::StandardStream, "output to stdout"));
     }
     let sources: Vec<(usize, String, Lang)> = inputs
         .iter()
@@ -345,19 +285,31 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         })
         .collect();
     let has_linker_inputs = sources.len() < inputs.len();
+    let preprocessed = |l: &Lang| matches!(l, Lang::CPreprocessed | Lang::CxxPreprocessed);
+    if sources.iter().any(|(_, _, l)| preprocessed(l))
+        && sources.iter().any(|(_, _, l)| !preprocessed(l))
+    {
+        return Err(Reason::new(
+            Category::MixedInputs,
+            "preprocessed and unpreprocessed sources",
+        ));
+    }
 
     if sources.is_empty() {
         return if compile_only {
-            Err("-c without sources".into())
+            Err(Reason::new(Category::CommandLine, "-c without sources"))
         } else {
             Ok(Plan::LinkOnly)
         };
     }
     if compile_only && has_linker_inputs {
-        return Err("-c with linker inputs".into());
+        return Err(Reason::new(Category::CommandLine, "-c with linker inputs"));
     }
     if compile_only && sources.len() > 1 && output.is_some() {
-        return Err("-o with several outputs".into());
+        return Err(Reason::new(
+            Category::CommandLine,
+            "-o with several outputs",
+        ));
     }
 
     // Output paths.
@@ -480,7 +432,27 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         units,
         link,
         codegen,
+        debug_any: debug_any(args),
     }))
+}
+
+/// Whether the last `-g` option asks for debug information of any kind
+/// (`-g0` and `-ggdb0` turn it off).
+fn debug_any(args: &[Arg]) -> bool {
+    let mut on = false;
+    for a in args {
+        if let Arg::Opt { spec, .. } = a {
+            match *spec {
+                "-g0" | "-ggdb0" => on = false,
+                "-g" | "-g1" | "-g2" | "-g3" | "-gline-tables-only" | "-gline-directives-only" => {
+                    on = true
+                }
+                s if s.starts_with("-ggdb") || s.starts_with("-gdwarf") => on = true,
+                _ => {}
+            }
+        }
+    }
+    on
 }
 
 /// `dir/name.c` → `name.o` (in the current directory), as clang names it.
@@ -506,9 +478,17 @@ fn replace_extension(path: &str, ext: &str) -> String {
 
 /// The output's directory must exist and be writable, and the output must
 /// not be a directory; otherwise clang reports the problem in its words.
-fn check_output_writable(out: &Path) -> Result<(), String> {
+fn check_output_writable(out: &Path) -> Result<(), Reason> {
     if out.is_dir() {
-        return Err("output is a directory".into());
+        return Err(Reason::new(
+            Category::OutputLocation,
+            "output is a directory",
+        ));
+    }
+    // A device or FIFO (`-o /dev/null`) is written in place, as clang
+    // does: nothing is created beside it.
+    if std::fs::metadata(out).is_ok_and(|m| !m.is_file()) {
+        return Ok(());
     }
     let dir = match out.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -519,9 +499,9 @@ fn check_output_writable(out: &Path) -> Result<(), String> {
         .tempfile_in(&dir);
     match probe {
         Ok(_) => Ok(()),
-        Err(_) => Err(format!(
-            "output directory {} is not writable",
-            dir.display()
+        Err(_) => Err(Reason::new(
+            Category::OutputLocation,
+            format!("output directory {} is not writable", dir.display()),
         )),
     }
 }
@@ -545,7 +525,7 @@ mod tests {
 
     fn setup() -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();
-        for f in ["a.c", "b.c", "c.cpp", "x.o", "s.S"] {
+        for f in ["a.c", "b.c", "c.cpp", "x.o", "s.S", "t.i"] {
             std::fs::write(d.path().join(f), "").unwrap();
         }
         d
@@ -633,11 +613,16 @@ mod tests {
             (&["-c", "a.c", "-fsanitize=address"], "-fsanitize"),
             (&["-c", "a.c", "-Ox"], "-Ox"),
             (&["-c", "a.c", "-save-temps"], "-save-temps"),
+            (&["-c", "a.c", "-x", "bogus"], "-x bogus"),
+            (&["-c", "a.c", "-x", "assembler"], "-x assembler"),
+            (&["-c", "a.c", "t.i"], "preprocessed"),
             (&[], "no input"),
         ];
         for (args, want) in cases {
             match plan_for(d.path(), args) {
-                Plan::Passthrough(why) => assert!(why.contains(want), "{args:?}: {why}"),
+                Plan::Passthrough(why) => {
+                    assert!(why.to_string().contains(want), "{args:?}: {why}")
+                }
                 other => panic!("{args:?}: {other:?}"),
             }
         }
@@ -656,7 +641,7 @@ mod tests {
     fn codegen_settings_follow_clang_defaults() {
         let s = |args: &[&str]| {
             let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-            CodegenSettings::from_args(&split(&args)).unwrap()
+            codegen_settings_from_args(&split(&args)).unwrap()
         };
         let o0 = s(&[]);
         assert_eq!(o0.opt, OptLevel::O0);
@@ -672,5 +657,18 @@ mod tests {
         assert_eq!(s(&["-O"]).opt, OptLevel::O1);
         assert_eq!(s(&["-Ofast"]).opt, OptLevel::O3);
         assert_eq!(s(&["-mcmodel=large"]).code_model, CodeModelSetting::Large);
+    }
+
+    #[test]
+    fn any_debug_information() {
+        let d = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            debug_any(&split(&args))
+        };
+        assert!(!d(&["-O2"]));
+        assert!(d(&["-g"]) && d(&["-g1"]) && d(&["-gline-tables-only"]) && d(&["-ggdb3"]));
+        assert!(d(&["-gdwarf-5"]) && d(&["-g0", "-g"]));
+        assert!(!d(&["-g", "-g0"]) && !d(&["-ggdb", "-ggdb0"]));
+        assert!(!d(&["-gcolumn-info"]) && !d(&["-gno-column-info"]));
     }
 }

@@ -98,9 +98,23 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
 /// Writes `object` to `output` with `locals` made local symbols.
 pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<()> {
     if locals.is_empty() {
-        return super::output::write_atomically(output, object);
+        return super::output::write_output(output, object);
     }
-    let tmp = super::output::temporary_beside(output, object)?;
+    // A device or FIFO output: localize in a temporary file, then write the
+    // result in place.
+    let special = super::output::is_special(output);
+    let tmp = if special {
+        let mut t = tempfile::Builder::new()
+            .prefix("repocc-object")
+            .suffix(".o")
+            .tempfile()
+            .context("creating a temporary object")?;
+        t.write_all(object)?;
+        t.flush()?;
+        t
+    } else {
+        super::output::temporary_beside(output, object)?
+    };
     let mut list = tempfile::Builder::new()
         .prefix("repocc-locals")
         .tempfile()
@@ -122,6 +136,10 @@ pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<(
             output.display(),
             String::from_utf8_lossy(&out.stderr).trim()
         );
+    }
+    if special {
+        let bytes = std::fs::read(tmp.path()).context("reading the localized object")?;
+        return super::output::write_in_place(output, &bytes);
     }
     tmp.persist(output)
         .with_context(|| format!("renaming onto {}", output.display()))?;

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::digest::ModuleDigests;
 use super::merge::MergeRequirements;
-use crate::repo::store::{Entry, EntryKind, FragmentDigest, Lookup, Store, StoreError};
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage, StoreError};
 
 /// Partner name → final digest (hex) it had when merging relied on it.
 pub type Requirements = BTreeMap<String, String>;
@@ -30,19 +30,16 @@ pub type Requirements = BTreeMap<String, String>;
 /// Most variants listed by one primary entry (the newest are kept).
 const MAX_VARIANTS: usize = 8;
 
-/// The repository key of a fragment with these members, and how many of
-/// them are definitions.
+/// The repository key of a fragment with these members.
 pub fn fragment_key(
     members: &[String],
     digests: &ModuleDigests,
     index: &HashMap<&str, usize>,
     aliases: &HashMap<String, String>,
-) -> (FragmentDigest, u64) {
+) -> FragmentDigest {
     let mut parts: Vec<Vec<u8>> = Vec::new();
-    let mut definitions = 0;
     for m in members {
         if let Some(&i) = index.get(m.as_str()) {
-            definitions += 1;
             parts.push(digests.defs[i].final_digest.0.to_vec());
         } else if let Some(text) = aliases.get(m) {
             parts.push(blake3::hash(text.as_bytes()).as_bytes().to_vec());
@@ -50,27 +47,12 @@ pub fn fragment_key(
             parts.push(m.as_bytes().to_vec());
         }
     }
-    parts.sort();
-    let mut h = blake3::Hasher::new();
-    h.update(b"repocc fragment v1");
-    for p in parts {
-        h.update(&(p.len() as u64).to_le_bytes());
-        h.update(&p);
-    }
-    (FragmentDigest(*h.finalize().as_bytes()), definitions)
+    super::key::fragment_key_of_parts(parts)
 }
 
 /// Where the variant of `key` with these requirements is stored.
 fn variant_key(key: &FragmentDigest, requires: &Requirements) -> FragmentDigest {
-    let mut h = blake3::Hasher::new();
-    h.update(b"repocc fragment variant v1");
-    h.update(&key.0);
-    for (name, digest) in requires {
-        h.update(&(name.len() as u64).to_le_bytes());
-        h.update(name.as_bytes());
-        h.update(digest.as_bytes());
-    }
-    FragmentDigest(*h.finalize().as_bytes())
+    super::key::variant_key(key, requires.iter())
 }
 
 /// The requirements of a fragment with these members, from what merging
@@ -139,7 +121,7 @@ pub struct Found {
 
 /// Looks `key` up: the primary entry, then the variants it lists.
 pub fn lookup(
-    store: &Store,
+    store: &dyn Storage,
     key: &FragmentDigest,
     digests: &ModuleDigests,
     index: &HashMap<&str, usize>,
@@ -180,7 +162,7 @@ pub fn lookup(
     found
 }
 
-fn read(store: &Store, key: &FragmentDigest, found: &mut Found) -> Option<Entry> {
+fn read(store: &dyn Storage, key: &FragmentDigest, found: &mut Found) -> Option<Entry> {
     match store.get(key) {
         Ok(Lookup::Hit(e)) => Some(e),
         Ok(Lookup::Miss) => None,
@@ -202,7 +184,7 @@ fn read(store: &Store, key: &FragmentDigest, found: &mut Found) -> Option<Entry>
 /// is none (or it is unreadable, or records a deletion), else as a variant
 /// listed in the primary. Returns the bytes written.
 pub fn store_object(
-    store: &Store,
+    store: &dyn Storage,
     key: &FragmentDigest,
     primary: Option<&Entry>,
     members: &[String],
@@ -240,7 +222,7 @@ pub fn store_object(
 
 /// Records that the optimizer deleted every member of the fragment.
 pub fn store_deleted(
-    store: &Store,
+    store: &dyn Storage,
     key: &FragmentDigest,
     members: &[String],
 ) -> Result<u64, StoreError> {

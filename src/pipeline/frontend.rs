@@ -11,8 +11,11 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::driver::plan::{OptLevel, UnitPlan};
-use crate::driver::toolchain::RECURSION_GUARD;
+use crate::pipeline::settings::OptLevel;
+
+/// Set in the environment of every compiler repocc runs; finding it set at
+/// start-up means the "compiler" ran repocc again (see `driver::toolchain`).
+pub const RECURSION_GUARD: &str = "REPOCC_RECURSION_GUARD";
 
 /// What the frontend produced.
 #[derive(Debug)]
@@ -21,23 +24,16 @@ pub struct FrontendOutput {
     pub status: i32,
     /// The bitcode (empty if `status != 0`).
     pub bitcode: Vec<u8>,
-    /// clang's stderr, when it was captured (several units at once).
-    pub stderr: Option<Vec<u8>>,
-}
-
-/// How the frontend's stderr reaches the user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Diagnostics {
-    /// Straight to our stderr (one unit: colour detection stays clang's).
-    Inherit,
-    /// Captured, printed in unit order later; `force_color` adds
-    /// `-fcolor-diagnostics` because our stderr is a colour terminal.
-    Capture { force_color: bool },
+    /// clang's stderr, captured: the driver prints it once the unit is
+    /// done (or clang's own compile replaces it, see `driver`).
+    pub stderr: Vec<u8>,
 }
 
 pub trait Clang: Sync {
     fn path(&self) -> &Path;
-    fn run_frontend(&self, args: &[String], diagnostics: Diagnostics) -> Result<FrontendOutput>;
+    /// Runs the frontend with its stderr captured; `force_color` adds
+    /// `-fcolor-diagnostics` (our stderr is a colour terminal).
+    fn run_frontend(&self, args: &[String], force_color: bool) -> Result<FrontendOutput>;
 }
 
 /// The real clang-19.
@@ -50,22 +46,15 @@ impl Clang for RealClang {
         &self.path
     }
 
-    fn run_frontend(&self, args: &[String], diagnostics: Diagnostics) -> Result<FrontendOutput> {
+    fn run_frontend(&self, args: &[String], force_color: bool) -> Result<FrontendOutput> {
         let mut cmd = Command::new(&self.path);
         cmd.args(args)
             .env(RECURSION_GUARD, "1")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped());
-        match diagnostics {
-            Diagnostics::Inherit => {
-                cmd.stderr(Stdio::inherit());
-            }
-            Diagnostics::Capture { force_color } => {
-                if force_color {
-                    cmd.arg("-fcolor-diagnostics");
-                }
-                cmd.stderr(Stdio::piped());
-            }
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if force_color {
+            cmd.arg("-fcolor-diagnostics");
         }
         let out = cmd
             .output()
@@ -74,10 +63,7 @@ impl Clang for RealClang {
         Ok(FrontendOutput {
             status,
             bitcode: if status == 0 { out.stdout } else { Vec::new() },
-            stderr: match diagnostics {
-                Diagnostics::Inherit => None,
-                Diagnostics::Capture { .. } => Some(out.stderr),
-            },
+            stderr: out.stderr,
         })
     }
 }
@@ -90,10 +76,14 @@ pub fn exit_code(status: &std::process::ExitStatus) -> i32 {
         .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// The frontend's arguments for a unit: the user's flags (from the plan),
-/// then the request for unoptimized bitcode on stdout.
-pub fn frontend_args(unit: &UnitPlan, opt: OptLevel, discard_dep: Option<&Path>) -> Vec<String> {
-    let mut args = unit.frontend_args.clone();
+/// The frontend's arguments for a unit: the user's flags for it (from the
+/// driver's plan), then the request for unoptimized bitcode on stdout.
+pub fn frontend_args(
+    unit_args: &[String],
+    opt: OptLevel,
+    discard_dep: Option<&Path>,
+) -> Vec<String> {
+    let mut args = unit_args.to_vec();
     args.extend(
         [
             "-c",
@@ -121,16 +111,10 @@ pub fn frontend_args(unit: &UnitPlan, opt: OptLevel, discard_dep: Option<&Path>)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     #[test]
     fn asks_for_bitcode_without_optnone_at_o0() {
-        let unit = UnitPlan {
-            source: "a.c".into(),
-            frontend_args: vec!["a.c".into(), "-O0".into()],
-            output: PathBuf::from("a.o"),
-            discard_dependency_file: false,
-        };
+        let unit = vec!["a.c".to_string(), "-O0".to_string()];
         let a = frontend_args(&unit, OptLevel::O0, None);
         assert!(a
             .windows(2)

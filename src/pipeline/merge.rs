@@ -21,8 +21,8 @@ use anyhow::{anyhow, Result};
 use inkwell::passes::PassBuilderOptions;
 
 use super::canonical::Unit;
-use crate::driver::plan::{CodegenSettings, OptLevel};
 use crate::llvm_shim;
+use crate::pipeline::settings::{CodegenSettings, OptLevel};
 
 /// LLVM options the pipeline needs; must be set before any unit is
 /// compiled. `repository`: repository mode, where merged duplicates stay

@@ -16,16 +16,20 @@
 //! [`compile_unit`] runs them in order for one unit. Each unit owns its own
 //! `inkwell::context::Context`; only bytes cross threads.
 
+pub mod assemble;
 pub mod canonical;
+pub mod clang_units;
 pub mod codegen;
 pub mod compose;
 pub mod digest;
 pub mod entries;
 pub mod frontend;
+pub mod key;
 pub mod merge;
 pub mod optimize;
 pub mod output;
 pub mod prune;
+pub mod settings;
 pub mod split;
 
 use std::path::Path;
@@ -33,7 +37,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::driver::plan::CodegenSettings;
+use crate::pipeline::settings::CodegenSettings;
+use crate::repo::storage::Storage;
 
 /// Timings per stage, for `REPOCC_TIMINGS=1` and the benchmark.
 #[derive(Clone, Debug, Default)]
@@ -72,10 +77,10 @@ pub struct PipelineOptions {
     pub debug_fragments: bool,
     /// Code generation workers per unit in fragment mode.
     pub jobs: usize,
-    /// The repository directory (fragment mode).
-    pub repo_dir: std::path::PathBuf,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
     pub digest_report: bool,
+    /// What every repository key of the invocation shares (see `key`).
+    pub key: key::KeyContext,
 }
 
 /// What a unit's pipeline run reports back.
@@ -99,36 +104,50 @@ pub struct UnitReport {
     pub warnings: Vec<String>,
 }
 
-/// Runs stages 2–7 on the frontend's bitcode and writes `output`.
+/// Runs stages 2–7 on the frontend's bitcode and writes `output`. With
+/// `storage` (and `fragments` on), through the program repository.
 pub fn compile_bitcode(
     bitcode: &[u8],
     source_name: &str,
     settings: &CodegenSettings,
     options: &PipelineOptions,
+    storage: Option<&dyn Storage>,
     output: &Path,
 ) -> Result<UnitReport> {
     crate::llvm_shim::with_diagnostic_sink(|context, sink| {
-        run_stages(
-            context,
-            sink,
+        let unit = UnitInput {
             bitcode,
             source_name,
             settings,
             options,
             output,
-        )
+        };
+        run_stages(context, sink, &unit, storage)
     })
+}
+
+/// What one unit's pipeline run is given.
+struct UnitInput<'a> {
+    bitcode: &'a [u8],
+    source_name: &'a str,
+    settings: &'a CodegenSettings,
+    options: &'a PipelineOptions,
+    output: &'a Path,
 }
 
 fn run_stages(
     context: &inkwell::context::Context,
     sink: &crate::llvm_shim::DiagnosticSink,
-    bitcode: &[u8],
-    source_name: &str,
-    settings: &CodegenSettings,
-    options: &PipelineOptions,
-    output: &Path,
+    input: &UnitInput,
+    storage: Option<&dyn Storage>,
 ) -> Result<UnitReport> {
+    let UnitInput {
+        bitcode,
+        source_name,
+        settings,
+        options,
+        output,
+    } = *input;
     let mut times = StageTimes::default();
     let t = Instant::now();
     let unit = canonical::load(context, bitcode, source_name, settings)?;
@@ -138,7 +157,8 @@ fn run_stages(
     // `debug_fragments` in the configuration): such units are compiled
     // whole unless asked otherwise.
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
-    if options.fragments && (!debug_info || options.debug_fragments) {
+    let storage = storage.filter(|_| options.fragments);
+    if let Some(store) = storage.filter(|_| !debug_info || options.debug_fragments) {
         let t = Instant::now();
         let digests = metadata_stage(&unit, settings, options)?;
         times.metadata = t.elapsed();
@@ -151,6 +171,7 @@ fn run_stages(
             &unit,
             sink,
             &digests,
+            store,
             settings,
             options,
             output,
@@ -186,7 +207,7 @@ fn run_stages(
         times,
         definitions,
         definitions_compiled: definitions,
-        debug_unit_without_repository: options.fragments && debug_info,
+        debug_unit_without_repository: storage.is_some() && debug_info,
         ..UnitReport::default()
     })
 }
@@ -198,21 +219,20 @@ fn repository_stages(
     unit: &canonical::Unit,
     sink: &crate::llvm_shim::DiagnosticSink,
     digests: &digest::ModuleDigests,
+    store: &dyn Storage,
     settings: &CodegenSettings,
     options: &PipelineOptions,
     output: &Path,
     mut times: StageTimes,
     definitions: u64,
 ) -> Result<UnitReport> {
-    use crate::repo::store::{EntryKind, Store};
-    let store = Store::new(&options.repo_dir);
+    use crate::repo::storage::EntryKind;
     let mut report = UnitReport {
         definitions,
         ..UnitReport::default()
     };
     let t = Instant::now();
-    let pruned = prune::prune_known_definitions(unit, digests, &store)?;
-    report.definitions_pruned = pruned.definitions_pruned;
+    let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
     times.metadata += t.elapsed();
@@ -237,69 +257,45 @@ fn repository_stages(
         Some((_, true)) => Some(post.remove(0).0),
         _ => None,
     };
-    let planned: std::collections::HashSet<&str> = pruned
+    let views: Vec<assemble::FragmentView> = pruned
         .fragments
         .iter()
-        .flat_map(|f| f.members.iter().map(String::as_str))
+        .map(|f| assemble::FragmentView {
+            members: &f.members,
+            stored: match &f.stored {
+                Some(e) if e.kind == EntryKind::Object => assemble::Stored::Object,
+                Some(_) => assemble::Stored::Deletion,
+                None => assemble::Stored::Nothing,
+            },
+            discardable: f.discardable,
+            present: split::any_defined(&unit.module, &f.members),
+        })
         .collect();
-    let mut to_emit: Vec<(Vec<String>, bool)> = Vec::new();
-    // Where each compose slot's object comes from.
-    enum Slot {
-        Emitted(usize),
-        Stored(usize),
-        /// A discardable fragment: in the object if something refers to it.
-        StoredIfReferenced(usize),
-    }
-    let mut slots: Vec<Slot> = Vec::new();
-    // The glue comes first: it is the only fragment with a file symbol
-    // (STT_FILE), which then names the source for everything after it, as
-    // in clang's object (GNU ld's messages and addr2line rely on it).
-    if let Some(glue) = glue {
-        slots.push(Slot::Emitted(to_emit.len()));
-        to_emit.push((glue, true));
-    }
-    let mut store_after: Vec<(usize, usize)> = Vec::new(); // (planned, emitted)
-    let mut deleted: Vec<usize> = Vec::new();
-
-    for (i, f) in pruned.fragments.iter().enumerate() {
-        let present = split::any_defined(&unit.module, &f.members);
-        match &f.stored {
-            Some(e) if e.kind == EntryKind::Object && f.discardable => {
-                slots.push(Slot::StoredIfReferenced(i))
-            }
-            Some(e) if e.kind == EntryKind::Object => slots.push(Slot::Stored(i)),
-            Some(_) if present => {
-                // Deleted when stored, needed now: compile it and store the
-                // code in place of the deletion.
-                store_after.push((i, to_emit.len()));
-                slots.push(Slot::Emitted(to_emit.len()));
-                to_emit.push((f.members.clone(), false));
-            }
-            Some(_) => {}
-            None if present => {
-                store_after.push((i, to_emit.len()));
-                slots.push(Slot::Emitted(to_emit.len()));
-                to_emit.push((f.members.clone(), false));
-            }
-            None => deleted.push(i),
-        }
-    }
-    for (members, is_glue) in post {
-        if !is_glue && !members.iter().any(|m| planned.contains(m.as_str())) {
-            slots.push(Slot::Emitted(to_emit.len()));
-            to_emit.push((members, false));
-        }
-    }
+    let unplanned = post
+        .into_iter()
+        .filter(|(_, is_glue)| !is_glue)
+        .map(|(members, _)| members)
+        .collect();
+    let mut assembly = assemble::plan(glue, &views, unplanned);
+    let to_emit = std::mem::take(&mut assembly.to_emit);
     let emitted = split::emit_groups(unit, settings, options.jobs, to_emit)?;
     times.codegen = t.elapsed();
     if let Some(d) = sink.first() {
         return Err(BackendDiagnostic(d).into());
     }
-    report.definitions_compiled = emitted
+    let definition_names: std::collections::HashSet<&str> = digests
+        .defs
+        .iter()
+        .filter(|d| d.kind != digest::DefKind::Glue)
+        .map(|d| d.name.as_str())
+        .collect();
+    let compiled_members: Vec<&str> = emitted
         .iter()
         .filter(|f| !f.glue)
-        .map(|f| f.members.len() as u64)
-        .sum();
+        .flat_map(|f| f.members.iter().map(String::as_str))
+        .collect();
+    (report.definitions_compiled, report.definitions_pruned) =
+        assemble::count(&definition_names, &compiled_members, &views);
 
     let t = Instant::now();
     let stored_payload = |i: usize| {
@@ -313,18 +309,16 @@ fn repository_stages(
     let seeds = emitted
         .iter()
         .flat_map(|f| f.references.iter().cloned())
-        .chain(slots.iter().flat_map(|s| match s {
-            Slot::Stored(i) => pruned.fragments[*i].references.clone(),
+        .chain(assembly.slots.iter().flat_map(|s| match s {
+            assemble::Slot::Stored(i) => pruned.fragments[*i].references.clone(),
             _ => Vec::new(),
         }));
     let included = prune::referenced_discardables(&pruned.fragments, seeds);
-    let objects: Vec<&[u8]> = slots
-        .iter()
-        .map(|s| match s {
-            Slot::Emitted(e) => emitted[*e].object.as_slice(),
-            Slot::Stored(i) => stored_payload(*i),
-            Slot::StoredIfReferenced(i) if included[*i] => stored_payload(*i),
-            Slot::StoredIfReferenced(_) => &[][..],
+    let objects: Vec<&[u8]> = assemble::parts(&assembly.slots, &included)
+        .into_iter()
+        .map(|part| match part {
+            assemble::Part::Emitted(e) => emitted[e].object.as_slice(),
+            assemble::Part::Stored(i) => stored_payload(i),
         })
         .filter(|o| !o.is_empty())
         .collect();
@@ -335,7 +329,7 @@ fn repository_stages(
     // never the build.
     let t = Instant::now();
     let mut store_error: Option<String> = None;
-    for (i, e) in store_after {
+    for &(i, e) in &assembly.store_after {
         let f = &pruned.fragments[i];
         // A fragment merging made depend on a function without a digest
         // (one the optimizer created) cannot say when it is reusable.
@@ -345,7 +339,7 @@ fn repository_stages(
         let object = emitted[e].object.clone();
         let references = emitted[e].references.clone();
         match entries::store_object(
-            &store,
+            store,
             &f.key,
             f.primary.as_ref(),
             &f.members,
@@ -363,12 +357,12 @@ fn repository_stages(
             }
         }
     }
-    for i in deleted {
+    for &i in &assembly.deleted {
         if store_error.is_some() {
             break;
         }
         let f = &pruned.fragments[i];
-        match entries::store_deleted(&store, &f.key, &f.members) {
+        match entries::store_deleted(store, &f.key, &f.members) {
             Ok(bytes) => report.bytes_stored += bytes,
             Err(err) => {
                 store_error.get_or_insert(format!("{err}; fragments not stored"));
@@ -389,19 +383,16 @@ fn metadata_stage(
 ) -> Result<digest::ModuleDigests> {
     let text = unit.module.print_to_string().to_string();
     let tm = &unit.target_machine;
-    let extra = serde_json::json!({
-        "cpu": tm.get_cpu().to_string_lossy(),
-        "features": tm.get_feature_string().to_string_lossy(),
-        "settings": settings,
-        "merge_functions": options.merge_functions,
-        "llvm": crate::llvm_version(),
-    });
-    let inlining = if settings.opt == crate::driver::plan::OptLevel::O0 {
+    let extra = options.key.fragment_context(
+        &tm.get_cpu().to_string_lossy(),
+        &tm.get_feature_string().to_string_lossy(),
+    );
+    let inlining = if settings.opt == crate::pipeline::settings::OptLevel::O0 {
         digest::Inlining::AlwaysInlineOnly
     } else {
         digest::Inlining::Optimizing
     };
-    let digests = digest::digest_module(&text, extra.to_string().as_bytes(), inlining)?;
+    let digests = digest::digest_module(&text, &extra, inlining)?;
     if options.digest_report {
         eprintln!("{}", digest_report(&unit.source_name, &digests));
     }
@@ -460,19 +451,7 @@ mod split_measurement {
             return;
         };
         let bitcode = std::fs::read(path).unwrap();
-        let settings = crate::driver::plan::CodegenSettings {
-            opt: crate::driver::plan::OptLevel::O2,
-            function_sections: false,
-            data_sections: false,
-            unique_section_names: true,
-            addrsig: true,
-            use_init_array: true,
-            vectorize_loops: true,
-            vectorize_slp: true,
-            unroll_loops: true,
-            code_model: crate::driver::plan::CodeModelSetting::Default,
-            debug_info: false,
-        };
+        let settings = crate::pipeline::settings::CodegenSettings::plain_o2();
         let context = inkwell::context::Context::create();
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();

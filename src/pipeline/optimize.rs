@@ -15,7 +15,7 @@ use inkwell::module::Linkage;
 use inkwell::passes::PassBuilderOptions;
 
 use super::canonical::Unit;
-use crate::driver::plan::CodegenSettings;
+use crate::pipeline::settings::CodegenSettings;
 
 pub fn pass_builder_options(settings: &CodegenSettings) -> PassBuilderOptions {
     let o = PassBuilderOptions::create();

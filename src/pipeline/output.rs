@@ -2,6 +2,11 @@
 //! file in the same directory, renamed over the target), so no reader ever
 //! sees a partial object and a failed compile leaves nothing behind. The
 //! file is created with mode 0666 minus the umask, as clang's would be.
+//!
+//! Only a regular file (or a path where nothing exists yet) is replaced
+//! that way. An output that exists and is something else — `/dev/null`, a
+//! FIFO, a terminal — is opened and written in place, as clang does: a
+//! rename over a device would replace it for the whole machine.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -32,6 +37,40 @@ pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTemp
     Ok(tmp)
 }
 
+/// Whether `path` exists and is neither a regular file nor a directory
+/// (symlinks followed, as clang's `status` does).
+pub fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// Writes `bytes` to the existing special file `path` in place.
+pub fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Writes the user's output: atomically when it is (or will be) a regular
+/// file, in place when it is a device or FIFO.
+pub fn write_output(path: &Path, bytes: &[u8]) -> Result<()> {
+    if is_special(path) {
+        return write_in_place(path, bytes);
+    }
+    write_atomically(path, bytes)
+}
+
+/// Removes the output of a failed compile, as clang's driver does: only a
+/// regular file (never a device, FIFO or directory).
+pub fn remove_failed_output(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_beside(path, bytes)?;
     tmp.persist(path)
@@ -53,6 +92,33 @@ mod tests {
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
         let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode & 0o644, 0o644, "mode {mode:o}");
+    }
+
+    #[test]
+    fn special_files_are_written_in_place() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_output(&fifo, b"object").unwrap();
+        assert_eq!(reader.join().unwrap(), b"object");
+        assert!(is_special(&fifo), "the FIFO was replaced");
+        write_output(Path::new("/dev/null"), b"x").unwrap();
+        assert!(is_special(Path::new("/dev/null")));
+        remove_failed_output(&fifo);
+        assert!(fifo.exists());
+        let p = d.path().join("x.o");
+        write_output(&p, b"o").unwrap();
+        remove_failed_output(&p);
+        assert!(!p.exists());
     }
 
     #[test]

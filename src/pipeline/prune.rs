@@ -5,9 +5,14 @@
 //! the digest covers everything that can change the fragment's bytes, so a
 //! stored fragment under the same key is what this compile would produce.
 //! A pruned fragment's definitions become declarations — unless an
-//! unpruned definition uses them (within `CONTEXT_DEPTH` edges): those stay
-//! in the module as context for the optimizer (inlining, attribute
-//! inference), and only their code generation is skipped. Fragments with
+//! unpruned definition reaches them through the digest graph (everything
+//! its final digest covers): those stay in the module as context for the
+//! optimizer (inlining, attribute inference), and only their code
+//! generation is skipped. The whole reach, not a few edges: the optimizer
+//! must see what a cold compile sees, or the code it makes for the
+//! unpruned definition depends on what the repository happens to hold
+//! (lstring.c's `luaS_new` inlined differently when a callee three calls
+//! down had been evicted), and invariant 4 promises the same bytes. Fragments with
 //! aliases stay as context too (an alias must point at a definition).
 //!
 //! A stored fragment that function merging made depend on a partner is
@@ -29,11 +34,11 @@ use super::digest::ModuleDigests;
 use super::entries::{self, fragment_key};
 use super::split;
 use crate::llvm_shim;
-use crate::repo::store::{Entry, EntryKind, FragmentDigest, Store};
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Storage};
 
 /// How many edges away from an unpruned definition pruned definitions
-/// stay in the module for the optimizer.
-pub const CONTEXT_DEPTH: usize = 2;
+/// stay in the module for the optimizer: all of them (see above).
+pub const CONTEXT_DEPTH: usize = usize::MAX;
 
 /// A fragment of the unit, as planned before optimization.
 #[derive(Debug)]
@@ -45,8 +50,6 @@ pub struct PlannedFragment {
     /// The primary entry for `key` when it exists but is not reusable
     /// here (see `entries`).
     pub primary: Option<Entry>,
-    /// Definitions among the members (aliases and label tables aside).
-    pub definitions: u64,
     /// Every member may be dropped when unused (see `split::discardable`).
     pub discardable: bool,
     /// The symbols the stored code refers to without defining them.
@@ -70,7 +73,6 @@ impl PlannedFragment {
 #[derive(Debug, Default)]
 pub struct PrunePlan {
     pub fragments: Vec<PlannedFragment>,
-    pub definitions_pruned: u64,
     pub corrupt_entries: u64,
     /// A problem reading the repository (reported once by the caller).
     pub store_problem: Option<String>,
@@ -79,7 +81,7 @@ pub struct PrunePlan {
 pub fn prune_known_definitions(
     unit: &Unit,
     digests: &ModuleDigests,
-    store: &Store,
+    store: &dyn Storage,
 ) -> Result<PrunePlan> {
     let aliases: HashMap<String, String> = llvm_shim::aliases(&unit.module)
         .into_iter()
@@ -96,7 +98,7 @@ pub fn prune_known_definitions(
         if glue {
             continue;
         }
-        let (key, definitions) = fragment_key(&members, digests, &index, &aliases);
+        let key = fragment_key(&members, digests, &index, &aliases);
         let found = entries::lookup(store, &key, digests, &index);
         plan.corrupt_entries += found.corrupt.len() as u64;
         if let Some(c) = found.corrupt.into_iter().next() {
@@ -111,7 +113,6 @@ pub fn prune_known_definitions(
             key,
             stored: found.usable,
             primary: found.primary,
-            definitions,
             discardable,
             references: found.references,
         });
@@ -129,11 +130,10 @@ pub fn prune_known_definitions(
         }
     }
 
-    // Context: what the unpruned definitions use, up to CONTEXT_DEPTH edges
-    // away. Any context is correct (pruned definitions that are left out
-    // become declarations, and their stored code is current); the depth
-    // trades how much of a cold compile's inlining an edited definition
-    // gets against the optimization time of a rebuild.
+    // Context: everything the unpruned definitions reach. Less would still
+    // be correct code (pruned definitions that are left out become
+    // declarations, and their stored code is current) but not a cold
+    // compile's bytes.
     let n = digests.defs.len();
     let mut succ = vec![Vec::new(); n];
     for &(u, v) in &digests.edges {
@@ -150,6 +150,9 @@ pub fn prune_known_definitions(
         }
     }
     for d in 1..=CONTEXT_DEPTH {
+        if frontier.is_empty() {
+            break;
+        }
         let mut next = Vec::new();
         for &u in &frontier {
             for &v in &succ[u] {
@@ -163,7 +166,6 @@ pub fn prune_known_definitions(
     }
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
-        plan.definitions_pruned += f.definitions;
         let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
         let kept_for_the_optimizer = f.discardable && f.stored_deletion();
         if has_alias || kept_for_the_optimizer || f.members.iter().any(|m| in_context(m)) {
@@ -206,9 +208,11 @@ pub fn referenced_discardables(
 }
 
 /// Discardable fragments that the stored code of pruned fragments refers
-/// to (directly or through other such fragments) must be in the object; a
-/// stored deletion of one does not hold here, so it is compiled. Returns
-/// those fragments.
+/// to (directly or through other such fragments) must be in the object,
+/// as in a cold compile where the referring code is compiled too: a stored
+/// deletion of one does not hold here, and one without a stored entry must
+/// survive the optimizer, which cannot see the stored code's reference.
+/// Returns the fragments to compile that way.
 fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usize> {
     let seeds: Vec<String> = fragments
         .iter()
@@ -216,12 +220,14 @@ fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usiz
         .flat_map(|f| f.references.iter().cloned())
         .collect();
     let needed = referenced_discardables(fragments, seeds);
-    let mut flipped = Vec::new();
+    let mut kept = Vec::new();
     for (i, (f, needed)) in fragments.iter_mut().zip(needed).enumerate() {
         if needed && f.stored_deletion() {
             f.stored = None;
-            flipped.push(i);
+        }
+        if needed && f.stored.is_none() {
+            kept.push(i);
         }
     }
-    flipped
+    kept
 }

@@ -22,8 +22,8 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::FileType;
 
 use super::canonical::{self, Unit};
-use crate::driver::plan::CodegenSettings;
 use crate::llvm_shim;
+use crate::pipeline::settings::CodegenSettings;
 
 /// One fragment: its members (first is the fragment's name) and object.
 #[derive(Clone, Debug)]

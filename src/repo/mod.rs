@@ -2,6 +2,10 @@
 //! counters (`stats`) and the size accounting that lets builds evict
 //! (`size`).
 
+pub mod fsx;
+pub mod identity;
 pub mod size;
 pub mod stats;
+pub mod storage;
 pub mod store;
+pub mod trust;

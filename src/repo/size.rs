@@ -14,46 +14,42 @@
 //! Pruning reads a stored fragment's bytes when it decides to reuse it, so
 //! an entry evicted by a concurrent build afterwards costs nothing.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use super::fsx::{self, RepoDir};
 use super::stats::{self, Counters};
 use super::store::{EvictReport, Store};
 
 const BYTES_WRITTEN: &str = "bytes_written";
-
-fn ledger_dir(repo: &Path) -> PathBuf {
-    repo.join("size")
-}
-
-fn measured_path(repo: &Path) -> PathBuf {
-    ledger_dir(repo).join("measured")
-}
+/// The ledger's directory name inside the repository.
+const LEDGER: &str = "size";
+const MEASURED: &str = "measured";
 
 fn read_measured(repo: &Path) -> Option<u64> {
-    fs::read_to_string(measured_path(repo))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+    let dir = RepoDir::open_path(repo, &[LEDGER], false).ok()??;
+    let (bytes, _) = dir.read_regular(MEASURED, 64).ok()?;
+    std::str::from_utf8(&bytes).ok()?.trim().parse().ok()
 }
 
-fn write_measured(repo: &Path, bytes: u64) -> Result<()> {
-    let dir = ledger_dir(repo);
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".measured")
-        .tempfile_in(&dir)?;
-    std::io::Write::write_all(&mut tmp, bytes.to_string().as_bytes())?;
-    tmp.persist(measured_path(repo))
-        .with_context(|| format!("writing {}", measured_path(repo).display()))?;
+fn write_measured(dir: &RepoDir, bytes: u64) -> Result<()> {
+    dir.write_atomic(MEASURED, bytes.to_string().as_bytes(), fsx::file_mode())
+        .with_context(|| format!("writing {}", dir.path().join(MEASURED).display()))?;
     Ok(())
+}
+
+fn ledger(repo: &Path) -> Result<RepoDir> {
+    RepoDir::open_path(repo, &[LEDGER], true)
+        .with_context(|| format!("opening {}", repo.join(LEDGER).display()))?
+        .context("the size ledger was not created")
 }
 
 /// The repository's estimated size: the last measurement plus the bytes
 /// written since.
 pub fn estimate(repo: &Path) -> Option<u64> {
-    let written = stats::read_in(&ledger_dir(repo)).get(BYTES_WRITTEN);
-    read_measured(repo).map(|m| m + written)
+    let written = stats::read_in(repo, LEDGER).get(BYTES_WRITTEN);
+    read_measured(repo).map(|m| m.saturating_add(written))
 }
 
 /// Accounts for `bytes` just stored by a compile and, when the repository
@@ -69,7 +65,7 @@ pub fn account_and_maybe_evict(
     }
     let mut delta = Counters::default();
     delta.add(BYTES_WRITTEN, bytes);
-    stats::record_in(&ledger_dir(repo), &delta)?;
+    stats::record_in(repo, LEDGER, &delta)?;
     if max_bytes == 0 {
         return Ok(None);
     }
@@ -82,17 +78,17 @@ pub fn account_and_maybe_evict(
     if !over {
         return Ok(None);
     }
-    let lock_path = ledger_dir(repo).join("cleanup.lock");
-    let lock = stats::open_lock_file(&lock_path)?;
+    let dir = ledger(repo)?;
+    let lock = dir.lock_file("cleanup.lock")?;
     if lock.try_lock().is_err() {
         return Ok(None);
     }
     // Zero the ledger first: bytes written while the walk runs are counted
     // afresh (or measured by the walk, and so counted twice: early, never
     // late).
-    stats::zero_in(&ledger_dir(repo))?;
-    let report = Store::new(repo).evict_to(max_bytes);
-    write_measured(repo, report.bytes_after)?;
+    stats::zero_in(repo, LEDGER)?;
+    let report = super::storage::evict_to(&Store::new(repo), max_bytes);
+    write_measured(&dir, report.bytes_after)?;
     drop(lock);
     Ok((report.removed > 0).then_some(report))
 }
@@ -100,9 +96,9 @@ pub fn account_and_maybe_evict(
 /// Forgets the accounting (after `--clear` or a manual cleanup, which
 /// measure the store themselves).
 pub fn record_measured(repo: &Path, bytes: u64) -> Result<()> {
-    fs::create_dir_all(ledger_dir(repo))?;
-    stats::zero_in(&ledger_dir(repo))?;
-    write_measured(repo, bytes)
+    let dir = ledger(repo)?;
+    stats::zero_in(repo, LEDGER)?;
+    write_measured(&dir, bytes)
 }
 
 #[cfg(test)]

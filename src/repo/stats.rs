@@ -8,12 +8,12 @@
 //! I/O problem is ignored (a build never fails because of them).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+
+use super::fsx::{self, RepoDir};
 
 const SHARDS: u32 = 16;
 
@@ -42,25 +42,197 @@ pub mod key {
     /// Units with debug info compiled whole, without the repository
     /// (`debug_fragments` off).
     pub const DEBUG_UNITS_WHOLE: &str = "debug_units_whole";
+    /// Units whose frontend had run when the pipeline could not finish,
+    /// taken from a stored clang object (see `pipeline::clang_units`).
+    pub const CLANG_UNITS_REUSED: &str = "clang_units_reused";
+
+    /// Every counter, in the order `--show-stats` prints them (a fresh
+    /// repository shows each at 0).
+    pub const ALL: &[&str] = &[
+        COMPILES,
+        PASSTHROUGH,
+        FALLBACKS,
+        LINKS,
+        COMPILE_ERRORS,
+        DEFINITIONS_TOTAL,
+        DEFINITIONS_COMPILED,
+        DEFINITIONS_PRUNED,
+        FRAGMENTS_STORED,
+        CORRUPT_ENTRIES,
+        DEBUG_UNITS_WHOLE,
+        CLANG_UNITS_REUSED,
+    ];
+}
+
+/// Why an invocation was passed to clang or a unit fell back to it: a fixed
+/// category (what the statistics count by) and the detail of this case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reason {
+    pub category: Category,
+    pub detail: String,
+}
+
+impl Reason {
+    pub fn new(category: Category, detail: impl Into<String>) -> Reason {
+        Reason {
+            category,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.category.key(), self.detail)
+    }
+}
+
+/// The fixed reasons. Passthrough: the whole invocation ran clang with the
+/// original arguments. Fallback: a unit's frontend ran, then clang compiled
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// A mode or option repocc leaves to clang (`-E`, `-flto`, ...).
+    UnsupportedOption,
+    /// An option that is not in repocc's table.
+    UnknownOption,
+    /// An option value clang rejects or repocc does not model.
+    InvalidValue,
+    /// An input language repocc leaves to clang (or an unknown `-x`).
+    InputLanguage,
+    /// Input from stdin or output to stdout.
+    StandardStream,
+    /// A missing input file (clang reports it).
+    MissingInput,
+    /// An output location clang must report (unwritable, a directory).
+    OutputLocation,
+    /// A command line without sources to compile, or with outputs repocc
+    /// cannot name (`-c` with linker inputs, `-o` with several outputs).
+    CommandLine,
+    /// Preprocessed and unpreprocessed sources in one invocation (clang's
+    /// unused-argument warnings depend on the mix).
+    MixedInputs,
+    /// A response file clang must report (recursive, too large).
+    ResponseFile,
+    /// An argument that is not UTF-8.
+    NonUtf8Argument,
+    /// `disable` is set.
+    Disabled,
+    /// A launcher for a compiler other than clang-19.
+    OtherCompiler,
+    /// LLVM reported an error or warning while optimizing or generating
+    /// code: clang compiled the unit so that the user sees its words.
+    BackendDiagnostic,
+    /// The pipeline failed on a unit clang's frontend accepted.
+    PipelineError,
+    /// LLVM stopped with a fatal error; clang compiled the invocation.
+    LlvmFatalError,
+}
+
+impl Category {
+    /// The key in the statistics (stable).
+    pub fn key(self) -> &'static str {
+        match self {
+            Category::UnsupportedOption => "passthrough: unsupported option",
+            Category::UnknownOption => "passthrough: unknown option",
+            Category::InvalidValue => "passthrough: invalid option value",
+            Category::InputLanguage => "passthrough: input language",
+            Category::StandardStream => "passthrough: stdin or stdout",
+            Category::MissingInput => "passthrough: missing input",
+            Category::OutputLocation => "passthrough: output location",
+            Category::CommandLine => "passthrough: command line without compilable units",
+            Category::MixedInputs => "passthrough: preprocessed and unpreprocessed sources",
+            Category::ResponseFile => "passthrough: response file",
+            Category::NonUtf8Argument => "passthrough: non-UTF-8 argument",
+            Category::Disabled => "passthrough: disabled by configuration",
+            Category::OtherCompiler => "passthrough: launcher for another compiler",
+            Category::BackendDiagnostic => "fallback: backend diagnostic",
+            Category::PipelineError => "fallback: pipeline error",
+            Category::LlvmFatalError => "fallback: LLVM fatal error",
+        }
+    }
+}
+
+/// Most distinct details kept per reason (the most recent).
+const MAX_DETAILS: usize = 5;
+
+/// How often a reason occurred, and its latest distinct details.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(from = "ReasonRepr")]
+pub struct ReasonCount {
+    pub count: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+}
+
+/// Shards written before reasons had details held a bare count.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ReasonRepr {
+    Count(u64),
+    Full {
+        count: u64,
+        #[serde(default)]
+        details: Vec<String>,
+    },
+}
+
+impl From<ReasonRepr> for ReasonCount {
+    fn from(r: ReasonRepr) -> ReasonCount {
+        match r {
+            ReasonRepr::Count(count) => ReasonCount {
+                count,
+                details: Vec::new(),
+            },
+            ReasonRepr::Full { count, details } => ReasonCount { count, details },
+        }
+    }
+}
+
+impl ReasonCount {
+    fn add(&mut self, other: &ReasonCount) {
+        self.count = self.count.saturating_add(other.count);
+        for d in &other.details {
+            self.details.retain(|x| x != d);
+            self.details.push(d.clone());
+        }
+        let excess = self.details.len().saturating_sub(MAX_DETAILS);
+        self.details.drain(..excess);
+    }
 }
 
 /// A set of counter increments, plus per-reason counts for passthrough and
-/// fallbacks.
+/// fallbacks. Counters saturate; they never wrap.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Counters {
     #[serde(default)]
     pub counters: BTreeMap<String, u64>,
     #[serde(default)]
-    pub reasons: BTreeMap<String, u64>,
+    pub reasons: BTreeMap<String, ReasonCount>,
 }
 
 impl Counters {
     pub fn add(&mut self, key: &str, n: u64) {
-        *self.counters.entry(key.to_string()).or_default() += n;
+        let c = self.counters.entry(key.to_string()).or_default();
+        *c = c.saturating_add(n);
     }
 
-    pub fn add_reason(&mut self, reason: &str) {
-        *self.reasons.entry(reason.to_string()).or_default() += 1;
+    pub fn add_reason(&mut self, reason: &Reason) {
+        let mut detail = reason.detail.clone();
+        if detail.len() > 200 {
+            let mut cut = 200;
+            while !detail.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            detail.truncate(cut);
+        }
+        self.reasons
+            .entry(reason.category.key().to_string())
+            .or_default()
+            .add(&ReasonCount {
+                count: 1,
+                details: vec![detail],
+            });
     }
 
     pub fn get(&self, key: &str) -> u64 {
@@ -69,10 +241,10 @@ impl Counters {
 
     fn merge(&mut self, other: &Counters) {
         for (k, v) in &other.counters {
-            *self.counters.entry(k.clone()).or_default() += v;
+            self.add(k, *v);
         }
         for (k, v) in &other.reasons {
-            *self.reasons.entry(k.clone()).or_default() += v;
+            self.reasons.entry(k.clone()).or_default().add(v);
         }
     }
 
@@ -81,71 +253,64 @@ impl Counters {
     }
 }
 
-/// Opens (creating it if needed) a file used only for its advisory lock.
-pub(crate) fn open_lock_file(path: &Path) -> Result<File> {
-    File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("opening {}", path.display()))
-}
-
-fn stats_dir(repo: &Path) -> PathBuf {
-    repo.join("stats")
-}
+/// Largest shard file read (a shard holds a few dozen counters).
+const MAX_SHARD_BYTES: u64 = 1 << 20;
 
 /// Adds `delta` to the shared counters. Errors are returned for tests; the
 /// driver ignores them.
 pub fn record(repo: &Path, delta: &Counters) -> Result<()> {
-    record_in(&stats_dir(repo), delta)
+    record_in(repo, STATS_DIR, delta)
 }
 
-/// Adds `delta` to the sharded counters kept in `dir` (the statistics, or
-/// another ledger such as the repository's size accounting).
-pub fn record_in(dir: &Path, delta: &Counters) -> Result<()> {
+/// The statistics' directory name inside the repository.
+const STATS_DIR: &str = "stats";
+
+/// Adds `delta` to the sharded counters kept in `repo/sub` (the
+/// statistics, or another ledger such as the repository's size accounting).
+pub fn record_in(repo: &Path, sub: &str, delta: &Counters) -> Result<()> {
     if delta.is_empty() {
         return Ok(());
     }
-    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = RepoDir::open_path(repo, &[sub], true)
+        .with_context(|| format!("opening {}", repo.join(sub).display()))?
+        .context("the directory was not created")?;
     let shard = std::process::id() % SHARDS;
-    let lock_path = dir.join(format!("{shard}.lock"));
-    let lock = open_lock_file(&lock_path)?;
+    let lock_name = format!("{shard}.lock");
+    let lock = dir
+        .lock_file(&lock_name)
+        .with_context(|| format!("opening {}", dir.path().join(&lock_name).display()))?;
     lock.lock()
-        .with_context(|| format!("locking {}", lock_path.display()))?;
-    let path = dir.join(format!("{shard}.json"));
-    let mut current = read_shard(&path);
+        .with_context(|| format!("locking {}", dir.path().join(&lock_name).display()))?;
+    let name = format!("{shard}.json");
+    let mut current = read_shard(&dir, &name);
     current.merge(delta);
-    let mut tmp = tempfile::Builder::new().prefix(".stats").tempfile_in(dir)?;
-    tmp.write_all(&serde_json::to_vec(&current)?)?;
-    tmp.persist(&path)
-        .with_context(|| format!("writing {}", path.display()))?;
+    dir.write_atomic(&name, &serde_json::to_vec(&current)?, fsx::file_mode())
+        .with_context(|| format!("writing {}", dir.path().join(&name).display()))?;
     drop(lock);
     Ok(())
 }
 
-fn read_shard(path: &Path) -> Counters {
-    fs::read(path)
+fn read_shard(dir: &RepoDir, name: &str) -> Counters {
+    dir.read_regular(name, MAX_SHARD_BYTES)
         .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
+        .and_then(|(b, _)| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
 }
 
 /// The sum over all shards.
 pub fn read(repo: &Path) -> Counters {
-    read_in(&stats_dir(repo))
+    read_in(repo, STATS_DIR)
 }
 
-/// The sum over the shards kept in `dir`.
-pub fn read_in(dir: &Path) -> Counters {
+/// The sum over the shards kept in `repo/sub`.
+pub fn read_in(repo: &Path, sub: &str) -> Counters {
     let mut total = Counters::default();
-    let Ok(entries) = fs::read_dir(dir) else {
+    let Ok(Some(dir)) = RepoDir::open_path(repo, &[sub], false) else {
         return total;
     };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.extension().and_then(|e| e.to_str()) == Some("json") {
-            total.merge(&read_shard(&p));
+    for e in dir.list().unwrap_or_default() {
+        if e.kind == fsx::Kind::Regular && e.name.ends_with(".json") {
+            total.merge(&read_shard(&dir, &e.name));
         }
     }
     total
@@ -153,24 +318,25 @@ pub fn read_in(dir: &Path) -> Counters {
 
 /// Resets every counter.
 pub fn zero(repo: &Path) -> Result<()> {
-    zero_in(&stats_dir(repo))
+    zero_in(repo, STATS_DIR)
 }
 
-/// Resets the counters kept in `dir`.
-pub fn zero_in(dir: &Path) -> Result<()> {
+/// Resets the counters kept in `repo/sub`.
+pub fn zero_in(repo: &Path, sub: &str) -> Result<()> {
+    let dir = match RepoDir::open_path(repo, &[sub], false) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("opening {}", repo.join(sub).display())),
+    };
     for shard in 0..SHARDS {
-        let lock_path = dir.join(format!("{shard}.lock"));
-        let path = dir.join(format!("{shard}.json"));
-        if !path.exists() {
+        let name = format!("{shard}.json");
+        if dir.kind_of(&name)?.is_none() {
             continue;
         }
-        let lock = open_lock_file(&lock_path)?;
+        let lock = dir.lock_file(&format!("{shard}.lock"))?;
         lock.lock()?;
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("removing {}", path.display())),
-        }
+        dir.remove(&name)
+            .with_context(|| format!("removing {}", dir.path().join(&name).display()))?;
     }
     Ok(())
 }
@@ -184,14 +350,38 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let mut c = Counters::default();
         c.add(key::COMPILES, 2);
-        c.add_reason("unknown option --x");
+        c.add_reason(&Reason::new(Category::UnknownOption, "--x"));
         record(d.path(), &c).unwrap();
         record(d.path(), &c).unwrap();
         let r = read(d.path());
         assert_eq!(r.get(key::COMPILES), 4);
-        assert_eq!(r.reasons["unknown option --x"], 2);
+        let reason = &r.reasons[Category::UnknownOption.key()];
+        assert_eq!(
+            (reason.count, reason.details.clone()),
+            (2, vec!["--x".to_string()])
+        );
         zero(d.path()).unwrap();
         assert!(read(d.path()).is_empty());
+    }
+
+    #[test]
+    fn counters_saturate_and_old_shards_still_read() {
+        let mut c = Counters::default();
+        c.add(key::COMPILES, u64::MAX - 1);
+        c.add(key::COMPILES, 5);
+        assert_eq!(c.get(key::COMPILES), u64::MAX);
+        let old: Counters =
+            serde_json::from_str(r#"{"counters":{"compiles":3},"reasons":{"free text":2}}"#)
+                .unwrap();
+        assert_eq!(old.reasons["free text"].count, 2);
+        let mut many = Counters::default();
+        for i in 0..20 {
+            many.add_reason(&Reason::new(Category::UnknownOption, format!("--o{i}")));
+        }
+        let r = &many.reasons[Category::UnknownOption.key()];
+        assert_eq!(r.count, 20);
+        assert_eq!(r.details.len(), MAX_DETAILS);
+        assert_eq!(r.details.last().unwrap(), "--o19");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! |---|---|
 //! | 8 | magic `RPCCFRAG` |
 //! | 4 | format version (little endian) |
-//! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition" |
+//! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition", 2 a whole unit's object compiled by clang, 3 "this unit needs clang" |
 //! | 3 | reserved (zero) |
 //! | 32 | the digest the entry is stored under |
 //! | 32 | blake3 of everything after the header |
@@ -16,6 +16,9 @@
 //! | n | metadata (JSON, written by the pipeline) |
 //! | rest | payload (an ELF relocatable object for kind 0) |
 //!
+//! All access goes through `fsx` (no symlink inside the repository is
+//! followed; what is not a regular file at an entry's place is removed and
+//! counted as corrupt; reads are bounded by [`MAX_ENTRY_BYTES`]).
 //! Writes go to a temporary file in the entry's directory and are renamed
 //! into place, so readers see a whole entry or none; no fsync is needed
 //! because a torn entry fails its checksum and reads as a miss. A corrupt
@@ -26,14 +29,15 @@
 //! hot path.
 
 use std::fmt;
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
+
+use super::fsx::{self, ReadError, RepoDir};
 
 const MAGIC: &[u8; 8] = b"RPCCFRAG";
 /// Bump when the entry layout or the meaning of a payload changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 32 + 8;
 
 /// The key of a fragment: a definition's final digest.
@@ -70,6 +74,23 @@ pub enum EntryKind {
     Object,
     /// The optimizer deleted the definition (fully inlined or dead).
     Deleted,
+    /// A whole unit's object, compiled by clang after the pipeline gave up
+    /// on the unit (see `pipeline::clang_units`).
+    ClangObject,
+    /// The unit goes to clang, whose compile printed diagnostics (so its
+    /// object cannot be replayed without them).
+    ClangOnly,
+}
+
+impl EntryKind {
+    fn byte(self) -> u8 {
+        match self {
+            EntryKind::Object => 0,
+            EntryKind::Deleted => 1,
+            EntryKind::ClangObject => 2,
+            EntryKind::ClangOnly => 3,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,6 +144,12 @@ pub enum Corruption {
     WrongDigest,
     BadLength,
     BadChecksum,
+    /// Something other than a regular file at the entry's place.
+    NotRegular(String),
+    /// A shard that is not a real directory (a symlink, a file).
+    NotADirectory,
+    /// Larger than any entry repocc writes.
+    TooLarge,
 }
 
 /// The outcome of a lookup.
@@ -135,7 +162,12 @@ pub enum Lookup {
 }
 
 pub struct Store {
+    /// The repository directory (the user's path).
+    repo: PathBuf,
+    /// `<repo>/v1/fragments`, for messages.
     root: PathBuf,
+    /// The fragments directory, once opened.
+    opened: OnceLock<RepoDir>,
 }
 
 /// Counts from [`Store::verify_all`].
@@ -154,17 +186,11 @@ pub struct EvictReport {
     pub bytes_after: u64,
 }
 
-impl EvictReport {
-    /// The report before anything is removed.
-    fn before(entries: &[(PathBuf, u64, SystemTime)]) -> EvictReport {
-        let total: u64 = entries.iter().map(|(_, s, _)| s).sum();
-        EvictReport {
-            entries_before: entries.len() as u64,
-            bytes_before: total,
-            removed: 0,
-            bytes_after: total,
-        }
-    }
+/// A regular file in a shard directory.
+struct StoredFile {
+    name: String,
+    size: u64,
+    modified: SystemTime,
 }
 
 pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
@@ -175,10 +201,7 @@ pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.push(match entry.kind {
-        EntryKind::Object => 0,
-        EntryKind::Deleted => 1,
-    });
+    out.push(entry.kind.byte());
     out.extend_from_slice(&[0, 0, 0]);
     out.extend_from_slice(&digest.0);
     out.extend_from_slice(blake3::hash(&body).as_bytes());
@@ -201,6 +224,8 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     let kind = match (bytes[12], &bytes[13..16]) {
         (0, [0, 0, 0]) => EntryKind::Object,
         (1, [0, 0, 0]) => EntryKind::Deleted,
+        (2, [0, 0, 0]) => EntryKind::ClangObject,
+        (3, [0, 0, 0]) => EntryKind::ClangOnly,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {
@@ -221,12 +246,27 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     })
 }
 
+/// Largest entry a read accepts (a bigger file is not one of ours).
+pub const MAX_ENTRY_BYTES: u64 = 256 << 20;
+
+/// Temporary files younger than this may belong to a running compile.
+const TEMPORARY_GRACE: Duration = Duration::from_secs(3600);
+
+fn is_shard_name(name: &str) -> bool {
+    name.len() == 2
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
 impl Store {
     /// The store under the repository directory `dir` (nothing is created
     /// until the first write).
     pub fn new(dir: &Path) -> Store {
         Store {
+            repo: dir.to_path_buf(),
             root: dir.join("v1").join("fragments"),
+            opened: OnceLock::new(),
         }
     }
 
@@ -234,24 +274,83 @@ impl Store {
         &self.root
     }
 
-    fn path_of(&self, d: &FragmentDigest) -> PathBuf {
-        let hex = d.to_hex();
-        self.root.join(&hex[..2]).join(hex)
+    /// The fragments directory (`create`: made if missing). A `v1` or
+    /// `fragments` that is not a real directory is removed when `create`
+    /// is set (it is inside the repository) and reported otherwise.
+    fn fragments(&self, create: bool) -> std::io::Result<Option<&RepoDir>> {
+        if let Some(d) = self.opened.get() {
+            return Ok(Some(d));
+        }
+        let Some(root) = RepoDir::open_root(&self.repo, create)? else {
+            return Ok(None);
+        };
+        let mut dir = root;
+        for name in ["v1", "fragments"] {
+            let sub = match dir.subdir(name, create) {
+                Err(e) if create && e.kind() == std::io::ErrorKind::NotADirectory => {
+                    dir.remove(name)?;
+                    dir.subdir(name, create)?
+                }
+                other => other?,
+            };
+            match sub {
+                Some(s) => dir = s,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(self.opened.get_or_init(|| dir)))
     }
 
-    /// Reads and verifies an entry; a corrupt one is removed.
+    fn shard_and_name(d: &FragmentDigest) -> (String, String) {
+        let hex = d.to_hex();
+        (hex[..2].to_string(), hex)
+    }
+
+    #[cfg(test)]
+    fn path_of(&self, d: &FragmentDigest) -> PathBuf {
+        let (shard, name) = Store::shard_and_name(d);
+        self.root.join(shard).join(name)
+    }
+
+    /// Reads and verifies an entry. A corrupt entry, or anything at its
+    /// place that is not a regular file (or a shard that is not a real
+    /// directory), is removed and reported as corrupt: a miss.
     pub fn get(&self, d: &FragmentDigest) -> Result<Lookup, StoreError> {
-        use std::io::Read;
-        let path = self.path_of(d);
-        let mut file = match fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Miss),
-            Err(e) => return Err(StoreError::Unreadable { path, source: e }),
+        let (shard_name, name) = Store::shard_and_name(d);
+        let unreadable = |source| StoreError::Unreadable {
+            path: self.root.join(&shard_name).join(&name),
+            source,
         };
-        let mut bytes = Vec::new();
-        if let Err(e) = file.read_to_end(&mut bytes) {
-            return Err(StoreError::Unreadable { path, source: e });
-        }
+        let fragments = match self.fragments(false) {
+            Ok(Some(f)) => f,
+            Ok(None) => return Ok(Lookup::Miss),
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                return Ok(Lookup::Miss);
+            }
+            Err(e) => return Err(unreadable(e)),
+        };
+        let shard = match fragments.subdir(&shard_name, false) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Ok(Lookup::Miss),
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                let _ = fragments.remove(&shard_name);
+                return Ok(Lookup::Corrupt(Corruption::NotADirectory));
+            }
+            Err(e) => return Err(unreadable(e)),
+        };
+        let (bytes, file) = match shard.read_regular(&name, MAX_ENTRY_BYTES) {
+            Ok(x) => x,
+            Err(ReadError::Missing) => return Ok(Lookup::Miss),
+            Err(ReadError::NotRegular(kind)) => {
+                let _ = shard.remove(&name);
+                return Ok(Lookup::Corrupt(Corruption::NotRegular(format!("{kind:?}"))));
+            }
+            Err(ReadError::TooLarge(_)) => {
+                let _ = shard.remove(&name);
+                return Ok(Lookup::Corrupt(Corruption::TooLarge));
+            }
+            Err(ReadError::Io(e)) => return Err(unreadable(e)),
+        };
         match decode(d, &bytes) {
             Ok(entry) => {
                 // Least-recently-used order, refreshed at most hourly (a
@@ -267,47 +366,86 @@ impl Store {
                 Ok(Lookup::Hit(entry))
             }
             Err(c) => {
-                let _ = fs::remove_file(&path);
+                let _ = shard.remove(&name);
                 Ok(Lookup::Corrupt(c))
             }
         }
     }
 
-    /// Stores an entry atomically; returns the bytes written.
+    /// Stores an entry atomically; returns the bytes written. Whatever is
+    /// in the way inside the repository (a symlinked shard, a directory
+    /// where the entry goes) is removed, never written through.
     pub fn put(&self, d: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
-        let path = self.path_of(d);
-        let dir = path.parent().expect("entry paths have a parent");
+        let (shard_name, name) = Store::shard_and_name(d);
         let unwritable = |source| StoreError::Unwritable {
-            path: dir.to_path_buf(),
+            path: self.root.join(&shard_name),
             source,
         };
-        fs::create_dir_all(dir).map_err(unwritable)?;
+        let fragments = self
+            .fragments(true)
+            .map_err(unwritable)?
+            .expect("created when missing");
+        let shard = match fragments.subdir(&shard_name, true) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                fragments.remove(&shard_name).map_err(unwritable)?;
+                fragments.subdir(&shard_name, true)
+            }
+            other => other,
+        }
+        .map_err(unwritable)?
+        .expect("created when missing");
+        if let Ok(Some(kind)) = shard.kind_of(&name) {
+            if kind == fsx::Kind::Directory {
+                shard.remove(&name).map_err(unwritable)?;
+            }
+        }
         let bytes = encode(d, entry);
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".tmp")
-            .tempfile_in(dir)
-            .map_err(unwritable)?;
-        tmp.write_all(&bytes).map_err(unwritable)?;
-        tmp.persist(&path).map_err(|e| unwritable(e.error))?;
-        Ok(bytes.len() as u64)
+        shard
+            .write_atomic(&name, &bytes, fsx::file_mode())
+            .map_err(unwritable)
     }
 
-    /// Every entry file with its size and modification time.
-    fn entries(&self) -> Vec<(PathBuf, u64, SystemTime)> {
+    /// Removes the entry under `d` (whatever is at its place).
+    pub fn remove(&self, d: &FragmentDigest) -> Result<(), StoreError> {
+        let (shard_name, name) = Store::shard_and_name(d);
+        let unwritable = |source| StoreError::Unwritable {
+            path: self.root.join(&shard_name),
+            source,
+        };
+        let Some(fragments) = self.fragments(false).map_err(unwritable)? else {
+            return Ok(());
+        };
+        match fragments.subdir(&shard_name, false) {
+            Ok(Some(shard)) => shard.remove(&name).map_err(unwritable),
+            Ok(None) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Ok(()),
+            Err(e) => Err(unwritable(e)),
+        }
+    }
+
+    /// Every regular file in the shards (entries and temporaries).
+    fn stored_files(&self) -> Vec<StoredFile> {
         let mut out = Vec::new();
-        let Ok(dirs) = fs::read_dir(&self.root) else {
+        let Ok(Some(fragments)) = self.fragments(false) else {
             return out;
         };
-        for d in dirs.flatten() {
-            let Ok(files) = fs::read_dir(d.path()) else {
+        let Ok(shards) = fragments.list() else {
+            return out;
+        };
+        for s in shards {
+            if s.kind != fsx::Kind::Directory {
+                continue;
+            }
+            let Ok(Some(shard)) = fragments.subdir(&s.name, false) else {
                 continue;
             };
-            for f in files.flatten() {
-                if let Ok(m) = f.metadata() {
-                    if m.is_file() {
-                        let t = m.modified().unwrap_or(SystemTime::UNIX_EPOCH);
-                        out.push((f.path(), m.len(), t));
-                    }
+            for f in shard.list().unwrap_or_default() {
+                if f.kind == fsx::Kind::Regular {
+                    out.push(StoredFile {
+                        name: f.name,
+                        size: f.size,
+                        modified: f.modified,
+                    });
                 }
             }
         }
@@ -316,76 +454,106 @@ impl Store {
 
     /// Total bytes and number of entries.
     pub fn size(&self) -> (u64, u64) {
-        let e = self.entries();
-        (e.iter().map(|(_, s, _)| s).sum(), e.len() as u64)
+        let e = self.stored_files();
+        (e.iter().map(|f| f.size).sum(), e.len() as u64)
     }
 
-    /// Checks every entry; removes and reports the bad ones (and stale
-    /// temporary files).
+    /// Checks every entry; removes and reports the bad ones: entries that
+    /// fail verification, anything that is not a regular file (symlinks,
+    /// FIFOs, devices, directories — removed, never followed), shards that
+    /// are not real directories, and temporary files older than an hour.
     pub fn verify_all(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
-        for (path, _, _) in self.entries() {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            report.checked += 1;
-            let problem = match FragmentDigest::from_hex(&name) {
-                None => Some("not an entry name".to_string()),
-                Some(d) => match fs::read(&path) {
-                    Ok(bytes) => decode(&d, &bytes).err().map(|c| format!("{c:?}")),
-                    Err(e) => Some(e.to_string()),
-                },
+        let fragments = match self.fragments(false) {
+            Ok(Some(f)) => f,
+            Ok(None) => return report,
+            Err(e) => {
+                // `v1` or `fragments` is not a real directory: remove it
+                // (the link itself, never what it points to).
+                if let Some(bad) = self.remove_bad_top_level() {
+                    report.checked += 1;
+                    report.removed.push((bad, e.to_string()));
+                }
+                return report;
+            }
+        };
+        let shards = fragments.list().unwrap_or_default();
+        for s in shards {
+            let path = fragments.path().join(&s.name);
+            if s.kind != fsx::Kind::Directory || !is_shard_name(&s.name) {
+                report.checked += 1;
+                let _ = fragments.remove(&s.name);
+                let why = if s.kind == fsx::Kind::Directory {
+                    "not a shard directory".to_string()
+                } else {
+                    format!("not a directory ({:?})", s.kind)
+                };
+                report.removed.push((path, why));
+                continue;
+            }
+            let Ok(Some(shard)) = fragments.subdir(&s.name, false) else {
+                continue;
             };
-            if let Some(p) = problem {
-                let _ = fs::remove_file(&path);
-                report.removed.push((path, p));
+            for f in shard.list().unwrap_or_default() {
+                let path = shard.path().join(&f.name);
+                if f.name.starts_with(".tmp") && f.kind == fsx::Kind::Regular {
+                    let age = SystemTime::now()
+                        .duration_since(f.modified)
+                        .unwrap_or_default();
+                    if age > TEMPORARY_GRACE && shard.remove(&f.name).is_ok() {
+                        report.removed.push((path, "stale temporary file".into()));
+                    }
+                    continue;
+                }
+                report.checked += 1;
+                let problem = match FragmentDigest::from_hex(&f.name) {
+                    _ if f.kind != fsx::Kind::Regular => {
+                        Some(format!("not a regular file ({:?})", f.kind))
+                    }
+                    Some(d) if f.name.starts_with(&s.name) => {
+                        match shard.read_regular(&f.name, MAX_ENTRY_BYTES) {
+                            Ok((bytes, _)) => decode(&d, &bytes).err().map(|c| format!("{c:?}")),
+                            Err(e) => Some(e.to_string()),
+                        }
+                    }
+                    _ => Some("not an entry name".to_string()),
+                };
+                if let Some(p) = problem {
+                    let _ = shard.remove(&f.name);
+                    report.removed.push((path, p));
+                }
             }
         }
         report
     }
 
-    /// Least-recently-used eviction down to `max_bytes` (to 90% of it, so
-    /// that the next compiles do not evict again at once); 0 is no limit.
-    pub fn evict_to(&self, max_bytes: u64) -> EvictReport {
-        let mut entries = self.entries();
-        let mut report = EvictReport::before(&entries);
-        if max_bytes == 0 || report.bytes_before <= max_bytes {
-            return report;
-        }
-        let target = max_bytes / 10 * 9;
-        entries.sort_by_key(|(p, _, t)| (*t, p.clone()));
-        for (path, size, _) in entries {
-            if report.bytes_after <= target {
-                break;
-            }
-            if fs::remove_file(&path).is_ok() {
-                report.removed += 1;
-                report.bytes_after -= size;
+    /// Removes a `v1` or `v1/fragments` that is not a real directory;
+    /// returns its path.
+    fn remove_bad_top_level(&self) -> Option<PathBuf> {
+        let mut dir = RepoDir::open_root(&self.repo, false).ok()??;
+        for name in ["v1", "fragments"] {
+            match dir.kind_of(name) {
+                Ok(Some(fsx::Kind::Directory)) => dir = dir.subdir(name, false).ok()??,
+                Ok(Some(_)) => {
+                    let path = dir.path().join(name);
+                    return dir.remove(name).ok().map(|()| path);
+                }
+                _ => return None,
             }
         }
-        report
-    }
-
-    /// Removes entries not used for `age`.
-    pub fn evict_older_than(&self, age: Duration) -> EvictReport {
-        let now = SystemTime::now();
-        let entries = self.entries();
-        let mut report = EvictReport::before(&entries);
-        for (path, size, t) in entries {
-            if now.duration_since(t).unwrap_or_default() > age && fs::remove_file(&path).is_ok() {
-                report.removed += 1;
-                report.bytes_after -= size;
-            }
-        }
-        report
+        None
     }
 
     /// Removes every entry.
     pub fn clear(&self) -> std::io::Result<()> {
-        match fs::remove_dir_all(&self.root) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        match RepoDir::open_path(&self.repo, &[], false)? {
+            Some(repo) => match repo.subdir("v1", false) {
+                Ok(Some(v1)) => v1.remove("fragments"),
+                Ok(None) => Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => repo.remove("v1"),
+                Err(e) => Err(e),
+            },
+            None => Ok(()),
         }
     }
 }
@@ -407,7 +575,8 @@ pub fn parse_size(s: &str) -> Option<u64> {
         "T" | "TB" | "TIB" => 1 << 40,
         _ => return None,
     };
-    (num >= 0.0).then_some((num * mult as f64) as u64)
+    let bytes = num * mult as f64;
+    (num.is_finite() && num >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
 /// Parses ages such as `3600`, `90s`, `30m`, `12h`, `7d`.
@@ -415,19 +584,52 @@ pub fn parse_age(s: &str) -> Option<Duration> {
     let s = s.trim();
     let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = num.parse().ok()?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" => n * 60,
-        "h" => n * 3600,
-        "d" => n * 86400,
+    let unit_secs = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
         _ => return None,
     };
+    // An age beyond any file's (more than 10,000 years) is refused rather
+    // than wrapped into a small one.
+    let secs = n
+        .checked_mul(unit_secs)
+        .filter(|s| *s <= 10_000 * 365 * 86400)?;
     Some(Duration::from_secs(secs))
+}
+
+impl super::storage::Storage for Store {
+    fn get(&self, key: &FragmentDigest) -> Result<Lookup, StoreError> {
+        Store::get(self, key)
+    }
+
+    fn put(&self, key: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
+        Store::put(self, key, entry)
+    }
+
+    fn remove(&self, key: &FragmentDigest) -> Result<(), StoreError> {
+        Store::remove(self, key)
+    }
+
+    fn entries(&self) -> Vec<super::storage::EntryInfo> {
+        self.stored_files()
+            .into_iter()
+            .filter_map(|f| {
+                Some(super::storage::EntryInfo {
+                    key: FragmentDigest::from_hex(&f.name)?,
+                    bytes: f.size,
+                    last_used: f.modified,
+                })
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn digest(n: u8) -> FragmentDigest {
         FragmentDigest(*blake3::hash(&[n]).as_bytes())
@@ -460,6 +662,26 @@ mod tests {
         assert!(
             matches!(s.get(&digest(2)).unwrap(), Lookup::Hit(e) if e.kind == EntryKind::Deleted)
         );
+    }
+
+    #[test]
+    fn the_storage_interface_lists_and_removes() {
+        use crate::repo::storage::Storage;
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        let storage: &dyn Storage = &s;
+        for i in 0..3 {
+            storage.put(&digest(i), &entry(&[i; 10])).unwrap();
+        }
+        let mut keys: Vec<FragmentDigest> = storage.entries().into_iter().map(|e| e.key).collect();
+        keys.sort();
+        let mut want = vec![digest(0), digest(1), digest(2)];
+        want.sort();
+        assert_eq!(keys, want);
+        storage.remove(&digest(1)).unwrap();
+        storage.remove(&digest(1)).unwrap();
+        assert!(matches!(storage.get(&digest(1)).unwrap(), Lookup::Miss));
+        assert_eq!(storage.entries().len(), 2);
     }
 
     #[test]
@@ -530,7 +752,7 @@ mod tests {
         assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)));
         let (total, n) = s.size();
         assert_eq!(n, 10);
-        let r = s.evict_to(total / 2);
+        let r = crate::repo::storage::evict_to(&s, total / 2);
         assert!(r.bytes_after <= total / 2);
         assert!(
             matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)),
@@ -540,7 +762,7 @@ mod tests {
             matches!(s.get(&digest(1)).unwrap(), Lookup::Miss),
             "oldest entry kept"
         );
-        let r = s.evict_older_than(Duration::from_secs(3600));
+        let r = crate::repo::storage::evict_older_than(&s, Duration::from_secs(3600));
         assert!(r.removed >= 1);
         assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)));
     }
@@ -586,6 +808,9 @@ mod tests {
         assert_eq!(parse_age("7d"), Some(Duration::from_secs(7 * 86400)));
         assert_eq!(parse_age("90"), Some(Duration::from_secs(90)));
         assert_eq!(parse_age("1w"), None);
+        assert_eq!(parse_age("99999999999999999d"), None, "overflow");
+        assert_eq!(parse_age("213503982334601d"), None, "overflow");
+        assert_eq!(parse_size("99999999999999999999T"), None);
         assert_eq!(
             FragmentDigest::from_hex(&digest(9).to_hex()),
             Some(digest(9))

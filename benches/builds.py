@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""Whole-build benchmark (prints figures; not a test).
+
+Builds real projects with clang-19, ccache + clang-19 and repocc in the same
+run and reports the build time of each scenario, as the median of several
+runs and as a ratio to clang-19's time for the same scenario:
+
+  cold        an empty cache / repository, a clean tree
+  no-change   the same tree after `make clean` (or a new CMake build
+              directory), the cache kept
+  edit        one function edited in one source file, incremental `make`
+  header      one definition edited in a header many files include,
+              incremental `make`
+
+for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). Only the build step is
+timed (not CMake's configure step). Projects: lua5.4 (make), cjson (CMake),
+sqlite3 (the amalgamation and its shell; no header scenario), fmtlib (C++,
+CMake; slow, only when named).
+
+Writes `builds.md` (the table), `builds.dat` and, when gnuplot is present,
+`builds.png` (ratios to clang-19) into the results directory
+(`benches/results/` by default).
+
+  python3 benches/builds.py                      # lua, cjson, sqlite; 3 runs
+  python3 benches/builds.py --projects lua --runs 1 --flags=-O2 --out DIR
+  python3 benches/builds.py --smoke --out DIR    # lua, -O2, one run (CI)
+"""
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FETCH = ROOT / "wrapper-tests" / "fetch.sh"
+JOBS = os.cpu_count() or 2
+FLAG_SETS = ["-O2", "-O2 -g", "-O0 -g"]
+SCENARIOS = ["cold", "no-change", "edit", "header"]
+
+
+def sh(cmd, cwd=None, env=None, quiet=True):
+    r = subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        shell=isinstance(cmd, str),
+        stdout=subprocess.PIPE if quiet else None,
+        stderr=subprocess.STDOUT if quiet else None,
+        text=True,
+    )
+    if r.returncode != 0:
+        out = (r.stdout or "")[-3000:]
+        raise SystemExit(f"bench: `{cmd}` failed in {cwd}:\n{out}")
+    return r.stdout or ""
+
+
+def fetch(kind, name="", *extra):
+    """A cached source tree from wrapper-tests/fetch.sh (the same trees,
+    unpacked the same way, as the wrapper tests use)."""
+    fn = {
+        "debian": f"fetch_debian_source {name} {' '.join(extra)}",
+        "sqlite": "prepare_sqlite_amalgamation",
+    }[kind]
+    script = f'fail() {{ echo "$*" >&2; exit 1; }}; JOBS={JOBS}; source "{FETCH}"; {fn}'
+    return Path(sh(["bash", "-c", script]).strip().splitlines()[-1])
+
+
+def edit_file(path, old, new):
+    text = path.read_text(errors="surrogateescape")
+    if old not in text:
+        raise SystemExit(f"bench: edit target not found in {path}: {old!r}")
+    path.write_text(text.replace(old, new, 1), errors="surrogateescape")
+
+
+class Tool:
+    """How one compiler setup is named to make and CMake."""
+
+    def __init__(self, name, work):
+        self.name = name
+        self.cache = work / f"cache-{name}"
+        repocc = ROOT / "target" / "release" / "repocc"
+        self.env = dict(os.environ)
+        for k in list(self.env):
+            if k.startswith("REPOCC_") or k.startswith("CCACHE_") or k in ("MAKEFLAGS", "MFLAGS"):
+                del self.env[k]
+        if name == "clang":
+            self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", None
+        elif name == "ccache":
+            self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
+            self.env["CCACHE_DIR"] = str(self.cache)
+            self.env["CCACHE_MAXSIZE"] = "20G"
+        else:
+            bindir = work / "bin"
+            bindir.mkdir(exist_ok=True)
+            for n in ("repocc", "repocc++"):
+                link = bindir / n
+                if not link.exists():
+                    link.symlink_to(repocc)
+            self.cc, self.cxx, self.launcher = str(bindir / "repocc"), str(bindir / "repocc++"), None
+            self.env["REPOCC_DIR"] = str(self.cache)
+            self.env["REPOCC_MAX_SIZE"] = "0"
+
+    def make_cc(self):
+        return f"{self.launcher} {self.cc}" if self.launcher else self.cc
+
+    def reset_cache(self):
+        shutil.rmtree(self.cache, ignore_errors=True)
+        self.cache.mkdir(mode=0o700, parents=True)
+
+
+class Project:
+    """A project's tree, its build steps and its edits."""
+
+    name = ""
+    has_header = True
+
+    def __init__(self, work, flags, tool):
+        self.work, self.flags, self.tool = work, flags, tool
+        self.tree = work / f"{self.name}-{tool.name}"
+
+    def prepare(self):
+        shutil.rmtree(self.tree, ignore_errors=True)
+        shutil.copytree(self.source(), self.tree, symlinks=True)
+
+    def timed(self, fn):
+        t = time.monotonic()
+        fn()
+        return time.monotonic() - t
+
+
+class Lua(Project):
+    name = "lua"
+
+    def source(self):
+        return fetch("debian", "lua5.4", "--skip-patches")
+
+    def build(self):
+        cflags = f"{self.flags} -Wall -Wextra -DLUA_COMPAT_5_3 -DLUA_USE_LINUX"
+        sh(
+            ["make", f"-j{JOBS}", "linux", f"CC={self.tool.make_cc()} -std=gnu99", f"CFLAGS={cflags}"],
+            cwd=self.tree,
+            env=self.tool.env,
+        )
+
+    def clean(self):
+        sh(["make", "clean"], cwd=self.tree, env=self.tool.env)
+
+    def edit(self, n):
+        edit_file(
+            self.tree / "src/lapi.c",
+            "  return cast_int(L->top - (L->ci->func + 1));",
+            f"  return cast_int(L->top - (L->ci->func + 1)) + {n} - {n};\n  /* edit {n} */",
+        )
+
+    def edit_header(self, n):
+        edit_file(
+            self.tree / "src/llimits.h",
+            "#define luai_numadd(L,a,b)      ((a)+(b))",
+            f"#define luai_numadd(L,a,b)      ((a)+(b)+0)  /* edit {n} */",
+        )
+
+
+class CMakeProject(Project):
+    def configure(self):
+        build = self.tree / "build"
+        shutil.rmtree(build, ignore_errors=True)
+        build.mkdir()
+        args = [
+            "cmake",
+            "-G",
+            "Unix Makefiles",
+            "-DCMAKE_BUILD_TYPE=",
+            f"-DCMAKE_C_FLAGS={self.flags}",
+            f"-DCMAKE_CXX_FLAGS={self.flags}",
+            f"-DCMAKE_C_COMPILER={self.tool.cc}",
+            f"-DCMAKE_CXX_COMPILER={self.tool.cxx}",
+        ] + self.cmake_args()
+        if self.tool.launcher:
+            args += [
+                f"-DCMAKE_C_COMPILER_LAUNCHER={self.tool.launcher}",
+                f"-DCMAKE_CXX_COMPILER_LAUNCHER={self.tool.launcher}",
+            ]
+        sh(args + [".."], cwd=build, env=self.tool.env)
+
+    def prepare(self):
+        super().prepare()
+        self.configure()
+
+    def build(self):
+        sh(["make", f"-j{JOBS}"], cwd=self.tree / "build", env=self.tool.env)
+
+    def clean(self):
+        # A new build directory, as a CI job or a fresh checkout would have.
+        self.configure()
+
+
+class CJson(CMakeProject):
+    name = "cjson"
+
+    def source(self):
+        return fetch("debian", "cjson", "--skip-patches")
+
+    def cmake_args(self):
+        return ["-DENABLE_CJSON_UTILS=On", "-DENABLE_CJSON_TEST=On"]
+
+    def edit(self, n):
+        edit_file(
+            self.tree / "cJSON.c",
+            '    sprintf(version, "%i.%i.%i", CJSON_VERSION_MAJOR, CJSON_VERSION_MINOR, CJSON_VERSION_PATCH);',
+            f'    sprintf(version, "%i.%i.%i-{n}", CJSON_VERSION_MAJOR, CJSON_VERSION_MINOR, CJSON_VERSION_PATCH);',
+        )
+
+    def edit_header(self, n):
+        edit_file(self.tree / "cJSON.h", "#define CJSON_NESTING_LIMIT 1000", f"#define CJSON_NESTING_LIMIT {1000 + n}")
+
+
+class Fmt(CMakeProject):
+    name = "fmtlib"
+
+    def source(self):
+        return fetch("debian", "fmtlib")
+
+    def cmake_args(self):
+        return ["-DFMT_DOC=OFF", "-DFMT_TEST=ON", "-DFMT_SYSTEM_HEADERS=OFF"]
+
+    def edit(self, n):
+        path = self.tree / "src/format.cc"
+        text = path.read_text()
+        path.write_text(text + f"\nnamespace fmt {{ int bench_edit_{n}() {{ return {n}; }} }}\n")
+
+    def edit_header(self, n):
+        path = self.tree / "include/fmt/format.h"
+        text = path.read_text()
+        marker = "FMT_BEGIN_NAMESPACE\n"
+        if marker not in text:
+            raise SystemExit("bench: fmt header edit target not found")
+        path.write_text(text.replace(marker, marker + f"inline int bench_header_edit() {{ return {n}; }}\n", 1))
+
+
+class Sqlite(Project):
+    name = "sqlite"
+    has_header = False
+
+    def source(self):
+        return fetch("sqlite")
+
+    def prepare(self):
+        shutil.rmtree(self.tree, ignore_errors=True)
+        self.tree.mkdir(parents=True)
+        src = self.source()
+        for f in ("sqlite3.c", "sqlite3.h", "shell.c"):
+            shutil.copy(src / f, self.tree / f)
+        (self.tree / "Makefile").write_text(
+            "all: sqlite3\n"
+            "sqlite3: sqlite3.o shell.o\n\t$(CC) $(CFLAGS) sqlite3.o shell.o -lm -ldl -lpthread -o $@\n"
+            "%.o: %.c sqlite3.h\n\t$(CC) $(CFLAGS) -c $< -o $@\n"
+            "clean:\n\trm -f *.o sqlite3\n"
+        )
+
+    def build(self):
+        sh(["make", f"-j{JOBS}", f"CC={self.tool.make_cc()}", f"CFLAGS={self.flags}"], cwd=self.tree, env=self.tool.env)
+
+    def clean(self):
+        sh(["make", "clean"], cwd=self.tree)
+
+    def edit(self, n):
+        edit_file(
+            self.tree / "sqlite3.c",
+            "SQLITE_API const char *sqlite3_libversion(void){ return sqlite3_version; }",
+            f'SQLITE_API const char *sqlite3_libversion(void){{ return "edit-{n}"; }}',
+        )
+
+
+PROJECTS = {"lua": Lua, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
+
+
+def measure(project_cls, flags, tool_name, runs, work):
+    """Times per scenario (a list per scenario, one entry per run)."""
+    times = {s: [] for s in SCENARIOS}
+    tool = Tool(tool_name, work)
+    for run in range(runs):
+        p = project_cls(work, flags, tool)
+        tool.reset_cache()
+        p.prepare()
+        times["cold"].append(p.timed(p.build))
+        p.clean()
+        times["no-change"].append(p.timed(p.build))
+        p.edit(run + 1)
+        times["edit"].append(p.timed(p.build))
+        if p.has_header:
+            p.edit_header(run + 1)
+            times["header"].append(p.timed(p.build))
+        shutil.rmtree(p.tree, ignore_errors=True)
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--projects", default="lua,cjson,sqlite")
+    ap.add_argument("--flags", action="append", help="a flag set (repeatable); default: -O2, -O2 -g, -O0 -g")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tools", default="clang,ccache,repocc")
+    ap.add_argument("--out", default=str(ROOT / "benches" / "results"))
+    ap.add_argument("--smoke", action="store_true", help="lua, -O2, one run (for CI)")
+    a = ap.parse_args()
+    if a.smoke:
+        a.projects, a.flags, a.runs = "lua", ["-O2"], 1
+    flag_sets = a.flags or FLAG_SETS
+    tools = a.tools.split(",")
+    if not (ROOT / "target/release/repocc").exists():
+        raise SystemExit("bench: build repocc first (cargo build --release)")
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="repocc-bench-") as tmp:
+        work = Path(tmp)
+        for pname in a.projects.split(","):
+            cls = PROJECTS[pname]
+            for flags in flag_sets:
+                medians = {}
+                for tool in tools:
+                    t = measure(cls, flags, tool, a.runs, work)
+                    medians[tool] = {s: statistics.median(v) for s, v in t.items() if v}
+                    print(f"{pname} {flags!r} {tool}: " + ", ".join(f"{s} {v:.2f}s" for s, v in medians[tool].items()), flush=True)
+                for s in SCENARIOS:
+                    if s not in medians.get("clang", {}):
+                        continue
+                    base = medians["clang"][s]
+                    rows.append((pname, flags, s, {tool: medians[tool].get(s) for tool in tools}, base))
+    write_results(rows, tools, out, a)
+
+
+def write_results(rows, tools, out, a):
+    lines = [
+        "# Whole-build benchmark",
+        "",
+        f"`python3 benches/builds.py --projects {a.projects} --runs {a.runs}"
+        + "".join(f" --flags='{f}'" for f in (a.flags or []))
+        + f"` on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}: build step only, median of {a.runs} run(s);"
+        " in brackets, the ratio to clang-19's time for the same scenario.",
+        "",
+        "| project | flags | scenario | " + " | ".join(tools) + " |",
+        "|---|---|---|" + "---|" * len(tools),
+    ]
+    dat = ["# label " + " ".join(t for t in tools if t != "clang")]
+    for pname, flags, scen, med, base in rows:
+        cells = []
+        for t in tools:
+            v = med.get(t)
+            cells.append("–" if v is None else f"{v:.2f} s ({v / base:.2f}x)" if t != "clang" else f"{v:.2f} s")
+        lines.append(f"| {pname} | `{flags}` | {scen} | " + " | ".join(cells) + " |")
+        label = f"{pname}{flags.replace(' ', '')}-{scen}"
+        dat.append(label + " " + " ".join(f"{(med.get(t) or 0) / base:.4f}" for t in tools if t != "clang"))
+    (out / "builds.md").write_text("\n".join(lines) + "\n")
+    (out / "builds.dat").write_text("\n".join(dat) + "\n")
+    print("\n".join(lines))
+    if shutil.which("gnuplot") and len(rows) > 0:
+        others = [t for t in tools if t != "clang"]
+        plot = [
+            "set terminal png size 1400,700 noenhanced",
+            f"set output '{out / 'builds.png'}'",
+            "set style data histogram",
+            "set style histogram clustered gap 1",
+            "set style fill solid border -1",
+            "set ylabel 'build time / clang-19 build time'",
+            "set xtics rotate by -45 font ',8'",
+            "set key top left",
+            "set grid ytics",
+            "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2",
+            "plot " + ", ".join(
+                f"'{out / 'builds.dat'}' using {i + 2}:xtic(1) title '{t}'" for i, t in enumerate(others)
+            ),
+        ]
+        subprocess.run(["gnuplot"], input="\n".join(plot), text=True, check=False)
+        print(f"chart: {out / 'builds.png'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+//! Every input of every repository key, in one place.
+//!
+//! A key must change whenever anything that decides the stored bytes
+//! changes, and nothing else may enter it (or reuse drops for nothing).
+//!
+//! | input | from | keys | why it matters |
+//! |---|---|---|---|
+//! | repocc's identity (version and executable digest) | `repo::identity` | all | any change to repocc may change the bytes |
+//! | LLVM version | the linked LLVM | all | passes and code generation |
+//! | code generation settings (`-O` level, sections, vectorizers, unrolling, code model, `-g`, addrsig, init_array) | `driver::plan` | all | the pass pipeline and the TargetMachine |
+//! | `merge_functions` | configuration | fragments | merging turns twins into thunks |
+//! | CPU and features | the unit's TargetMachine | fragments | instruction selection |
+//! | target triple, data layout, module flags, digest format | the IR (in `digest`) | fragments | layout and ABI |
+//! | the members' final digests | `digest` | fragments | the definitions and all they reach |
+//! | clang's identity (executable digest) | `repo::identity` | clang units | clang compiles the unit |
+//! | the unit's compiler arguments | `driver::plan` | clang units | everything clang is told |
+//! | the frontend's bitcode | `frontend` | clang units | the source as compiled |
+//!
+//! What is deliberately left out: paths of the repository, of the source
+//! (they reach the bitcode where they matter, e.g. debug info), timestamps
+//! and the environment.
+
+use serde::Serialize;
+
+use crate::pipeline::settings::CodegenSettings;
+use crate::repo::storage::FragmentDigest;
+
+/// What every key of one invocation shares.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyContext {
+    /// repocc's identity: version and executable digest.
+    pub repocc: String,
+    /// The linked LLVM's version.
+    pub llvm: String,
+    pub settings: CodegenSettings,
+    pub merge_functions: bool,
+}
+
+impl KeyContext {
+    pub fn new(repocc: String, settings: &CodegenSettings, merge_functions: bool) -> KeyContext {
+        KeyContext {
+            repocc,
+            llvm: crate::llvm_shim::llvm_version(),
+            settings: settings.clone(),
+            merge_functions,
+        }
+    }
+
+    /// The bytes the digest stage mixes into every definition's context
+    /// digest (with the IR's own target, layout and flags), for a unit
+    /// whose TargetMachine has this CPU and these features.
+    pub fn fragment_context(&self, cpu: &str, features: &str) -> Vec<u8> {
+        serde_json::json!({
+            "cpu": cpu,
+            "features": features,
+            "settings": self.settings,
+            "merge_functions": self.merge_functions,
+            "llvm": self.llvm,
+            "repocc": self.repocc,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// The key of a unit clang compiled (see `clang_units`).
+    pub fn clang_unit_key(&self, clang: &str, args: &[String], bitcode: &[u8]) -> FragmentDigest {
+        let mut h = blake3::Hasher::new();
+        h.update(b"repocc clang unit v2\0");
+        let context = serde_json::json!({
+            "repocc": self.repocc,
+            "llvm": self.llvm,
+            "settings": self.settings,
+            "clang": clang,
+        })
+        .to_string();
+        update_with_len(&mut h, context.as_bytes());
+        h.update(&(args.len() as u64).to_le_bytes());
+        for a in args {
+            update_with_len(&mut h, a.as_bytes());
+        }
+        h.update(blake3::hash(bitcode).as_bytes());
+        FragmentDigest(*h.finalize().as_bytes())
+    }
+}
+
+fn update_with_len(h: &mut blake3::Hasher, bytes: &[u8]) {
+    h.update(&(bytes.len() as u64).to_le_bytes());
+    h.update(bytes);
+}
+
+/// The key of a fragment from its members' parts (a final digest, an
+/// alias's text digest, or the name): order-independent.
+pub fn fragment_key_of_parts(mut parts: Vec<Vec<u8>>) -> FragmentDigest {
+    parts.sort();
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc fragment v1");
+    for p in parts {
+        update_with_len(&mut h, &p);
+    }
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+/// Where the variant of `key` with these requirements (partner name →
+/// final digest hex) is stored.
+pub fn variant_key<'a>(
+    key: &FragmentDigest,
+    requires: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> FragmentDigest {
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc fragment variant v1");
+    h.update(&key.0);
+    for (name, digest) in requires {
+        update_with_len(&mut h, name.as_bytes());
+        h.update(digest.as_bytes());
+    }
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::settings::{CodeModelSetting, OptLevel};
+
+    fn settings() -> CodegenSettings {
+        CodegenSettings::plain_o2()
+    }
+
+    fn base() -> KeyContext {
+        KeyContext {
+            repocc: "0.1.0 abc".into(),
+            llvm: "19.1.7".into(),
+            settings: settings(),
+            merge_functions: true,
+        }
+    }
+
+    /// Each input, changed alone, changes the fragment context and the
+    /// clang unit key.
+    #[test]
+    fn every_input_changes_the_keys() {
+        let b = base();
+        let frag = |k: &KeyContext, cpu: &str, features: &str| k.fragment_context(cpu, features);
+        let unit = |k: &KeyContext| k.clang_unit_key("clang1", &["-O2".into()], b"bc");
+        let mut variants: Vec<(&str, KeyContext)> = Vec::new();
+        let mut k = base();
+        k.repocc = "0.1.0 abd".into();
+        variants.push(("repocc identity", k));
+        let mut k = base();
+        k.llvm = "19.1.8".into();
+        variants.push(("LLVM version", k));
+        let mut k = base();
+        k.settings.opt = OptLevel::O3;
+        variants.push(("-O level", k));
+        let mut k = base();
+        k.settings.debug_info = true;
+        variants.push(("debug info", k));
+        let mut k = base();
+        k.settings.function_sections = true;
+        variants.push(("function sections", k));
+        let mut k = base();
+        k.settings.code_model = CodeModelSetting::Large;
+        variants.push(("code model", k));
+        let mut k = base();
+        k.settings.vectorize_loops = false;
+        variants.push(("loop vectorizer", k));
+        for (what, k) in &variants {
+            assert_ne!(frag(&b, "x86-64", ""), frag(k, "x86-64", ""), "{what}");
+            assert_ne!(unit(&b), unit(k), "{what}");
+        }
+        let mut k = base();
+        k.merge_functions = false;
+        assert_ne!(
+            frag(&b, "x86-64", ""),
+            frag(&k, "x86-64", ""),
+            "merge_functions"
+        );
+        assert_ne!(frag(&b, "x86-64", ""), frag(&b, "znver3", ""), "CPU");
+        assert_ne!(
+            frag(&b, "x86-64", ""),
+            frag(&b, "x86-64", "+avx2"),
+            "features"
+        );
+        assert_ne!(
+            unit(&b),
+            b.clang_unit_key("clang2", &["-O2".into()], b"bc"),
+            "clang"
+        );
+        assert_ne!(
+            unit(&b),
+            b.clang_unit_key("clang1", &["-O3".into()], b"bc"),
+            "arguments"
+        );
+        assert_ne!(
+            b.clang_unit_key("c", &["-O2a".into(), ".c".into()], b"bc"),
+            b.clang_unit_key("c", &["-O2".into(), "a.c".into()], b"bc"),
+            "argument boundaries"
+        );
+        assert_ne!(
+            unit(&b),
+            b.clang_unit_key("clang1", &["-O2".into()], b"bc2"),
+            "bitcode"
+        );
+        // The same inputs give the same keys.
+        assert_eq!(frag(&b, "x86-64", ""), frag(&base(), "x86-64", ""));
+        assert_eq!(unit(&b), unit(&base()));
+    }
+
+    #[test]
+    fn fragment_keys_ignore_member_order_and_variants_follow_requirements() {
+        let a = fragment_key_of_parts(vec![b"f".to_vec(), b"g".to_vec()]);
+        assert_eq!(a, fragment_key_of_parts(vec![b"g".to_vec(), b"f".to_vec()]));
+        assert_ne!(a, fragment_key_of_parts(vec![b"fg".to_vec()]));
+        let r1 = [("p".to_string(), "01".to_string())];
+        let r2 = [("p".to_string(), "02".to_string())];
+        assert_ne!(
+            variant_key(&a, r1.iter().map(|(n, d)| (n, d))),
+            variant_key(&a, r2.iter().map(|(n, d)| (n, d)))
+        );
+    }
+}

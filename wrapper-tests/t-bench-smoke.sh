@@ -1,0 +1,21 @@
+# The whole-build benchmark's smoke mode (benches/builds.py --smoke): lua5.4
+# at -O2 built cold, after make clean, after a one-function edit and after
+# a header edit, with clang-19, ccache + clang-19 and repocc, one run. The
+# test checks that the harness measures every cell and writes its table
+# (and chart, gnuplot permitting); it asserts no timing.
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+out="$SCRATCH/results"
+python3 "$PROJECT_ROOT/benches/builds.py" --smoke --out "$out" > bench.log 2>&1 || { cat bench.log; fail "benches/builds.py --smoke"; }
+cat "$out/builds.md"
+rows=$(grep -c '^| lua | `-O2` |' "$out/builds.md")
+assert_eq "table rows (cold, no-change, edit, header)" 4 "$rows"
+if grep '^| lua |' "$out/builds.md" | has '–'; then fail "a cell was not measured"; fi
+for s in cold no-change edit header; do
+  grep -Eq "^\| lua \| \`-O2\` \| $s \| [0-9.]+ s \| [0-9.]+ s \([0-9.]+x\) \| [0-9.]+ s \([0-9.]+x\) \|$" "$out/builds.md" \
+    || fail "row $s is malformed"
+done
+if command -v gnuplot > /dev/null; then
+  [ -s "$out/builds.png" ] || fail "no chart"
+  assert_eq "chart format" "PNG" "$(head -c 4 "$out/builds.png" | tail -c 3)"
+fi

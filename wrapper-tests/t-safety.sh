@@ -1,0 +1,310 @@
+# Safety: repocc never harms what is not its own and never trusts what others
+# could have written. Each part reproduces a fault-injection finding and
+# asserts the fix: -o /dev/null and FIFO outputs, symlinked shards,
+# non-regular entries, repositories writable by others, a changed repocc
+# binary, bad input as clang handles it, per-key configuration errors,
+# honest statistics, byte-identical objects from a partly emptied
+# repository, and SIGKILLs during parallel builds.
+source "$(dirname "$0")/lib.sh"
+cd "$SCRATCH"
+P="$WT_ROOT/programs"
+SEED=${REPOCC_SAFETY_SEED:-$(( $(date +%s) % 100000 ))}
+note "seed $SEED (REPOCC_SAFETY_SEED=$SEED replays)"
+RANDOM=$SEED
+is_root=0; [ "$(id -u)" = 0 ] && is_root=1
+
+cat > x.c <<'C'
+#include <stdio.h>
+static int counter;
+static int bump(int by) { counter += by; return counter; }
+int square(int x) { return x * x; }
+int four(void) { return square(2); }
+int sum_to(int n) { int s = 0; for (int i = 1; i <= n; i++) s += i; return s; }
+const char *greeting(void) { return "hello"; }
+int main(void) { bump(3); printf("%s %d %d %d\n", greeting(), four(), sum_to(10), bump(1)); return 0; }
+C
+expected="hello 4 55 4"
+
+# delta KEY BEFORE: the counter's growth since BEFORE.
+delta() { echo $(( $(stat_value "$1") - $2 )); }
+
+entries() { find "$REPOCC_DIR/v1/fragments" -type f ! -name '.tmp*' | sort; }
+
+# ---------------------------------------------------------------------------
+note "1. -o /dev/null and a FIFO are written in place, never replaced"
+if [ $is_root = 1 ] && command -v unshare >/dev/null; then
+  unshare -m sh -c "mount -t tmpfs none /dev && mknod -m 666 /dev/null c 1 3 \
+    && '$REPOCC' -O2 -c x.c -o /dev/null && '$REPOCC' x.c -o /dev/null; \
+    echo \"rc=\$?\"; stat -c %F /dev/null" > devnull.out 2>&1 || { cat devnull.out; fail "-o /dev/null in a namespace"; }
+  assert_contains "-o /dev/null" "rc=0" "$(cat devnull.out)"
+  assert_contains "/dev/null after -o /dev/null" "character special file" "$(cat devnull.out)"
+else
+  note "   (not root: the private /dev part is skipped)"
+fi
+"$REPOCC" -c x.c -o /dev/null || fail "-o /dev/null"
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+mkfifo out.fifo
+timeout 60 cat out.fifo > from-fifo &
+reader=$!
+timeout 60 "$REPOCC" -O2 -c x.c -o out.fifo || fail "-o FIFO"
+wait $reader || fail "reading the FIFO"
+[ -p out.fifo ] || fail "the FIFO was replaced"
+assert_eq "object through the FIFO" "ELF" "$(head -c 4 from-fifo | tail -c 3)"
+
+# ---------------------------------------------------------------------------
+note "2. a symlinked shard: nothing outside the repository is deleted or written"
+"$REPOCC" -O2 -c x.c -o x.o || fail "filling the repository"
+"$REPOCC" -O2 x.o -o x && assert_eq "program" "$expected" "$(./x)"
+mkdir outside
+shard=$(basename "$(dirname "$(entries | head -n 1)")")
+victim="outside/${shard}$(printf '%062d' 0)"
+echo precious > "$victim"
+touch -d '3 days ago' "$victim"
+link_shard() { rm -rf "$REPOCC_DIR/v1/fragments/$shard"; ln -s "$SCRATCH/outside" "$REPOCC_DIR/v1/fragments/$shard"; }
+link_shard
+"$REPOCC" --evict-older-than 1d > evict.out || fail "--evict-older-than"
+[ -f "$victim" ] || fail "--evict-older-than deleted a file outside the repository"
+link_shard
+set +e; "$REPOCC" --verify > verify.out; rc=$?; set -e
+[ -f "$victim" ] || fail "--verify deleted a file outside the repository"
+assert_eq "--verify exit code with a symlinked shard" 1 "$rc"
+assert_contains "--verify report" "not a directory" "$(cat verify.out)"
+[ -L "$REPOCC_DIR/v1/fragments/$shard" ] && fail "--verify left the symlink"
+link_shard
+"$REPOCC" --clear > /dev/null
+[ -f "$victim" ] || fail "--clear deleted a file outside the repository"
+# An evicting build (a 1-byte limit) with the link in place.
+"$REPOCC" -O2 -c x.c -o x.o
+link_shard
+REPOCC_MAX_SIZE=1 "$REPOCC" -O1 -c x.c -o x1.o 2> evictbuild.err || { cat evictbuild.err; fail "evicting build"; }
+[ -f "$victim" ] || fail "an evicting build deleted a file outside the repository"
+assert_eq "files outside the repository" "1" "$(ls outside | wc -l)"
+
+# ---------------------------------------------------------------------------
+note "3. FIFO, directory, device and /dev/zero entries cost a miss, never a hang"
+"$REPOCC" --clear > /dev/null
+"$REPOCC" -O2 -c x.c -o cold.o
+mapfile -t es < <(entries)
+[ "${#es[@]}" -ge 5 ] || fail "only ${#es[@]} entries"
+plant() {
+  rm -f "${es[0]}" "${es[1]}" "${es[2]}" "${es[3]}"
+  mkfifo "${es[0]}"
+  mkdir "${es[1]}"; echo x > "${es[1]}/inside"
+  ln -s /dev/zero "${es[2]}"
+  if [ $is_root = 1 ]; then mknod "${es[3]}" c 1 3; else ln -s /dev/null "${es[3]}"; fi
+}
+plant
+before=$(stat_value corrupt_entries)
+timeout 120 "$REPOCC" -O2 -c x.c -o warm.o 2> planted.err || { cat planted.err; fail "build over planted entries (timeout: a hang)"; }
+cmp -s warm.o cold.o || fail "the object over planted entries differs from the cold one"
+got=$(delta corrupt_entries "$before")
+[ "$got" -ge 4 ] || fail "planted entries counted $got times, expected at least 4"
+"$REPOCC" --verify > verify.out || fail "--verify after the build repaired the entries: $(cat verify.out)"
+plant
+set +e; timeout 120 "$REPOCC" --verify > verify.out; rc=$?; set -e
+assert_eq "--verify exit code over planted entries" 1 "$rc"
+assert_eq "entries --verify removed" 4 "$(grep -c '^removed' verify.out)"
+[ -c /dev/zero ] || fail "/dev/zero"
+"$REPOCC" --verify > /dev/null || fail "--verify not clean after removing"
+
+# ---------------------------------------------------------------------------
+note "4. a repository others can write is not used unless shared on purpose"
+"$REPOCC" -O2 -c x.c -o x.o
+chmod 777 "$REPOCC_DIR"
+before=$(stat_value compiles)
+"$REPOCC" -O2 -c x.c -o x.o 2> untrusted.err || fail "build with an untrusted repository"
+assert_contains "warning" "not using the repository" "$(cat untrusted.err)"
+assert_eq "warning lines" 1 "$(wc -l < untrusted.err)"
+"$REPOCC" -O2 x.o -o x && assert_eq "program without the repository" "$expected" "$(./x)"
+chmod 700 "$REPOCC_DIR"
+assert_eq "counters written into the untrusted repository" 0 "$(delta compiles "$before")"
+chmod 777 "$REPOCC_DIR"
+set +e; "$REPOCC" --verify > /dev/null 2> verify.err; rc=$?; set -e
+assert_eq "--verify on an untrusted repository" 1 "$rc"
+assert_contains "--verify refusal" "not using the repository" "$(cat verify.err)"
+pruned=$(REPOCC_SHARED_DIR="$REPOCC_DIR" "$REPOCC" --show-stats --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["definitions_pruned"])')
+REPOCC_SHARED_DIR="$REPOCC_DIR" "$REPOCC" -O2 -c x.c -o x.o 2> shared.err || fail "shared build"
+[ -s shared.err ] && fail "a shared repository warned: $(cat shared.err)"
+chmod 700 "$REPOCC_DIR"
+[ "$(delta definitions_pruned "$pruned")" -ge 5 ] || fail "the shared repository was not used"
+mkdir -p parent && chmod 777 parent
+REPOCC_DIR="$SCRATCH/parent/repo" "$REPOCC" -O2 -c x.c -o x.o 2> parent.err
+assert_contains "a parent writable by others" "not using the repository" "$(cat parent.err)"
+[ -e parent/repo ] && fail "a repository was created under a directory others can write"
+chmod 755 parent
+shown=$(env -u HOME -u XDG_CACHE_HOME -u REPOCC_DIR "$REPOCC" --show-config | grep '^repository')
+case "$shown" in *"/tmp"*) fail "without HOME: $shown" ;; esac
+assert_contains "without HOME" "/.cache/repocc" "$shown"
+
+# ---------------------------------------------------------------------------
+note "5. a different repocc binary (one byte appended) reuses nothing"
+mkdir -p other-bin
+cp "$PROJECT_ROOT/target/release/repocc" other-bin/repocc
+printf x >> other-bin/repocc
+"$REPOCC" -O2 -c x.c -o x.o
+before=$(stat_value definitions_pruned)
+"$REPOCC" -O2 -c x.c -o x.o
+[ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the same binary did not reuse"
+before=$(stat_value definitions_pruned)
+other-bin/repocc -O2 -c x.c -o other.o || fail "the other binary"
+assert_eq "definitions the other binary pruned" 0 "$(delta definitions_pruned "$before")"
+cmp -s other.o x.o || fail "the other binary's object differs"
+
+# ---------------------------------------------------------------------------
+note "6. bad input as clang-19 handles it"
+mkdir -p badinput && cd badinput
+printf 'int main(void) { return 0; }\n' > ok.c
+printf 'int main(void) { return 0 }\n' > syntax.c
+cp ok.c t.i
+echo '@a @a @a' > a
+echo 'stale object' > prev.o
+COMPARE_FILES="a" compare "recursive response file" @a
+compare "trailing -x bogus" -c ok.c -x bogus
+COMPARE_FILES="t.i" MAY_SUCCEED=1 compare "a .c and a .i with -I. -Werror" -c ok.c t.i -I. -Werror
+COMPARE_FILES="prev.o" compare "a failed compile removes the previous object" -c syntax.c -o prev.o
+cd "$SCRATCH"
+
+# ---------------------------------------------------------------------------
+note "7. a bad configuration value fails alone, with one warning naming it"
+printf '{"jobs": "many", "max_size": "123M", "stats": false}\n' > bad.json
+REPOCC_CONFIG="$SCRATCH/bad.json" "$REPOCC" --show-config > config.out 2> config.err
+assert_eq "warnings" 1 "$(wc -l < config.err)"
+assert_contains "warning names the key" '"jobs"' "$(cat config.err)"
+assert_contains "the other keys stay" '"123M"' "$(grep '^max_size' config.out)"
+REPOCC_MAX_SIZE=lots "$REPOCC" --show-stats --format json > maxsize.out 2> maxsize.err
+assert_contains "invalid REPOCC_MAX_SIZE" "REPOCC_MAX_SIZE" "$(cat maxsize.err)"
+n=$(entries | wc -l)
+set +e; "$REPOCC" --evict-older-than 99999999999999999d > /dev/null 2>&1; rc=$?; set -e
+assert_eq "huge age" 2 "$rc"
+assert_eq "entries after a refused huge age" "$n" "$(entries | wc -l)"
+
+# ---------------------------------------------------------------------------
+note "8. statistics: every key at 0 in a fresh repository, fallback reasons listed"
+REPOCC_DIR="$SCRATCH/fresh-repo" "$REPOCC" --show-stats --format json > fresh.json
+python3 - "$PROJECT_ROOT/src/repo/stats.rs" fresh.json <<'PY' || fail "fresh statistics"
+import json, re, sys
+keys = re.findall(r'pub const [A-Z_]+: &str = "([a-z_]+)";', open(sys.argv[1]).read())
+stats = json.load(open(sys.argv[2]))
+missing = [k for k in keys if stats.get(k) != 0]
+assert not missing, f"not shown at 0: {missing}"
+print(f"{len(keys)} counters at 0")
+PY
+cat > bigframe.c <<'C'
+void use(char *);
+void f(void) { char buf[4096]; use(buf); }
+C
+"$REPOCC" --zero-stats > /dev/null
+for round in 1 2; do
+  "$REPOCC" -O2 -Wframe-larger-than=64 -c bigframe.c -o bigframe.o 2> frame-repocc.err
+  clang-19 -O2 -Wframe-larger-than=64 -c bigframe.c -o bigframe-clang.o 2> frame-clang.err
+  cmp -s frame-repocc.err frame-clang.err || fail "backend warning, round $round: $(diff frame-clang.err frame-repocc.err)"
+done
+"$REPOCC" -E x.c > /dev/null
+"$REPOCC" --show-stats --format json > reasons.json
+python3 - reasons.json <<'PY' || fail "reasons: $(cat reasons.json)"
+import json, sys
+s = json.load(open(sys.argv[1]))
+r = s["reasons"]
+b = r["fallback: backend diagnostic"]
+assert b["count"] == 2 and s["fallbacks"] == 2, b
+assert any("remembered" in d for d in b["details"]), b["details"]
+assert any("-E" in d for d in r["passthrough: unsupported option"]["details"]), r
+print("reasons:", ", ".join(f"{k} ({v['count']})" for k, v in r.items()))
+PY
+
+# ---------------------------------------------------------------------------
+note "9. byte-identical: every lua5.4 unit compiled against a repository missing 20% of its entries"
+src=$(fetch_debian_source lua5.4 --skip-patches)
+fresh_copy "$src" "$SCRATCH/lua"
+cd "$SCRATCH/lua"
+export REPOCC_DIR="$SCRATCH/lua-repo"
+lua_build() { make -j"$JOBS" linux CC="repocc -std=gnu99" > build.log 2>&1 || { tail -n 20 build.log; fail "lua build $*"; }; }
+lua_build cold
+mkdir -p ../lua-cold && cp src/*.o ../lua-cold/
+cp -a "$REPOCC_DIR" ../lua-repo-full
+check_objects() {
+  for o in ../lua-cold/*.o; do
+    cmp -s "$o" "src/$(basename "$o")" || fail "$1: src/$(basename "$o") differs from the cold object"
+  done
+}
+for round in 1 2 3; do
+  rm -rf "$REPOCC_DIR"; cp -a ../lua-repo-full "$REPOCC_DIR"
+  removed=$(python3 - "$REPOCC_DIR" $((SEED + round)) <<'PY'
+import os, random, sys
+random.seed(int(sys.argv[2]))
+files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(sys.argv[1], "v1", "fragments")) for f in fs)
+gone = random.sample(files, len(files) // 5)
+for f in gone:
+    os.remove(f)
+print(f"{len(gone)} of {len(files)}")
+PY
+)
+  make clean > /dev/null
+  "$REPOCC" --zero-stats > /dev/null
+  lua_build "round $round"
+  total=$(stat_value definitions_total); pruned=$(stat_value definitions_pruned); compiled=$(stat_value definitions_compiled)
+  [ $((pruned + compiled)) -le "$total" ] || fail "pruned $pruned + compiled $compiled > total $total"
+  check_objects "round $round ($removed entries removed)"
+  note "   round $round: $removed entries removed; $pruned pruned, $compiled compiled of $total; every object identical"
+done
+cd "$SCRATCH"
+cat > inl.cpp <<'CPP'
+#include <cstdio>
+#include <cstring>
+inline int digit_value(char c) { static const signed char t[] = {0,1,2,3,4,5,6,7,8,9}; return (c >= '0' && c <= '9') ? t[c - '0'] : -1; }
+inline const char *name_of(int i) { static const char *const names[] = {"zero","one","two","three"}; return names[i & 3]; }
+template <typename T> struct Acc { T total = 0; void add(T v) { total += v * 3 + 1; } T get() const { return total; } };
+template <typename T> T sum_digits(const char *s) { Acc<T> a; for (; *s; ++s) { int d = digit_value(*s); if (d >= 0) a.add(d); } return a.get(); }
+int parse_int(const char *s) { int v = 0; while (*s) { int d = digit_value(*s++); if (d < 0) break; v = v * 10 + d; } return v; }
+long f1(const char *s) { return sum_digits<long>(s) + parse_int(s); }
+int f2(const char *s) { return sum_digits<int>(s) * 2; }
+const char *f3(int i) { return name_of(i + parse_int("12")); }
+static int helper(int x) { static const int k[] = {3, 1, 4, 1, 5, 9, 2, 6}; return k[x & 7] * x; }
+int f4(int x) { return helper(x) + helper(x + 1); }
+int f5(int x) { return helper(x * 2) - (int)strlen(name_of(x)); }
+int main(int argc, char **argv) { const char *s = argc > 1 ? argv[1] : "12345"; printf("%ld %d %s %d %d\n", f1(s), f2(s), f3(argc), f4(argc), f5(argc)); return 0; }
+CPP
+export REPOCC_DIR="$SCRATCH/cxx-repo"
+"$REPOCCXX" -O2 -c inl.cpp -o inl-cold.o
+cp -a "$REPOCC_DIR" cxx-repo-full
+for round in $(seq 1 12); do
+  rm -rf "$REPOCC_DIR"; cp -a cxx-repo-full "$REPOCC_DIR"
+  mapfile -t es < <(entries)
+  for e in "${es[@]}"; do [ $((RANDOM % 10)) -lt 3 ] && rm -f "$e"; done
+  "$REPOCCXX" -O2 -c inl.cpp -o inl.o
+  cmp -s inl.o inl-cold.o || fail "C++ inline statics, round $round: the object differs from the cold one"
+done
+note "   C++ inline functions with local statics: 12 rounds with 30% removed, identical"
+
+# ---------------------------------------------------------------------------
+note "10. 50 SIGKILLs during make -j4 builds into one repository"
+cd "$SCRATCH/lua"
+export REPOCC_DIR="$SCRATCH/lua-repo"
+kills=0
+set -m   # each background build in a process group of its own
+while [ $kills -lt 50 ]; do
+  make clean > /dev/null
+  make -j4 linux CC="repocc -std=gnu99" > /dev/null 2>&1 &
+  pid=$!
+  sleep "$(( RANDOM % 30 / 10 )).$(( RANDOM % 10 ))"
+  kill -KILL -- "-$pid" 2>/dev/null || true
+  wait $pid 2>/dev/null || true
+  kills=$((kills + 1))
+  # Nothing of the build survives the kill (the whole process group).
+  for _ in $(seq 50); do pgrep -g "$pid" > /dev/null || break; sleep 0.1; done
+  pgrep -g "$pid" > /dev/null && fail "after kill $kills: processes of the killed build still run"
+  # An object that exists is whole: the cold one, byte for byte.
+  for o in src/*.o; do
+    [ -e "$o" ] || continue
+    cmp -s "$o" "../lua-cold/$(basename "$o")" || fail "after kill $kills: partial or different $o"
+  done
+done
+set +m
+"$REPOCC" --verify > verify.out || fail "--verify after the kills: $(cat verify.out)"
+note "   $(tail -n 1 verify.out)"
+make clean > /dev/null
+lua_build "after the kills"
+check_objects "after the kills"
+out=$(src/lua "$P/checks.lua") || fail "checks.lua: $out"
+assert_contains "lua after the kills" "lua checks: 31 passed, 0 failed" "$out"
+note "all safety checks passed"
