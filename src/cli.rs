@@ -188,6 +188,9 @@ pub fn run(args: Vec<String>) -> i32 {
             );
         } else {
             let _ = writeln!(out, "repository: {shown_repo}");
+            for line in summary_lines(&s) {
+                let _ = writeln!(out, "{line}");
+            }
             let mut keys: Vec<&str> = key::ALL.to_vec();
             for k in s.counters.keys() {
                 if !keys.contains(&k.as_str()) {
@@ -203,7 +206,7 @@ pub fn run(args: Vec<String>) -> i32 {
                 "repo_entries", repo_entries, "repo_bytes", repo_bytes, loaded.config.max_size
             );
             if !s.reasons.is_empty() {
-                let _ = writeln!(out, "passthrough and fallback reasons:");
+                let _ = writeln!(out, "reasons (passthrough, fallback, unit cache):");
                 for (r, n) in &s.reasons {
                     let _ = writeln!(out, "  {:>8}  {r}", n.count);
                     for d in &n.details {
@@ -301,6 +304,33 @@ pub fn run(args: Vec<String>) -> i32 {
         let _ = writeln!(out, "Statistics zeroed");
     }
     0
+}
+
+/// The lines people read first: hit rates as ccache shows them.
+fn summary_lines(s: &stats::Counters) -> Vec<String> {
+    let rate = |what: &str, n: u64, of: u64| {
+        let pct = if of == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / of as f64
+        };
+        format!("  {what:<24} {n:>10} / {of} ({pct:.1} %)")
+    };
+    let hits = s.get(key::UNIT_HITS);
+    let looked_up = hits.saturating_add(s.get(key::UNIT_MISSES));
+    vec![
+        rate("Unit cache hits:", hits, looked_up),
+        rate(
+            "Definitions reused:",
+            s.get(key::DEFINITIONS_PRUNED),
+            s.get(key::DEFINITIONS_TOTAL),
+        ),
+        format!(
+            "  {:<24} {:>10.1} s",
+            "Compile time saved:",
+            s.get(key::COMPILE_MS_SAVED) as f64 / 1000.0
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ pub struct Config {
     pub max_size: String,
     pub merge_functions: bool,
     pub stats: bool,
+    pub unit_cache: bool,
 }
 
 /// Where a setting's value came from (for `--show-config`).

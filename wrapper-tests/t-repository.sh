@@ -2,6 +2,9 @@
 # reproduce the objects byte for byte, recompile only what an edit changed,
 # and survive a corrupt entry and an unwritable repository.
 source "$(dirname "$0")/lib.sh"
+# This test is about the fragment store: unchanged rebuilds must reach it,
+# not the unit cache in front of it (t-unit-cache tests that one).
+export REPOCC_UNIT_CACHE=false
 export REPOCC_FRAGMENTS=1
 P="$WT_ROOT/programs"
 

@@ -6,6 +6,9 @@
 # honest statistics, byte-identical objects from a partly emptied
 # repository, and SIGKILLs during parallel builds.
 source "$(dirname "$0")/lib.sh"
+# This test is about the fragment store: unchanged rebuilds must reach it,
+# not the unit cache in front of it (t-unit-cache tests that one).
+export REPOCC_UNIT_CACHE=false
 cd "$SCRATCH"
 P="$WT_ROOT/programs"
 SEED=${REPOCC_SAFETY_SEED:-$(( $(date +%s) % 100000 ))}

@@ -67,6 +67,7 @@ fn warn(msg: &str) {
 /// arguments after it. Returns the exit code (or never returns, when the
 /// invocation is handed to clang with exec).
 pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
+    invocation_start();
     if std::env::var_os(RECURSION_GUARD).is_some() {
         eprintln!(
             "repocc: error: recursive invocation: the compiler repocc runs started repocc \
@@ -245,6 +246,26 @@ struct UnitResult {
     bytes_stored: u64,
     /// A unit with debug info that clang compiled (no repository use).
     debug_whole: bool,
+    /// What the unit cache did for the unit.
+    unit_cache: UnitCacheUse,
+    /// The `REPOCC_TIMINGS` line (printed after the diagnostics, never
+    /// part of a recorded result).
+    timings: Option<String>,
+}
+
+/// What the unit cache did for a unit.
+enum UnitCacheUse {
+    /// Not in use (no repository, `unit_cache` off).
+    Off,
+    /// A hit; the recorded compile took this long (ms).
+    Hit(u64),
+    /// A miss; the result was recorded, or why not.
+    Miss {
+        corrupt: bool,
+        not_recorded: Option<String>,
+    },
+    /// The unit cannot be cached, for this reason.
+    NotCached(String),
 }
 
 impl UnitResult {
@@ -259,6 +280,8 @@ impl UnitResult {
             frontend_error,
             bytes_stored: 0,
             debug_whole: false,
+            unit_cache: UnitCacheUse::Off,
+            timings: None,
         }
     }
 }
@@ -299,7 +322,8 @@ fn execute(
     let fragments = cfg.fragments && repo.is_some();
     pipeline::merge::configure_llvm(fragments, fragments && cfg.debug_fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
-    let identity = if fragments {
+    let unit_cache_on = cfg.unit_cache && repo.is_some();
+    let identity = if fragments || unit_cache_on {
         crate::repo::identity::repocc_identity(repo)
     } else {
         String::new()
@@ -315,13 +339,14 @@ fn execute(
     let force_color = force_color(args);
     // The repository, when the pipeline uses it; clang's identity goes into
     // the keys of units clang compiles (see `pipeline::clang_units`).
-    let file_store = repo.filter(|_| fragments).map(|r| {
+    let file_store = repo.filter(|_| fragments || unit_cache_on).map(|r| {
         let clang_identity = crate::repo::identity::executable_digest(clang.path(), Some(r))
             .unwrap_or_else(|_| clang.path().display().to_string());
         (crate::repo::store::Store::new(r), clang_identity)
     });
     let repository = file_store
         .as_ref()
+        .filter(|_| fragments)
         .map(|(store, clang_identity)| UnitRepository {
             storage: store,
             clang_identity,
@@ -330,6 +355,24 @@ fn execute(
         .prefix("repocc-dep-")
         .tempdir()
         .ok();
+    let unit_cache = file_store
+        .as_ref()
+        .filter(|_| unit_cache_on && scratch.is_some())
+        .map(|(store, clang_identity)| crate::unit_cache::UnitCache {
+            storage: store,
+            key: &options.key,
+            clang: clang.path(),
+            clang_identity,
+            config: serde_json::json!({
+                "fragments": cfg.fragments,
+                "merge_functions": cfg.merge_functions,
+                "debug_fragments": cfg.debug_fragments,
+            })
+            .to_string(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            force_color,
+            start: invocation_start(),
+        });
     let tokens = jobs::Tokens::from_env();
     let timings = std::env::var_os("REPOCC_TIMINGS").is_some();
 
@@ -340,18 +383,21 @@ fn execute(
         } else {
             None
         };
-        compile_unit(
-            unit,
-            p,
-            clang,
-            &UnitContext {
-                options: &options,
-                repository,
-                force_color,
-                timings,
-            },
-            discard.as_deref(),
-        )
+        let header_list = scratch
+            .as_ref()
+            .map(|d| d.path().join(format!("{n}.headers")));
+        let cx = UnitContext {
+            options: &options,
+            repository,
+            force_color,
+            timings,
+        };
+        match (&unit_cache, &header_list) {
+            (Some(uc), Some(list)) => {
+                compile_unit_cached(unit, p, clang, &cx, uc, discard.as_deref(), list)
+            }
+            _ => compile_unit(unit, p, clang, &cx, discard.as_deref(), None),
+        }
     };
 
     let results: Vec<UnitResult> = if p.units.len() == 1 {
@@ -374,6 +420,31 @@ fn execute(
     let mut driver_lines = DriverDiagnostics::new(clang.path());
     for r in &results {
         let _ = err.write_all(&driver_lines.first_time(&r.stderr));
+        if let Some(t) = &r.timings {
+            let _ = err.write_all(t.as_bytes());
+        }
+        match &r.unit_cache {
+            UnitCacheUse::Off => {}
+            UnitCacheUse::Hit(ms) => {
+                counters.add(key::UNIT_HITS, 1);
+                counters.add(key::COMPILE_MS_SAVED, *ms);
+            }
+            UnitCacheUse::Miss {
+                corrupt,
+                not_recorded,
+            } => {
+                counters.add(key::UNIT_MISSES, 1);
+                if *corrupt {
+                    counters.add(key::CORRUPT_ENTRIES, 1);
+                }
+                if let Some(why) = not_recorded {
+                    counters.add_reason(&Reason::new(Category::UnitNotRecorded, why.clone()));
+                }
+            }
+            UnitCacheUse::NotCached(why) => {
+                counters.add_reason(&Reason::new(Category::UnitNotCached, why.clone()))
+            }
+        }
         if r.compiled {
             counters.add(key::COMPILES, 1);
             if let Some(rep) = &r.report {
@@ -495,6 +566,82 @@ struct UnitContext<'a> {
     timings: bool,
 }
 
+/// When this invocation started (files modified after it changed during
+/// the compile). Taken once, before any unit runs.
+fn invocation_start() -> std::time::SystemTime {
+    static START: OnceLock<std::time::SystemTime> = OnceLock::new();
+    *START.get_or_init(std::time::SystemTime::now)
+}
+
+/// One unit through the unit cache: a hit writes the stored result; a
+/// miss compiles (clang listing the headers it reads) and records.
+fn compile_unit_cached(
+    unit: &plan::UnitPlan,
+    p: &CompilePlan,
+    clang: &dyn Clang,
+    cx: &UnitContext,
+    uc: &crate::unit_cache::UnitCache,
+    discard_dep: Option<&Path>,
+    header_list: &Path,
+) -> UnitResult {
+    let start = Instant::now();
+    let prepared = match uc.prepare(&unit.frontend_args, !unit.discard_dependency_file) {
+        Ok(prepared) => prepared,
+        Err(why) => {
+            return UnitResult {
+                unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
+                ..compile_unit(unit, p, clang, cx, discard_dep, None)
+            }
+        }
+    };
+    let mut corrupt = false;
+    match uc.lookup(&prepared) {
+        crate::unit_cache::Found::Hit(hit) => {
+            if uc.write_hit(&prepared, &unit.output, &hit).is_ok() {
+                return UnitResult {
+                    unit_cache: UnitCacheUse::Hit(hit.compile_ms),
+                    timings: cx.timings.then(|| {
+                        format!(
+                            "repocc: timings {}: unit cache hit {:.3}s\n",
+                            unit.source,
+                            start.elapsed().as_secs_f64()
+                        )
+                    }),
+                    ..UnitResult::failed(0, hit.stderr, false)
+                };
+            }
+        }
+        crate::unit_cache::Found::Corrupt => corrupt = true,
+        crate::unit_cache::Found::Miss => {}
+    }
+    // clang appends to the list: start from nothing.
+    let _ = std::fs::remove_file(header_list);
+    let compile_start = Instant::now();
+    let headers_listed = crate::unit_cache::lists_headers_while_compiling(&unit.frontend_args);
+    let list = headers_listed.then_some(header_list);
+    let mut r = compile_unit(unit, p, clang, cx, discard_dep, list);
+    let compile_ms = compile_start.elapsed().as_millis() as u64;
+    let mut not_recorded = None;
+    if r.status == 0 {
+        let recorded = crate::unit_cache::RecordedUnit {
+            source: &unit.source,
+            output: &unit.output,
+            search_options: &unit.search_options,
+            language: unit.language,
+            headers_listed,
+        };
+        match uc.record(&prepared, &recorded, header_list, &r.stderr, compile_ms) {
+            Ok(bytes) => r.bytes_stored += bytes,
+            Err(why) => not_recorded = Some(format!("{}: {why}", unit.source)),
+        }
+    }
+    r.unit_cache = UnitCacheUse::Miss {
+        corrupt,
+        not_recorded,
+    };
+    r
+}
+
 /// One unit: frontend, then the pipeline; on a pipeline failure, a plain
 /// clang compile of the unit with one warning line.
 fn compile_unit(
@@ -503,13 +650,14 @@ fn compile_unit(
     clang: &dyn Clang,
     cx: &UnitContext,
     discard_dep: Option<&Path>,
+    header_list: Option<&Path>,
 ) -> UnitResult {
     // Debug info does not use the repository unless `debug_fragments` is
     // on, and the pipeline would only add its own cost (and mem2reg's
     // loss of variables at -O0): clang compiles such a unit, exactly as
     // it would without repocc.
     if cx.repository.is_some() && p.debug_any && !cx.options.debug_fragments {
-        let (status, stderr) = match plain_compile(clang.path(), unit, cx, false) {
+        let (status, stderr) = match plain_compile(clang.path(), unit, cx, false, header_list) {
             Ok(r) => r,
             Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes()),
         };
@@ -520,7 +668,7 @@ fn compile_unit(
     }
     let start = Instant::now();
     let fe_args = frontend::frontend_args(&unit.frontend_args, p.codegen.opt, discard_dep);
-    let fe = match clang.run_frontend(&fe_args, cx.force_color) {
+    let fe = match clang.run_frontend(&fe_args, cx.force_color, header_list) {
         Ok(fe) => fe,
         Err(e) => {
             pipeline::output::remove_failed_output(&unit.output);
@@ -591,8 +739,8 @@ fn compile_unit(
                 stderr.extend_from_slice(line.as_bytes());
             }
             let t = &report.times;
-            if cx.timings {
-                let line = format!(
+            let timings = cx.timings.then(|| {
+                format!(
                     "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),
@@ -603,10 +751,10 @@ fn compile_unit(
                     t.codegen.as_secs_f64(),
                     t.write.as_secs_f64(),
                     t.store.as_secs_f64()
-                );
-                stderr.extend_from_slice(line.as_bytes());
-            }
+                )
+            });
             UnitResult {
+                timings,
                 report: Some(report),
                 compiled: true,
                 ..UnitResult::failed(0, stderr, false)
@@ -636,7 +784,7 @@ fn compile_unit(
                 Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
             };
             let mut bytes_stored = 0;
-            let status = match plain_compile(clang.path(), unit, cx, !backend) {
+            let status = match plain_compile(clang.path(), unit, cx, !backend, header_list) {
                 Ok((status, text)) => {
                     if let Some((storage, key)) = clang_unit.as_ref().filter(|_| status == 0) {
                         bytes_stored = pipeline::clang_units::remember(
@@ -672,8 +820,12 @@ fn plain_compile(
     unit: &plan::UnitPlan,
     cx: &UnitContext,
     suppress_warnings: bool,
+    header_list: Option<&Path>,
 ) -> Result<(i32, Vec<u8>)> {
     let mut cmd = Command::new(clang);
+    if let Some(list) = header_list {
+        frontend::list_headers(&mut cmd, list);
+    }
     cmd.args(&unit.frontend_args)
         .arg("-c")
         .arg("-o")

@@ -160,6 +160,11 @@ pub struct UnitPlan {
     /// The dependency file this unit's frontend writes, if it must be
     /// discarded (a later unit writes the same path, as with clang).
     pub discard_dependency_file: bool,
+    /// The frontend arguments without the source, `-x` and the dependency
+    /// options: what decides the include search list (see `unit_cache`).
+    pub search_options: Vec<String>,
+    /// The unit's language, as `-x` names it.
+    pub language: &'static str,
 }
 
 /// The link after compiling: clang with the original arguments, sources
@@ -349,6 +354,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
     let mut units = Vec::with_capacity(sources.len());
     for (n, (src_index, src, lang)) in sources.iter().enumerate() {
         let mut fa: Vec<String> = Vec::new();
+        let mut search_options: Vec<String> = Vec::new();
         let mut x_active = false;
         for (i, a) in args.iter().enumerate() {
             match a {
@@ -372,7 +378,11 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
                     // link options; in compile-and-link mode it uses them
                     // for the link, not the compile.
                     Role::Link if !compile_only => {}
-                    _ => fa.extend(raw.iter().cloned()),
+                    Role::Dependency => fa.extend(raw.iter().cloned()),
+                    _ => {
+                        fa.extend(raw.iter().cloned());
+                        search_options.extend(raw.iter().cloned());
+                    }
                 },
                 Arg::Unknown(_) => {}
             }
@@ -392,6 +402,8 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
             frontend_args: fa,
             output: outputs[n].clone(),
             discard_dependency_file: false,
+            search_options,
+            language: lang.x_name(),
         });
     }
     // Several units writing one dependency file: clang runs them in order,

@@ -32,8 +32,14 @@ pub struct FrontendOutput {
 pub trait Clang: Sync {
     fn path(&self) -> &Path;
     /// Runs the frontend with its stderr captured; `force_color` adds
-    /// `-fcolor-diagnostics` (our stderr is a colour terminal).
-    fn run_frontend(&self, args: &[String], force_color: bool) -> Result<FrontendOutput>;
+    /// `-fcolor-diagnostics` (our stderr is a colour terminal); clang
+    /// appends the headers it opens to `header_list` (see [`list_headers`]).
+    fn run_frontend(
+        &self,
+        args: &[String],
+        force_color: bool,
+        header_list: Option<&Path>,
+    ) -> Result<FrontendOutput>;
 }
 
 /// The real clang-19.
@@ -46,8 +52,16 @@ impl Clang for RealClang {
         &self.path
     }
 
-    fn run_frontend(&self, args: &[String], force_color: bool) -> Result<FrontendOutput> {
+    fn run_frontend(
+        &self,
+        args: &[String],
+        force_color: bool,
+        header_list: Option<&Path>,
+    ) -> Result<FrontendOutput> {
         let mut cmd = Command::new(&self.path);
+        if let Some(list) = header_list {
+            list_headers(&mut cmd, list);
+        }
         cmd.args(args)
             .env(RECURSION_GUARD, "1")
             .stdin(Stdio::null())
@@ -66,6 +80,15 @@ impl Clang for RealClang {
             stderr: out.stderr,
         })
     }
+}
+
+/// Has clang append every header it opens (system headers included,
+/// whatever the `-M` options) to `list`, one path per line: the driver's
+/// `CC_PRINT_HEADERS` interface, which passes `-header-include-file` and
+/// `-sys-header-deps` to the compiler proper.
+pub fn list_headers(cmd: &mut Command, list: &Path) {
+    cmd.env("CC_PRINT_HEADERS", "1")
+        .env("CC_PRINT_HEADERS_FILE", list);
 }
 
 /// The exit code a shell would report (128 + signal for a killed process).

@@ -15,10 +15,18 @@
 //! | clang's identity (executable digest) | `repo::identity` | clang units | clang compiles the unit |
 //! | the unit's compiler arguments | `driver::plan` | clang units | everything clang is told |
 //! | the frontend's bitcode | `frontend` | clang units | the source as compiled |
+//! | clang's path as run | `driver` | units | `clang++` compiles `.c` as C++ (one binary, two behaviours) |
+//! | the configuration that changes objects (`fragments`, `merge_functions`, `debug_fragments`) | configuration | units | which compile produced the object |
+//! | the working directory | the process | units | relative paths, the compilation directory in debug info |
+//! | the environment clang reads (`CPATH`, `SOURCE_DATE_EPOCH`, `CCC_OVERRIDE_OPTIONS`, ...) | the process | units | include paths, time macros, options |
+//! | colour diagnostics forced | `driver` | units | the stored stderr |
+//! | whether the unit writes its dependency file | `driver::plan` | units | the stored result holds it or not |
+//! | the source's and headers' content digests | `unit_cache::manifest` | unit results | what was compiled |
 //!
-//! What is deliberately left out: paths of the repository, of the source
-//! (they reach the bitcode where they matter, e.g. debug info), timestamps
-//! and the environment.
+//! What is deliberately left out of fragment keys: paths of the repository,
+//! of the source (they reach the bitcode where they matter, e.g. debug
+//! info), timestamps and the environment. Unit keys (see `unit_cache`) come
+//! before the frontend, so they cover what the frontend would see.
 
 use serde::Serialize;
 
@@ -79,6 +87,47 @@ impl KeyContext {
             update_with_len(&mut h, a.as_bytes());
         }
         h.update(blake3::hash(bitcode).as_bytes());
+        FragmentDigest(*h.finalize().as_bytes())
+    }
+}
+
+/// What a unit key covers besides the [`KeyContext`] (see `unit_cache`).
+pub struct UnitKeyInputs<'a> {
+    pub clang: &'a str,
+    pub clang_identity: &'a str,
+    pub config: &'a str,
+    pub cwd: &'a str,
+    pub args: &'a [String],
+    pub env: &'a [(String, String)],
+    pub force_color: bool,
+    pub keeps_dep_file: bool,
+}
+
+impl KeyContext {
+    /// The key of a unit's manifest in the unit cache.
+    pub fn unit_key(&self, u: &UnitKeyInputs) -> FragmentDigest {
+        let mut h = blake3::Hasher::new();
+        h.update(b"repocc unit v1\0");
+        for part in [
+            self.repocc.as_str(),
+            self.llvm.as_str(),
+            u.clang,
+            u.clang_identity,
+            u.config,
+            u.cwd,
+        ] {
+            update_with_len(&mut h, part.as_bytes());
+        }
+        h.update(&[u.force_color as u8, u.keeps_dep_file as u8]);
+        h.update(&(u.args.len() as u64).to_le_bytes());
+        for a in u.args {
+            update_with_len(&mut h, a.as_bytes());
+        }
+        h.update(&(u.env.len() as u64).to_le_bytes());
+        for (k, v) in u.env {
+            update_with_len(&mut h, k.as_bytes());
+            update_with_len(&mut h, v.as_bytes());
+        }
         FragmentDigest(*h.finalize().as_bytes())
     }
 }
@@ -203,6 +252,103 @@ mod tests {
         // The same inputs give the same keys.
         assert_eq!(frag(&b, "x86-64", ""), frag(&base(), "x86-64", ""));
         assert_eq!(unit(&b), unit(&base()));
+    }
+
+    /// Each input of a unit key, changed alone, changes it.
+    #[test]
+    fn every_unit_input_changes_the_unit_key() {
+        let args = vec!["-O2".to_string(), "a.c".to_string()];
+        let env = vec![("CPATH".to_string(), "/x".to_string())];
+        let inputs = || UnitKeyInputs {
+            clang: "/usr/bin/clang-19",
+            clang_identity: "d1",
+            config: "{}",
+            cwd: "/src",
+            args: &args,
+            env: &env,
+            force_color: false,
+            keeps_dep_file: true,
+        };
+        let b = base();
+        let k0 = b.unit_key(&inputs());
+        assert_eq!(k0, base().unit_key(&inputs()));
+        let other_args = vec!["-O3".to_string(), "a.c".to_string()];
+        let split_args = vec!["-O2a".to_string(), ".c".to_string()];
+        let other_env = vec![("CPATH".to_string(), "/y".to_string())];
+        let variants: Vec<(&str, UnitKeyInputs)> = vec![
+            (
+                "clang path",
+                UnitKeyInputs {
+                    clang: "/usr/bin/clang++-19",
+                    ..inputs()
+                },
+            ),
+            (
+                "clang identity",
+                UnitKeyInputs {
+                    clang_identity: "d2",
+                    ..inputs()
+                },
+            ),
+            (
+                "configuration",
+                UnitKeyInputs {
+                    config: "{\"fragments\":false}",
+                    ..inputs()
+                },
+            ),
+            (
+                "working directory",
+                UnitKeyInputs {
+                    cwd: "/src2",
+                    ..inputs()
+                },
+            ),
+            (
+                "arguments",
+                UnitKeyInputs {
+                    args: &other_args,
+                    ..inputs()
+                },
+            ),
+            (
+                "argument boundaries",
+                UnitKeyInputs {
+                    args: &split_args,
+                    ..inputs()
+                },
+            ),
+            (
+                "environment",
+                UnitKeyInputs {
+                    env: &other_env,
+                    ..inputs()
+                },
+            ),
+            (
+                "colour",
+                UnitKeyInputs {
+                    force_color: true,
+                    ..inputs()
+                },
+            ),
+            (
+                "dependency file",
+                UnitKeyInputs {
+                    keeps_dep_file: false,
+                    ..inputs()
+                },
+            ),
+        ];
+        for (what, u) in &variants {
+            assert_ne!(k0, b.unit_key(u), "{what}");
+        }
+        let mut k = base();
+        k.repocc = "0.1.0 abd".into();
+        assert_ne!(k0, k.unit_key(&inputs()), "repocc identity");
+        let mut k = base();
+        k.llvm = "19.1.8".into();
+        assert_ne!(k0, k.unit_key(&inputs()), "LLVM version");
     }
 
     #[test]

@@ -45,6 +45,13 @@ pub mod key {
     /// Units whose frontend had run when the pipeline could not finish,
     /// taken from a stored clang object (see `pipeline::clang_units`).
     pub const CLANG_UNITS_REUSED: &str = "clang_units_reused";
+    /// Units whose result the unit cache had (nothing compiled).
+    pub const UNIT_HITS: &str = "unit_hits";
+    /// Units the unit cache looked up and did not have.
+    pub const UNIT_MISSES: &str = "unit_misses";
+    /// What the units served by the unit cache took to compile when they
+    /// were recorded (milliseconds).
+    pub const COMPILE_MS_SAVED: &str = "compile_ms_saved";
 
     /// Every counter, in the order `--show-stats` prints them (a fresh
     /// repository shows each at 0).
@@ -61,6 +68,9 @@ pub mod key {
         CORRUPT_ENTRIES,
         DEBUG_UNITS_WHOLE,
         CLANG_UNITS_REUSED,
+        UNIT_HITS,
+        UNIT_MISSES,
+        COMPILE_MS_SAVED,
     ];
 }
 
@@ -127,6 +137,12 @@ pub enum Category {
     PipelineError,
     /// LLVM stopped with a fatal error; clang compiled the invocation.
     LlvmFatalError,
+    /// The unit cache was not used for a unit (an option it cannot see
+    /// through, an environment variable).
+    UnitNotCached,
+    /// A unit compiled after a unit cache miss was not recorded (a file
+    /// changed during the compile, `__TIME__`, ...).
+    UnitNotRecorded,
 }
 
 impl Category {
@@ -149,6 +165,8 @@ impl Category {
             Category::BackendDiagnostic => "fallback: backend diagnostic",
             Category::PipelineError => "fallback: pipeline error",
             Category::LlvmFatalError => "fallback: LLVM fatal error",
+            Category::UnitNotCached => "unit cache: not used",
+            Category::UnitNotRecorded => "unit cache: not recorded",
         }
     }
 }

@@ -80,6 +80,11 @@ pub enum EntryKind {
     /// The unit goes to clang, whose compile printed diagnostics (so its
     /// object cannot be replayed without them).
     ClangOnly,
+    /// The unit cache's manifest of a unit: which files it read, and the
+    /// results for each version of them (see `unit_cache::manifest`).
+    UnitManifest,
+    /// A unit's finished result: object, dependency file and diagnostics.
+    UnitResult,
 }
 
 impl EntryKind {
@@ -89,6 +94,8 @@ impl EntryKind {
             EntryKind::Deleted => 1,
             EntryKind::ClangObject => 2,
             EntryKind::ClangOnly => 3,
+            EntryKind::UnitManifest => 4,
+            EntryKind::UnitResult => 5,
         }
     }
 }
@@ -226,6 +233,8 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         (1, [0, 0, 0]) => EntryKind::Deleted,
         (2, [0, 0, 0]) => EntryKind::ClangObject,
         (3, [0, 0, 0]) => EntryKind::ClangOnly,
+        (4, [0, 0, 0]) => EntryKind::UnitManifest,
+        (5, [0, 0, 0]) => EntryKind::UnitResult,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {

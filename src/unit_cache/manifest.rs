@@ -1,0 +1,266 @@
+//! The unit cache's manifest: for one unit key, the versions of the files
+//! the unit read, each with the result it gave.
+//!
+//! A result is valid while every file it lists still has the recorded
+//! content and every path it lists as absent still does not exist (a header
+//! created there would shadow one the compile used). Files are checked
+//! cheaply: size, modification and change time first; the content digest
+//! only when a time differs (a `touch`, a checkout of the same content).
+//!
+//! The manifest keeps the [`MAX_RESULTS`] most recent results, newest
+//! first, over one table of files (results of one unit mostly share their
+//! headers).
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::repo::fsx::{read_bounded, ReadError};
+
+/// Results kept per unit key.
+pub const MAX_RESULTS: usize = 16;
+/// Largest source or header hashed (a bigger one makes the unit uncacheable).
+pub const MAX_FILE_BYTES: u64 = 512 << 20;
+
+/// One file as the compile saw it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
+pub struct FileState {
+    pub path: String,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    /// blake3 of the content, hex.
+    pub digest: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResultRecord {
+    /// Indices into [`Manifest::files`].
+    pub files: Vec<u32>,
+    /// Paths that must not exist.
+    pub absent: Vec<String>,
+    /// The result entry's key, hex.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub files: Vec<FileState>,
+    /// Newest first.
+    pub results: Vec<ResultRecord>,
+}
+
+/// What stat says of a file (the parts a manifest compares).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::metadata(path).ok()?;
+    if !m.is_file() {
+        return None;
+    }
+    Some(Stamp {
+        size: m.len(),
+        mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+    })
+}
+
+/// Reads a file for its digest (bounded; regular files only).
+pub fn read_content(path: &Path) -> Result<Vec<u8>, ReadError> {
+    read_bounded(path, MAX_FILE_BYTES)
+}
+
+pub fn content_digest(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+impl Manifest {
+    pub fn decode(bytes: &[u8]) -> Option<Manifest> {
+        let m: Manifest = serde_json::from_slice(bytes).ok()?;
+        let n = m.files.len();
+        let sane = m
+            .results
+            .iter()
+            .all(|r| r.files.iter().all(|&i| (i as usize) < n));
+        sane.then_some(m)
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// The first result whose files and absences still hold, with the
+    /// files in its order. `cwd` resolves relative paths.
+    pub fn find_valid(&self, cwd: &Path) -> Option<&ResultRecord> {
+        let mut checker = Checker::new(cwd);
+        self.results.iter().find(|r| {
+            r.files
+                .iter()
+                .all(|&i| checker.still_holds(&self.files[i as usize]))
+                && r.absent.iter().all(|p| checker.still_absent(p))
+        })
+    }
+
+    /// Adds `result` (reading `files`) as the newest, keeping at most
+    /// [`MAX_RESULTS`] and only the files they use.
+    pub fn add(&mut self, files: &[FileState], absent: Vec<String>, result: String) {
+        let mut kept: Vec<(Vec<FileState>, Vec<String>, String)> =
+            vec![(files.to_vec(), absent, result.clone())];
+        for r in &self.results {
+            if kept.len() == MAX_RESULTS {
+                break;
+            }
+            if r.result == result {
+                continue;
+            }
+            let fs = r
+                .files
+                .iter()
+                .map(|&i| self.files[i as usize].clone())
+                .collect();
+            kept.push((fs, r.absent.clone(), r.result.clone()));
+        }
+        let mut table: Vec<FileState> = Vec::new();
+        let mut index: HashMap<FileState, u32> = HashMap::new();
+        let mut results = Vec::with_capacity(kept.len());
+        for (fs, absent, result) in kept {
+            let files = fs
+                .into_iter()
+                .map(|f| {
+                    *index.entry(f.clone()).or_insert_with(|| {
+                        table.push(f);
+                        (table.len() - 1) as u32
+                    })
+                })
+                .collect();
+            results.push(ResultRecord {
+                files,
+                absent,
+                result,
+            });
+        }
+        self.files = table;
+        self.results = results;
+    }
+}
+
+/// Checks files against their recorded state, each file at most once per
+/// look-up.
+struct Checker<'a> {
+    cwd: &'a Path,
+    /// path → (stamp, digest once computed)
+    seen: HashMap<String, Option<(Stamp, Option<String>)>>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(cwd: &'a Path) -> Checker<'a> {
+        Checker {
+            cwd,
+            seen: HashMap::new(),
+        }
+    }
+
+    fn still_holds(&mut self, f: &FileState) -> bool {
+        let cwd = self.cwd;
+        let slot = self
+            .seen
+            .entry(f.path.clone())
+            .or_insert_with(|| stamp(&cwd.join(&f.path)).map(|s| (s, None)));
+        let Some((st, digest)) = slot else {
+            return false;
+        };
+        if st.size != f.size {
+            return false;
+        }
+        if st.mtime_ns == f.mtime_ns && st.ctime_ns == f.ctime_ns {
+            return true;
+        }
+        if digest.is_none() {
+            match read_content(&cwd.join(&f.path)) {
+                Ok(bytes) => *digest = Some(content_digest(&bytes)),
+                Err(_) => return false,
+            }
+        }
+        digest.as_deref() == Some(f.digest.as_str())
+    }
+
+    fn still_absent(&mut self, path: &str) -> bool {
+        matches!(
+            std::fs::symlink_metadata(self.cwd.join(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state_of(dir: &Path, name: &str) -> FileState {
+        let p = dir.join(name);
+        let s = stamp(&p).unwrap();
+        FileState {
+            path: name.into(),
+            size: s.size,
+            mtime_ns: s.mtime_ns,
+            ctime_ns: s.ctime_ns,
+            digest: content_digest(&std::fs::read(&p).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_result_holds_until_a_file_changes_or_an_absent_one_appears() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.h"), "int a;").unwrap();
+        let mut m = Manifest::default();
+        m.add(
+            &[state_of(d.path(), "a.h")],
+            vec!["inc/a.h".into()],
+            "r1".into(),
+        );
+        let m = Manifest::decode(&m.encode()).unwrap();
+        assert_eq!(m.find_valid(d.path()).unwrap().result, "r1");
+
+        // Same content, new times: still valid (the digest decides).
+        std::fs::write(d.path().join("a.h"), "int a;").unwrap();
+        assert_eq!(m.find_valid(d.path()).unwrap().result, "r1");
+        // Same size, other content.
+        std::fs::write(d.path().join("a.h"), "int b;").unwrap();
+        assert!(m.find_valid(d.path()).is_none());
+        std::fs::write(d.path().join("a.h"), "int a;").unwrap();
+        // A shadowing header appears.
+        std::fs::create_dir(d.path().join("inc")).unwrap();
+        std::fs::write(d.path().join("inc/a.h"), "int c;").unwrap();
+        assert!(m.find_valid(d.path()).is_none());
+    }
+
+    #[test]
+    fn newest_first_bounded_and_sharing_files() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.h"), "1").unwrap();
+        let a1 = state_of(d.path(), "a.h");
+        let mut m = Manifest::default();
+        for i in 0..(MAX_RESULTS + 3) {
+            m.add(&[a1.clone()], vec![], format!("r{i}"));
+        }
+        assert_eq!(m.results.len(), MAX_RESULTS);
+        assert_eq!(m.files.len(), 1);
+        assert_eq!(m.results[0].result, format!("r{}", MAX_RESULTS + 2));
+        // Re-adding an existing result moves it to the front, once.
+        m.add(&[a1], vec![], "r5".into());
+        assert_eq!(m.results[0].result, "r5");
+        assert_eq!(m.results.iter().filter(|r| r.result == "r5").count(), 1);
+        // Garbage and out-of-range indices are not manifests.
+        assert!(Manifest::decode(b"{").is_none());
+        let mut bad = m.clone();
+        bad.results[0].files.push(99);
+        assert!(Manifest::decode(&bad.encode()).is_none());
+    }
+}

@@ -1,0 +1,508 @@
+//! The unit cache: a whole unit's result, found before the frontend runs,
+//! as ccache's direct mode finds it.
+//!
+//! - The unit key (`pipeline::key::KeyContext::unit_key`) covers what
+//!   reaches the compiler: clang's path and identity, repocc's identity, the
+//!   configuration that changes objects, the working directory, the unit's
+//!   arguments, the environment clang reads, and whether diagnostics are in
+//!   colour. Under it, a [`manifest::Manifest`] lists the results seen, each
+//!   with the files the unit read (source and every header, with content
+//!   digests) and the paths that must stay absent (`search`).
+//! - A hit writes the stored object and dependency file and hands back the
+//!   stored diagnostics; nothing else runs.
+//! - A miss compiles as before, with clang writing the list of headers it
+//!   opened (`CC_PRINT_HEADERS_FILE`, system headers included whatever the
+//!   `-M` options), and a successful compile is recorded — unless a file
+//!   changed while it ran, or uses `__DATE__`/`__TIME__`/`__TIMESTAMP__`
+//!   without `SOURCE_DATE_EPOCH`.
+//!
+//! Failed compiles are never recorded: they run again and print clang's
+//! diagnostics and exit code every time.
+
+pub mod manifest;
+pub mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::pipeline::key::{KeyContext, UnitKeyInputs};
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
+use manifest::{FileState, Manifest};
+
+/// Largest object, dependency file or stderr recorded.
+const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+/// Largest header list read back from clang.
+const MAX_HEADER_LIST_BYTES: u64 = 64 << 20;
+
+/// Environment variables clang reads that change what it compiles.
+const CLANG_ENVIRONMENT: &[&str] = &[
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "OBJC_INCLUDE_PATH",
+    "OBJCPLUS_INCLUDE_PATH",
+    "SOURCE_DATE_EPOCH",
+    "CCC_OVERRIDE_OPTIONS",
+    "COMPILER_PATH",
+    "GCC_EXEC_PREFIX",
+    "SDKROOT",
+];
+
+/// Options after which a unit is not cached: they read files the
+/// dependency list does not name, write outputs besides the object and
+/// dependency file, or pass options repocc cannot see through.
+const UNCACHEABLE_OPTION_PREFIXES: &[&str] = &[
+    "-Xclang",
+    "-Xpreprocessor",
+    "-Wp,",
+    "-mllvm",
+    "-B",
+    "--config",
+    "-fstack-usage",
+    "-MJ",
+    "-include-pch",
+    "-fpch",
+    "-fdump",
+    "-fsanitize-ignorelist",
+    "-fsanitize-blacklist",
+    "-fsanitize-coverage-",
+    "-fcrash-diagnostics",
+    "--serialize-diagnostics",
+    "-fmodule",
+    "-fembed",
+];
+
+/// What a unit's key was made of, and where its outputs go.
+pub struct Prepared {
+    key: FragmentDigest,
+    /// The dependency file the user gets (none when not asked for, or
+    /// when a later unit writes the same path).
+    dep_file: Option<PathBuf>,
+}
+
+/// A stored result.
+pub struct CachedResult {
+    /// What the compile that produced it took, in milliseconds.
+    pub compile_ms: u64,
+    pub object: Vec<u8>,
+    pub dep_file: Option<Vec<u8>>,
+    pub stderr: Vec<u8>,
+}
+
+pub enum Found {
+    Hit(CachedResult),
+    Miss,
+    /// An entry failed verification (it has been removed): a miss.
+    Corrupt,
+}
+
+/// The unit cache of one invocation.
+pub struct UnitCache<'a> {
+    pub storage: &'a dyn Storage,
+    pub key: &'a KeyContext,
+    pub clang: &'a Path,
+    pub clang_identity: &'a str,
+    /// The configuration that changes objects (JSON).
+    pub config: String,
+    pub cwd: PathBuf,
+    pub force_color: bool,
+    /// When the invocation started: files newer than this changed while
+    /// it ran.
+    pub start: SystemTime,
+}
+
+impl UnitCache<'_> {
+    /// The unit's key, or why the unit is not cached.
+    pub fn prepare(&self, unit_args: &[String], keeps_dep_file: bool) -> Result<Prepared, String> {
+        if let Some(a) = unit_args
+            .iter()
+            .find(|a| UNCACHEABLE_OPTION_PREFIXES.iter().any(|p| a.starts_with(p)))
+        {
+            return Err(format!("option {a}"));
+        }
+        if let Some((k, _)) = std::env::vars_os().find(|(k, _)| {
+            k.to_str()
+                .is_some_and(|k| k.starts_with("CC_PRINT_") || k == "CC_LOG_DIAGNOSTICS")
+        }) {
+            return Err(format!("{} is set", k.to_string_lossy()));
+        }
+        if std::env::var_os("REPOCC_DIGEST_REPORT").is_some() {
+            return Err("REPOCC_DIGEST_REPORT is set".into());
+        }
+        let env: Vec<(String, String)> = CLANG_ENVIRONMENT
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+            .collect();
+        let cwd = self
+            .cwd
+            .to_str()
+            .ok_or("the working directory is not UTF-8")?;
+        let dep_file = if keeps_dep_file {
+            dependency_file(unit_args).map(|p| self.cwd.join(p))
+        } else {
+            None
+        };
+        let clang = self.clang.to_str().ok_or("clang's path is not UTF-8")?;
+        let key = self.key.unit_key(&UnitKeyInputs {
+            clang,
+            clang_identity: self.clang_identity,
+            config: &self.config,
+            cwd,
+            args: unit_args,
+            env: &env,
+            force_color: self.force_color,
+            keeps_dep_file: dep_file.is_some(),
+        });
+        Ok(Prepared { key, dep_file })
+    }
+
+    /// Looks the unit up.
+    pub fn lookup(&self, p: &Prepared) -> Found {
+        let manifest = match self.storage.get(&p.key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
+                match Manifest::decode(&e.payload) {
+                    Some(m) => m,
+                    None => {
+                        let _ = self.storage.remove(&p.key);
+                        return Found::Corrupt;
+                    }
+                }
+            }
+            Ok(Lookup::Corrupt(_)) => return Found::Corrupt,
+            _ => return Found::Miss,
+        };
+        let Some(valid) = manifest.find_valid(&self.cwd) else {
+            return Found::Miss;
+        };
+        let Some(result_key) = parse_hex_key(&valid.result) else {
+            return Found::Corrupt;
+        };
+        match self.storage.get(&result_key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
+                match decode_result(&e, p.dep_file.is_some()) {
+                    Some(r) => Found::Hit(r),
+                    None => {
+                        let _ = self.storage.remove(&result_key);
+                        Found::Corrupt
+                    }
+                }
+            }
+            Ok(Lookup::Corrupt(_)) => Found::Corrupt,
+            _ => Found::Miss,
+        }
+    }
+
+    /// Writes a hit's object and dependency file.
+    pub fn write_hit(&self, p: &Prepared, output: &Path, r: &CachedResult) -> anyhow::Result<()> {
+        crate::pipeline::output::write_output(output, &r.object)?;
+        if let (Some(path), Some(bytes)) = (&p.dep_file, &r.dep_file) {
+            crate::pipeline::output::write_output(path, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Records a successful compile of the unit: `source` and the headers
+    /// clang listed in `header_list`, the object at `output`, the
+    /// dependency file and `stderr`. Returns the bytes stored, or why it
+    /// was not recorded.
+    pub fn record(
+        &self,
+        p: &Prepared,
+        unit: &RecordedUnit,
+        header_list: &Path,
+        stderr: &[u8],
+        compile_ms: u64,
+    ) -> Result<u64, String> {
+        if !unit.headers_listed {
+            list_headers_by_preprocessing(self.clang, unit, header_list)?;
+        }
+        let listed = match crate::repo::fsx::read_bounded(header_list, MAX_HEADER_LIST_BYTES) {
+            Ok(b) => String::from_utf8(b).map_err(|_| "a header path is not UTF-8")?,
+            Err(crate::repo::fsx::ReadError::Missing) => String::new(),
+            Err(e) => return Err(format!("reading clang's header list: {e}")),
+        };
+        let mut paths: Vec<String> = vec![unit.source.to_string()];
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(unit.source.to_string());
+        for path in listed.lines() {
+            // One path per line, as clang built it (`./g.h`, `inc/g.h`).
+            if !path.is_empty() && seen.insert(path.to_string()) {
+                paths.push(path.to_string());
+            }
+        }
+        let start_ns = ns_since_epoch(self.start);
+        let fixed_time = std::env::var_os("SOURCE_DATE_EPOCH").is_some();
+        let mut files = Vec::with_capacity(paths.len());
+        for path in &paths {
+            let full = self.cwd.join(path);
+            let before = manifest::stamp(&full).ok_or_else(|| format!("{path} is gone"))?;
+            let bytes =
+                manifest::read_content(&full).map_err(|e| format!("reading {path}: {e}"))?;
+            if path == unit.source && paths.len() == 1 && mentions_an_include(&bytes) {
+                // clang named no header although the source includes: the
+                // header list cannot be trusted.
+                return Err("clang listed no headers".into());
+            }
+            if !fixed_time && uses_time_macros(&bytes) {
+                return Err(format!("{path} uses __DATE__, __TIME__ or __TIMESTAMP__"));
+            }
+            let after = manifest::stamp(&full).ok_or_else(|| format!("{path} is gone"))?;
+            if before != after || after.mtime_ns >= start_ns || after.ctime_ns >= start_ns {
+                return Err(format!("{path} was modified during the compile"));
+            }
+            files.push(FileState {
+                path: path.clone(),
+                size: after.size,
+                mtime_ns: after.mtime_ns,
+                ctime_ns: after.ctime_ns,
+                digest: manifest::content_digest(&bytes),
+            });
+        }
+        let absent = match unit.search_options {
+            _ if paths.len() == 1 => Vec::new(),
+            options => {
+                let list = search::search_list(self.clang, options, unit.language)
+                    .ok_or("clang did not print its include search list")?;
+                search::shadow_candidates(&list, &paths, &paths[1..])
+                    .into_iter()
+                    .filter(|c| {
+                        matches!(std::fs::symlink_metadata(self.cwd.join(c)),
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+                    })
+                    .collect()
+            }
+        };
+
+        let object = read_output(unit.output).ok_or("the object is not a regular ELF file")?;
+        let dep_file = match &p.dep_file {
+            Some(path) => Some(read_output(path).ok_or("the dependency file cannot be read")?),
+            None => None,
+        };
+        if stderr.len() as u64 > MAX_OUTPUT_BYTES {
+            return Err("too many diagnostics".into());
+        }
+
+        let result_key = result_key(&p.key, &files);
+        let mut stored = self
+            .storage
+            .put(
+                &result_key,
+                &encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
+            )
+            .map_err(|e| e.to_string())?;
+        let mut m = match self.storage.get(&p.key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
+                Manifest::decode(&e.payload).unwrap_or_default()
+            }
+            _ => Manifest::default(),
+        };
+        m.add(&files, absent, hex(&result_key));
+        stored += self
+            .storage
+            .put(
+                &p.key,
+                &Entry {
+                    kind: EntryKind::UnitManifest,
+                    metadata: Vec::new(),
+                    payload: m.encode(),
+                },
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(stored)
+    }
+}
+
+/// Whether clang may list headers during the unit's own compile. The
+/// listing turns on `-sys-header-deps`, which adds system headers to an
+/// `-MMD` dependency file; such units list their headers in a separate
+/// preprocessing run instead.
+pub fn lists_headers_while_compiling(unit_args: &[String]) -> bool {
+    !unit_args.iter().any(|a| a == "-MMD")
+}
+
+/// Lists the unit's headers by preprocessing it (output discarded).
+fn list_headers_by_preprocessing(
+    clang: &Path,
+    unit: &RecordedUnit,
+    header_list: &Path,
+) -> Result<(), String> {
+    let _ = std::fs::remove_file(header_list);
+    let mut cmd = std::process::Command::new(clang);
+    cmd.args(unit.search_options)
+        .args(["-E", "-x", unit.language, unit.source, "-o", "/dev/null"])
+        .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    crate::pipeline::frontend::list_headers(&mut cmd, header_list);
+    match cmd.status() {
+        Ok(s) if s.success() => Ok(()),
+        _ => Err("preprocessing to list the headers failed".into()),
+    }
+}
+
+/// What [`UnitCache::record`] needs of the unit.
+pub struct RecordedUnit<'a> {
+    pub source: &'a str,
+    pub output: &'a Path,
+    /// The unit's options without the source and the dependency options.
+    pub search_options: &'a [String],
+    /// The `-x` name of its language.
+    pub language: &'a str,
+    /// clang listed the headers while compiling (see
+    /// [`lists_headers_while_compiling`]).
+    pub headers_listed: bool,
+}
+
+/// The `-MF` value among the unit's arguments.
+fn dependency_file(args: &[String]) -> Option<&str> {
+    let mut found = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-MF" {
+            found = it.next().map(String::as_str);
+        } else if let Some(v) = a.strip_prefix("-MF") {
+            found = Some(v);
+        }
+    }
+    found
+}
+
+fn ns_since_epoch(t: SystemTime) -> i128 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+fn uses_time_macros(bytes: &[u8]) -> bool {
+    [&b"__DATE__"[..], b"__TIME__", b"__TIMESTAMP__"]
+        .iter()
+        .any(|m| contains(bytes, m))
+}
+
+fn mentions_an_include(bytes: &[u8]) -> bool {
+    [&b"include"[..], b"import", b"embed"]
+        .iter()
+        .any(|m| contains(bytes, m))
+}
+
+fn read_output(path: &Path) -> Option<Vec<u8>> {
+    crate::repo::fsx::read_bounded(path, MAX_OUTPUT_BYTES).ok()
+}
+
+fn result_key(unit_key: &FragmentDigest, files: &[FileState]) -> FragmentDigest {
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc unit result v1\0");
+    h.update(&unit_key.0);
+    for f in files {
+        h.update(&(f.path.len() as u64).to_le_bytes());
+        h.update(f.path.as_bytes());
+        h.update(f.digest.as_bytes());
+    }
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+fn hex(k: &FragmentDigest) -> String {
+    k.0.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn parse_hex_key(s: &str) -> Option<FragmentDigest> {
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(FragmentDigest(out))
+}
+
+/// Result entry: payload the object; metadata the compile time, the
+/// stderr, then a flag and the dependency file, each length-prefixed.
+fn encode_result(object: &[u8], dep_file: Option<&[u8]>, stderr: &[u8], compile_ms: u64) -> Entry {
+    let mut metadata = Vec::with_capacity(25 + stderr.len() + dep_file.map_or(0, <[u8]>::len));
+    metadata.extend_from_slice(&compile_ms.to_le_bytes());
+    metadata.extend_from_slice(&(stderr.len() as u64).to_le_bytes());
+    metadata.extend_from_slice(stderr);
+    match dep_file {
+        Some(d) => {
+            metadata.push(1);
+            metadata.extend_from_slice(&(d.len() as u64).to_le_bytes());
+            metadata.extend_from_slice(d);
+        }
+        None => metadata.push(0),
+    }
+    Entry {
+        kind: EntryKind::UnitResult,
+        metadata,
+        payload: object.to_vec(),
+    }
+}
+
+fn decode_result(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
+    let m = &e.metadata;
+    let take = |at: usize| -> Option<(&[u8], usize)> {
+        let len = u64::from_le_bytes(m.get(at..at + 8)?.try_into().ok()?) as usize;
+        let end = (at + 8).checked_add(len)?;
+        Some((m.get(at + 8..end)?, end))
+    };
+    let compile_ms = u64::from_le_bytes(m.get(..8)?.try_into().ok()?);
+    let (stderr, at) = take(8)?;
+    let dep_file = match m.get(at)? {
+        0 => None,
+        1 => {
+            let (d, end) = take(at + 1)?;
+            if end != m.len() {
+                return None;
+            }
+            Some(d.to_vec())
+        }
+        _ => return None,
+    };
+    if wants_dep_file != dep_file.is_some() || !e.payload.starts_with(b"\x7fELF") {
+        return None;
+    }
+    Some(CachedResult {
+        compile_ms,
+        object: e.payload.clone(),
+        dep_file,
+        stderr: stderr.to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_entries_round_trip_and_reject_garbage() {
+        let e = encode_result(b"\x7fELF obj", Some(b"x.o: x.c\n"), b"warning\n", 42);
+        let r = decode_result(&e, true).unwrap();
+        assert_eq!(r.object, b"\x7fELF obj");
+        assert_eq!(r.dep_file.as_deref(), Some(&b"x.o: x.c\n"[..]));
+        assert_eq!(r.stderr, b"warning\n");
+        assert_eq!(r.compile_ms, 42);
+        // A result without the dependency file the unit needs is no hit.
+        assert!(decode_result(&e, false).is_none());
+        let mut bad = e.clone();
+        bad.metadata.truncate(5);
+        assert!(decode_result(&bad, true).is_none());
+        let e = encode_result(b"\x7fELF", None, b"", 0);
+        assert!(decode_result(&e, false).is_some());
+    }
+
+    #[test]
+    fn finds_the_dependency_file_and_time_macros() {
+        let args: Vec<String> = ["-MD", "-MF", "a.d", "-MFb.d"].map(String::from).to_vec();
+        assert_eq!(dependency_file(&args), Some("b.d"));
+        assert!(uses_time_macros(b"const char *t = __TIME__;"));
+        assert!(uses_time_macros(b"__TIMESTAMP__"));
+        assert!(!uses_time_macros(b"__TIME"));
+        let k = FragmentDigest([7; 32]);
+        assert_eq!(parse_hex_key(&hex(&k)), Some(k));
+    }
+}

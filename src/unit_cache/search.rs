@@ -1,0 +1,187 @@
+//! Headers that must stay absent: a header created in a directory searched
+//! before the one that supplied an include would be used by clang instead,
+//! so a unit cache entry is only valid while no such file exists.
+//!
+//! clang's search order for `#include "x"` is the includer's directory,
+//! then `-iquote`, `-I`, system directories; for `#include <x>` it starts
+//! at `-I`. The dependency list gives the path clang built (directory as
+//! written, then the spelling), not the spelling, so every way of reading
+//! a header path as `D/spelling` with `D` a search or includer directory
+//! is considered, and every directory that could have been searched before
+//! `D` yields a candidate. Over-approximating costs a few `stat`s and, at
+//! worst, a miss; it never lets a shadowing header go unseen.
+//!
+//! The search list comes from clang itself (`-E -v` on an empty input with
+//! the unit's options), including the directories it ignored because they
+//! did not exist: creating one of those is a shadowing too.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::pipeline::frontend::RECURSION_GUARD;
+
+/// The include search list clang uses for these options (without the
+/// source): every directory it would search, in order, the ignored
+/// (nonexistent) ones included.
+pub fn search_list(clang: &Path, options: &[String], language: &str) -> Option<Vec<String>> {
+    let out = Command::new(clang)
+        .args(options)
+        .args(["-E", "-v", "-x", language, "/dev/null", "-o", "/dev/null"])
+        .env(RECURSION_GUARD, "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    parse_search_list(&String::from_utf8_lossy(&out.stderr))
+}
+
+fn parse_search_list(text: &str) -> Option<Vec<String>> {
+    let mut dirs = Vec::new();
+    let mut ignored = Vec::new();
+    let mut inside = false;
+    let mut complete = false;
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("ignoring nonexistent directory \"") {
+            if let Some(d) = rest.strip_suffix('"') {
+                ignored.push(d.to_string());
+            }
+        } else if line.starts_with("#include \"...\" search starts here:") {
+            inside = true;
+        } else if line == "End of search list." {
+            complete = inside;
+            inside = false;
+        } else if inside {
+            if let Some(d) = line.strip_prefix(' ') {
+                let d = d
+                    .strip_suffix(" (framework directory)")
+                    .or_else(|| d.strip_suffix(" (headermap)"))
+                    .unwrap_or(d);
+                dirs.push(d.to_string());
+            }
+        }
+    }
+    // Ignored directories go first: where they were in the order is not
+    // printed, and assuming "before everything" only adds candidates.
+    ignored.extend(dirs);
+    complete.then_some(ignored)
+}
+
+fn join(dir: &str, rest: &str) -> String {
+    if dir.is_empty() {
+        rest.to_string()
+    } else if dir.ends_with('/') {
+        format!("{dir}{rest}")
+    } else {
+        format!("{dir}/{rest}")
+    }
+}
+
+fn dir_of(path: &str) -> String {
+    match path.rfind('/') {
+        Some(0) => "/".to_string(),
+        Some(i) => path[..i].to_string(),
+        None => String::new(),
+    }
+}
+
+/// Candidate paths that would shadow one of `headers` if created. `files`
+/// are every file the unit read (source first), whose directories are
+/// searched for quoted includes; `search` is [`search_list`]. Paths are as
+/// clang wrote them (relative ones to the working directory).
+pub fn shadow_candidates(search: &[String], files: &[String], headers: &[String]) -> Vec<String> {
+    let includer_dirs: BTreeSet<String> = files.iter().map(|f| dir_of(f)).collect();
+    let read: BTreeSet<&str> = files.iter().map(String::as_str).collect();
+    let mut out = BTreeSet::new();
+    for h in headers {
+        // (directory the header came from, directories searched before it)
+        let mut readings: Vec<(&str, Vec<&str>)> = Vec::new();
+        for (i, d) in search.iter().enumerate() {
+            if split_under(h, d).is_some() {
+                let before = includer_dirs
+                    .iter()
+                    .map(String::as_str)
+                    .chain(search[..i].iter().map(String::as_str))
+                    .collect();
+                readings.push((d, before));
+            }
+        }
+        for d in &includer_dirs {
+            if split_under(h, d).is_some() {
+                readings.push((d, includer_dirs.iter().map(String::as_str).collect()));
+            }
+        }
+        for (d, before) in readings {
+            let Some(spelling) = split_under(h, d) else {
+                continue;
+            };
+            for e in before {
+                if e == d {
+                    continue;
+                }
+                let c = join(e, spelling);
+                if !read.contains(c.as_str()) {
+                    out.insert(c);
+                }
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// `path` as `dir/spelling`: the spelling.
+fn split_under<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
+    if dir.is_empty() {
+        return (!path.starts_with('/')).then_some(path);
+    }
+    let rest = path.strip_prefix(dir)?;
+    if dir.ends_with('/') {
+        return Some(rest);
+    }
+    rest.strip_prefix('/')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_clangs_search_list() {
+        let text = "clang -cc1 version 19\n\
+            ignoring nonexistent directory \"/include\"\n\
+            #include \"...\" search starts here:\n \
+            q\n\
+            #include <...> search starts here:\n \
+            inc\n /usr/include\n\
+            End of search list.\n";
+        assert_eq!(
+            parse_search_list(text).unwrap(),
+            ["/include", "q", "inc", "/usr/include"]
+        );
+        assert!(parse_search_list("no list").is_none());
+    }
+
+    #[test]
+    fn earlier_directories_give_candidates() {
+        let search: Vec<String> = ["inc", "/usr/include"].map(String::from).to_vec();
+        let files: Vec<String> = ["src/m.c", "/usr/include/stdio.h", "inc/g.h"]
+            .map(String::from)
+            .to_vec();
+        let c = shadow_candidates(&search, &files, &files[1..]);
+        // <stdio.h> could be shadowed from inc/ and from the includers'
+        // directories; inc/g.h from the source's directory.
+        assert!(c.contains(&"inc/stdio.h".to_string()));
+        assert!(c.contains(&"src/stdio.h".to_string()));
+        assert!(c.contains(&"src/g.h".to_string()));
+        // Nothing after the directory that supplied the header.
+        assert!(!c.contains(&"/usr/include/g.h".to_string()));
+        // A quoted include next to the source: candidates only from other
+        // includer directories.
+        let files: Vec<String> = ["m.c", "a.h"].map(String::from).to_vec();
+        assert!(shadow_candidates(&search, &files, &files[1..]).is_empty());
+    }
+}

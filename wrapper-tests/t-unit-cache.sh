@@ -1,0 +1,165 @@
+# The unit cache: a rebuild without changes is served whole (objects and
+# dependency files byte-identical, the programs still pass their checks);
+# header edits, a shadowing header, a changed -D, __TIME__, a file newer
+# than the compile, -Werror and corrupt entries behave as clang-19 would.
+source "$(dirname "$0")/lib.sh"
+P="$WT_ROOT/programs"
+
+# same_files DIR1 DIR2 PATTERN: every file matching PATTERN in DIR1 has an
+# identical twin in DIR2.
+same_files() {
+  local n=0 f
+  while IFS= read -r f; do
+    cmp -s "$1/$f" "$2/$f" || fail "$f differs from the first build's"
+    n=$((n + 1))
+  done < <(cd "$1" && find . -name "$3" | sort)
+  [ "$n" -gt 0 ] || fail "no $3 files in $1"
+  echo "$n"
+}
+
+note "lua5.4 -O2 -g -MD: make clean && make is served by the unit cache"
+src=$(fetch_debian_source lua5.4 --skip-patches)
+fresh_copy "$src" "$SCRATCH/lua"
+cd "$SCRATCH/lua"
+lua_make() { make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -MD" > "$1" 2>&1 || { tail -n 20 "$1"; fail "lua: $1"; }; }
+lua_make build1.log
+units=$(ls src/*.o | wc -l)
+assert_eq "cold: every unit a miss" "$units" "$(stat_value unit_misses)"
+rm -rf ../lua-first && mkdir ../lua-first && cp src/*.o src/*.d ../lua-first/
+make clean > /dev/null
+"$REPOCC" --zero-stats > /dev/null
+lua_make build2.log
+assert_eq "warm: every unit a hit" "$units" "$(stat_value unit_hits)"
+assert_eq "warm: no misses" 0 "$(stat_value unit_misses)"
+assert_eq "warm: nothing compiled" 0 "$(stat_value compiles)"
+assert_eq "warm: nothing compiled by clang" 0 "$(stat_value debug_units_whole)"
+n=$(same_files ../lua-first src '*.o'); d=$(same_files ../lua-first src '*.d')
+note "warm lua: $n objects and $d dependency files identical"
+out=$(src/lua "$P/checks.lua") || fail "checks.lua: $out"
+assert_contains "warm lua" "lua checks: 31 passed, 0 failed" "$out"
+"$REPOCC" --show-stats | has 'Unit cache hits: +[0-9]+ / [0-9]+ \(100\.0 %\)' \
+  || fail "no hit rate in --show-stats: $("$REPOCC" --show-stats)"
+
+note "cjson RelWithDebInfo (CMake, -MD): make clean && make is served by the unit cache"
+src=$(fetch_debian_source cjson --skip-patches)
+fresh_copy "$src" "$SCRATCH/cjson"
+mkdir -p "$SCRATCH/cjson/build" && cd "$SCRATCH/cjson/build"
+cmake -DCMAKE_TOOLCHAIN_FILE="$PROJECT_ROOT/config/repocc-toolchain.cmake" \
+  -DENABLE_CJSON_UTILS=On -DENABLE_CJSON_TEST=On -DCMAKE_BUILD_TYPE=RelWithDebInfo .. > cmake.log 2>&1 \
+  || { cat cmake.log; fail "cmake"; }
+make -j"$JOBS" > build1.log 2>&1 || { tail -n 30 build1.log; fail "cjson cold build"; }
+rm -rf ../first && mkdir ../first
+find . \( -name '*.o' -o -name '*.o.d' \) -exec cp --parents {} ../first/ \;
+make clean > /dev/null
+"$REPOCC" --zero-stats > /dev/null
+make -j"$JOBS" > build2.log 2>&1 || { tail -n 30 build2.log; fail "cjson warm build"; }
+objects=$(find . -name '*.o' | wc -l)
+assert_eq "cjson warm: every unit a hit" "$objects" "$(stat_value unit_hits)"
+assert_eq "cjson warm: no misses" 0 "$(stat_value unit_misses)"
+n=$(same_files ../first . '*.o'); d=$(same_files ../first . '*.o.d')
+note "warm cjson: $n objects and $d dependency files identical"
+ctest > ctest.log 2>&1 || { cat ctest.log; fail "ctest after the warm build"; }
+has "100% tests passed" < ctest.log || fail "cjson tests failed"
+
+note "small cases, each against clang-19"
+mkdir -p "$SCRATCH/small/inc" "$SCRATCH/small/early" && cd "$SCRATCH/small"
+cat > main.c <<'EOF'
+#include <stdio.h>
+#include "value.h"
+int main(void) { printf("%d\n", VALUE + EXTRA); return 0; }
+EOF
+echo '#define VALUE 1' > inc/value.h
+hits() { stat_value unit_hits; }
+# build ARGS...: compiles main.c through repocc and runs it.
+build() { "$REPOCC" "$@" main.c -o main > out.log 2>&1 || { cat out.log; fail "build $*"; }; ./main; }
+
+assert_eq "first build" 3 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
+h=$(hits)
+assert_eq "same build" 3 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
+assert_eq "an unchanged rebuild hits" $((h + 1)) "$(hits)"
+
+echo '#define VALUE 10' > inc/value.h
+assert_eq "after a header edit" 12 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
+assert_eq "a header edit misses" $((h + 1)) "$(hits)"
+
+echo '#define VALUE 100' > early/value.h
+assert_eq "a shadowing header earlier on the path" 102 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
+assert_eq "the shadowing header misses" $((h + 1)) "$(hits)"
+rm early/value.h
+assert_eq "shadowing header removed" 12 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
+assert_eq "the earlier result is found again" $((h + 2)) "$(hits)"
+
+assert_eq "another -D" 13 "$(build -O2 -Iearly -Iinc -DEXTRA=3)"
+assert_eq "another -D misses" $((h + 2)) "$(hits)"
+
+# A header newer than the compile (a clock ahead, an edit during the
+# build) is not recorded: the next build compiles again.
+touch -d '+1 hour' inc/value.h
+build -O2 -Iinc -DEXTRA=0 > /dev/null
+h=$(hits)
+build -O2 -Iinc -DEXTRA=0 > /dev/null
+assert_eq "a result with a file from the future is not recorded" "$h" "$(hits)"
+touch -d '-1 hour' inc/value.h
+
+# __TIME__ changes every second: never served from the cache.
+cat > stamp.c <<'EOF'
+#include <stdio.h>
+int main(void) { puts(__TIME__); return 0; }
+EOF
+h=$(hits)
+for i in 1 2; do "$REPOCC" -O2 stamp.c -o stamp || fail "stamp.c"; done
+assert_eq "__TIME__ users are compiled every time" "$h" "$(hits)"
+"$REPOCC" --show-stats | has '__DATE__, __TIME__ or __TIMESTAMP__' || fail "the reason is not shown"
+h=$(hits)
+for i in 1 2; do SOURCE_DATE_EPOCH=1700000000 "$REPOCC" -O2 stamp.c -o stamp || fail "stamp.c"; done
+assert_eq "with SOURCE_DATE_EPOCH, __TIME__ is fixed and cached" $((h + 1)) "$(hits)"
+assert_eq "the fixed time" "$(SOURCE_DATE_EPOCH=1700000000 clang-19 -O2 stamp.c -o stamp.clang && ./stamp.clang)" "$(./stamp)"
+
+# Warnings are replayed exactly on a hit; -Werror fails every time, as
+# clang does.
+cat > warn.c <<'EOF'
+int f(void) { int unused; return 0; }
+EOF
+COMPARE_FILES=""
+MAY_SUCCEED=1 compare "warning, first" -Wall -O2 -c warn.c
+h=$(hits)
+MAY_SUCCEED=1 compare "warning, replayed" -Wall -O2 -c warn.c
+[ "$(hits)" -gt "$h" ] || fail "the warning unit was not a hit"
+for i in 1 2; do compare "-Werror, run $i" -Wall -Werror -O2 -c warn.c; done
+# The compare helper copies sources into run directories: check the hit
+# in place too.
+"$REPOCC" -Wall -O2 -c warn.c 2> w1.err; "$REPOCC" -Wall -O2 -c warn.c 2> w2.err
+clang-19 -Wall -O2 -c warn.c -o warn.clang.o 2> wc.err
+cmp -s w2.err wc.err || fail "replayed diagnostics differ from clang's: $(diff w2.err wc.err)"
+
+# A corrupt unit entry is a miss, counted, and repaired.
+build -O2 -Iinc -DEXTRA=5 > /dev/null
+build -O2 -Iinc -DEXTRA=5 > /dev/null
+python3 - "$REPOCC_DIR" <<'EOF'
+import os, sys
+n = 0
+for root, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(root, f)
+        with open(p, 'rb') as fh:
+            head = fh.read(13)
+        if len(head) == 13 and head[:8] == b'RPCCFRAG' and head[12] in (4, 5):
+            data = bytearray(open(p, 'rb').read())
+            data[-1] ^= 0xff
+            open(p, 'wb').write(data)
+            n += 1
+print(f"corrupted {n} unit entries", file=sys.stderr)
+assert n >= 2
+EOF
+c=$(stat_value corrupt_entries); h=$(hits)
+assert_eq "after corruption" 15 "$(build -O2 -Iinc -DEXTRA=5)"
+[ "$(stat_value corrupt_entries)" -gt "$c" ] || fail "the corrupt entry was not counted"
+assert_eq "a corrupt entry is a miss" "$h" "$(hits)"
+assert_eq "repaired" 15 "$(build -O2 -Iinc -DEXTRA=5)"
+assert_eq "the repaired entry hits" $((h + 1)) "$(hits)"
+
+# unit_cache off: every unit compiles.
+h=$(hits)
+REPOCC_UNIT_CACHE=false build -O2 -Iinc -DEXTRA=5 > /dev/null
+assert_eq "unit_cache=false" "$h" "$(hits)"
+note "all cases behave as clang-19"
