@@ -167,7 +167,9 @@ mod tests {
 
     #[test]
     fn earlier_directories_give_candidates() {
-        let search: Vec<String> = ["inc", "/usr/include"].map(String::from).to_vec();
+        let search: Vec<String> = ["inc", "/usr/include", "/opt/after"]
+            .map(String::from)
+            .to_vec();
         let files: Vec<String> = ["src/m.c", "/usr/include/stdio.h", "inc/g.h"]
             .map(String::from)
             .to_vec();
@@ -178,7 +180,9 @@ mod tests {
         assert!(c.contains(&"src/stdio.h".to_string()));
         assert!(c.contains(&"src/g.h".to_string()));
         // Nothing after the directory that supplied the header.
-        assert!(!c.contains(&"/usr/include/g.h".to_string()));
+        assert!(!c.contains(&"/opt/after/stdio.h".to_string()));
+        // An includer's directory comes first for quoted includes.
+        assert!(c.contains(&"/usr/include/g.h".to_string()));
         // A quoted include next to the source: candidates only from other
         // includer directories.
         let files: Vec<String> = ["m.c", "a.h"].map(String::from).to_vec();
