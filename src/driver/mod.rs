@@ -585,7 +585,11 @@ fn compile_unit_cached(
     header_list: &Path,
 ) -> UnitResult {
     let start = Instant::now();
-    let prepared = match uc.prepare(&unit.frontend_args, !unit.discard_dependency_file) {
+    let prepared = match uc.prepare(
+        &unit.frontend_args,
+        !unit.discard_dependency_file,
+        p.debug_any,
+    ) {
         Ok(prepared) => prepared,
         Err(why) => {
             return UnitResult {

@@ -17,7 +17,7 @@
 //! | the frontend's bitcode | `frontend` | clang units | the source as compiled |
 //! | clang's path as run | `driver` | units | `clang++` compiles `.c` as C++ (one binary, two behaviours) |
 //! | the configuration that changes objects (`fragments`, `merge_functions`, `debug_fragments`) | configuration | units | which compile produced the object |
-//! | the working directory | the process | units | relative paths, the compilation directory in debug info |
+//! | the working directory, with debug info | the process | units | the compilation directory in debug info (without it, relative paths are checked from the current directory) |
 //! | the environment clang reads (`CPATH`, `SOURCE_DATE_EPOCH`, `CCC_OVERRIDE_OPTIONS`, ...) | the process | units | include paths, time macros, options |
 //! | colour diagnostics forced | `driver` | units | the stored stderr |
 //! | whether the unit writes its dependency file | `driver::plan` | units | the stored result holds it or not |

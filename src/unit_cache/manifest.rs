@@ -35,12 +35,48 @@ pub struct FileState {
     pub digest: String,
 }
 
+/// Names that must not exist in one directory. While the directory's
+/// times are the recorded ones, nothing was created in it, and the names
+/// need no look-up each; a directory that changed (a build directory where
+/// objects are written) has its names checked one by one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AbsentNames {
+    /// The directory (relative to the working directory; "" is itself).
+    pub dir: String,
+    /// Its modification and change times, when they could be trusted.
+    pub times: Option<(i128, i128)>,
+    pub names: Vec<String>,
+}
+
+impl AbsentNames {
+    pub fn path_of(&self, name: &str) -> String {
+        if self.dir.is_empty() {
+            name.to_string()
+        } else if self.dir.ends_with('/') {
+            format!("{}{name}", self.dir)
+        } else {
+            format!("{}/{name}", self.dir)
+        }
+    }
+}
+
+/// A directory's modification and change times.
+pub fn dir_times(path: &Path) -> Option<(i128, i128)> {
+    let m = std::fs::metadata(path).ok()?;
+    m.is_dir().then(|| {
+        (
+            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+            m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
+        )
+    })
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultRecord {
     /// Indices into [`Manifest::files`].
     pub files: Vec<u32>,
     /// Paths that must not exist.
-    pub absent: Vec<String>,
+    pub absent: Vec<AbsentNames>,
     /// The result entry's key, hex.
     pub result: String,
 }
@@ -110,8 +146,8 @@ impl Manifest {
 
     /// Adds `result` (reading `files`) as the newest, keeping at most
     /// [`MAX_RESULTS`] and only the files they use.
-    pub fn add(&mut self, files: &[FileState], absent: Vec<String>, result: String) {
-        let mut kept: Vec<(Vec<FileState>, Vec<String>, String)> =
+    pub fn add(&mut self, files: &[FileState], absent: Vec<AbsentNames>, result: String) {
+        let mut kept: Vec<(Vec<FileState>, Vec<AbsentNames>, String)> =
             vec![(files.to_vec(), absent, result.clone())];
         for r in &self.results {
             if kept.len() == MAX_RESULTS {
@@ -191,11 +227,21 @@ impl<'a> Checker<'a> {
         digest.as_deref() == Some(f.digest.as_str())
     }
 
-    fn still_absent(&mut self, path: &str) -> bool {
-        matches!(
-            std::fs::symlink_metadata(self.cwd.join(path)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound
-        )
+    fn still_absent(&mut self, group: &AbsentNames) -> bool {
+        let dir = if group.dir.is_empty() {
+            self.cwd.to_path_buf()
+        } else {
+            self.cwd.join(&group.dir)
+        };
+        if group.times.is_some() && dir_times(&dir) == group.times {
+            return true;
+        }
+        group.names.iter().all(|n| {
+            matches!(
+                std::fs::symlink_metadata(self.cwd.join(group.path_of(n))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound
+            )
+        })
     }
 }
 
@@ -220,11 +266,12 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("a.h"), "int a;").unwrap();
         let mut m = Manifest::default();
-        m.add(
-            &[state_of(d.path(), "a.h")],
-            vec!["inc/a.h".into()],
-            "r1".into(),
-        );
+        let absent = AbsentNames {
+            dir: "inc".into(),
+            times: None,
+            names: vec!["a.h".into()],
+        };
+        m.add(&[state_of(d.path(), "a.h")], vec![absent], "r1".into());
         let m = Manifest::decode(&m.encode()).unwrap();
         assert_eq!(m.find_valid(d.path()).unwrap().result, "r1");
 
@@ -237,6 +284,19 @@ mod tests {
         std::fs::write(d.path().join("a.h"), "int a;").unwrap();
         // A shadowing header appears.
         std::fs::create_dir(d.path().join("inc")).unwrap();
+        std::fs::write(d.path().join("inc/a.h"), "int c;").unwrap();
+        assert!(m.find_valid(d.path()).is_none());
+
+        // Recorded directory times stand for the names while they hold.
+        std::fs::remove_file(d.path().join("inc/a.h")).unwrap();
+        let mut m = Manifest::default();
+        let absent = AbsentNames {
+            dir: "inc".into(),
+            times: dir_times(&d.path().join("inc")),
+            names: vec!["a.h".into()],
+        };
+        m.add(&[state_of(d.path(), "a.h")], vec![absent], "r2".into());
+        assert_eq!(m.find_valid(d.path()).unwrap().result, "r2");
         std::fs::write(d.path().join("inc/a.h"), "int c;").unwrap();
         assert!(m.find_valid(d.path()).is_none());
     }

@@ -31,6 +31,10 @@ use manifest::{FileState, Manifest};
 
 /// Largest object, dependency file or stderr recorded.
 const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+/// File times come from a coarse clock (one scheduler tick): a file
+/// modified this long before the invocation started might still be
+/// modified within the same tick, so its times are not trusted.
+const COARSE_TIME_MARGIN_NS: i128 = 10_000_000;
 /// Largest header list read back from clang.
 const MAX_HEADER_LIST_BYTES: u64 = 64 << 20;
 
@@ -112,8 +116,16 @@ pub struct UnitCache<'a> {
 }
 
 impl UnitCache<'_> {
-    /// The unit's key, or why the unit is not cached.
-    pub fn prepare(&self, unit_args: &[String], keeps_dep_file: bool) -> Result<Prepared, String> {
+    /// The unit's key, or why the unit is not cached. The working
+    /// directory enters the key only with debug information (where it is
+    /// the compilation directory), as ccache's `hash_dir`: otherwise the
+    /// manifest's relative paths are checked from wherever the build runs.
+    pub fn prepare(
+        &self,
+        unit_args: &[String],
+        keeps_dep_file: bool,
+        debug_info: bool,
+    ) -> Result<Prepared, String> {
         if let Some(a) = unit_args
             .iter()
             .find(|a| UNCACHEABLE_OPTION_PREFIXES.iter().any(|p| a.starts_with(p)))
@@ -133,10 +145,13 @@ impl UnitCache<'_> {
             .iter()
             .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
             .collect();
-        let cwd = self
-            .cwd
-            .to_str()
-            .ok_or("the working directory is not UTF-8")?;
+        let cwd = if debug_info {
+            self.cwd
+                .to_str()
+                .ok_or("the working directory is not UTF-8")?
+        } else {
+            ""
+        };
         let dep_file = if keeps_dep_file {
             dependency_file(unit_args).map(|p| self.cwd.join(p))
         } else {
@@ -247,7 +262,8 @@ impl UnitCache<'_> {
                 return Err(format!("{path} uses __DATE__, __TIME__ or __TIMESTAMP__"));
             }
             let after = manifest::stamp(&full).ok_or_else(|| format!("{path} is gone"))?;
-            if before != after || after.mtime_ns >= start_ns || after.ctime_ns >= start_ns {
+            let too_new = start_ns - COARSE_TIME_MARGIN_NS;
+            if before != after || after.mtime_ns >= too_new || after.ctime_ns >= too_new {
                 return Err(format!("{path} was modified during the compile"));
             }
             files.push(FileState {
@@ -263,13 +279,8 @@ impl UnitCache<'_> {
             options => {
                 let list = search::search_list(self.clang, options, unit.language)
                     .ok_or("clang did not print its include search list")?;
-                search::shadow_candidates(&list, &paths, &paths[1..])
-                    .into_iter()
-                    .filter(|c| {
-                        matches!(std::fs::symlink_metadata(self.cwd.join(c)),
-                            Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-                    })
-                    .collect()
+                let candidates = search::shadow_candidates(&list, &paths, &paths[1..]);
+                search::absent_groups(&self.cwd, &candidates, start_ns - COARSE_TIME_MARGIN_NS)
             }
         };
 

@@ -19,6 +19,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use super::manifest::{dir_times, AbsentNames};
 use crate::pipeline::frontend::RECURSION_GUARD;
 
 /// The include search list clang uses for these options (without the
@@ -133,6 +134,83 @@ pub fn shadow_candidates(search: &[String], files: &[String], headers: &[String]
     out.into_iter().collect()
 }
 
+/// What must stay absent for none of `candidates` to appear: for each
+/// candidate that does not exist, its first missing ancestor (or itself).
+/// Most candidates lie in directories that do not exist (`src/bits/...`),
+/// so a few missing directories stand for thousands of paths, and a
+/// look-up checks those few.
+pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
+    let mut exists: std::collections::HashMap<String, bool> = Default::default();
+    let mut present = |p: &str| -> bool {
+        *exists.entry(p.to_string()).or_insert_with(|| {
+            !matches!(std::fs::symlink_metadata(cwd.join(p)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })
+    };
+    let mut out = BTreeSet::new();
+    for c in candidates {
+        if present(c) {
+            continue;
+        }
+        // Walk up while the parent is missing too.
+        let mut missing = c.as_str();
+        while let Some(i) = missing.rfind('/').filter(|&i| i > 0) {
+            let parent = &missing[..i];
+            if present(parent) {
+                break;
+            }
+            missing = parent;
+        }
+        out.insert(missing.to_string());
+    }
+    out.into_iter().collect()
+}
+
+/// [`absent_roots`] grouped by directory, with each directory's times
+/// when they are older than `trusted_before_ns` and did not change while
+/// the names were checked (file times are coarse: a directory modified
+/// recently could change again within the same tick).
+pub fn absent_groups(
+    cwd: &Path,
+    candidates: &[String],
+    trusted_before_ns: i128,
+) -> Vec<AbsentNames> {
+    let mut by_dir: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for root in absent_roots(cwd, candidates) {
+        let (dir, name) = match root.rfind('/') {
+            Some(0) => ("/".to_string(), root[1..].to_string()),
+            Some(i) => (root[..i].to_string(), root[i + 1..].to_string()),
+            None => (String::new(), root.clone()),
+        };
+        by_dir.entry(dir).or_default().push(name);
+    }
+    by_dir
+        .into_iter()
+        .map(|(dir, names)| {
+            let path = if dir.is_empty() {
+                cwd.to_path_buf()
+            } else {
+                cwd.join(&dir)
+            };
+            let before = dir_times(&path);
+            let mut group = AbsentNames {
+                dir,
+                times: None,
+                names,
+            };
+            let still_absent = group.names.iter().all(|n| {
+                matches!(std::fs::symlink_metadata(cwd.join(group.path_of(n))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+            });
+            let after = dir_times(&path);
+            group.times = before.filter(|&(m, c)| {
+                still_absent && before == after && m < trusted_before_ns && c < trusted_before_ns
+            });
+            group
+        })
+        .collect()
+}
+
 /// `path` as `dir/spelling`: the spelling.
 fn split_under<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
     if dir.is_empty() {
@@ -148,6 +226,22 @@ fn split_under<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn missing_directories_stand_for_their_contents() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("inc")).unwrap();
+        std::fs::write(d.path().join("inc/here.h"), "").unwrap();
+        let c: Vec<String> = [
+            "inc/bits/a.h",
+            "inc/bits/types/b.h",
+            "inc/c.h",
+            "inc/here.h",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(absent_roots(d.path(), &c), ["inc/bits", "inc/c.h"]);
+    }
 
     #[test]
     fn parses_clangs_search_list() {
