@@ -308,7 +308,7 @@ mod tests {
         let a1 = state_of(d.path(), "a.h");
         let mut m = Manifest::default();
         for i in 0..(MAX_RESULTS + 3) {
-            m.add(&[a1.clone()], vec![], format!("r{i}"));
+            m.add(std::slice::from_ref(&a1), vec![], format!("r{i}"));
         }
         assert_eq!(m.results.len(), MAX_RESULTS);
         assert_eq!(m.files.len(), 1);

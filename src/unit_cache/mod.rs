@@ -258,7 +258,7 @@ impl UnitCache<'_> {
                 // header list cannot be trusted.
                 return Err("clang listed no headers".into());
             }
-            if !fixed_time && uses_time_macros(&bytes) {
+            if uses_time_macros(&bytes, fixed_time) {
                 return Err(format!("{path} uses __DATE__, __TIME__ or __TIMESTAMP__"));
             }
             let after = manifest::stamp(&full).ok_or_else(|| format!("{path} is gone"))?;
@@ -389,10 +389,12 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn uses_time_macros(bytes: &[u8]) -> bool {
-    [&b"__DATE__"[..], b"__TIME__", b"__TIMESTAMP__"]
-        .iter()
-        .any(|m| contains(bytes, m))
+/// Whether the text uses a macro whose value is the time of the compile:
+/// `__DATE__` and `__TIME__` unless `SOURCE_DATE_EPOCH` fixes them, and
+/// `__TIMESTAMP__` (a file's modification time) always.
+fn uses_time_macros(bytes: &[u8], fixed_time: bool) -> bool {
+    contains(bytes, b"__TIMESTAMP__")
+        || (!fixed_time && (contains(bytes, b"__DATE__") || contains(bytes, b"__TIME__")))
 }
 
 fn mentions_an_include(bytes: &[u8]) -> bool {
@@ -510,9 +512,10 @@ mod tests {
     fn finds_the_dependency_file_and_time_macros() {
         let args: Vec<String> = ["-MD", "-MF", "a.d", "-MFb.d"].map(String::from).to_vec();
         assert_eq!(dependency_file(&args), Some("b.d"));
-        assert!(uses_time_macros(b"const char *t = __TIME__;"));
-        assert!(uses_time_macros(b"__TIMESTAMP__"));
-        assert!(!uses_time_macros(b"__TIME"));
+        assert!(uses_time_macros(b"const char *t = __TIME__;", false));
+        assert!(!uses_time_macros(b"const char *t = __TIME__;", true));
+        assert!(uses_time_macros(b"__TIMESTAMP__", true));
+        assert!(!uses_time_macros(b"__TIME", false));
         let k = FragmentDigest([7; 32]);
         assert_eq!(parse_hex_key(&hex(&k)), Some(k));
     }
