@@ -168,6 +168,32 @@ assert_eq "a corrupt entry is a miss" "$h" "$(hits)"
 assert_eq "repaired" 15 "$(build -O2 -Iinc -DEXTRA=5)"
 assert_eq "the repaired entry hits" $((h + 1)) "$(hits)"
 
+# REPOCC_EXPLAIN: why a unit missed, why each definition was compiled.
+edit inc/value.h '#define VALUE 7'
+REPOCC_EXPLAIN=1 "$REPOCC" -O2 -Iinc -DEXTRA=5 main.c -o main 2> explain.err
+has 'explain main.c: unit cache miss: inc/value.h changed' < explain.err \
+  || fail "the unit cache miss is not explained: $(cat explain.err)"
+cat > ex.c <<'EOF'
+int leaf(int x) { return x * 3; }
+int mid(int x) { return leaf(x) + 1; }
+int other(int x) { return x - 1; }
+EOF
+sleep 0.05
+"$REPOCC" -O2 -c ex.c
+cat > ex.c <<'EOF'
+int leaf(int x) { return x * 4; }
+int mid(int x) { return leaf(x) + 1; }
+int other(int x) { return x - 1; }
+int added(void) { return 5; }
+EOF
+sleep 0.05
+REPOCC_EXPLAIN=1 "$REPOCC" -O2 -c ex.c 2> explain.err
+for want in 'compiled leaf: changed' 'compiled mid: depends on leaf, which changed' 'compiled added: new'; do
+  has "explain ex.c: $want" < explain.err || fail "missing [$want] in: $(cat explain.err)"
+done
+if has 'compiled other' < explain.err; then fail "other was compiled: $(cat explain.err)"; fi
+note "REPOCC_EXPLAIN: $(grep -c 'explain ex.c: compiled' explain.err) definitions explained"
+
 # unit_cache off: every unit compiles.
 h=$(hits)
 REPOCC_UNIT_CACHE=false build -O2 -Iinc -DEXTRA=5 > /dev/null

@@ -248,9 +248,9 @@ struct UnitResult {
     debug_whole: bool,
     /// What the unit cache did for the unit.
     unit_cache: UnitCacheUse,
-    /// The `REPOCC_TIMINGS` line (printed after the diagnostics, never
-    /// part of a recorded result).
-    timings: Option<String>,
+    /// `REPOCC_TIMINGS` and `REPOCC_EXPLAIN` lines (printed after the
+    /// diagnostics, never part of a recorded result).
+    notes: String,
 }
 
 /// What the unit cache did for a unit.
@@ -281,7 +281,7 @@ impl UnitResult {
             bytes_stored: 0,
             debug_whole: false,
             unit_cache: UnitCacheUse::Off,
-            timings: None,
+            notes: String::new(),
         }
     }
 }
@@ -334,6 +334,7 @@ fn execute(
         debug_fragments: cfg.debug_fragments,
         jobs: cfg.jobs(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
+        explain: std::env::var_os("REPOCC_EXPLAIN").is_some(),
         key: pipeline::key::KeyContext::new(identity, &p.codegen, cfg.merge_functions),
     };
     let force_color = force_color(args);
@@ -420,9 +421,7 @@ fn execute(
     let mut driver_lines = DriverDiagnostics::new(clang.path());
     for r in &results {
         let _ = err.write_all(&driver_lines.first_time(&r.stderr));
-        if let Some(t) = &r.timings {
-            let _ = err.write_all(t.as_bytes());
-        }
+        let _ = err.write_all(r.notes.as_bytes());
         match &r.unit_cache {
             UnitCacheUse::Off => {}
             UnitCacheUse::Hit(ms) => {
@@ -599,24 +598,30 @@ fn compile_unit_cached(
         }
     };
     let mut corrupt = false;
+    let mut miss_reason = String::from("writing the stored result failed");
     match uc.lookup(&prepared) {
         crate::unit_cache::Found::Hit(hit) => {
             if uc.write_hit(&prepared, &unit.output, &hit).is_ok() {
                 return UnitResult {
                     unit_cache: UnitCacheUse::Hit(hit.compile_ms),
-                    timings: cx.timings.then(|| {
+                    notes: if cx.timings {
                         format!(
                             "repocc: timings {}: unit cache hit {:.3}s\n",
                             unit.source,
                             start.elapsed().as_secs_f64()
                         )
-                    }),
+                    } else {
+                        String::new()
+                    },
                     ..UnitResult::failed(0, hit.stderr, false)
                 };
             }
         }
-        crate::unit_cache::Found::Corrupt => corrupt = true,
-        crate::unit_cache::Found::Miss => {}
+        crate::unit_cache::Found::Corrupt => {
+            corrupt = true;
+            miss_reason = "its entry was corrupt (removed)".into();
+        }
+        crate::unit_cache::Found::Miss(why) => miss_reason = why,
     }
     // clang appends to the list: start from nothing.
     let _ = std::fs::remove_file(header_list);
@@ -626,7 +631,15 @@ fn compile_unit_cached(
     let mut r = compile_unit(unit, p, clang, cx, discard_dep, list);
     let compile_ms = compile_start.elapsed().as_millis() as u64;
     let mut not_recorded = None;
-    if r.status == 0 {
+    // repocc's own warnings (a repository it could not write, a fallback)
+    // describe this compile, not the unit: a replay would repeat them.
+    let own_warning = r
+        .stderr
+        .split(|&b| b == b'\n')
+        .any(|line| line.starts_with(b"repocc: "));
+    if r.status == 0 && own_warning {
+        not_recorded = Some(format!("{}: repocc printed a warning", unit.source));
+    } else if r.status == 0 {
         let recorded = crate::unit_cache::RecordedUnit {
             source: &unit.source,
             output: &unit.output,
@@ -638,6 +651,16 @@ fn compile_unit_cached(
             Ok(bytes) => r.bytes_stored += bytes,
             Err(why) => not_recorded = Some(format!("{}: {why}", unit.source)),
         }
+    }
+    if cx.options.explain {
+        let mut line = format!(
+            "repocc: explain {}: unit cache miss: {miss_reason}",
+            unit.source
+        );
+        if let Some(why) = &not_recorded {
+            line.push_str(&format!("; not recorded: {why}"));
+        }
+        r.notes.insert_str(0, &(line + "\n"));
     }
     r.unit_cache = UnitCacheUse::Miss {
         corrupt,
@@ -743,8 +766,9 @@ fn compile_unit(
                 stderr.extend_from_slice(line.as_bytes());
             }
             let t = &report.times;
-            let timings = cx.timings.then(|| {
-                format!(
+            let mut notes = String::new();
+            if cx.timings {
+                notes = format!(
                     "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),
@@ -755,10 +779,16 @@ fn compile_unit(
                     t.codegen.as_secs_f64(),
                     t.write.as_secs_f64(),
                     t.store.as_secs_f64()
-                )
-            });
+                );
+            }
+            for line in &report.explain {
+                notes.push_str(&format!(
+                    "repocc: explain {}: compiled {line}\n",
+                    unit.source
+                ));
+            }
             UnitResult {
-                timings,
+                notes,
                 report: Some(report),
                 compiled: true,
                 ..UnitResult::failed(0, stderr, false)

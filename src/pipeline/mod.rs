@@ -23,6 +23,7 @@ pub mod codegen;
 pub mod compose;
 pub mod digest;
 pub mod entries;
+pub mod explain;
 pub mod frontend;
 pub mod key;
 pub mod merge;
@@ -79,6 +80,8 @@ pub struct PipelineOptions {
     pub jobs: usize,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
     pub digest_report: bool,
+    /// Say why each definition was compiled (REPOCC_EXPLAIN).
+    pub explain: bool,
     /// What every repository key of the invocation shares (see `key`).
     pub key: key::KeyContext,
 }
@@ -102,6 +105,8 @@ pub struct UnitReport {
     pub debug_unit_without_repository: bool,
     /// Repository problems, for one warning line.
     pub warnings: Vec<String>,
+    /// Why each compiled definition was compiled (`REPOCC_EXPLAIN`).
+    pub explain: Vec<String>,
 }
 
 /// Runs stages 2–7 on the frontend's bitcode and writes `output`. With
@@ -296,6 +301,25 @@ fn repository_stages(
         .collect();
     (report.definitions_compiled, report.definitions_pruned) =
         assemble::count(&definition_names, &compiled_members, &views);
+    let history = explain::history_key(
+        &unit.source_name,
+        &std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        &options.key.fragment_context(
+            &unit.target_machine.get_cpu().to_string_lossy(),
+            &unit.target_machine.get_feature_string().to_string_lossy(),
+        ),
+    );
+    if options.explain {
+        let compiled: std::collections::HashSet<&str> = compiled_members
+            .iter()
+            .copied()
+            .filter(|m| definition_names.contains(m))
+            .collect();
+        report.explain = explain::explain(store, &history, digests, &compiled);
+    }
+    report.bytes_stored += explain::record(store, &history, digests);
 
     let t = Instant::now();
     let stored_payload = |i: usize| {

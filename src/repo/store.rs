@@ -85,6 +85,9 @@ pub enum EntryKind {
     UnitManifest,
     /// A unit's finished result: object, dependency file and diagnostics.
     UnitResult,
+    /// The digests of a unit's last compile, for `REPOCC_EXPLAIN` (see
+    /// `pipeline::explain`).
+    History,
 }
 
 impl EntryKind {
@@ -96,6 +99,7 @@ impl EntryKind {
             EntryKind::ClangOnly => 3,
             EntryKind::UnitManifest => 4,
             EntryKind::UnitResult => 5,
+            EntryKind::History => 6,
         }
     }
 }
@@ -235,6 +239,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         (3, [0, 0, 0]) => EntryKind::ClangOnly,
         (4, [0, 0, 0]) => EntryKind::UnitManifest,
         (5, [0, 0, 0]) => EntryKind::UnitResult,
+        (6, [0, 0, 0]) => EntryKind::History,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {

@@ -132,16 +132,34 @@ impl Manifest {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
-    /// The first result whose files and absences still hold, with the
-    /// files in its order. `cwd` resolves relative paths.
-    pub fn find_valid(&self, cwd: &Path) -> Option<&ResultRecord> {
+    /// The first result whose files and absences still hold. `cwd`
+    /// resolves relative paths. Without one, what failed for the newest.
+    pub fn find_valid(&self, cwd: &Path) -> Result<&ResultRecord, String> {
         let mut checker = Checker::new(cwd);
-        self.results.iter().find(|r| {
-            r.files
+        let mut newest_failure = None;
+        for r in &self.results {
+            let changed = r
+                .files
                 .iter()
-                .all(|&i| checker.still_holds(&self.files[i as usize]))
-                && r.absent.iter().all(|p| checker.still_absent(p))
-        })
+                .map(|&i| &self.files[i as usize])
+                .find(|f| !checker.still_holds(f))
+                .map(|f| format!("{} changed", f.path));
+            let failure = changed.or_else(|| {
+                r.absent.iter().find(|g| !checker.still_absent(g)).map(|g| {
+                    format!(
+                        "a file appeared in {} (it could shadow a header)",
+                        display_dir(&g.dir)
+                    )
+                })
+            });
+            match failure {
+                None => return Ok(r),
+                Some(why) => {
+                    newest_failure.get_or_insert(why);
+                }
+            }
+        }
+        Err(newest_failure.unwrap_or_else(|| "no results recorded".into()))
     }
 
     /// Adds `result` (reading `files`) as the newest, keeping at most
@@ -184,6 +202,14 @@ impl Manifest {
         }
         self.files = table;
         self.results = results;
+    }
+}
+
+fn display_dir(dir: &str) -> &str {
+    if dir.is_empty() {
+        "."
+    } else {
+        dir
     }
 }
 
@@ -280,12 +306,12 @@ mod tests {
         assert_eq!(m.find_valid(d.path()).unwrap().result, "r1");
         // Same size, other content.
         std::fs::write(d.path().join("a.h"), "int b;").unwrap();
-        assert!(m.find_valid(d.path()).is_none());
+        assert!(m.find_valid(d.path()).is_err());
         std::fs::write(d.path().join("a.h"), "int a;").unwrap();
         // A shadowing header appears.
         std::fs::create_dir(d.path().join("inc")).unwrap();
         std::fs::write(d.path().join("inc/a.h"), "int c;").unwrap();
-        assert!(m.find_valid(d.path()).is_none());
+        assert!(m.find_valid(d.path()).is_err());
 
         // Recorded directory times stand for the names while they hold.
         std::fs::remove_file(d.path().join("inc/a.h")).unwrap();
@@ -298,7 +324,7 @@ mod tests {
         m.add(&[state_of(d.path(), "a.h")], vec![absent], "r2".into());
         assert_eq!(m.find_valid(d.path()).unwrap().result, "r2");
         std::fs::write(d.path().join("inc/a.h"), "int c;").unwrap();
-        assert!(m.find_valid(d.path()).is_none());
+        assert!(m.find_valid(d.path()).is_err());
     }
 
     #[test]

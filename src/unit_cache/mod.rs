@@ -95,7 +95,8 @@ pub struct CachedResult {
 
 pub enum Found {
     Hit(CachedResult),
-    Miss,
+    /// A miss, and why (for `REPOCC_EXPLAIN`).
+    Miss(String),
     /// An entry failed verification (it has been removed): a miss.
     Corrupt,
 }
@@ -184,10 +185,11 @@ impl UnitCache<'_> {
                 }
             }
             Ok(Lookup::Corrupt(_)) => return Found::Corrupt,
-            _ => return Found::Miss,
+            _ => return Found::Miss("not compiled before with these arguments".into()),
         };
-        let Some(valid) = manifest.find_valid(&self.cwd) else {
-            return Found::Miss;
+        let valid = match manifest.find_valid(&self.cwd) {
+            Ok(valid) => valid,
+            Err(why) => return Found::Miss(why),
         };
         let Some(result_key) = parse_hex_key(&valid.result) else {
             return Found::Corrupt;
@@ -203,7 +205,7 @@ impl UnitCache<'_> {
                 }
             }
             Ok(Lookup::Corrupt(_)) => Found::Corrupt,
-            _ => Found::Miss,
+            _ => Found::Miss("the result was evicted".into()),
         }
     }
 

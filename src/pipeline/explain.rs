@@ -1,0 +1,200 @@
+//! Why each definition was compiled rather than reused (`REPOCC_EXPLAIN=1`).
+//!
+//! Every repository compile leaves a compact history of the unit — per
+//! definition name, the first bytes of its initial digest (its own text)
+//! and of its final digest (its text and all it reaches) — in the
+//! repository, under a key over the source, the working directory and the
+//! fragment context. The next compile of that unit compares:
+//! - no earlier entry for the name: **new**;
+//! - another initial digest: **changed** (its own text);
+//! - the same initial digest, another final one: **a definition it
+//!   depends on changed** (one that changed is named when the graph shows
+//!   it);
+//! - the same final digest: it was stored before and is gone — **evicted**
+//!   (or its entry was corrupt, or merging made it depend on a partner that
+//!   changed).
+//!
+//! The history is 24 bytes per definition, rewritten by each compile.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use crate::pipeline::digest::{DefKind, ModuleDigests};
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
+
+/// Where the history of a unit lives.
+pub fn history_key(source: &str, cwd: &str, fragment_context: &[u8]) -> FragmentDigest {
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc explain history v1\0");
+    for part in [source.as_bytes(), cwd.as_bytes(), fragment_context] {
+        h.update(&(part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+type Short = [u8; 8];
+
+fn short(bytes: &[u8]) -> Short {
+    let mut s = [0u8; 8];
+    s.copy_from_slice(&bytes[..8]);
+    s
+}
+
+fn name_hash(name: &str) -> Short {
+    short(blake3::hash(name.as_bytes()).as_bytes())
+}
+
+/// name hash → (initial, final), from the digests of a compile.
+fn history_of(d: &ModuleDigests) -> HashMap<Short, (Short, Short)> {
+    d.defs
+        .iter()
+        .filter(|x| x.kind != DefKind::Glue)
+        .map(|x| {
+            (
+                name_hash(&x.name),
+                (short(&x.initial), short(&x.final_digest.0)),
+            )
+        })
+        .collect()
+}
+
+fn encode(h: &HashMap<Short, (Short, Short)>) -> Vec<u8> {
+    let mut rows: Vec<_> = h.iter().collect();
+    rows.sort();
+    let mut out = Vec::with_capacity(rows.len() * 24);
+    for (n, (i, f)) in rows {
+        out.extend_from_slice(n);
+        out.extend_from_slice(i);
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+fn decode(bytes: &[u8]) -> Option<HashMap<Short, (Short, Short)>> {
+    if !bytes.len().is_multiple_of(24) {
+        return None;
+    }
+    Some(
+        bytes
+            .chunks_exact(24)
+            .map(|c| (short(&c[..8]), (short(&c[8..16]), short(&c[16..24]))))
+            .collect(),
+    )
+}
+
+/// The reasons for the compiled definitions named in `compiled`, one line
+/// each, against the history stored under `key`.
+pub fn explain(
+    store: &dyn Storage,
+    key: &FragmentDigest,
+    d: &ModuleDigests,
+    compiled: &HashSet<&str>,
+) -> Vec<String> {
+    let before = match store.get(key) {
+        Ok(Lookup::Hit(e)) if e.kind == EntryKind::History => decode(&e.payload),
+        _ => None,
+    };
+    let index: HashMap<&str, usize> = d
+        .defs
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (x.name.as_str(), i))
+        .collect();
+    let changed_own: HashSet<usize> = match &before {
+        Some(b) => d
+            .defs
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| {
+                b.get(&name_hash(&x.name))
+                    .is_none_or(|(i, _)| *i != short(&x.initial))
+            })
+            .map(|(i, _)| i)
+            .collect(),
+        None => HashSet::new(),
+    };
+    let mut successors: Vec<Vec<usize>> = vec![Vec::new(); d.defs.len()];
+    for &(u, v) in &d.edges {
+        successors[u].push(v);
+    }
+    let mut names: Vec<&&str> = compiled.iter().collect();
+    names.sort();
+    let mut lines = Vec::new();
+    for name in names {
+        let Some(&i) = index.get(*name) else {
+            continue;
+        };
+        let x = &d.defs[i];
+        let reason = match before.as_ref().map(|b| b.get(&name_hash(name))) {
+            None => "no history of this unit yet".to_string(),
+            Some(None) => "new".to_string(),
+            Some(Some((init, _))) if *init != short(&x.initial) => "changed".to_string(),
+            Some(Some((_, fin))) if *fin != short(&x.final_digest.0) => {
+                match first_reached(&successors, i, &changed_own) {
+                    Some(j) => format!("depends on {}, which changed", d.defs[j].name),
+                    None => "a definition it depends on changed or was removed".to_string(),
+                }
+            }
+            Some(Some(_)) => "stored before, not found now (evicted)".to_string(),
+        };
+        lines.push(format!("{name}: {reason}"));
+    }
+    lines
+}
+
+/// The nearest definition in `targets` reachable from `from`.
+fn first_reached(
+    successors: &[Vec<usize>],
+    from: usize,
+    targets: &HashSet<usize>,
+) -> Option<usize> {
+    let mut seen = vec![false; successors.len()];
+    let mut queue = VecDeque::from([from]);
+    seen[from] = true;
+    while let Some(u) = queue.pop_front() {
+        for &v in &successors[u] {
+            if !seen[v] {
+                if targets.contains(&v) {
+                    return Some(v);
+                }
+                seen[v] = true;
+                queue.push_back(v);
+            }
+        }
+    }
+    None
+}
+
+/// Records this compile's digests as the unit's history. Returns the bytes
+/// written (nothing on failure: the history is a convenience).
+pub fn record(store: &dyn Storage, key: &FragmentDigest, d: &ModuleDigests) -> u64 {
+    let entry = Entry {
+        kind: EntryKind::History,
+        metadata: Vec::new(),
+        payload: encode(&history_of(d)),
+    };
+    store.put(key, &entry).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_round_trips() {
+        let mut h = HashMap::new();
+        h.insert([1; 8], ([2; 8], [3; 8]));
+        h.insert([4; 8], ([5; 8], [6; 8]));
+        assert_eq!(decode(&encode(&h)).unwrap(), h);
+        assert!(decode(&[0; 23]).is_none());
+    }
+
+    #[test]
+    fn nearest_changed_definition() {
+        // 0 → 1 → 2, 0 → 3; 2 changed.
+        let succ = vec![vec![1, 3], vec![2], vec![], vec![]];
+        let targets: HashSet<usize> = [2].into();
+        assert_eq!(first_reached(&succ, 0, &targets), Some(2));
+        assert_eq!(first_reached(&succ, 3, &targets), None);
+    }
+}
