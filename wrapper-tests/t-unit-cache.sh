@@ -69,8 +69,8 @@ cat > main.c <<'EOF'
 int main(void) { printf("%d\n", VALUE + EXTRA); return 0; }
 EOF
 # edit FILE TEXT: writes FILE as an editor would, a moment before the
-# build (a file modified within 10 ms of a compile is not recorded: file
-# times come from a coarse clock, and it might change again unseen).
+# build (a file whose time is not before the compile's start, on the
+# kernel's coarse clock, is not recorded: it may have changed unseen).
 edit() { mkdir -p "$(dirname "$1")"; printf '%s\n' "$2" > "$1"; sleep 0.05; }
 edit inc/value.h '#define VALUE 1'
 hits() { stat_value unit_hits; }
@@ -193,6 +193,23 @@ for want in 'compiled leaf: changed' 'compiled mid: depends on leaf, which chang
 done
 if has 'compiled other' < explain.err; then fail "other was compiled: $(cat explain.err)"; fi
 note "REPOCC_EXPLAIN: $(grep -c 'explain ex.c: compiled' explain.err) definitions explained"
+
+# Preprocessor mode: a comment edited in a header leaves the preprocessed
+# text as it was, so the result recorded for it is reused (without -g: debug
+# information keeps the original columns, so -g units compile again).
+edit inc/value.h '#define VALUE 7 /* a comment */'
+h=$(hits)
+assert_eq "after a comment edit" 12 "$(REPOCC_EXPLAIN=1 build -O2 -Iinc -DEXTRA=5)"
+assert_eq "a comment-only header edit is a hit" $((h + 1)) "$(hits)"
+has 'unit cache hit in preprocessor mode \(inc/value.h changed\)' < out.log \
+  || fail "the preprocessor-mode hit is not explained: $(cat out.log)"
+build -g -O2 -Iinc -DEXTRA=5 > /dev/null
+edit inc/value.h '#define VALUE 7 /* another comment */'
+h=$(hits)
+assert_eq "a comment edit with -g" 12 "$(build -g -O2 -Iinc -DEXTRA=5)"
+assert_eq "with -g, preprocessor mode is not used" "$h" "$(hits)"
+edit inc/value.h '#define VALUE 8 /* another comment */'
+assert_eq "a real edit after comment edits" 13 "$(build -O2 -Iinc -DEXTRA=5)"
 
 # unit_cache off: every unit compiles.
 h=$(hits)

@@ -567,9 +567,18 @@ struct UnitContext<'a> {
 
 /// When this invocation started (files modified after it changed during
 /// the compile). Taken once, before any unit runs.
+/// Read from the coarse clock, the one the kernel stamps files with: a
+/// file modified after this moment has a time at or after it.
 fn invocation_start() -> std::time::SystemTime {
     static START: OnceLock<std::time::SystemTime> = OnceLock::new();
-    *START.get_or_init(std::time::SystemTime::now)
+    *START.get_or_init(|| {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::RealtimeCoarse);
+        std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                t.tv_sec.max(0) as u64,
+                t.tv_nsec.clamp(0, 999_999_999) as u32,
+            )
+    })
 }
 
 /// One unit through the unit cache: a hit writes the stored result; a
@@ -598,6 +607,7 @@ fn compile_unit_cached(
         }
     };
     let mut corrupt = false;
+    let mut try_preprocessor = false;
     let mut miss_reason = String::from("writing the stored result failed");
     match uc.lookup(&prepared) {
         crate::unit_cache::Found::Hit(hit) => {
@@ -622,12 +632,56 @@ fn compile_unit_cached(
             miss_reason = "its entry was corrupt (removed)".into();
         }
         crate::unit_cache::Found::Miss(why) => miss_reason = why,
+        crate::unit_cache::Found::Changed(why) => {
+            miss_reason = why;
+            try_preprocessor = !p.debug_any;
+        }
     }
-    // clang appends to the list: start from nothing.
-    let _ = std::fs::remove_file(header_list);
+    let lists_while_compiling =
+        crate::unit_cache::lists_headers_while_compiling(&unit.frontend_args);
+    let mut recorded = crate::unit_cache::RecordedUnit {
+        source: &unit.source,
+        output: &unit.output,
+        search_options: &unit.search_options,
+        language: unit.language,
+        headers_listed: lists_while_compiling,
+    };
+    let mut preprocessed_key = None;
+    if try_preprocessor {
+        if let Some((key, hit)) = uc.preprocess(&prepared, &recorded, header_list) {
+            recorded.headers_listed = true;
+            if let Some(hit) = hit {
+                if uc.write_hit(&prepared, &unit.output, &hit).is_ok() {
+                    let stored = uc
+                        .record_preprocessed_hit(&prepared, &recorded, header_list, &key)
+                        .unwrap_or(0);
+                    let mut notes = String::new();
+                    if cx.options.explain {
+                        notes = format!(
+                            "repocc: explain {}: unit cache hit in preprocessor mode ({miss_reason})\n",
+                            unit.source
+                        );
+                    }
+                    return UnitResult {
+                        unit_cache: UnitCacheUse::Hit(hit.compile_ms),
+                        bytes_stored: stored,
+                        notes,
+                        ..UnitResult::failed(0, hit.stderr, false)
+                    };
+                }
+            }
+            preprocessed_key = Some(key);
+        }
+    }
+    // clang appends to the list: start from nothing, unless preprocessor
+    // mode made it.
+    let list = if preprocessed_key.is_some() {
+        None
+    } else {
+        let _ = std::fs::remove_file(header_list);
+        lists_while_compiling.then_some(header_list)
+    };
     let compile_start = Instant::now();
-    let headers_listed = crate::unit_cache::lists_headers_while_compiling(&unit.frontend_args);
-    let list = headers_listed.then_some(header_list);
     let mut r = compile_unit(unit, p, clang, cx, discard_dep, list);
     let compile_ms = compile_start.elapsed().as_millis() as u64;
     let mut not_recorded = None;
@@ -640,14 +694,14 @@ fn compile_unit_cached(
     if r.status == 0 && own_warning {
         not_recorded = Some(format!("{}: repocc printed a warning", unit.source));
     } else if r.status == 0 {
-        let recorded = crate::unit_cache::RecordedUnit {
-            source: &unit.source,
-            output: &unit.output,
-            search_options: &unit.search_options,
-            language: unit.language,
-            headers_listed,
-        };
-        match uc.record(&prepared, &recorded, header_list, &r.stderr, compile_ms) {
+        match uc.record(
+            &prepared,
+            &recorded,
+            header_list,
+            &r.stderr,
+            compile_ms,
+            preprocessed_key,
+        ) {
             Ok(bytes) => r.bytes_stored += bytes,
             Err(why) => not_recorded = Some(format!("{}: {why}", unit.source)),
         }

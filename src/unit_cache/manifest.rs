@@ -28,6 +28,9 @@ pub const MAX_FILE_BYTES: u64 = 512 << 20;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Hash)]
 pub struct FileState {
     pub path: String,
+    /// Device and inode: a symlink retargeted to another file of the same
+    /// size and times is another file.
+    pub file_id: (u64, u64),
     pub size: u64,
     pub mtime_ns: i128,
     pub ctime_ns: i128,
@@ -43,8 +46,9 @@ pub struct FileState {
 pub struct AbsentNames {
     /// The directory (relative to the working directory; "" is itself).
     pub dir: String,
-    /// Its modification and change times, when they could be trusted.
-    pub times: Option<(i128, i128)>,
+    /// Its device, inode, modification and change times, when they could
+    /// be trusted.
+    pub times: Option<DirTimes>,
     pub names: Vec<String>,
 }
 
@@ -60,14 +64,21 @@ impl AbsentNames {
     }
 }
 
-/// A directory's modification and change times.
-pub fn dir_times(path: &Path) -> Option<(i128, i128)> {
+/// What says a directory is unchanged: device, inode, modification and
+/// change times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirTimes {
+    pub id: (u64, u64),
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+pub fn dir_times(path: &Path) -> Option<DirTimes> {
     let m = std::fs::metadata(path).ok()?;
-    m.is_dir().then(|| {
-        (
-            m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
-            m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
-        )
+    m.is_dir().then(|| DirTimes {
+        id: (m.dev(), m.ino()),
+        mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
     })
 }
 
@@ -91,6 +102,7 @@ pub struct Manifest {
 /// What stat says of a file (the parts a manifest compares).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stamp {
+    pub file_id: (u64, u64),
     pub size: u64,
     pub mtime_ns: i128,
     pub ctime_ns: i128,
@@ -102,6 +114,7 @@ pub fn stamp(path: &Path) -> Option<Stamp> {
         return None;
     }
     Some(Stamp {
+        file_id: (m.dev(), m.ino()),
         size: m.len(),
         mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
         ctime_ns: m.ctime() as i128 * 1_000_000_000 + m.ctime_nsec() as i128,
@@ -241,7 +254,7 @@ impl<'a> Checker<'a> {
         if st.size != f.size {
             return false;
         }
-        if st.mtime_ns == f.mtime_ns && st.ctime_ns == f.ctime_ns {
+        if st.file_id == f.file_id && st.mtime_ns == f.mtime_ns && st.ctime_ns == f.ctime_ns {
             return true;
         }
         if digest.is_none() {
@@ -280,6 +293,7 @@ mod tests {
         let s = stamp(&p).unwrap();
         FileState {
             path: name.into(),
+            file_id: s.file_id,
             size: s.size,
             mtime_ns: s.mtime_ns,
             ctime_ns: s.ctime_ns,

@@ -31,10 +31,10 @@ use manifest::{FileState, Manifest};
 
 /// Largest object, dependency file or stderr recorded.
 const MAX_OUTPUT_BYTES: u64 = 256 << 20;
-/// File times come from a coarse clock (one scheduler tick): a file
-/// modified this long before the invocation started might still be
-/// modified within the same tick, so its times are not trusted.
-const COARSE_TIME_MARGIN_NS: i128 = 10_000_000;
+/// Files with a time at or after the invocation's start (read from the
+/// coarse clock files are stamped with, see `driver`) may have changed
+/// while the unit compiled: they are not recorded. No extra margin.
+const COARSE_TIME_MARGIN_NS: i128 = 0;
 /// Largest header list read back from clang.
 const MAX_HEADER_LIST_BYTES: u64 = 64 << 20;
 
@@ -97,6 +97,9 @@ pub enum Found {
     Hit(CachedResult),
     /// A miss, and why (for `REPOCC_EXPLAIN`).
     Miss(String),
+    /// The unit was compiled before with these arguments, but its files
+    /// changed since (preprocessor mode may still find a result).
+    Changed(String),
     /// An entry failed verification (it has been removed): a miss.
     Corrupt,
 }
@@ -189,7 +192,7 @@ impl UnitCache<'_> {
         };
         let valid = match manifest.find_valid(&self.cwd) {
             Ok(valid) => valid,
-            Err(why) => return Found::Miss(why),
+            Err(why) => return Found::Changed(why),
         };
         let Some(result_key) = parse_hex_key(&valid.result) else {
             return Found::Corrupt;
@@ -220,8 +223,9 @@ impl UnitCache<'_> {
 
     /// Records a successful compile of the unit: `source` and the headers
     /// clang listed in `header_list`, the object at `output`, the
-    /// dependency file and `stderr`. Returns the bytes stored, or why it
-    /// was not recorded.
+    /// dependency file and `stderr`. The result goes under `result_key`
+    /// when preprocessor mode gave one, else under a key over the files'
+    /// digests. Returns the bytes stored, or why it was not recorded.
     pub fn record(
         &self,
         p: &Prepared,
@@ -229,10 +233,78 @@ impl UnitCache<'_> {
         header_list: &Path,
         stderr: &[u8],
         compile_ms: u64,
+        result_key: Option<FragmentDigest>,
     ) -> Result<u64, String> {
         if !unit.headers_listed {
             list_headers_by_preprocessing(self.clang, unit, header_list)?;
         }
+        let (files, absent) = self.files_read(unit, header_list)?;
+        let object = read_output(unit.output).ok_or("the object is not a regular ELF file")?;
+        let dep_file = match &p.dep_file {
+            Some(path) => Some(read_output(path).ok_or("the dependency file cannot be read")?),
+            None => None,
+        };
+        if stderr.len() as u64 > MAX_OUTPUT_BYTES {
+            return Err("too many diagnostics".into());
+        }
+        let result_key = result_key.unwrap_or_else(|| files_result_key(&p.key, &files));
+        let stored = self
+            .storage
+            .put(
+                &result_key,
+                &encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(stored + self.add_to_manifest(p, &files, absent, &result_key)?)
+    }
+
+    /// Adds a result found by preprocessor mode to the unit's manifest, so
+    /// that the next look-up finds it directly. Returns the bytes stored.
+    pub fn record_preprocessed_hit(
+        &self,
+        p: &Prepared,
+        unit: &RecordedUnit,
+        header_list: &Path,
+        result_key: &FragmentDigest,
+    ) -> Result<u64, String> {
+        let (files, absent) = self.files_read(unit, header_list)?;
+        self.add_to_manifest(p, &files, absent, result_key)
+    }
+
+    fn add_to_manifest(
+        &self,
+        p: &Prepared,
+        files: &[FileState],
+        absent: Vec<manifest::AbsentNames>,
+        result_key: &FragmentDigest,
+    ) -> Result<u64, String> {
+        let mut m = match self.storage.get(&p.key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
+                Manifest::decode(&e.payload).unwrap_or_default()
+            }
+            _ => Manifest::default(),
+        };
+        m.add(files, absent, hex(result_key));
+        self.storage
+            .put(
+                &p.key,
+                &Entry {
+                    kind: EntryKind::UnitManifest,
+                    metadata: Vec::new(),
+                    payload: m.encode(),
+                },
+            )
+            .map_err(|e| e.to_string())
+    }
+
+    /// The files the unit read (source first, then the headers clang
+    /// listed) with their states, and what must stay absent; or why they
+    /// cannot be recorded.
+    fn files_read(
+        &self,
+        unit: &RecordedUnit,
+        header_list: &Path,
+    ) -> Result<(Vec<FileState>, Vec<manifest::AbsentNames>), String> {
         let listed = match crate::repo::fsx::read_bounded(header_list, MAX_HEADER_LIST_BYTES) {
             Ok(b) => String::from_utf8(b).map_err(|_| "a header path is not UTF-8")?,
             Err(crate::repo::fsx::ReadError::Missing) => String::new(),
@@ -270,6 +342,7 @@ impl UnitCache<'_> {
             }
             files.push(FileState {
                 path: path.clone(),
+                file_id: after.file_id,
                 size: after.size,
                 mtime_ns: after.mtime_ns,
                 ctime_ns: after.ctime_ns,
@@ -285,43 +358,44 @@ impl UnitCache<'_> {
                 search::absent_groups(&self.cwd, &candidates, start_ns - COARSE_TIME_MARGIN_NS)
             }
         };
+        Ok((files, absent))
+    }
 
-        let object = read_output(unit.output).ok_or("the object is not a regular ELF file")?;
-        let dep_file = match &p.dep_file {
-            Some(path) => Some(read_output(path).ok_or("the dependency file cannot be read")?),
-            None => None,
-        };
-        if stderr.len() as u64 > MAX_OUTPUT_BYTES {
-            return Err("too many diagnostics".into());
-        }
-
-        let result_key = result_key(&p.key, &files);
-        let mut stored = self
-            .storage
-            .put(
-                &result_key,
-                &encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
-            )
-            .map_err(|e| e.to_string())?;
-        let mut m = match self.storage.get(&p.key) {
-            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
-                Manifest::decode(&e.payload).unwrap_or_default()
+    /// Preprocessor mode, for a unit compiled before whose files changed:
+    /// clang preprocesses it (listing its headers into `header_list`), and
+    /// a result recorded under the same arguments and preprocessed text is
+    /// reused — a comment or an unused macro edited in a header, a file
+    /// touched or rewritten with other times. Only results without
+    /// diagnostics qualify (their text quotes the original lines), and
+    /// only without debug information (its columns come from the original
+    /// text). Returns the result key, and the result if there is one.
+    pub fn preprocess(
+        &self,
+        p: &Prepared,
+        unit: &RecordedUnit,
+        header_list: &Path,
+    ) -> Option<(FragmentDigest, Option<CachedResult>)> {
+        let _ = std::fs::remove_file(header_list);
+        let mut cmd = std::process::Command::new(self.clang);
+        cmd.args(unit.search_options)
+            .args(["-E", "-x", unit.language, unit.source, "-o", "-"])
+            .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        crate::pipeline::frontend::list_headers(&mut cmd, header_list);
+        let out = cmd.output().ok().filter(|o| o.status.success())?;
+        let mut h = blake3::Hasher::new();
+        h.update(b"repocc unit preprocessed v1\0");
+        h.update(&p.key.0);
+        h.update(&out.stdout);
+        let key = FragmentDigest(*h.finalize().as_bytes());
+        let hit = match self.storage.get(&key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
+                decode_result(&e, p.dep_file.is_some()).filter(|r| r.stderr.is_empty())
             }
-            _ => Manifest::default(),
+            _ => None,
         };
-        m.add(&files, absent, hex(&result_key));
-        stored += self
-            .storage
-            .put(
-                &p.key,
-                &Entry {
-                    kind: EntryKind::UnitManifest,
-                    metadata: Vec::new(),
-                    payload: m.encode(),
-                },
-            )
-            .map_err(|e| e.to_string())?;
-        Ok(stored)
+        Some((key, hit))
     }
 }
 
@@ -409,7 +483,7 @@ fn read_output(path: &Path) -> Option<Vec<u8>> {
     crate::repo::fsx::read_bounded(path, MAX_OUTPUT_BYTES).ok()
 }
 
-fn result_key(unit_key: &FragmentDigest, files: &[FileState]) -> FragmentDigest {
+fn files_result_key(unit_key: &FragmentDigest, files: &[FileState]) -> FragmentDigest {
     let mut h = blake3::Hasher::new();
     h.update(b"repocc unit result v1\0");
     h.update(&unit_key.0);

@@ -203,8 +203,11 @@ pub fn absent_groups(
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound)
             });
             let after = dir_times(&path);
-            group.times = before.filter(|&(m, c)| {
-                still_absent && before == after && m < trusted_before_ns && c < trusted_before_ns
+            group.times = before.filter(|t| {
+                still_absent
+                    && before == after
+                    && t.mtime_ns < trusted_before_ns
+                    && t.ctime_ns < trusted_before_ns
             });
             group
         })
