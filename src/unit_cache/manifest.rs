@@ -54,14 +54,16 @@ pub struct AbsentNames {
 
 impl AbsentNames {
     pub fn path_of(&self, name: &str) -> String {
-        if self.dir.is_empty() {
-            name.to_string()
-        } else if self.dir.ends_with('/') {
-            format!("{}{name}", self.dir)
-        } else {
-            format!("{}/{name}", self.dir)
-        }
+        super::search::join(&self.dir, name)
     }
+}
+
+/// Whether nothing exists at `path` (a dangling symlink is something).
+pub fn is_absent(path: &Path) -> bool {
+    matches!(
+        std::fs::symlink_metadata(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    )
 }
 
 /// What says a directory is unchanged: device, inode, modification and
@@ -275,12 +277,10 @@ impl<'a> Checker<'a> {
         if group.times.is_some() && dir_times(&dir) == group.times {
             return true;
         }
-        group.names.iter().all(|n| {
-            matches!(
-                std::fs::symlink_metadata(self.cwd.join(group.path_of(n))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound
-            )
-        })
+        group
+            .names
+            .iter()
+            .all(|n| is_absent(&self.cwd.join(group.path_of(n))))
     }
 }
 

@@ -375,15 +375,10 @@ impl UnitCache<'_> {
         unit: &RecordedUnit,
         header_list: &Path,
     ) -> Option<(FragmentDigest, Option<CachedResult>)> {
-        let _ = std::fs::remove_file(header_list);
-        let mut cmd = std::process::Command::new(self.clang);
-        cmd.args(unit.search_options)
-            .args(["-E", "-x", unit.language, unit.source, "-o", "-"])
-            .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        crate::pipeline::frontend::list_headers(&mut cmd, header_list);
-        let out = cmd.output().ok().filter(|o| o.status.success())?;
+        let out = preprocess_command(self.clang, unit, header_list, "-")
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
         let mut h = blake3::Hasher::new();
         h.update(b"repocc unit preprocessed v1\0");
         h.update(&p.key.0);
@@ -407,22 +402,35 @@ pub fn lists_headers_while_compiling(unit_args: &[String]) -> bool {
     !unit_args.iter().any(|a| a == "-MMD")
 }
 
+/// clang preprocessing the unit with its headers listed into
+/// `header_list` (started afresh), its text to `output`.
+fn preprocess_command(
+    clang: &Path,
+    unit: &RecordedUnit,
+    header_list: &Path,
+    output: &str,
+) -> std::process::Command {
+    let _ = std::fs::remove_file(header_list);
+    let mut cmd = std::process::Command::new(clang);
+    cmd.args(unit.search_options)
+        .args(["-E", "-x", unit.language, unit.source, "-o", output])
+        .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    crate::pipeline::frontend::list_headers(&mut cmd, header_list);
+    cmd
+}
+
 /// Lists the unit's headers by preprocessing it (output discarded).
 fn list_headers_by_preprocessing(
     clang: &Path,
     unit: &RecordedUnit,
     header_list: &Path,
 ) -> Result<(), String> {
-    let _ = std::fs::remove_file(header_list);
-    let mut cmd = std::process::Command::new(clang);
-    cmd.args(unit.search_options)
-        .args(["-E", "-x", unit.language, unit.source, "-o", "/dev/null"])
-        .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
-        .stdin(std::process::Stdio::null())
+    let status = preprocess_command(clang, unit, header_list, "/dev/null")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    crate::pipeline::frontend::list_headers(&mut cmd, header_list);
-    match cmd.status() {
+        .status();
+    match status {
         Ok(s) if s.success() => Ok(()),
         _ => Err("preprocessing to list the headers failed".into()),
     }

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::manifest::{dir_times, AbsentNames};
+use super::manifest::{dir_times, is_absent, AbsentNames};
 use crate::pipeline::frontend::RECURSION_GUARD;
 
 /// The include search list clang uses for these options (without the
@@ -72,7 +72,8 @@ fn parse_search_list(text: &str) -> Option<Vec<String>> {
     complete.then_some(ignored)
 }
 
-fn join(dir: &str, rest: &str) -> String {
+/// `rest` under `dir` ("" is the working directory).
+pub fn join(dir: &str, rest: &str) -> String {
     if dir.is_empty() {
         rest.to_string()
     } else if dir.ends_with('/') {
@@ -142,10 +143,9 @@ pub fn shadow_candidates(search: &[String], files: &[String], headers: &[String]
 pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
     let mut exists: std::collections::HashMap<String, bool> = Default::default();
     let mut present = |p: &str| -> bool {
-        *exists.entry(p.to_string()).or_insert_with(|| {
-            !matches!(std::fs::symlink_metadata(cwd.join(p)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-        })
+        *exists
+            .entry(p.to_string())
+            .or_insert_with(|| !is_absent(&cwd.join(p)))
     };
     let mut out = BTreeSet::new();
     for c in candidates {
@@ -198,10 +198,10 @@ pub fn absent_groups(
                 times: None,
                 names,
             };
-            let still_absent = group.names.iter().all(|n| {
-                matches!(std::fs::symlink_metadata(cwd.join(group.path_of(n))),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-            });
+            let still_absent = group
+                .names
+                .iter()
+                .all(|n| is_absent(&cwd.join(group.path_of(n))));
             let after = dir_times(&path);
             group.times = before.filter(|t| {
                 still_absent
