@@ -1,6 +1,6 @@
 # Fragment mode (REPOCC_FRAGMENTS=1, the program repository's code path,
 # in progress): every definition compiled as its own fragment on parallel
-# workers, the object composed with ld.lld -r. The feature programs (C and
+# workers, the object composed in process. The feature programs (C and
 # C++: COMDATs, aliases, TLS, constructors, statics in two units) and the
 # sqlite3 shell behave exactly as clang-19's builds.
 source "$(dirname "$0")/lib.sh"
@@ -32,3 +32,17 @@ assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
 ./sqlite3 test.db < "$P/checks.sql" > checks.out 2>&1 || { cat checks.out; fail "sqlite3 shell"; }
 diff -u "$P/checks.expected" checks.out || fail "SQL answers differ"
 note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_value definitions_compiled)"
+
+# Composition runs in process: a compile through the repository starts the
+# clang-19 frontend and nothing else (no ld.lld -r, no llvm-objcopy).
+REPOCC_UNIT_CACHE=false strace -f -qq -e trace=execve -o trace.out \
+  "$REPOCC" -O2 -c "$P/features.c" -o traced.o || fail "traced compile"
+started=$(grep -o 'execve("[^"]*"' trace.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
+note "programs started by one compile: $started"
+for prog in $started; do
+  case "$prog" in
+    repocc | clang-19 | clang) ;;
+    *) fail "composing started $prog (expected only the clang-19 frontend): $started" ;;
+  esac
+done
+has " T main" < <(nm traced.o) || fail "the traced object lacks main"

@@ -1,9 +1,11 @@
 //! Stage 8, composition: the object at the user's `-o`. Definitions the
 //! canonical stage made hidden external for the optimizer are local symbols
-//! again (`llvm-objcopy --localize-symbols`), so two units' `static int
-//! counter` stay separate, exactly as in clang's object. The object is
-//! written atomically (a temporary file in the output's directory, then a
-//! rename).
+//! again, so two units' `static int counter` stay separate, exactly as in
+//! clang's object. The fragments are combined and the symbols localized in
+//! process (`relocatable`); where that declines (an object it does not
+//! handle), `ld.lld -r` and `llvm-objcopy --localize-symbols` do it as
+//! before. The object is written atomically (a temporary file in the
+//! output's directory, then a rename).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,9 @@ fn objcopy() -> Result<&'static Path> {
 /// fragments cost one file, not thousands) and writes it like
 /// [`write_object`].
 pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) -> Result<()> {
+    if let Some(bytes) = super::relocatable::combine(objects, locals) {
+        return super::output::write_output(output, &bytes);
+    }
     let dir = tempfile::Builder::new()
         .prefix("repocc-fragments")
         .tempdir()
@@ -99,6 +104,9 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
 pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<()> {
     if locals.is_empty() {
         return super::output::write_output(output, object);
+    }
+    if let Some(bytes) = super::relocatable::combine(&[object], locals) {
+        return super::output::write_output(output, &bytes);
     }
     // A device or FIFO output: localize in a temporary file, then write the
     // result in place.

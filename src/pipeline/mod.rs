@@ -30,6 +30,7 @@ pub mod merge;
 pub mod optimize;
 pub mod output;
 pub mod prune;
+pub mod relocatable;
 pub mod settings;
 pub mod split;
 

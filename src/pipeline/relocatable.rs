@@ -1,0 +1,984 @@
+//! Composition in process: the fragments of a unit combined into one ELF
+//! relocatable object, as `ld.lld -r` would, with the definitions that
+//! were internal in the source made local symbols again, as `llvm-objcopy
+//! --localize-symbols` would — without starting either process or writing
+//! a temporary file (a unit paid about 60 ms of CPU for the two, DESIGN.md
+//! "many small units").
+//!
+//! What it handles is what LLVM's code generator writes for a fragment on
+//! ELF64 little-endian targets (x86-64, AArch64): data, BSS, note, init/fini
+//! array and unwind sections; RELA relocations; COMDAT groups; the address
+//! significance table; one symbol table. Sections with the same name,
+//! type, flags and entry size are concatenated in fragment order (each
+//! aligned), except the members of a COMDAT group, which stay sections of
+//! their own; relocations move with their section (against a section
+//! symbol, the addend moves too). A global symbol defined in one fragment
+//! and referenced by others becomes one symbol. The empty local symbols
+//! that stand for the fragments' file symbols (see `split`) are left out.
+//!
+//! Anything else — another class or byte order, REL relocations, extended
+//! section numbering, `SHF_LINK_ORDER` or compressed sections, a section
+//! type not listed, a symbol defined twice — returns `None`, and the
+//! caller composes with the external tools as before: never a wrong
+//! object, at worst a slower one.
+//!
+//! Written by hand rather than with the `object` crate: its ELF builder
+//! (0.40) refuses `SHT_GROUP` and `SHT_LLVM_ADDRSIG` sections, which every
+//! C++ fragment and every clang object carry.
+
+use std::collections::HashMap;
+
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+const SHT_RELA: u32 = 4;
+const SHT_NOTE: u32 = 7;
+const SHT_NOBITS: u32 = 8;
+const SHT_INIT_ARRAY: u32 = 14;
+const SHT_FINI_ARRAY: u32 = 15;
+const SHT_PREINIT_ARRAY: u32 = 16;
+const SHT_GROUP: u32 = 17;
+const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
+const SHF_EXECINSTR: u64 = 0x4;
+const SHF_INFO_LINK: u64 = 0x40;
+const SHF_LINK_ORDER: u64 = 0x80;
+const SHF_GROUP: u64 = 0x200;
+const SHF_COMPRESSED: u64 = 0x800;
+const SHF_EXCLUDE: u64 = 0x8000_0000;
+const SHN_UNDEF: u16 = 0;
+const SHN_LORESERVE: u16 = 0xff00;
+const SHN_ABS: u16 = 0xfff1;
+const SHN_COMMON: u16 = 0xfff2;
+const STB_LOCAL: u8 = 0;
+const STB_GLOBAL: u8 = 1;
+const STB_WEAK: u8 = 2;
+const STT_NOTYPE: u8 = 0;
+const STT_SECTION: u8 = 3;
+const EM_X86_64: u16 = 62;
+const EM_AARCH64: u16 = 183;
+
+fn rd<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
+    let at = usize::try_from(at).ok()?;
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+fn u16_at(b: &[u8], at: u64) -> Option<u16> {
+    rd::<2>(b, at).map(u16::from_le_bytes)
+}
+fn u32_at(b: &[u8], at: u64) -> Option<u32> {
+    rd::<4>(b, at).map(u32::from_le_bytes)
+}
+fn u64_at(b: &[u8], at: u64) -> Option<u64> {
+    rd::<8>(b, at).map(u64::from_le_bytes)
+}
+fn slice(b: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    let off = usize::try_from(off).ok()?;
+    let len = usize::try_from(len).ok()?;
+    b.get(off..off.checked_add(len)?)
+}
+fn c_str(table: &[u8], at: u32) -> Option<&[u8]> {
+    let rest = table.get(at as usize..)?;
+    Some(&rest[..rest.iter().position(|&c| c == 0)?])
+}
+
+#[derive(Clone, Copy)]
+struct Shdr {
+    name: u32,
+    sh_type: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Sym {
+    name: u32,
+    info: u8,
+    other: u8,
+    shndx: u16,
+    value: u64,
+    size: u64,
+}
+
+/// One input object, parsed and checked.
+struct Input<'a> {
+    data: &'a [u8],
+    shdrs: Vec<Shdr>,
+    shstrtab: &'a [u8],
+    strtab: &'a [u8],
+    syms: Vec<Sym>,
+}
+
+fn parse(data: &[u8]) -> Option<Input<'_>> {
+    // ELF64, little endian, version 1, relocatable.
+    if data.get(..7)? != [0x7f, b'E', b'L', b'F', 2, 1, 1] || u16_at(data, 16)? != 1 {
+        return None;
+    }
+    let shoff = u64_at(data, 0x28)?;
+    let (shentsize, shnum, shstrndx) = (
+        u16_at(data, 0x3a)?,
+        u16_at(data, 0x3c)?,
+        u16_at(data, 0x3e)?,
+    );
+    if shentsize != 64 || shnum == 0 || shnum >= SHN_LORESERVE || shstrndx >= shnum {
+        return None;
+    }
+    let mut shdrs = Vec::with_capacity(shnum as usize);
+    for i in 0..shnum as u64 {
+        let h = shoff.checked_add(i * 64)?;
+        shdrs.push(Shdr {
+            name: u32_at(data, h)?,
+            sh_type: u32_at(data, h + 4)?,
+            flags: u64_at(data, h + 8)?,
+            offset: u64_at(data, h + 0x18)?,
+            size: u64_at(data, h + 0x20)?,
+            link: u32_at(data, h + 0x28)?,
+            info: u32_at(data, h + 0x2c)?,
+            align: u64_at(data, h + 0x30)?,
+            entsize: u64_at(data, h + 0x38)?,
+        });
+    }
+    let sh = &shdrs[shstrndx as usize];
+    let shstrtab = slice(data, sh.offset, sh.size)?;
+    let mut symtabs = shdrs.iter().filter(|s| s.sh_type == SHT_SYMTAB);
+    let symtab = *symtabs.next()?;
+    if symtabs.next().is_some() || symtab.entsize != 24 {
+        return None;
+    }
+    let strtab_hdr = shdrs.get(symtab.link as usize)?;
+    let strtab = slice(data, strtab_hdr.offset, strtab_hdr.size)?;
+    let table = slice(data, symtab.offset, symtab.size)?;
+    let mut syms = Vec::with_capacity(table.len() / 24);
+    for e in table.chunks_exact(24) {
+        syms.push(Sym {
+            name: u32_at(e, 0)?,
+            info: e[4],
+            other: e[5],
+            shndx: u16_at(e, 6)?,
+            value: u64_at(e, 8)?,
+            size: u64_at(e, 16)?,
+        });
+    }
+    Some(Input {
+        data,
+        shdrs,
+        shstrtab,
+        strtab,
+        syms,
+    })
+}
+
+/// Where an output symbol lives before final indices are known.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum SymRef {
+    Local(usize),
+    Global(usize),
+}
+
+#[derive(Clone)]
+struct OutSym {
+    name: Vec<u8>,
+    info: u8,
+    other: u8,
+    /// `None`: undefined, absolute or common (kept in `special`).
+    section: Option<usize>,
+    special: u16,
+    value: u64,
+    size: u64,
+}
+
+struct OutRela {
+    offset: u64,
+    sym: Option<SymRef>,
+    r_type: u32,
+    addend: i64,
+}
+
+enum Member {
+    Section(usize),
+    RelaOf(usize),
+}
+
+enum Content {
+    Data(Vec<u8>),
+    Bss(u64),
+    Group {
+        flag: u32,
+        signature: SymRef,
+        members: Vec<Member>,
+    },
+}
+
+struct OutSection {
+    name: Vec<u8>,
+    sh_type: u32,
+    flags: u64,
+    align: u64,
+    entsize: u64,
+    content: Content,
+    relas: Vec<OutRela>,
+}
+
+impl OutSection {
+    fn size(&self) -> u64 {
+        match &self.content {
+            Content::Data(d) => d.len() as u64,
+            Content::Bss(n) => *n,
+            Content::Group { members, .. } => 4 + 4 * members.len() as u64,
+        }
+    }
+}
+
+fn is_data_type(t: u32, machine: u16) -> bool {
+    matches!(
+        t,
+        SHT_PROGBITS | SHT_NOBITS | SHT_NOTE | SHT_INIT_ARRAY | SHT_FINI_ARRAY | SHT_PREINIT_ARRAY
+    ) || (t == SHT_X86_64_UNWIND && machine == EM_X86_64)
+}
+
+/// The most constraining of two ELF visibilities (internal, hidden,
+/// protected, default).
+fn merge_visibility(a: u8, b: u8) -> u8 {
+    let rank = |v: u8| match v & 3 {
+        1 => 0, // internal
+        2 => 1, // hidden
+        3 => 2, // protected
+        _ => 3, // default
+    };
+    let v = if rank(a) <= rank(b) { a & 3 } else { b & 3 };
+    (a & !3) | v
+}
+
+/// Combines `objects` into one relocatable object with the symbols named
+/// in `locals` (where defined) local. `None`: not a case handled here.
+pub fn combine(objects: &[&[u8]], locals: &[String]) -> Option<Vec<u8>> {
+    let inputs: Vec<Input> = objects.iter().map(|o| parse(o)).collect::<Option<_>>()?;
+    let first = inputs.first()?;
+    let machine = u16_at(first.data, 18)?;
+    let e_flags = u32_at(first.data, 0x30)?;
+    if !matches!(machine, EM_X86_64 | EM_AARCH64) {
+        return None;
+    }
+    let mut sections: Vec<OutSection> = Vec::new();
+    let mut merged: HashMap<(Vec<u8>, u32, u64, u64), usize> = HashMap::new();
+    let mut locals_out: Vec<OutSym> = Vec::new();
+    let mut section_symbol: HashMap<usize, usize> = HashMap::new();
+    let mut globals: Vec<OutSym> = Vec::new();
+    let mut global_index: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut addrsig: Vec<SymRef> = Vec::new();
+    let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
+
+    for input in &inputs {
+        if u16_at(input.data, 18)? != machine {
+            return None;
+        }
+        let n = input.shdrs.len();
+        // Which sections belong to a group: those stay unmerged.
+        let mut in_group = vec![false; n];
+        for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
+            let words = slice(input.data, s.offset, s.size)?;
+            for w in words.chunks_exact(4).skip(1) {
+                *in_group.get_mut(u32_at(w, 0)? as usize)? = true;
+            }
+        }
+        // Data sections: where each lands (output section, offset).
+        let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
+        let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
+        for (i, s) in input.shdrs.iter().enumerate().skip(1) {
+            if s.flags & (SHF_LINK_ORDER | SHF_COMPRESSED) != 0 {
+                return None;
+            }
+            match s.sh_type {
+                SHT_GROUP => {
+                    sections.push(OutSection {
+                        name: c_str(input.shstrtab, s.name)?.to_vec(),
+                        sh_type: SHT_GROUP,
+                        flags: s.flags,
+                        align: 4,
+                        entsize: 4,
+                        content: Content::Bss(0), // filled once symbols are mapped
+                        relas: Vec::new(),
+                    });
+                    groups.push((i, sections.len() - 1));
+                }
+                t if is_data_type(t, machine) => {
+                    let name = c_str(input.shstrtab, s.name)?.to_vec();
+                    let align = s.align.max(1);
+                    if !align.is_power_of_two() {
+                        return None;
+                    }
+                    let key = (name.clone(), t, s.flags, s.entsize);
+                    let existing = if in_group[i] {
+                        None
+                    } else {
+                        merged.get(&key).copied()
+                    };
+                    let out = match existing {
+                        Some(o) => o,
+                        None => {
+                            sections.push(OutSection {
+                                name,
+                                sh_type: t,
+                                flags: s.flags,
+                                align,
+                                entsize: s.entsize,
+                                content: if t == SHT_NOBITS {
+                                    Content::Bss(0)
+                                } else {
+                                    Content::Data(Vec::new())
+                                },
+                                relas: Vec::new(),
+                            });
+                            let o = sections.len() - 1;
+                            if !in_group[i] {
+                                merged.insert(key, o);
+                            }
+                            o
+                        }
+                    };
+                    let sec = &mut sections[out];
+                    sec.align = sec.align.max(align);
+                    // Padding in code is a trap where the target has a
+                    // one-byte one (int3), as lld pads.
+                    let fill = if machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0 {
+                        0xcc
+                    } else {
+                        0
+                    };
+                    let at = match &mut sec.content {
+                        Content::Data(d) => {
+                            let at = (d.len() as u64).next_multiple_of(align);
+                            d.resize(at as usize, fill);
+                            d.extend_from_slice(slice(input.data, s.offset, s.size)?);
+                            at
+                        }
+                        Content::Bss(size) => {
+                            let at = size.next_multiple_of(align);
+                            *size = at.checked_add(s.size)?;
+                            at
+                        }
+                        Content::Group { .. } => return None,
+                    };
+                    placed[i] = Some((out, at));
+                }
+                SHT_RELA | SHT_SYMTAB | SHT_STRTAB | SHT_LLVM_ADDRSIG => {}
+                _ => return None,
+            }
+        }
+
+        // Symbols.
+        let mut map: Vec<Option<(SymRef, i64)>> = vec![None; input.syms.len()];
+        for (k, sym) in input.syms.iter().enumerate().skip(1) {
+            let name = c_str(input.strtab, sym.name)?;
+            let (bind, kind) = (sym.info >> 4, sym.info & 0xf);
+            let section = match sym.shndx {
+                SHN_UNDEF | SHN_ABS | SHN_COMMON => None,
+                s if s >= SHN_LORESERVE => return None,
+                s => Some(placed.get(s as usize).copied().flatten()?),
+            };
+            if kind == STT_SECTION {
+                let (out, at) = section?;
+                let local = *section_symbol.entry(out).or_insert_with(|| {
+                    locals_out.push(OutSym {
+                        name: Vec::new(),
+                        info: STT_SECTION,
+                        other: 0,
+                        section: Some(out),
+                        special: 0,
+                        value: 0,
+                        size: 0,
+                    });
+                    locals_out.len() - 1
+                });
+                map[k] = Some((SymRef::Local(local), at as i64 + sym.value as i64));
+                continue;
+            }
+            let out_sym = OutSym {
+                name: name.to_vec(),
+                info: sym.info,
+                other: sym.other,
+                section: section.map(|(o, _)| o),
+                special: if section.is_some() { 0 } else { sym.shndx },
+                value: sym.value + section.map_or(0, |(_, at)| at),
+                size: sym.size,
+            };
+            if bind == STB_LOCAL {
+                // The fragments' unnamed file symbols (see `split`).
+                if name.is_empty() && kind == STT_NOTYPE && sym.shndx == SHN_ABS {
+                    continue;
+                }
+                locals_out.push(out_sym);
+                map[k] = Some((SymRef::Local(locals_out.len() - 1), 0));
+                continue;
+            }
+            if bind != STB_GLOBAL && bind != STB_WEAK {
+                return None;
+            }
+            let g = match global_index.get(name) {
+                None => {
+                    globals.push(out_sym);
+                    global_index.insert(name.to_vec(), globals.len() - 1);
+                    globals.len() - 1
+                }
+                Some(&g) => {
+                    let old = &mut globals[g];
+                    let old_defined = old.section.is_some() || old.special != SHN_UNDEF;
+                    let new_defined = sym.shndx != SHN_UNDEF;
+                    let other = merge_visibility(old.other, sym.other);
+                    match (old_defined, new_defined) {
+                        (true, true) => return None,
+                        (false, true) => *old = out_sym,
+                        (false, false) if bind == STB_GLOBAL => old.info = sym.info,
+                        _ => {}
+                    }
+                    old.other = other;
+                    g
+                }
+            };
+            map[k] = Some((SymRef::Global(g), 0));
+        }
+
+        // Relocations, moved with their sections.
+        for s in input.shdrs.iter() {
+            match s.sh_type {
+                SHT_RELA => {
+                    if s.entsize != 24 {
+                        return None;
+                    }
+                    let (out, at) = placed.get(s.info as usize).copied().flatten()?;
+                    let table = slice(input.data, s.offset, s.size)?;
+                    for e in table.chunks_exact(24) {
+                        let info = u64_at(e, 8)?;
+                        let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
+                        let (sym, delta) = if sym_index == 0 {
+                            (None, 0)
+                        } else {
+                            let (r, d) = map.get(sym_index).copied().flatten()?;
+                            (Some(r), d)
+                        };
+                        sections[out].relas.push(OutRela {
+                            offset: u64_at(e, 0)? + at,
+                            sym,
+                            r_type,
+                            addend: (u64_at(e, 16)? as i64).checked_add(delta)?,
+                        });
+                    }
+                }
+                SHT_LLVM_ADDRSIG => {
+                    let mut bytes = slice(input.data, s.offset, s.size)?;
+                    while !bytes.is_empty() {
+                        let (v, used) = read_uleb(bytes)?;
+                        bytes = &bytes[used..];
+                        let (r, _) = map.get(usize::try_from(v).ok()?).copied().flatten()?;
+                        if addrsig_seen.insert(r) {
+                            addrsig.push(r);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (gi, go) in groups {
+            let s = &input.shdrs[gi];
+            let words = slice(input.data, s.offset, s.size)?;
+            let flag = u32_at(words, 0)?;
+            let (signature, _) = map.get(s.info as usize).copied().flatten()?;
+            let mut members = Vec::new();
+            for w in words.chunks_exact(4).skip(1) {
+                let m = u32_at(w, 0)? as usize;
+                let h = input.shdrs.get(m)?;
+                members.push(if h.sh_type == SHT_RELA {
+                    Member::RelaOf(placed.get(h.info as usize).copied().flatten()?.0)
+                } else {
+                    Member::Section(placed.get(m).copied().flatten()?.0)
+                });
+            }
+            sections[go].content = Content::Group {
+                flag,
+                signature,
+                members,
+            };
+        }
+    }
+
+    // Symbols named in `locals` that are defined here become local.
+    let wanted: std::collections::HashSet<&[u8]> = locals.iter().map(|l| l.as_bytes()).collect();
+    let localize = |s: &OutSym| s.section.is_some() && wanted.contains(s.name.as_slice());
+    write(
+        first.data,
+        machine,
+        e_flags,
+        &sections,
+        &locals_out,
+        &globals,
+        &localize,
+        &addrsig,
+    )
+}
+
+fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A string table under construction.
+struct Strings {
+    bytes: Vec<u8>,
+    at: HashMap<Vec<u8>, u32>,
+}
+
+impl Strings {
+    fn new() -> Self {
+        Strings {
+            bytes: vec![0],
+            at: HashMap::new(),
+        }
+    }
+    fn add(&mut self, s: &[u8]) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        if let Some(&o) = self.at.get(s) {
+            return o;
+        }
+        let o = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(s);
+        self.bytes.push(0);
+        self.at.insert(s.to_vec(), o);
+        o
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write(
+    header_from: &[u8],
+    machine: u16,
+    e_flags: u32,
+    sections: &[OutSection],
+    locals: &[OutSym],
+    globals: &[OutSym],
+    localize: &dyn Fn(&OutSym) -> bool,
+    addrsig: &[SymRef],
+) -> Option<Vec<u8>> {
+    // Final section indices: each section, then its relocations.
+    let mut index = vec![0u32; sections.len()];
+    let mut rela_index = vec![0u32; sections.len()];
+    let mut next = 1u32;
+    for (i, s) in sections.iter().enumerate() {
+        index[i] = next;
+        next += 1;
+        if !s.relas.is_empty() {
+            rela_index[i] = next;
+            next += 1;
+        }
+    }
+    let addrsig_index = (!addrsig.is_empty()).then(|| {
+        next += 1;
+        next - 1
+    });
+    let (symtab_index, strtab_index, shstrtab_index) = (next, next + 1, next + 2);
+    let shnum = next + 3;
+    if shnum >= u32::from(SHN_LORESERVE) {
+        return None;
+    }
+
+    // Final symbol order: locals, localized globals, globals.
+    let mut order: Vec<&OutSym> = Vec::with_capacity(1 + locals.len() + globals.len());
+    let mut local_final = vec![0u32; locals.len()];
+    let mut global_final = vec![0u32; globals.len()];
+    for (i, s) in locals.iter().enumerate() {
+        order.push(s);
+        local_final[i] = order.len() as u32;
+    }
+    for (i, s) in globals.iter().enumerate().filter(|(_, s)| localize(s)) {
+        order.push(s);
+        global_final[i] = order.len() as u32;
+    }
+    let first_global = order.len() as u32 + 1;
+    for (i, s) in globals.iter().enumerate().filter(|(_, s)| !localize(s)) {
+        order.push(s);
+        global_final[i] = order.len() as u32;
+    }
+    let final_of = |r: SymRef| match r {
+        SymRef::Local(i) => local_final[i],
+        SymRef::Global(i) => global_final[i],
+    };
+
+    let mut strtab = Strings::new();
+    let mut symtab = vec![0u8; 24];
+    for s in &order {
+        let name = strtab.add(&s.name);
+        let info = if localize(s) {
+            s.info & 0xf // STB_LOCAL, same type
+        } else {
+            s.info
+        };
+        let shndx = match s.section {
+            Some(o) => u16::try_from(index[o]).ok()?,
+            None => s.special,
+        };
+        symtab.extend_from_slice(&name.to_le_bytes());
+        symtab.push(info);
+        symtab.push(s.other);
+        symtab.extend_from_slice(&shndx.to_le_bytes());
+        symtab.extend_from_slice(&s.value.to_le_bytes());
+        symtab.extend_from_slice(&s.size.to_le_bytes());
+    }
+
+    let mut shstrtab = Strings::new();
+    let mut out = vec![0u8; 64];
+    let mut headers: Vec<[u64; 10]> = vec![[0; 10]];
+    let place = |out: &mut Vec<u8>, bytes: &[u8], align: u64| -> u64 {
+        let at = (out.len() as u64).next_multiple_of(align.max(1));
+        out.resize(at as usize, 0);
+        out.extend_from_slice(bytes);
+        at
+    };
+    for (i, s) in sections.iter().enumerate() {
+        let name = u64::from(shstrtab.add(&s.name));
+        let (offset, link, info) = match &s.content {
+            Content::Data(d) => (place(&mut out, d, s.align), 0, 0),
+            Content::Bss(_) => ((out.len() as u64).next_multiple_of(s.align), 0, 0),
+            Content::Group {
+                flag,
+                signature,
+                members,
+            } => {
+                let mut words = flag.to_le_bytes().to_vec();
+                for m in members {
+                    let k = match m {
+                        Member::Section(o) => index[*o],
+                        Member::RelaOf(o) => rela_index[*o],
+                    };
+                    if k == 0 {
+                        return None;
+                    }
+                    words.extend_from_slice(&k.to_le_bytes());
+                }
+                (
+                    place(&mut out, &words, 4),
+                    u64::from(symtab_index),
+                    u64::from(final_of(*signature)),
+                )
+            }
+        };
+        headers.push([
+            name,
+            u64::from(s.sh_type),
+            s.flags,
+            offset,
+            s.size(),
+            link,
+            info,
+            s.align,
+            s.entsize,
+            0,
+        ]);
+        if !s.relas.is_empty() {
+            let mut table = Vec::with_capacity(s.relas.len() * 24);
+            for r in &s.relas {
+                let sym = r.sym.map_or(0, final_of);
+                table.extend_from_slice(&r.offset.to_le_bytes());
+                table.extend_from_slice(
+                    &((u64::from(sym) << 32) | u64::from(r.r_type)).to_le_bytes(),
+                );
+                table.extend_from_slice(&r.addend.to_le_bytes());
+            }
+            let mut rela_name = b".rela".to_vec();
+            rela_name.extend_from_slice(&s.name);
+            headers.push([
+                u64::from(shstrtab.add(&rela_name)),
+                u64::from(SHT_RELA),
+                SHF_INFO_LINK | (s.flags & SHF_GROUP),
+                place(&mut out, &table, 8),
+                table.len() as u64,
+                u64::from(symtab_index),
+                u64::from(index[i]),
+                8,
+                24,
+                0,
+            ]);
+        }
+    }
+    if addrsig_index.is_some() {
+        let mut bytes = Vec::new();
+        for &r in addrsig {
+            write_uleb(&mut bytes, u64::from(final_of(r)));
+        }
+        headers.push([
+            u64::from(shstrtab.add(b".llvm_addrsig")),
+            u64::from(SHT_LLVM_ADDRSIG),
+            SHF_EXCLUDE,
+            place(&mut out, &bytes, 1),
+            bytes.len() as u64,
+            u64::from(symtab_index),
+            0,
+            1,
+            0,
+            0,
+        ]);
+    }
+    headers.push([
+        u64::from(shstrtab.add(b".symtab")),
+        u64::from(SHT_SYMTAB),
+        0,
+        place(&mut out, &symtab, 8),
+        symtab.len() as u64,
+        u64::from(strtab_index),
+        u64::from(first_global),
+        8,
+        24,
+        0,
+    ]);
+    headers.push([
+        u64::from(shstrtab.add(b".strtab")),
+        u64::from(SHT_STRTAB),
+        0,
+        place(&mut out, &strtab.bytes, 1),
+        strtab.bytes.len() as u64,
+        0,
+        0,
+        1,
+        0,
+        0,
+    ]);
+    let shstrtab_name = u64::from(shstrtab.add(b".shstrtab"));
+    let shstrtab_bytes = std::mem::take(&mut shstrtab.bytes);
+    headers.push([
+        shstrtab_name,
+        u64::from(SHT_STRTAB),
+        0,
+        place(&mut out, &shstrtab_bytes, 1),
+        shstrtab_bytes.len() as u64,
+        0,
+        0,
+        1,
+        0,
+        0,
+    ]);
+    debug_assert_eq!(headers.len() as u32, shnum);
+
+    let shoff = place(&mut out, &[], 8);
+    for h in &headers {
+        out.extend_from_slice(&(h[0] as u32).to_le_bytes()); // sh_name
+        out.extend_from_slice(&(h[1] as u32).to_le_bytes()); // sh_type
+        out.extend_from_slice(&h[2].to_le_bytes()); // sh_flags
+        out.extend_from_slice(&0u64.to_le_bytes()); // sh_addr
+        out.extend_from_slice(&h[3].to_le_bytes()); // sh_offset
+        out.extend_from_slice(&h[4].to_le_bytes()); // sh_size
+        out.extend_from_slice(&(h[5] as u32).to_le_bytes()); // sh_link
+        out.extend_from_slice(&(h[6] as u32).to_le_bytes()); // sh_info
+        out.extend_from_slice(&h[7].to_le_bytes()); // sh_addralign
+        out.extend_from_slice(&h[8].to_le_bytes()); // sh_entsize
+    }
+
+    // The ELF header: identification as the first input's.
+    out[..16].copy_from_slice(header_from.get(..16)?);
+    out[16..18].copy_from_slice(&1u16.to_le_bytes()); // ET_REL
+    out[18..20].copy_from_slice(&machine.to_le_bytes());
+    out[20..24].copy_from_slice(&1u32.to_le_bytes());
+    out[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+    out[0x30..0x34].copy_from_slice(&e_flags.to_le_bytes());
+    out[0x34..0x36].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    out[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes()); // e_shentsize
+    out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
+    out[0x3e..0x40].copy_from_slice(&(shstrtab_index as u16).to_le_bytes());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::process::Command;
+
+    fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
+        let src = dir.join(name);
+        std::fs::write(&src, source).unwrap();
+        let obj = dir.join(format!("{name}.o"));
+        let clang = if name.ends_with(".cc") {
+            "clang++-19"
+        } else {
+            "clang-19"
+        };
+        let out = Command::new(clang)
+            .args(["-O2", "-c", "-o"])
+            .arg(&obj)
+            .args(flags)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read(obj).unwrap()
+    }
+
+    fn link_and_run(dir: &Path, objects: &[&Path], cxx: bool) -> String {
+        let exe = dir.join("prog");
+        let out = Command::new(if cxx { "clang++-19" } else { "clang-19" })
+            .arg("-o")
+            .arg(&exe)
+            .args(objects)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = Command::new(&exe).output().unwrap();
+        assert!(run.status.success());
+        String::from_utf8(run.stdout).unwrap()
+    }
+
+    fn symbol_binding(object: &Path, name: &str) -> String {
+        let out = Command::new("readelf")
+            .arg("-sW")
+            .arg(object)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .map(|l| l.split_whitespace().nth(4).unwrap_or("").to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn combined_objects_link_and_run_with_statics_local_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // `counter` stands for a static the canonical stage made hidden
+        // external: local again after combining, two units keep their own.
+        let a = compile(
+            d,
+            "a.c",
+            "__attribute__((visibility(\"hidden\"))) int counter;\n\
+             static const char *names[] = {\"zero\", \"one\", \"two\"};\n\
+             const char *name_of(int i) { return names[i % 3]; }\n\
+             int bump_a(void) { return ++counter; }\n",
+            &["-fPIC"],
+        );
+        let b = compile(
+            d,
+            "b.c",
+            "#include <stdio.h>\n\
+             const char *name_of(int i); int bump_a(void);\n\
+             int bump_b(void);\n\
+             int main(void) { bump_a(); bump_a(); bump_b();\n\
+               printf(\"%s %d\\n\", name_of(bump_a()), bump_b()); return 0; }\n",
+            &["-fPIC"],
+        );
+        let c = compile(
+            d,
+            "c.c",
+            "__attribute__((visibility(\"hidden\"))) int counter;\n\
+             int bump_b(void) { return counter += 10; }\n",
+            &["-fPIC"],
+        );
+        let ab = combine(&[&a, &b], &["counter".to_string()]).expect("combined");
+        let c_local = combine(&[&c], &["counter".to_string()]).expect("localized");
+        let (ab_path, c_path) = (d.join("ab.o"), d.join("c_local.o"));
+        std::fs::write(&ab_path, &ab).unwrap();
+        std::fs::write(&c_path, &c_local).unwrap();
+        assert_eq!(symbol_binding(&ab_path, "counter"), "LOCAL");
+        assert_eq!(symbol_binding(&ab_path, "name_of"), "GLOBAL");
+        // Without localizing, the two `counter`s would be one symbol
+        // defined twice (a link error); local, each unit keeps its own.
+        assert_eq!(link_and_run(d, &[&ab_path, &c_path], false), "zero 20\n");
+    }
+
+    #[test]
+    fn comdat_groups_stay_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let inline = "inline int twice(int x) { static int calls; ++calls; return 2 * x + calls - calls; }\n";
+        let a = compile(
+            d,
+            "a.cc",
+            &format!("{inline}__attribute__((noinline)) int via_a(int x) {{ return twice(x); }}\n"),
+            &["-O0"],
+        );
+        let b = compile(
+            d,
+            "b.cc",
+            &format!(
+                "#include <cstdio>\n{inline}int via_a(int);\n\
+                 int main() {{ std::printf(\"%d %d\\n\", via_a(3), twice(4)); }}\n"
+            ),
+            &["-O0"],
+        );
+        let other = compile(
+            d,
+            "other.cc",
+            "int thrice(int x) { return 3 * x; }\n",
+            &["-O0"],
+        );
+        // Fragments of one unit: the inline function's group and its
+        // caller in one, another function in the other.
+        let combined = combine(&[&a, &other], &[]).expect("combined");
+        let path = d.join("a_other.o");
+        std::fs::write(&path, &combined).unwrap();
+        let b_path = d.join("b.cc.o");
+        std::fs::write(&b_path, &b).unwrap();
+        let groups = Command::new("readelf")
+            .arg("-gW")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let groups = String::from_utf8(groups.stdout).unwrap();
+        // `twice` and its static, each a COMDAT group the linker folds
+        // with b's copies.
+        assert_eq!(
+            groups.matches("COMDAT group section").count(),
+            2,
+            "{groups}"
+        );
+        assert_eq!(link_and_run(d, &[&path, &b_path], true), "6 8\n");
+    }
+
+    #[test]
+    fn what_it_does_not_handle_is_declined() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let x86_32 = compile(d, "m32.c", "int f(int x) { return x + 1; }\n", &["-m32"]);
+        assert!(
+            combine(&[&x86_32], &[]).is_none(),
+            "ELF32 goes to the tools"
+        );
+        assert!(combine(&[b"not an object"], &[]).is_none());
+        let ok = compile(d, "ok.c", "int g(int x) { return x * 3; }\n", &[]);
+        let mut truncated = ok.clone();
+        truncated.truncate(ok.len() / 2);
+        assert!(combine(&[&truncated], &[]).is_none());
+        assert!(combine(&[&ok], &[]).is_some());
+        // The same symbol defined twice is the linker's to report.
+        assert!(combine(&[&ok, &ok], &[]).is_none());
+    }
+}
