@@ -814,6 +814,16 @@ mod tests {
     use std::path::Path;
     use std::process::Command;
 
+    /// Runs `cmd`, failing the test with its stderr if it fails.
+    fn succeed(cmd: &mut Command) {
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
         let src = dir.join(name);
         std::fs::write(&src, source).unwrap();
@@ -823,33 +833,23 @@ mod tests {
         } else {
             "clang-19"
         };
-        let out = Command::new(clang)
-            .args(["-O2", "-c", "-o"])
-            .arg(&obj)
-            .args(flags)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(clang)
+                .args(["-O2", "-c", "-o"])
+                .arg(&obj)
+                .args(flags)
+                .arg(&src),
         );
         std::fs::read(obj).unwrap()
     }
 
     fn link_and_run(dir: &Path, objects: &[&Path], cxx: bool) -> String {
         let exe = dir.join("prog");
-        let out = Command::new(if cxx { "clang++-19" } else { "clang-19" })
-            .arg("-o")
-            .arg(&exe)
-            .args(objects)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(if cxx { "clang++-19" } else { "clang-19" })
+                .arg("-o")
+                .arg(&exe)
+                .args(objects),
         );
         let run = Command::new(&exe).output().unwrap();
         assert!(run.status.success());
