@@ -87,8 +87,18 @@ assert_eq "files outside the repository" "1" "$(ls outside | wc -l)"
 note "3. FIFO, directory, device and /dev/zero entries cost a miss, never a hang"
 "$REPOCC" --clear > /dev/null
 "$REPOCC" -O2 -c x.c -o cold.o
-mapfile -t es < <(entries)
-[ "${#es[@]}" -ge 5 ] || fail "only ${#es[@]} entries"
+# Only definitions' entries (kind byte 0 or 1 at offset 12): a warm build
+# looks each of them up. The unit's history entry is written, not read,
+# without REPOCC_EXPLAIN, and its name depends on the working directory, so
+# planting into it would make the count depend on where the test runs.
+fragment_entries() {
+  local f
+  for f in $(entries); do
+    case "$(od -An -tu1 -j12 -N1 "$f" | tr -d ' ')" in 0|1) echo "$f" ;; esac
+  done
+}
+mapfile -t es < <(fragment_entries)
+[ "${#es[@]}" -ge 5 ] || fail "only ${#es[@]} definition entries"
 plant() {
   rm -f "${es[0]}" "${es[1]}" "${es[2]}" "${es[3]}"
   mkfifo "${es[0]}"
