@@ -357,43 +357,57 @@ extern "C" void repocc_make_declaration(LLVMValueRef value) {
 
 #include <llvm/ADT/SmallPtrSet.h>
 
-// Which global values use each named function, looking through constant
-// expressions and aggregates: one "function\tuser\n" line per pair, where
-// the user is the function an instruction belongs to, or the global
-// variable or alias whose initializer holds the function. The caller frees
-// the string with LLVMDisposeMessage.
+// The global values that use `G`, looking through constant expressions
+// and aggregates: the function an instruction belongs to, or the global
+// variable or alias whose initializer holds it. One "G\tuser\n" line each.
+static void appendUsers(const GlobalValue &G, std::string &Out) {
+  SmallPtrSet<const GlobalValue *, 8> Users;
+  SmallPtrSet<const User *, 16> Visited;
+  SmallVector<const User *, 16> Work(G.user_begin(), G.user_end());
+  while (!Work.empty()) {
+    const User *U = Work.pop_back_val();
+    if (!Visited.insert(U).second)
+      continue;
+    if (auto *I = dyn_cast<Instruction>(U)) {
+      if (const Function *P = I->getFunction())
+        Users.insert(P);
+    } else if (auto *GV = dyn_cast<GlobalValue>(U)) {
+      Users.insert(GV);
+    } else {
+      for (const User *UU : U->users())
+        Work.push_back(UU);
+    }
+  }
+  for (const GlobalValue *GV : Users) {
+    if (!GV->hasName())
+      continue;
+    Out += G.getName();
+    Out += '\t';
+    Out += GV->getName();
+    Out += '\n';
+  }
+}
+
+// Which global values use each named function (see appendUsers). The
+// caller frees the string with LLVMDisposeMessage.
 extern "C" char *repocc_function_users(LLVMModuleRef module) {
   Module *M = unwrap(module);
   std::string Out;
-  for (Function &F : *M) {
-    if (!F.hasName())
-      continue;
-    SmallPtrSet<const GlobalValue *, 8> Users;
-    SmallPtrSet<const User *, 16> Visited;
-    SmallVector<const User *, 16> Work(F.user_begin(), F.user_end());
-    while (!Work.empty()) {
-      const User *U = Work.pop_back_val();
-      if (!Visited.insert(U).second)
-        continue;
-      if (auto *I = dyn_cast<Instruction>(U)) {
-        if (const Function *P = I->getFunction())
-          Users.insert(P);
-      } else if (auto *GV = dyn_cast<GlobalValue>(U)) {
-        Users.insert(GV);
-      } else {
-        for (const User *UU : U->users())
-          Work.push_back(UU);
-      }
-    }
-    for (const GlobalValue *GV : Users) {
-      if (!GV->hasName())
-        continue;
-      Out += F.getName();
-      Out += '\t';
-      Out += GV->getName();
-      Out += '\n';
-    }
-  }
+  for (Function &F : *M)
+    if (F.hasName())
+      appendUsers(F, Out);
+  return LLVMCreateMessage(Out.c_str());
+}
+
+// Which global values use each named global value — functions, variables,
+// aliases, defined or declared (see appendUsers). The caller frees the
+// string with LLVMDisposeMessage.
+extern "C" char *repocc_global_users(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::string Out;
+  for (GlobalValue &G : M->global_values())
+    if (G.hasName())
+      appendUsers(G, Out);
   return LLVMCreateMessage(Out.c_str());
 }
 

@@ -55,6 +55,7 @@ extern "C" {
     ) -> *const c_char;
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
+    fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
     fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_blockaddress_function(
@@ -189,15 +190,29 @@ pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
 /// belongs to, or the variable or alias whose initializer holds it
 /// (through constant expressions).
 pub fn function_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
-    // SAFETY: the module is alive and not modified during the call; the
-    // shim returns a string from LLVMCreateMessage, copied and disposed of
-    // here.
-    let text = unsafe {
-        let raw = repocc_function_users(module.as_mut_ptr());
-        let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
-        llvm_sys::core::LLVMDisposeMessage(raw);
-        text
-    };
+    // SAFETY: the module is alive and not modified during the call.
+    unsafe { user_pairs(module, repocc_function_users) }
+}
+
+/// `(global, user)` as [`function_users`], for every named global value
+/// (functions, variables and aliases, defined or declared).
+pub fn global_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
+    // SAFETY: as for `function_users`.
+    unsafe { user_pairs(module, repocc_global_users) }
+}
+
+/// Calls a shim function that lists `name\tuser` lines.
+///
+/// # Safety
+/// The module must be alive and not modified during the call; `shim` must
+/// return a string from LLVMCreateMessage (copied and disposed of here).
+unsafe fn user_pairs(
+    module: &inkwell::module::Module,
+    shim: unsafe extern "C" fn(llvm_sys::prelude::LLVMModuleRef) -> *mut c_char,
+) -> Vec<(String, String)> {
+    let raw = shim(module.as_mut_ptr());
+    let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+    llvm_sys::core::LLVMDisposeMessage(raw);
     text.lines()
         .filter_map(|l| l.split_once('\t'))
         .map(|(f, u)| (f.to_string(), u.to_string()))

@@ -183,3 +183,35 @@ CXX
 "$REPOCCXX" -O2 ctor.cpp -o ctor2
 assert_eq "cold" "n=2 first=0 second=1" "$(./ctor1)"
 assert_eq "warm" "n=2 first=0 second=1" "$(./ctor2)"
+
+note "statics nothing refers to are left out, and come back where stored code needs them"
+# A static table holds a reference to a static function. Build A compiles
+# both; build B calls the function directly instead (an edited version,
+# inlined, so it is dropped and stored as deleted) and leaves the table
+# out; build C uses the table again from an edited caller: the table's
+# code comes from A's entry, and the function it names must be compiled
+# although nothing compiled in C calls it.
+write_tables() { # $1: via_table's body, $2: helper's constant
+  cat > tables.c <<C
+#include <stdio.h>
+static int helper(int x) { return x * $2; }
+static int (*table[])(int) = { helper };
+static int unused_static(int x) { return x + 41; }
+__attribute__((noinline)) int via_table(int x) { return $1; }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", via_table(argc + 1)); return 0; }
+C
+}
+write_tables 'table[0](x)' 3; "$REPOCC" -O2 tables.c -o tables && assert_eq "build A" 6 "$(./tables)"
+clang-19 -O2 -c tables.c -o tables.clang.o
+"$REPOCC" -O2 -c tables.c -o tables.repocc.o
+nm tables.clang.o | has "unused_static" && fail "clang kept unused_static (the check below means nothing)"
+nm tables.repocc.o | has "unused_static" && fail "an unused static is still compiled into the object"
+write_tables 'helper(x)' 5; "$REPOCC" -O2 tables.c -o tables && assert_eq "build B" 10 "$(./tables)"
+nm tables | has " helper$" && fail "build B: the inlined helper is still in the program"
+write_tables 'table[0](x) + 1' 5
+"$REPOCC" -O2 -c tables.c -o warm.o 2> tables.err || { cat tables.err; fail "build C"; }
+"$REPOCC" warm.o -o tables || fail "build C does not link (a static stored code needs was left out)"
+assert_eq "build C" 11 "$(./tables)"
+"$REPOCC" --clear > /dev/null
+"$REPOCC" -O2 -c tables.c -o cold.o
+cmp -s warm.o cold.o || fail "build C's object differs from a cold build's"

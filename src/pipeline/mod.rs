@@ -195,6 +195,7 @@ fn run_stages(
     if options.merge_functions {
         merge::run(&unit, settings)?;
     }
+    optimize::drop_unreferenced_locals(&unit, &optimize::StoredCode::default())?;
     times.merge = t.elapsed();
 
     let t = Instant::now();
@@ -252,6 +253,7 @@ fn repository_stages(
     } else {
         merge::MergeRequirements::new()
     };
+    optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
     times.merge = t.elapsed();
 
     let t = Instant::now();

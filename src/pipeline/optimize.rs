@@ -9,12 +9,26 @@
 //! would then hold a constructor's effect while a later build, in which the
 //! constructor's body is pruned, still runs it — twice the effect for a
 //! constructor such as `n++`. Constructors always run at start-up instead.
+//!
+//! After the pipeline (and function merging), [`drop_unreferenced_locals`]
+//! removes the definitions that were `static` in the source and that
+//! nothing in the object will refer to — every call inlined, the address
+//! never taken — as clang's optimizer removes them: those are internal
+//! again for one `globaldce` run. What refers to what is the module's own
+//! references plus those of the stored code the object will hold (a
+//! stored table may need a static whose only user in this module is
+//! gone). Without it, each such function would still be compiled and
+//! linked into the program.
+
+use std::collections::{HashMap, HashSet};
 
 use anyhow::{anyhow, Result};
 use inkwell::module::Linkage;
 use inkwell::passes::PassBuilderOptions;
+use inkwell::GlobalVisibility;
 
 use super::canonical::Unit;
+use crate::llvm_shim;
 use crate::pipeline::settings::CodegenSettings;
 
 pub fn pass_builder_options(settings: &CodegenSettings) -> PassBuilderOptions {
@@ -49,6 +63,113 @@ pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {
     if let Some(c) = unit.module.get_global(HIDDEN_CTORS) {
         c.set_linkage(Linkage::Appending);
         c.set_name(CTORS);
+    }
+    result
+}
+
+/// What the object will hold besides the module's own definitions: the
+/// stored code of pruned fragments (see `prune`).
+#[derive(Debug, Default)]
+pub struct StoredCode {
+    /// Symbols that stored code certainly in the object refers to (that of
+    /// fragments that are not discardable), and definitions it needs.
+    pub roots: Vec<String>,
+    /// For each member of a discardable fragment with stored code: the
+    /// symbols that code refers to (followed where the member is needed).
+    pub references: HashMap<String, Vec<String>>,
+}
+
+/// Deletes the originally internal definitions that nothing in the object
+/// will refer to: not the module's other definitions, not stored code
+/// (`stored`), directly or through other such definitions. The survivors
+/// are hidden external again, as the rest of the pipeline expects.
+pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> {
+    let module = &unit.module;
+    let originally_local: HashSet<&str> =
+        unit.originally_local.iter().map(String::as_str).collect();
+    let discardable = |name: &str, linkage: Linkage| {
+        originally_local.contains(name)
+            || matches!(
+                linkage,
+                Linkage::LinkOnceAny | Linkage::LinkOnceODR | Linkage::AvailableExternally
+            )
+    };
+    // Definitions: name -> a root (kept whatever refers to it)?
+    let mut defined: HashMap<String, bool> = HashMap::new();
+    for f in module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+    {
+        let name = f.get_name().to_string_lossy().into_owned();
+        let root = !discardable(&name, f.get_linkage());
+        defined.insert(name, root);
+    }
+    for g in module.get_globals().filter(|g| !g.is_declaration()) {
+        let name = g.get_name().to_string_lossy().into_owned();
+        let root = !discardable(&name, g.get_linkage());
+        defined.insert(name, root);
+    }
+    // Aliases are never dropped here: what they point at stays.
+    for (alias, _, _) in llvm_shim::aliases(module) {
+        defined.insert(alias, true);
+    }
+    let mut uses: HashMap<String, Vec<String>> = HashMap::new();
+    for (used, user) in llvm_shim::global_users(module) {
+        uses.entry(user).or_default().push(used);
+    }
+    let mut live: HashSet<String> = HashSet::new();
+    let mut pending: Vec<String> = defined
+        .iter()
+        .filter(|(_, root)| **root)
+        .map(|(n, _)| n.clone())
+        .chain(stored.roots.iter().cloned())
+        .collect();
+    while let Some(name) = pending.pop() {
+        if live.contains(&name) {
+            continue;
+        }
+        if let Some(u) = uses.get(&name) {
+            pending.extend(u.iter().cloned());
+        }
+        if let Some(r) = stored.references.get(&name) {
+            pending.extend(r.iter().cloned());
+        }
+        live.insert(name);
+    }
+    let mut internal = Vec::new();
+    for name in &unit.originally_local {
+        if live.contains(name) || defined.get(name) != Some(&false) {
+            continue;
+        }
+        let global = match module.get_function(name) {
+            Some(f) => Some(f.as_global_value()),
+            None => module.get_global(name),
+        };
+        if let Some(g) = global {
+            g.set_linkage(Linkage::Internal);
+            g.set_visibility(GlobalVisibility::Default);
+            internal.push(name.as_str());
+        }
+    }
+    if internal.is_empty() {
+        return Ok(());
+    }
+    let result = module
+        .run_passes(
+            "globaldce",
+            &unit.target_machine,
+            PassBuilderOptions::create(),
+        )
+        .map_err(|e| anyhow!("removing unused definitions of {}: {e}", unit.source_name));
+    for name in internal {
+        let global = match module.get_function(name) {
+            Some(f) => Some(f.as_global_value()),
+            None => module.get_global(name),
+        };
+        if let Some(g) = global {
+            g.set_linkage(Linkage::External);
+            g.set_visibility(GlobalVisibility::Hidden);
+        }
     }
     result
 }

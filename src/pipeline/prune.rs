@@ -25,7 +25,7 @@
 //! it is compiled then. One that stays unpruned-but-deleted remains a
 //! definition, so that the optimizer can keep it if new code needs it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
@@ -76,6 +76,9 @@ pub struct PrunePlan {
     pub corrupt_entries: u64,
     /// A problem reading the repository (reported once by the caller).
     pub store_problem: Option<String>,
+    /// What the stored code the object may hold refers to (see
+    /// `optimize::drop_unreferenced_locals`).
+    pub stored_code: super::optimize::StoredCode,
 }
 
 pub fn prune_known_definitions(
@@ -94,6 +97,8 @@ pub fn prune_known_definitions(
         .map(|(i, d)| (d.name.as_str(), i))
         .collect();
     let mut plan = PrunePlan::default();
+    let originally_local: HashSet<&str> =
+        unit.originally_local.iter().map(String::as_str).collect();
     for (members, glue) in split::plan(&unit.module) {
         if glue {
             continue;
@@ -107,7 +112,7 @@ pub fn prune_known_definitions(
         if let Some(p) = found.problem {
             plan.store_problem.get_or_insert(p);
         }
-        let discardable = split::discardable(&unit.module, &members);
+        let discardable = split::discardable(&unit.module, &members, &originally_local);
         plan.fragments.push(PlannedFragment {
             members,
             key,
@@ -120,13 +125,33 @@ pub fn prune_known_definitions(
     for i in compile_deleted_but_referenced(&mut plan.fragments) {
         // The optimizer cannot see the stored code's reference: keep the
         // definition (weak_odr is the same symbol as linkonce_odr in the
-        // object, but never dropped).
+        // object, but never dropped; a static is hidden external while the
+        // optimizer runs and is kept by `required`).
         for m in &plan.fragments[i].members {
+            plan.stored_code.roots.push(m.clone());
+            if originally_local.contains(m.as_str()) {
+                continue;
+            }
             if let Some(f) = unit.module.get_function(m) {
                 f.set_linkage(inkwell::module::Linkage::WeakODR);
             } else if let Some(g) = unit.module.get_global(m) {
                 g.set_linkage(inkwell::module::Linkage::WeakODR);
             }
+        }
+    }
+
+    for f in &plan.fragments {
+        if !f.has_stored_object() {
+            continue;
+        }
+        if f.discardable {
+            for m in &f.members {
+                plan.stored_code
+                    .references
+                    .insert(m.clone(), f.references.clone());
+            }
+        } else {
+            plan.stored_code.roots.extend(f.references.iter().cloned());
         }
     }
 

@@ -152,24 +152,32 @@ pub fn count_definitions(module: &Module) -> u64 {
     (functions + globals) as u64
 }
 
-/// Whether every definition among `members` may be dropped when unused
-/// (`linkonce`: C++ inline functions, template instances and their static
-/// variables): such a fragment is in an object only where something refers
-/// to it, as clang would emit it.
-pub fn discardable(module: &Module, members: &[String]) -> bool {
+/// Whether every definition among `members` may be dropped when unused:
+/// `linkonce` ones (C++ inline functions, template instances and their
+/// static variables), and those that were internal in the source (`static`
+/// functions and variables, which the optimizer sees as hidden external
+/// ones, see `canonical`, and which `optimize::drop_unreferenced_locals`
+/// removes where nothing refers to them, as clang's optimizer would). Such
+/// a fragment is in an object only where something refers to it.
+pub fn discardable(
+    module: &Module,
+    members: &[String],
+    originally_local: &std::collections::HashSet<&str>,
+) -> bool {
     let linkonce = |l: Linkage| matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny);
     let mut any = false;
     for m in members {
+        let local = originally_local.contains(m.as_str());
         if let Some(f) = module
             .get_function(m)
             .filter(|f| f.count_basic_blocks() > 0)
         {
-            if !linkonce(f.get_linkage()) {
+            if !linkonce(f.get_linkage()) && !local {
                 return false;
             }
             any = true;
         } else if let Some(g) = module.get_global(m).filter(|g| !g.is_declaration()) {
-            if !linkonce(g.get_linkage()) {
+            if !linkonce(g.get_linkage()) && !local {
                 return false;
             }
             any = true;
