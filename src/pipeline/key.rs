@@ -22,6 +22,7 @@
 //! | colour diagnostics forced | `driver` | units | the stored stderr |
 //! | whether the unit writes its dependency file | `driver::plan` | units | the stored result holds it or not |
 //! | the source's and headers' content digests | `unit_cache::manifest` | unit results | what was compiled |
+//! | the include options, language, working directory, clang and its environment | `unit_cache::search` | search lists | the directories clang searches (relative ones from the working directory) |
 //!
 //! What is deliberately left out of fragment keys: paths of the repository,
 //! of the source (they reach the bitcode where they matter, e.g. debug
@@ -106,8 +107,41 @@ pub struct UnitKeyInputs<'a> {
 impl KeyContext {
     /// The key of a unit's manifest in the unit cache.
     pub fn unit_key(&self, u: &UnitKeyInputs) -> FragmentDigest {
+        self.hash_unit_inputs(b"repocc unit v1\0", u)
+    }
+
+    /// The key of clang's include search list for a unit's options (see
+    /// `unit_cache::search`): clang, its environment, the working
+    /// directory, the options and the language.
+    pub fn search_list_key(
+        &self,
+        clang: &str,
+        clang_identity: &str,
+        cwd: &str,
+        options: &[String],
+        language: &str,
+        env: &[(String, String)],
+    ) -> FragmentDigest {
+        let mut args = options.to_vec();
+        args.extend(["-x".to_string(), language.to_string()]);
+        self.hash_unit_inputs(
+            b"repocc search list v1\0",
+            &UnitKeyInputs {
+                clang,
+                clang_identity,
+                config: "",
+                cwd,
+                args: &args,
+                env,
+                force_color: false,
+                keeps_dep_file: false,
+            },
+        )
+    }
+
+    fn hash_unit_inputs(&self, tag: &[u8], u: &UnitKeyInputs) -> FragmentDigest {
         let mut h = blake3::Hasher::new();
-        h.update(b"repocc unit v1\0");
+        h.update(tag);
         for part in [
             self.repocc.as_str(),
             self.llvm.as_str(),
@@ -349,6 +383,73 @@ mod tests {
         let mut k = base();
         k.llvm = "19.1.8".into();
         assert_ne!(k0, k.unit_key(&inputs()), "LLVM version");
+    }
+
+    /// Each input of a search list key, changed alone, changes it; and it
+    /// is never a unit key.
+    #[test]
+    fn every_search_list_input_changes_the_search_list_key() {
+        let b = base();
+        let opts = |o: &[&str]| o.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let env = vec![("CPATH".to_string(), "/x".to_string())];
+        let key =
+            |clang: &str, id: &str, cwd: &str, o: &[&str], lang: &str, env: &[(String, String)]| {
+                b.search_list_key(clang, id, cwd, &opts(o), lang, env)
+            };
+        let k0 = key("clang-19", "d1", "/src", &["-Iinc"], "c", &env);
+        assert_eq!(k0, key("clang-19", "d1", "/src", &["-Iinc"], "c", &env));
+        let other_env = vec![("CPATH".to_string(), "/y".to_string())];
+        for (what, k) in [
+            (
+                "clang",
+                key("clang++-19", "d1", "/src", &["-Iinc"], "c", &env),
+            ),
+            (
+                "clang identity",
+                key("clang-19", "d2", "/src", &["-Iinc"], "c", &env),
+            ),
+            (
+                "working directory",
+                key("clang-19", "d1", "/other", &["-Iinc"], "c", &env),
+            ),
+            (
+                "options",
+                key("clang-19", "d1", "/src", &["-Iinc2"], "c", &env),
+            ),
+            (
+                "language",
+                key("clang-19", "d1", "/src", &["-Iinc"], "c++", &env),
+            ),
+            (
+                "environment",
+                key("clang-19", "d1", "/src", &["-Iinc"], "c", &other_env),
+            ),
+            (
+                "no environment",
+                key("clang-19", "d1", "/src", &["-Iinc"], "c", &[]),
+            ),
+        ] {
+            assert_ne!(k0, k, "{what}");
+        }
+        let mut k = base();
+        k.repocc = "0.1.0 abd".into();
+        assert_ne!(
+            k0,
+            k.search_list_key("clang-19", "d1", "/src", &opts(&["-Iinc"]), "c", &env),
+            "repocc identity"
+        );
+        let args = opts(&["-Iinc", "-x", "c"]);
+        let as_unit = b.unit_key(&UnitKeyInputs {
+            clang: "clang-19",
+            clang_identity: "d1",
+            config: "",
+            cwd: "/src",
+            args: &args,
+            env: &env,
+            force_color: false,
+            keeps_dep_file: false,
+        });
+        assert_ne!(k0, as_unit, "a search list key is never a unit key");
     }
 
     #[test]

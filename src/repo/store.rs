@@ -88,6 +88,9 @@ pub enum EntryKind {
     /// The digests of a unit's last compile, for `REPOCC_EXPLAIN` (see
     /// `pipeline::explain`).
     History,
+    /// clang's include search list for a set of options (see
+    /// `unit_cache::search`).
+    SearchList,
 }
 
 impl EntryKind {
@@ -100,6 +103,7 @@ impl EntryKind {
             EntryKind::UnitManifest => 4,
             EntryKind::UnitResult => 5,
             EntryKind::History => 6,
+            EntryKind::SearchList => 7,
         }
     }
 }
@@ -240,6 +244,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         (4, [0, 0, 0]) => EntryKind::UnitManifest,
         (5, [0, 0, 0]) => EntryKind::UnitResult,
         (6, [0, 0, 0]) => EntryKind::History,
+        (7, [0, 0, 0]) => EntryKind::SearchList,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {

@@ -52,6 +52,14 @@ const CLANG_ENVIRONMENT: &[&str] = &[
     "SDKROOT",
 ];
 
+/// The variables of [`CLANG_ENVIRONMENT`] that are set, with their values.
+fn clang_environment() -> Vec<(String, String)> {
+    CLANG_ENVIRONMENT
+        .iter()
+        .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+        .collect()
+}
+
 /// Options after which a unit is not cached: they read files the
 /// dependency list does not name, write outputs besides the object and
 /// dependency file, or pass options repocc cannot see through.
@@ -145,10 +153,7 @@ impl UnitCache<'_> {
         if std::env::var_os("REPOCC_DIGEST_REPORT").is_some() {
             return Err("REPOCC_DIGEST_REPORT is set".into());
         }
-        let env: Vec<(String, String)> = CLANG_ENVIRONMENT
-            .iter()
-            .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
-            .collect();
+        let env = clang_environment();
         let cwd = if debug_info {
             self.cwd
                 .to_str()
@@ -352,13 +357,62 @@ impl UnitCache<'_> {
         let absent = match unit.search_options {
             _ if paths.len() == 1 => Vec::new(),
             options => {
-                let list = search::search_list(self.clang, options, unit.language)
+                let list = self
+                    .search_list(options, unit.language)
                     .ok_or("clang did not print its include search list")?;
                 let candidates = search::shadow_candidates(&list, &paths, &paths[1..]);
                 search::absent_groups(&self.cwd, &candidates, start_ns - COARSE_TIME_MARGIN_NS)
             }
         };
         Ok((files, absent))
+    }
+
+    /// clang's include search list for `options`: recorded in the
+    /// repository the first time (one `clang -E -v` for all the units of a
+    /// build that share their include options, not one per unit), keyed by
+    /// everything that decides it (see `pipeline::key`), and reused while
+    /// each directory in it is still the one it was (or still missing).
+    fn search_list(&self, options: &[String], language: &str) -> Option<Vec<String>> {
+        let key = self.key.search_list_key(
+            self.clang.to_str()?,
+            self.clang_identity,
+            self.cwd.to_str()?,
+            options,
+            language,
+            &clang_environment(),
+        );
+        let stamps = |list: &[String]| -> Vec<Option<(u64, u64)>> {
+            use std::os::unix::fs::MetadataExt;
+            list.iter()
+                .map(|d| {
+                    std::fs::metadata(self.cwd.join(d))
+                        .ok()
+                        .map(|m| (m.dev(), m.ino()))
+                })
+                .collect()
+        };
+        if let Ok(Lookup::Hit(e)) = self.storage.get(&key) {
+            if e.kind == EntryKind::SearchList {
+                if let Ok((list, recorded)) =
+                    serde_json::from_slice::<(Vec<String>, Vec<Option<(u64, u64)>>)>(&e.payload)
+                {
+                    if stamps(&list) == recorded {
+                        return Some(list);
+                    }
+                }
+            }
+        }
+        let list = search::search_list(self.clang, options, language)?;
+        if let Ok(payload) = serde_json::to_vec(&(&list, stamps(&list))) {
+            let entry = Entry {
+                kind: EntryKind::SearchList,
+                metadata: Vec::new(),
+                payload,
+            };
+            // Not recorded: the next unit asks clang again.
+            let _ = self.storage.put(&key, &entry);
+        }
+        Some(list)
     }
 
     /// Preprocessor mode, for a unit compiled before whose files changed:
