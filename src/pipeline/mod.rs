@@ -18,6 +18,7 @@
 
 pub mod assemble;
 pub mod canonical;
+pub mod carve;
 pub mod clang_units;
 pub mod codegen;
 pub mod compose;

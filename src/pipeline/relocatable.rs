@@ -28,92 +28,92 @@
 
 use std::collections::HashMap;
 
-const SHT_PROGBITS: u32 = 1;
-const SHT_SYMTAB: u32 = 2;
-const SHT_STRTAB: u32 = 3;
-const SHT_RELA: u32 = 4;
-const SHT_NOTE: u32 = 7;
-const SHT_NOBITS: u32 = 8;
-const SHT_INIT_ARRAY: u32 = 14;
-const SHT_FINI_ARRAY: u32 = 15;
-const SHT_PREINIT_ARRAY: u32 = 16;
-const SHT_GROUP: u32 = 17;
-const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
-const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
-const SHF_EXECINSTR: u64 = 0x4;
-const SHF_INFO_LINK: u64 = 0x40;
-const SHF_LINK_ORDER: u64 = 0x80;
-const SHF_GROUP: u64 = 0x200;
-const SHF_COMPRESSED: u64 = 0x800;
-const SHF_EXCLUDE: u64 = 0x8000_0000;
-const SHN_UNDEF: u16 = 0;
-const SHN_LORESERVE: u16 = 0xff00;
-const SHN_ABS: u16 = 0xfff1;
-const SHN_COMMON: u16 = 0xfff2;
-const STB_LOCAL: u8 = 0;
-const STB_GLOBAL: u8 = 1;
-const STB_WEAK: u8 = 2;
-const STT_NOTYPE: u8 = 0;
-const STT_SECTION: u8 = 3;
-const EM_X86_64: u16 = 62;
-const EM_AARCH64: u16 = 183;
+pub(super) const SHT_PROGBITS: u32 = 1;
+pub(super) const SHT_SYMTAB: u32 = 2;
+pub(super) const SHT_STRTAB: u32 = 3;
+pub(super) const SHT_RELA: u32 = 4;
+pub(super) const SHT_NOTE: u32 = 7;
+pub(super) const SHT_NOBITS: u32 = 8;
+pub(super) const SHT_INIT_ARRAY: u32 = 14;
+pub(super) const SHT_FINI_ARRAY: u32 = 15;
+pub(super) const SHT_PREINIT_ARRAY: u32 = 16;
+pub(super) const SHT_GROUP: u32 = 17;
+pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
+pub(super) const SHF_EXECINSTR: u64 = 0x4;
+pub(super) const SHF_INFO_LINK: u64 = 0x40;
+pub(super) const SHF_LINK_ORDER: u64 = 0x80;
+pub(super) const SHF_GROUP: u64 = 0x200;
+pub(super) const SHF_COMPRESSED: u64 = 0x800;
+pub(super) const SHF_EXCLUDE: u64 = 0x8000_0000;
+pub(super) const SHN_UNDEF: u16 = 0;
+pub(super) const SHN_LORESERVE: u16 = 0xff00;
+pub(super) const SHN_ABS: u16 = 0xfff1;
+pub(super) const SHN_COMMON: u16 = 0xfff2;
+pub(super) const STB_LOCAL: u8 = 0;
+pub(super) const STB_GLOBAL: u8 = 1;
+pub(super) const STB_WEAK: u8 = 2;
+pub(super) const STT_NOTYPE: u8 = 0;
+pub(super) const STT_SECTION: u8 = 3;
+pub(super) const EM_X86_64: u16 = 62;
+pub(super) const EM_AARCH64: u16 = 183;
 
-fn rd<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
+pub(super) fn rd<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
     let at = usize::try_from(at).ok()?;
     b.get(at..at.checked_add(N)?)?.try_into().ok()
 }
-fn u16_at(b: &[u8], at: u64) -> Option<u16> {
+pub(super) fn u16_at(b: &[u8], at: u64) -> Option<u16> {
     rd::<2>(b, at).map(u16::from_le_bytes)
 }
-fn u32_at(b: &[u8], at: u64) -> Option<u32> {
+pub(super) fn u32_at(b: &[u8], at: u64) -> Option<u32> {
     rd::<4>(b, at).map(u32::from_le_bytes)
 }
-fn u64_at(b: &[u8], at: u64) -> Option<u64> {
+pub(super) fn u64_at(b: &[u8], at: u64) -> Option<u64> {
     rd::<8>(b, at).map(u64::from_le_bytes)
 }
-fn slice(b: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+pub(super) fn slice(b: &[u8], off: u64, len: u64) -> Option<&[u8]> {
     let off = usize::try_from(off).ok()?;
     let len = usize::try_from(len).ok()?;
     b.get(off..off.checked_add(len)?)
 }
-fn c_str(table: &[u8], at: u32) -> Option<&[u8]> {
+pub(super) fn c_str(table: &[u8], at: u32) -> Option<&[u8]> {
     let rest = table.get(at as usize..)?;
     Some(&rest[..rest.iter().position(|&c| c == 0)?])
 }
 
 #[derive(Clone, Copy)]
-struct Shdr {
-    name: u32,
-    sh_type: u32,
-    flags: u64,
-    offset: u64,
-    size: u64,
-    link: u32,
-    info: u32,
-    align: u64,
-    entsize: u64,
+pub(super) struct Shdr {
+    pub(super) name: u32,
+    pub(super) sh_type: u32,
+    pub(super) flags: u64,
+    pub(super) offset: u64,
+    pub(super) size: u64,
+    pub(super) link: u32,
+    pub(super) info: u32,
+    pub(super) align: u64,
+    pub(super) entsize: u64,
 }
 
 #[derive(Clone, Copy)]
-struct Sym {
-    name: u32,
-    info: u8,
-    other: u8,
-    shndx: u16,
-    value: u64,
-    size: u64,
+pub(super) struct Sym {
+    pub(super) name: u32,
+    pub(super) info: u8,
+    pub(super) other: u8,
+    pub(super) shndx: u16,
+    pub(super) value: u64,
+    pub(super) size: u64,
 }
 
 /// One input object, parsed and checked.
-struct Input<'a> {
-    data: &'a [u8],
-    shdrs: Vec<Shdr>,
-    shstrtab: &'a [u8],
-    strtab: &'a [u8],
-    syms: Vec<Sym>,
+pub(super) struct Input<'a> {
+    pub(super) data: &'a [u8],
+    pub(super) shdrs: Vec<Shdr>,
+    pub(super) shstrtab: &'a [u8],
+    pub(super) strtab: &'a [u8],
+    pub(super) syms: Vec<Sym>,
 }
 
-fn parse(data: &[u8]) -> Option<Input<'_>> {
+pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
     // ELF64, little endian, version 1, relocatable.
     if data.get(..7)? != [0x7f, b'E', b'L', b'F', 2, 1, 1] || u16_at(data, 16)? != 1 {
         return None;
@@ -174,36 +174,36 @@ fn parse(data: &[u8]) -> Option<Input<'_>> {
 
 /// Where an output symbol lives before final indices are known.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-enum SymRef {
+pub(super) enum SymRef {
     Local(usize),
     Global(usize),
 }
 
 #[derive(Clone)]
-struct OutSym {
-    name: Vec<u8>,
-    info: u8,
-    other: u8,
+pub(super) struct OutSym {
+    pub(super) name: Vec<u8>,
+    pub(super) info: u8,
+    pub(super) other: u8,
     /// `None`: undefined, absolute or common (kept in `special`).
-    section: Option<usize>,
-    special: u16,
-    value: u64,
-    size: u64,
+    pub(super) section: Option<usize>,
+    pub(super) special: u16,
+    pub(super) value: u64,
+    pub(super) size: u64,
 }
 
-struct OutRela {
-    offset: u64,
-    sym: Option<SymRef>,
-    r_type: u32,
-    addend: i64,
+pub(super) struct OutRela {
+    pub(super) offset: u64,
+    pub(super) sym: Option<SymRef>,
+    pub(super) r_type: u32,
+    pub(super) addend: i64,
 }
 
-enum Member {
+pub(super) enum Member {
     Section(usize),
     RelaOf(usize),
 }
 
-enum Content {
+pub(super) enum Content {
     Data(Vec<u8>),
     Bss(u64),
     Group {
@@ -213,14 +213,14 @@ enum Content {
     },
 }
 
-struct OutSection {
-    name: Vec<u8>,
-    sh_type: u32,
-    flags: u64,
-    align: u64,
-    entsize: u64,
-    content: Content,
-    relas: Vec<OutRela>,
+pub(super) struct OutSection {
+    pub(super) name: Vec<u8>,
+    pub(super) sh_type: u32,
+    pub(super) flags: u64,
+    pub(super) align: u64,
+    pub(super) entsize: u64,
+    pub(super) content: Content,
+    pub(super) relas: Vec<OutRela>,
 }
 
 impl OutSection {
@@ -520,7 +520,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String]) -> Option<Vec<u8>> {
     )
 }
 
-fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
+pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
     let mut v = 0u64;
     for (i, &byte) in b.iter().enumerate().take(10) {
         v |= u64::from(byte & 0x7f) << (7 * i);
@@ -531,7 +531,7 @@ fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
-fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
     loop {
         let byte = (v & 0x7f) as u8;
         v >>= 7;
@@ -572,7 +572,7 @@ impl Strings {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn write(
+pub(super) fn write(
     header_from: &[u8],
     machine: u16,
     e_flags: u32,

@@ -22,6 +22,7 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::FileType;
 
 use super::canonical::{self, Unit};
+use super::carve;
 use crate::llvm_shim;
 use crate::pipeline::settings::CodegenSettings;
 
@@ -52,6 +53,26 @@ fn references_of(module: &Module) -> Vec<String> {
     out.sort();
     out.dedup();
     out
+}
+
+/// The symbols LLVM lists as address-significant compiling `module`: the
+/// globals with a use that are not `unnamed_addr` (nor thread-local or
+/// intrinsics), as `AsmPrinter` decides.
+fn address_significant(module: &Module) -> std::collections::HashSet<String> {
+    use inkwell::values::{BasicValue, GlobalValue, UnnamedAddress};
+    let significant = |g: GlobalValue| {
+        g.as_pointer_value().get_first_use().is_some()
+            && !g.is_thread_local()
+            && g.get_unnamed_address() == UnnamedAddress::None
+    };
+    module
+        .get_functions()
+        .map(|f| f.as_global_value())
+        .chain(module.get_globals())
+        .filter(|g| significant(*g))
+        .map(|g| g.get_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("llvm."))
+        .collect()
 }
 
 /// The fragments of the optimized module, as lists of member names. The
@@ -197,77 +218,178 @@ pub fn any_defined(module: &Module, members: &[String]) -> bool {
     })
 }
 
-/// Extracts the given fragments and compiles them on `jobs` workers, in
-/// the order given.
+/// What a worker needs to build a target machine of its own.
+struct TargetSpec {
+    triple: String,
+    cpu: String,
+    features: String,
+    pic: bool,
+}
+
+impl TargetSpec {
+    fn of(unit: &Unit) -> TargetSpec {
+        let tm = &unit.target_machine;
+        TargetSpec {
+            triple: (unit.module.get_triple().as_str())
+                .to_string_lossy()
+                .into_owned(),
+            cpu: tm.get_cpu().to_string_lossy().into_owned(),
+            features: tm.get_feature_string().to_string_lossy().into_owned(),
+            pic: unit.module.get_flag("PIC Level").is_some(),
+        }
+    }
+
+    fn machine(&self, settings: &CodegenSettings) -> Result<inkwell::targets::TargetMachine> {
+        canonical::target_machine(&self.triple, &self.cpu, &self.features, self.pic, settings)
+    }
+}
+
+/// Compiles the given fragments, in the order given: carved out of one
+/// code generation per worker (see `carve`) where the carver handles them,
+/// one module each otherwise (debug info, the glue, what it declines).
+/// Either way a fragment's bytes depend only on the fragment, never on how
+/// many workers ran or what was compiled with it.
 pub fn emit_groups(
     unit: &Unit,
     settings: &CodegenSettings,
     jobs: usize,
     plan: Vec<(Vec<String>, bool)>,
 ) -> Result<Vec<Fragment>> {
-    let cpu = unit.target_machine.get_cpu().to_string_lossy().into_owned();
-    let features = unit
-        .target_machine
-        .get_feature_string()
-        .to_string_lossy()
-        .into_owned();
-    let triple = unit.module.get_triple();
-    let triple = triple.as_str().to_string_lossy().into_owned();
-    let reloc_pic = unit.module.get_flag("PIC Level").is_some();
+    let target = TargetSpec::of(unit);
+    let jobs = workers_now(jobs);
+    let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
+    let mut done: Vec<Option<Fragment>> = plan.iter().map(|_| None).collect();
+    // Not with debug info: a fragment's compile unit must be its own to be
+    // trimmed (see `llvm_shim::trim_debug_units`).
+    if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
+        emit_carved(unit, settings, &target, jobs, &plan, &mut done)?;
+    }
+    let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
+    let compiled = if jobs <= 1 && !debug_info {
+        // One worker (the other cores are busy with other units): right
+        // here, in the unit's context with its target machine — no bitcode
+        // round trip, no target machine per fragment.
+        rest.iter()
+            .map(|&i| emit_in_unit(unit, &plan[i]))
+            .collect::<Result<Vec<_>>>()?
+    } else {
+        let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
+        emit_in_workers(unit, settings, &target, jobs, &items)?
+    };
+    for (i, f) in rest.into_iter().zip(compiled) {
+        done[i] = Some(f);
+    }
+    done.into_iter()
+        .map(|f| f.ok_or_else(|| anyhow!("a fragment was not compiled")))
+        .collect()
+}
 
-    let bitcodes: Vec<(Vec<String>, bool, Vec<u8>)> = plan
-        .into_iter()
+/// One fragment extracted and compiled in the unit's context.
+fn emit_in_unit(unit: &Unit, (members, glue): &(Vec<String>, bool)) -> Result<Fragment> {
+    let names: Vec<&str> = members.iter().map(String::as_str).collect();
+    let module = llvm_shim::extract_definitions(&unit.module, &names, *glue);
+    let references = references_of(&module);
+    let object = unit
+        .target_machine
+        .write_to_memory_buffer(&module, FileType::Object)
+        .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
+    let mut object = object.as_slice().to_vec();
+    if !glue {
+        unname_file_symbols(&mut object);
+    }
+    Ok(Fragment {
+        members: members.clone(),
+        glue: *glue,
+        object,
+        references,
+    })
+}
+
+/// Fragments extracted one module each and compiled by `jobs` workers,
+/// each in an LLVM context of its own (DESIGN.md: modules are not `Send`).
+fn emit_in_workers(
+    unit: &Unit,
+    settings: &CodegenSettings,
+    target: &TargetSpec,
+    jobs: usize,
+    items: &[&(Vec<String>, bool)],
+) -> Result<Vec<Fragment>> {
+    let bitcodes: Vec<Vec<u8>> = items
+        .iter()
         .map(|(members, glue)| {
             let names: Vec<&str> = members.iter().map(String::as_str).collect();
-            let m = llvm_shim::extract_definitions(&unit.module, &names, glue);
-            let bc = m.write_bitcode_to_memory().as_slice().to_vec();
-            (members, glue, bc)
+            let m = llvm_shim::extract_definitions(&unit.module, &names, *glue);
+            m.write_bitcode_to_memory().as_slice().to_vec()
         })
         .collect();
+    type Work<'a> = (&'a (Vec<String>, bool), Vec<u8>);
+    let work: Vec<Work> = items.iter().copied().zip(bitcodes).collect();
+    run_workers(&work, jobs, |((members, glue), bc)| {
+        let what = members.join(",");
+        let (object, references) = compile_bitcode(bc, &what, target, settings, Some(*glue))?;
+        let mut object = object;
+        if !glue {
+            unname_file_symbols(&mut object);
+        }
+        Ok(Fragment {
+            members: members.clone(),
+            glue: *glue,
+            object,
+            references,
+        })
+    })
+}
 
-    let emit = |(members, glue, bc): &(Vec<String>, bool, Vec<u8>)| -> Result<Fragment> {
-        llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
-            let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
-            let module = Module::parse_bitcode_from_buffer(&buffer, context)
-                .map_err(|e| anyhow!("reading fragment {}: {e}", members.join(",")))?;
-            llvm_shim::trim_debug_units(&module, *glue);
-            let references = references_of(&module);
-            let tm = canonical::target_machine(&triple, &cpu, &features, reloc_pic, settings)?;
-            let object = tm
-                .write_to_memory_buffer(&module, FileType::Object)
-                .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
-            if let Some(d) = sink.first() {
-                return Err(super::BackendDiagnostic(d).into());
-            }
-            let mut object = object.as_slice().to_vec();
-            if !*glue {
-                unname_file_symbols(&mut object);
-            }
-            Ok(Fragment {
-                members: members.clone(),
-                glue: *glue,
-                object,
-                references,
-            })
-        })
-    };
-    // Plain scoped threads, not a rayon pool: this runs inside the driver's
-    // rayon workers, and a worker waiting on another pool may steal a
-    // queued unit that then blocks on a jobserver token this unit holds.
+/// Compiles a module given as bitcode in a context of its own; with
+/// `trim` (a fragment module: is it the glue?), its debug compile units
+/// are trimmed first. The object and the module's references.
+fn compile_bitcode(
+    bc: &[u8],
+    what: &str,
+    target: &TargetSpec,
+    settings: &CodegenSettings,
+    trim: Option<bool>,
+) -> Result<(Vec<u8>, Vec<String>)> {
+    llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
+        let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
+        let module = Module::parse_bitcode_from_buffer(&buffer, context)
+            .map_err(|e| anyhow!("reading {what}: {e}"))?;
+        if let Some(glue) = trim {
+            llvm_shim::trim_debug_units(&module, glue);
+        }
+        let references = references_of(&module);
+        let object = target
+            .machine(settings)?
+            .write_to_memory_buffer(&module, FileType::Object)
+            .map_err(|e| anyhow!("generating code for {what}: {e}"))?;
+        if let Some(d) = sink.first() {
+            return Err(super::BackendDiagnostic(d).into());
+        }
+        Ok((object.as_slice().to_vec(), references))
+    })
+}
+
+/// `work(item)` for every item on up to `jobs` threads; results in order.
+/// Plain scoped threads, not a rayon pool: this runs inside the driver's
+/// rayon workers, and a worker waiting on another pool may steal a queued
+/// unit that then blocks on a jobserver token this unit holds.
+fn run_workers<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<std::sync::Mutex<Option<Result<Fragment>>>> = bitcodes
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
-    let workers = jobs.clamp(1, bitcodes.len().max(1));
+    let results: Vec<std::sync::Mutex<Option<Result<R>>>> =
+        items.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let workers = jobs.clamp(1, items.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..workers {
             std::thread::Builder::new()
                 .stack_size(16 << 20)
                 .spawn_scoped(scope, || loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(item) = bitcodes.get(i) else { break };
-                    let r = emit(item);
+                    let Some(item) = items.get(i) else { break };
+                    let r = work(item);
                     if let Ok(mut slot) = results[i].lock() {
                         *slot = Some(r);
                     }
@@ -285,6 +407,204 @@ pub fn emit_groups(
                 .unwrap_or_else(|| Err(anyhow!("a code generation worker failed")))
         })
         .collect()
+}
+
+/// The non-glue fragments of `plan` compiled in one code generation per
+/// worker (contiguous chunks of about equal size) and carved out of the
+/// objects (see `carve`); what the carver declines stays `None` in `done`.
+fn emit_carved(
+    unit: &Unit,
+    settings: &CodegenSettings,
+    target: &TargetSpec,
+    jobs: usize,
+    plan: &[(Vec<String>, bool)],
+    done: &mut [Option<Fragment>],
+) -> Result<()> {
+    let own: Vec<usize> = (0..plan.len()).filter(|&i| !plan[i].1).collect();
+    if own.is_empty() {
+        return Ok(());
+    }
+    // What each fragment's IR refers to, and which of those symbols have a
+    // significant address, from the fragment on its own (as compiling it
+    // alone would have it): the references decide which stored
+    // discardable fragments an object takes (a constant copied into
+    // immediates still counts), and the whole module's address-significance
+    // table depends on what else it holds.
+    let mut references = Vec::with_capacity(own.len());
+    let mut specs = Vec::with_capacity(own.len());
+    let mut weights = Vec::with_capacity(own.len());
+    for &i in &own {
+        let members = &plan[i].0;
+        let names: Vec<&str> = members.iter().map(String::as_str).collect();
+        let module = llvm_shim::extract_definitions(&unit.module, &names, false);
+        references.push(references_of(&module));
+        weights.push(
+            1 + module
+                .get_functions()
+                .map(|f| u64::from(f.count_basic_blocks()))
+                .sum::<u64>(),
+        );
+        specs.push(carve::FragmentSpec {
+            members: members.clone(),
+            address_significant: address_significant(&module),
+        });
+    }
+    let sectioned = CodegenSettings {
+        function_sections: true,
+        data_sections: true,
+        unique_section_names: true,
+        ..settings.clone()
+    };
+    // Code and data are compiled apart: the code generator folds what a
+    // constant it can see the initializer of holds into the code reading
+    // it (a string copied with immediate stores), so a function compiled
+    // beside another fragment's constant would not come out as it does
+    // beside a declaration — as when that constant is stored. A fragment
+    // with both code and a constant (rare: a label table with its
+    // function) is compiled on its own.
+    let mut code = Vec::new();
+    let mut data = Vec::new();
+    for (pos, spec) in specs.iter().enumerate() {
+        let function = spec
+            .members
+            .iter()
+            .any(|m| (unit.module.get_function(m)).is_some_and(|f| f.count_basic_blocks() > 0));
+        let constant = spec.members.iter().any(|m| {
+            (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
+        });
+        match (function, constant) {
+            (true, true) => {}
+            (true, false) => code.push(pos),
+            (false, _) => data.push(pos),
+        }
+    }
+    let code_weights: Vec<u64> = code.iter().map(|&p| weights[p]).collect();
+    let mut groups: Vec<Vec<usize>> = balanced_chunks(&code_weights, jobs)
+        .into_iter()
+        .map(|r| code[r].to_vec())
+        .collect();
+    if !data.is_empty() {
+        groups.push(data);
+    }
+    let group_module = |group: &[usize]| {
+        let names: Vec<&str> = group
+            .iter()
+            .flat_map(|&p| specs[p].members.iter().map(String::as_str))
+            .collect();
+        let module = llvm_shim::extract_definitions(&unit.module, &names, false);
+        add_last_unwind_record(&module);
+        module
+    };
+    let objects: Vec<Vec<u8>> = if jobs <= 1 {
+        let machine = target.machine(&sectioned)?;
+        groups
+            .iter()
+            .map(|g| {
+                let object = machine
+                    .write_to_memory_buffer(&group_module(g), FileType::Object)
+                    .map_err(|e| anyhow!("generating code for the unit's new fragments: {e}"))?;
+                Ok(object.as_slice().to_vec())
+            })
+            .collect::<Result<_>>()?
+    } else {
+        let bitcodes: Vec<Vec<u8>> = groups
+            .iter()
+            .map(|g| {
+                group_module(g)
+                    .write_bitcode_to_memory()
+                    .as_slice()
+                    .to_vec()
+            })
+            .collect();
+        run_workers(&bitcodes, jobs, |bc| {
+            compile_bitcode(bc, "the unit's new fragments", target, &sectioned, None)
+                .map(|(object, _)| object)
+        })?
+    };
+    let naming = carve::SectionNaming {
+        function_sections: settings.function_sections,
+        data_sections: settings.data_sections,
+        unique_section_names: settings.unique_section_names,
+    };
+    for (group, object) in groups.iter().zip(&objects) {
+        let group_specs: Vec<&carve::FragmentSpec> = group.iter().map(|&p| &specs[p]).collect();
+        let Some(carved) = carve::carve(object, &group_specs, naming) else {
+            continue;
+        };
+        for (&pos, object) in group.iter().zip(carved) {
+            if let Some(object) = object {
+                done[own[pos]] = Some(Fragment {
+                    members: specs[pos].members.clone(),
+                    glue: false,
+                    object,
+                    references: std::mem::take(&mut references[pos]),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds an empty local function after all others, so that its unwind
+/// record is the object's last: LLVM pads the last record of `.eh_frame`
+/// to the section's alignment, the others to 4 bytes, and a fragment's
+/// records must not depend on where they stood (`carve` takes them as
+/// they are). No fragment claims it.
+fn add_last_unwind_record(module: &Module) {
+    let context = module.get_context();
+    let function = module.add_function(
+        "repocc.carve.end",
+        context.void_type().fn_type(&[], false),
+        Some(Linkage::Internal),
+    );
+    let builder = context.create_builder();
+    builder.position_at_end(context.append_basic_block(function, "entry"));
+    let _ = builder.build_return(None);
+}
+
+/// `weights` cut into at most `n` contiguous ranges of about equal weight.
+fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {
+    let total: u64 = weights.iter().sum();
+    let n = n.clamp(1, weights.len().max(1)) as u64;
+    let mut chunks = Vec::new();
+    let (mut start, mut sum) = (0, 0u64);
+    for (i, w) in weights.iter().enumerate() {
+        sum += w;
+        let k = chunks.len() as u64 + 1;
+        if k < n && sum * n >= total * k {
+            chunks.push(start..i + 1);
+            start = i + 1;
+        }
+    }
+    if start < weights.len() {
+        chunks.push(start..weights.len());
+    }
+    chunks
+}
+
+/// How many code generation workers to start now, at most `jobs`: one,
+/// unless cores are idle. The kernel's count of runnable threads
+/// (`/proc/loadavg`, this one included) says how many: a lone big unit gets
+/// the idle cores, units compiled side by side (`make -jN`) keep one each
+/// instead of crowding the cores with threads. (Under make, compilers are
+/// not given the jobserver, so it cannot be asked.)
+fn workers_now(jobs: usize) -> usize {
+    if jobs <= 1 {
+        return 1;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let running = std::fs::read_to_string("/proc/loadavg").ok().and_then(|s| {
+        s.split_whitespace()
+            .nth(3)?
+            .split('/')
+            .next()?
+            .parse::<usize>()
+            .ok()
+    });
+    match running {
+        Some(r) => jobs.min(1 + cpus.saturating_sub(r.max(1))),
+        None => jobs,
+    }
 }
 
 /// Turns the (empty) STT_FILE symbol LLVM writes into every object into an
@@ -340,5 +660,29 @@ pub fn unname_file_symbols(object: &mut [u8]) {
             }
             at += entsize;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balanced_chunks;
+
+    #[test]
+    fn chunks_are_contiguous_and_about_equal() {
+        assert_eq!(balanced_chunks(&[1, 1, 1, 1], 2), vec![0..2, 2..4]);
+        // One heavy fragment gets a worker of its own.
+        assert_eq!(balanced_chunks(&[10, 1, 1, 1], 2), vec![0..1, 1..4]);
+        assert_eq!(balanced_chunks(&[1, 1, 1], 1), vec![0..3]);
+        // Never more chunks than fragments, never an empty one.
+        assert_eq!(balanced_chunks(&[5, 5], 4), vec![0..1, 1..2]);
+        assert_eq!(
+            balanced_chunks(&[], 3),
+            Vec::<std::ops::Range<usize>>::new()
+        );
+        let chunks = balanced_chunks(&[3, 1, 4, 1, 5, 9, 2, 6], 3);
+        assert_eq!(chunks.len(), 3);
+        assert_eq!(chunks.first().unwrap().start, 0);
+        assert_eq!(chunks.last().unwrap().end, 8);
+        assert!(chunks.windows(2).all(|w| w[0].end == w[1].start));
     }
 }

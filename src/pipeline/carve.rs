@@ -1,0 +1,1167 @@
+//! Stage 6, one code generation per unit: the fragments carved out of one
+//! object. Compiling each fragment as a module of its own costs a code
+//! generation pipeline, an object writer and a section table per fragment
+//! (1.67x the whole module's code generation on lua's lapi.c); here the
+//! unit's new fragments are compiled together, with a section per function
+//! and per datum, and each fragment's object is cut out of that one object
+//! by section, symbol and relocation.
+//!
+//! A fragment's object holds the sections defining its members, every
+//! section those reach through relocations to local symbols (the
+//! optimizer's local helpers: switch tables, specialized clones — copied
+//! into each fragment that uses them, as the per-fragment compile does),
+//! its own pieces of the shared mergeable constant and string sections,
+//! its functions' unwind records (CIE and FDEs, `.eh_frame` rebuilt), its
+//! COMDAT groups and the address-significance entries of what it refers
+//! to. A reference to another fragment's definition becomes an undefined
+//! symbol. Everything is laid out in the order the fragment's own members
+//! reach it, so a fragment's bytes do not depend on what else was
+//! compiled with it (invariant 4: the same definitions give the same
+//! object, whatever the repository held).
+//!
+//! Without `-ffunction-sections`/`-fdata-sections` the per-symbol section
+//! names are renamed back to those clang would use (`.text.f` → `.text`,
+//! `.text.unlikely.f` → `.text.unlikely.`), so the composed object has
+//! clang's sections.
+//!
+//! Anything not understood — a section that would be lost or shared, a
+//! relocation in an unwind record other than the function's address
+//! (personality, LSDA: C++ exceptions), another class or byte order —
+//! returns `None`, and the caller compiles fragment by fragment as before.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::relocatable::{
+    c_str, parse, slice, u32_at, u64_at, write, Content, Input, Member, OutRela, OutSection,
+    OutSym, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
+    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB,
+    SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE, STT_SECTION,
+};
+
+const SHF_ALLOC: u64 = 0x2;
+const SHF_MERGE: u64 = 0x10;
+const SHF_STRINGS: u64 = 0x20;
+const SHF_EXECINSTR: u64 = 0x4;
+const SHT_REL: u32 = 9;
+const STT_FUNC: u8 = 2;
+const STT_TLS: u8 = 6;
+
+/// How the per-symbol sections of the whole-unit object are named in the
+/// fragments: as compiled (`true`), or as clang names them without
+/// `-ffunction-sections` (functions, jump tables) or `-fdata-sections`
+/// (variables), or with `-fno-unique-section-names`.
+#[derive(Clone, Copy, Debug)]
+pub struct SectionNaming {
+    pub function_sections: bool,
+    pub data_sections: bool,
+    pub unique_section_names: bool,
+}
+
+/// Section name prefixes clang uses without a trailing dot when it does not
+/// give each symbol a section of its own.
+const PLAIN_PREFIXES: &[&[u8]] = &[
+    b".text",
+    b".rodata",
+    b".data",
+    b".bss",
+    b".tdata",
+    b".tbss",
+    b".data.rel.ro",
+    b".data.rel",
+    b".data.rel.local",
+    b".data.rel.ro.local",
+    b".ldata",
+    b".lbss",
+    b".lrodata",
+];
+
+/// One relocation of the whole object.
+#[derive(Clone, Copy)]
+struct Rela {
+    offset: u64,
+    sym: usize,
+    r_type: u32,
+    addend: i64,
+}
+
+/// One record of `.eh_frame`.
+struct UnwindRecord {
+    start: u64,
+    len: u64,
+    /// For an FDE: the start of its CIE, and its relocation (the
+    /// function's address).
+    fde: Option<(u64, Rela)>,
+    /// Whether it has other relocations (a personality routine, an LSDA:
+    /// C++ exceptions), which are not handled here.
+    unsupported: bool,
+}
+
+/// The whole object, indexed for carving.
+struct Whole<'a> {
+    input: Input<'a>,
+    machine: u16,
+    e_flags: u32,
+    relas: Vec<Vec<Rela>>,
+    group_of: Vec<Option<usize>>,
+    symbols_in: Vec<Vec<usize>>,
+    global_named: HashMap<&'a [u8], usize>,
+    /// Mergeable sections shared by all functions (constant pools, strings).
+    shared: Vec<bool>,
+    eh_frame: Option<usize>,
+    unwind: Vec<UnwindRecord>,
+    fdes_of: HashMap<usize, Vec<usize>>,
+    /// Whether the object has an address-significance table.
+    addrsig: bool,
+}
+
+fn index(data: &[u8]) -> Option<Whole<'_>> {
+    let input = parse(data)?;
+    let machine = super::relocatable::u16_at(data, 18)?;
+    if !matches!(machine, EM_X86_64 | EM_AARCH64) {
+        return None;
+    }
+    let e_flags = u32_at(data, 0x30)?;
+    let n = input.shdrs.len();
+    let symtab = input.shdrs.iter().position(|s| s.sh_type == SHT_SYMTAB)?;
+    let mut relas = vec![Vec::new(); n];
+    let mut group_of = vec![None; n];
+    let mut shared = vec![false; n];
+    let mut eh_frame = None;
+    let mut addrsig = false;
+    for (i, s) in input.shdrs.iter().enumerate().skip(1) {
+        let name = c_str(input.shstrtab, s.name)?;
+        match s.sh_type {
+            SHT_REL => return None,
+            SHT_RELA => {
+                if s.entsize != 24 || s.link as usize != symtab {
+                    return None;
+                }
+                let target = relas.get_mut(s.info as usize)?;
+                for e in slice(data, s.offset, s.size)?.chunks_exact(24) {
+                    let info = u64_at(e, 8)?;
+                    target.push(Rela {
+                        offset: u64_at(e, 0)?,
+                        sym: (info >> 32) as usize,
+                        r_type: info as u32,
+                        addend: u64_at(e, 16)? as i64,
+                    });
+                }
+            }
+            SHT_GROUP => {
+                for w in slice(data, s.offset, s.size)?.chunks_exact(4).skip(1) {
+                    *group_of.get_mut(u32_at(w, 0)? as usize)? = Some(i);
+                }
+            }
+            SHT_LLVM_ADDRSIG => addrsig = true,
+            _ if name == b".eh_frame" && matches!(s.sh_type, SHT_PROGBITS | SHT_X86_64_UNWIND) => {
+                eh_frame = Some(i)
+            }
+            _ => {}
+        }
+    }
+    for (i, s) in input.shdrs.iter().enumerate().skip(1) {
+        if s.flags & SHF_MERGE != 0 && s.flags & SHF_ALLOC != 0 && group_of[i].is_none() {
+            if s.entsize == 0 || s.sh_type != SHT_PROGBITS {
+                return None;
+            }
+            shared[i] = true;
+        }
+    }
+    let mut symbols_in = vec![Vec::new(); n];
+    let mut global_named = HashMap::new();
+    for (k, sym) in input.syms.iter().enumerate().skip(1) {
+        if sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
+            symbols_in.get_mut(sym.shndx as usize)?.push(k);
+        }
+        if sym.info >> 4 != STB_LOCAL && sym.shndx != SHN_UNDEF {
+            global_named.insert(c_str(input.strtab, sym.name)?, k);
+        }
+    }
+    let mut unwind = Vec::new();
+    let mut fdes_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    if let Some(e) = eh_frame {
+        let h = input.shdrs[e];
+        let bytes = slice(data, h.offset, h.size)?;
+        let mut by_offset: HashMap<u64, Rela> = HashMap::new();
+        for r in &relas[e] {
+            by_offset.insert(r.offset, *r);
+        }
+        let mut offsets: Vec<u64> = by_offset.keys().copied().collect();
+        offsets.sort();
+        let mut at = 0u64;
+        let mut claimed = 0usize;
+        while at < bytes.len() as u64 {
+            let len = u64::from(u32_at(bytes, at)?);
+            if len == 0xffff_ffff || len == 0 {
+                return None;
+            }
+            let total = len.checked_add(4)?;
+            let id = u32_at(bytes, at + 4)?;
+            let inside =
+                offsets.partition_point(|&o| o < at + total) - offsets.partition_point(|&o| o < at);
+            claimed += inside;
+            let fde = if id == 0 {
+                None
+            } else {
+                let cie = (at + 4).checked_sub(u64::from(id))?;
+                let r = *by_offset.get(&(at + 8))?;
+                let sym = input.syms.get(r.sym)?;
+                if sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE {
+                    return None;
+                }
+                fdes_of
+                    .entry(sym.shndx as usize)
+                    .or_default()
+                    .push(unwind.len());
+                Some((cie, r))
+            };
+            let expected = usize::from(fde.is_some());
+            unwind.push(UnwindRecord {
+                start: at,
+                len: total,
+                fde,
+                unsupported: inside != expected,
+            });
+            at += total;
+        }
+        // Every relocation belongs to a record.
+        if claimed != relas[e].len() {
+            return None;
+        }
+    }
+    Some(Whole {
+        input,
+        machine,
+        e_flags,
+        relas,
+        group_of,
+        symbols_in,
+        global_named,
+        shared,
+        eh_frame,
+        unwind,
+        fdes_of,
+        addrsig,
+    })
+}
+
+/// Whether section `i` of the whole object is something a fragment must
+/// claim (code or data), as opposed to bookkeeping every object has.
+fn is_content(w: &Whole, i: usize) -> bool {
+    let s = &w.input.shdrs[i];
+    s.flags & SHF_ALLOC != 0
+        && !w.shared[i]
+        && Some(i) != w.eh_frame
+        && !matches!(
+            s.sh_type,
+            SHT_RELA | SHT_SYMTAB | SHT_STRTAB | SHT_GROUP | SHT_LLVM_ADDRSIG
+        )
+}
+
+/// One fragment to cut out: its members, and the symbols whose address is
+/// significant in it (what LLVM would list compiling the fragment alone:
+/// the whole object's table depends on the other fragments).
+pub struct FragmentSpec {
+    pub members: Vec<String>,
+    pub address_significant: HashSet<String>,
+}
+
+/// Cuts `whole` (one object holding the definitions of all `fragments`,
+/// compiled with a section per function and datum) into one object per
+/// fragment. `None` for a fragment: it has something not handled here
+/// (decided by the fragment alone, so that it is compiled the other way
+/// whatever it was compiled with); `None` for all: the object is not one
+/// handled here.
+pub fn carve(
+    whole: &[u8],
+    fragments: &[&FragmentSpec],
+    naming: SectionNaming,
+) -> Option<Vec<Option<Vec<u8>>>> {
+    let w = index(whole)?;
+    let mut claimed = vec![false; w.input.shdrs.len()];
+    let mut out = Vec::with_capacity(fragments.len());
+    for spec in fragments {
+        let mut b = Builder::new(&w, spec, naming);
+        let object = b.build();
+        if object.is_some() {
+            for &i in b.out_of.keys() {
+                claimed[i] = true;
+            }
+        } else {
+            // Compiled on its own instead: its definitions are not lost.
+            for m in &spec.members {
+                if let Some(&k) = w.global_named.get(m.as_bytes()) {
+                    let section = w.input.syms[k].shndx as usize;
+                    if let Some(c) = claimed.get_mut(section) {
+                        *c = true;
+                    }
+                }
+            }
+        }
+        out.push(object);
+    }
+    // Nothing may be lost: every member's code or data is somewhere.
+    // (Sections of local helpers are copied where used; what the code
+    // generator adds, such as `DW.ref.__gxx_personality_v0`, comes with
+    // the fragments compiled on their own that need it.)
+    let members: HashSet<&[u8]> = fragments
+        .iter()
+        .flat_map(|f| f.members.iter().map(|m| m.as_bytes()))
+        .collect();
+    for (i, s) in w.input.shdrs.iter().enumerate().skip(1) {
+        let defines_member = w.symbols_in[i].iter().any(|&k| {
+            let sym = w.input.syms[k];
+            sym.info >> 4 != STB_LOCAL
+                && c_str(w.input.strtab, sym.name).is_some_and(|n| members.contains(n))
+        });
+        if is_content(&w, i) && s.size > 0 && defines_member && !claimed[i] {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// One fragment's object under construction.
+struct Builder<'w, 'a> {
+    w: &'w Whole<'a>,
+    members: HashSet<&'w [u8]>,
+    address_significant: &'w HashSet<String>,
+    naming: SectionNaming,
+    sections: Vec<OutSection>,
+    /// Input section → output section.
+    out_of: HashMap<usize, usize>,
+    order: Vec<usize>,
+    queue: VecDeque<usize>,
+    locals: Vec<OutSym>,
+    section_symbol: HashMap<usize, usize>,
+    globals: Vec<OutSym>,
+    /// Input symbol → output symbol, for named symbols.
+    symbol_of: HashMap<usize, SymRef>,
+    /// (input section, start) → (output section, local symbol, start there).
+    pieces: HashMap<(usize, u64), (usize, usize, u64)>,
+    /// Shared input section → its output section.
+    pool_of: HashMap<usize, usize>,
+    /// Names of this fragment's functions (jump tables are named after them).
+    function_names: HashSet<&'a [u8]>,
+}
+
+impl<'w, 'a> Builder<'w, 'a> {
+    fn new(w: &'w Whole<'a>, spec: &'w FragmentSpec, naming: SectionNaming) -> Self {
+        Builder {
+            w,
+            members: spec.members.iter().map(|m| m.as_bytes()).collect(),
+            address_significant: &spec.address_significant,
+            naming,
+            sections: Vec::new(),
+            out_of: HashMap::new(),
+            order: Vec::new(),
+            queue: VecDeque::new(),
+            locals: Vec::new(),
+            section_symbol: HashMap::new(),
+            globals: Vec::new(),
+            symbol_of: HashMap::new(),
+            pieces: HashMap::new(),
+            pool_of: HashMap::new(),
+            function_names: HashSet::new(),
+        }
+    }
+
+    fn name_of(&self, k: usize) -> Option<&'a [u8]> {
+        c_str(self.w.input.strtab, self.w.input.syms.get(k)?.name)
+    }
+
+    fn build(&mut self) -> Option<Vec<u8>> {
+        let w = self.w;
+        // The members, in the order given; a COMDAT group comes whole.
+        let mut names: Vec<&[u8]> = self.members.iter().copied().collect();
+        names.sort();
+        let mut roots: Vec<usize> = Vec::new();
+        let mut groups: Vec<usize> = Vec::new();
+        for name in names {
+            let Some(&k) = w.global_named.get(name) else {
+                continue; // not in the object (nothing to emit)
+            };
+            let sym = w.input.syms[k];
+            if sym.info & 0xf == STT_FUNC {
+                self.function_names.insert(c_str(w.input.strtab, sym.name)?);
+            }
+            let section = sym.shndx as usize;
+            if sym.shndx == SHN_COMMON {
+                self.define_global(k, None, sym.value)?;
+                continue;
+            }
+            if sym.shndx == SHN_ABS || sym.shndx >= SHN_LORESERVE {
+                return None;
+            }
+            if let Some(g) = w.group_of[section] {
+                if !groups.contains(&g) {
+                    groups.push(g);
+                    let h = w.input.shdrs[g];
+                    for m in slice(w.input.data, h.offset, h.size)?
+                        .chunks_exact(4)
+                        .skip(1)
+                    {
+                        let m = u32_at(m, 0)? as usize;
+                        if w.input.shdrs.get(m)?.sh_type != SHT_RELA {
+                            roots.push(m);
+                        }
+                    }
+                }
+            } else if w.shared[section] {
+                // A member inside a constant pool: a piece with its symbol.
+                let (out, _, at) = self.piece(section, sym.value, Some(sym.size))?;
+                self.define_global(k, Some(out), at)?;
+                continue;
+            }
+            roots.push(section);
+        }
+        for r in roots {
+            self.include(r)?;
+        }
+        while let Some(i) = self.queue.pop_front() {
+            self.copy_section(i)?;
+        }
+        for g in groups {
+            self.group(g)?;
+        }
+        self.unwind_records()?;
+        if self.sections.is_empty() && self.globals.is_empty() {
+            // Nothing of this fragment reached the object.
+            return write(
+                w.input.data,
+                w.machine,
+                w.e_flags,
+                &[],
+                &[],
+                &[],
+                &|_| false,
+                &[],
+            );
+        }
+        self.sections.push(OutSection {
+            name: b".note.GNU-stack".to_vec(),
+            sh_type: SHT_PROGBITS,
+            flags: 0,
+            align: 1,
+            entsize: 0,
+            content: Content::Data(Vec::new()),
+            relas: Vec::new(),
+        });
+        let significant = |s: &OutSym| {
+            w.addrsig
+                && std::str::from_utf8(&s.name).is_ok_and(|n| self.address_significant.contains(n))
+        };
+        let addrsig: Vec<SymRef> = (self.locals.iter().enumerate())
+            .filter(|(_, s)| significant(s))
+            .map(|(i, _)| SymRef::Local(i))
+            .chain(
+                (self.globals.iter().enumerate())
+                    .filter(|(_, s)| significant(s))
+                    .map(|(i, _)| SymRef::Global(i)),
+            )
+            .collect();
+        write(
+            w.input.data,
+            w.machine,
+            w.e_flags,
+            &self.sections,
+            &self.locals,
+            &self.globals,
+            &|_| false,
+            &addrsig,
+        )
+    }
+
+    /// Includes input section `i` (once): an output section is reserved now,
+    /// filled when its turn in the queue comes.
+    fn include(&mut self, i: usize) -> Option<usize> {
+        if let Some(&o) = self.out_of.get(&i) {
+            return Some(o);
+        }
+        let w = self.w;
+        let s = w.input.shdrs.get(i)?;
+        if !is_content(w, i) {
+            return None;
+        }
+        // A section holding another fragment's definition cannot be copied.
+        for &k in &w.symbols_in[i] {
+            let sym = w.input.syms[k];
+            if sym.info >> 4 != STB_LOCAL && !self.members.contains(self.name_of(k)?) {
+                return None;
+            }
+        }
+        // Only the fragment's own COMDAT groups: another group's local
+        // symbols cannot be referred to from outside it.
+        if let Some(g) = w.group_of[i] {
+            if !self.group_is_ours(g) {
+                return None;
+            }
+        }
+        let name = self.output_name(i)?;
+        self.sections.push(OutSection {
+            name,
+            sh_type: s.sh_type,
+            flags: s.flags,
+            align: s.align.max(1),
+            entsize: s.entsize,
+            content: Content::Bss(0),
+            relas: Vec::new(),
+        });
+        let o = self.sections.len() - 1;
+        self.out_of.insert(i, o);
+        self.order.push(i);
+        self.queue.push_back(i);
+        Some(o)
+    }
+
+    /// Whether some member of this fragment lives in group `g`.
+    fn group_is_ours(&self, g: usize) -> bool {
+        let w = self.w;
+        let h = w.input.shdrs[g];
+        let Some(words) = slice(w.input.data, h.offset, h.size) else {
+            return false;
+        };
+        words.chunks_exact(4).skip(1).any(|m| {
+            u32_at(m, 0).is_some_and(|m| {
+                w.symbols_in.get(m as usize).is_some_and(|ks| {
+                    ks.iter()
+                        .any(|&k| self.name_of(k).is_some_and(|n| self.members.contains(n)))
+                })
+            })
+        })
+    }
+
+    /// The name section `i` gets in the fragment (see the module comment).
+    fn output_name(&self, i: usize) -> Option<Vec<u8>> {
+        let w = self.w;
+        let name = c_str(w.input.shstrtab, w.input.shdrs[i].name)?;
+        if w.group_of[i].is_some() {
+            return Some(name.to_vec());
+        }
+        let mut candidates: Vec<(&[u8], bool)> = w.symbols_in[i]
+            .iter()
+            .filter_map(|&k| {
+                let sym = w.input.syms[k];
+                let n = c_str(w.input.strtab, sym.name)?;
+                (sym.info & 0xf != STT_SECTION && !n.is_empty())
+                    .then_some((n, sym.info & 0xf == STT_FUNC))
+            })
+            .collect();
+        candidates.extend(self.function_names.iter().map(|n| (*n, true)));
+        for (suffix, is_function) in candidates {
+            let Some(prefix) = name.strip_suffix(suffix).and_then(|p| p.strip_suffix(b".")) else {
+                continue;
+            };
+            let own = self.naming.unique_section_names
+                && if is_function {
+                    self.naming.function_sections
+                } else {
+                    self.naming.data_sections
+                };
+            if own || prefix.is_empty() {
+                return Some(name.to_vec());
+            }
+            let mut renamed = prefix.to_vec();
+            if !PLAIN_PREFIXES.contains(&prefix) {
+                renamed.push(b'.');
+            }
+            return Some(renamed);
+        }
+        Some(name.to_vec())
+    }
+
+    /// Copies input section `i`'s bytes, symbols and relocations.
+    fn copy_section(&mut self, i: usize) -> Option<()> {
+        let w = self.w;
+        let o = self.out_of[&i];
+        let s = w.input.shdrs[i];
+        self.sections[o].content = if s.sh_type == SHT_NOBITS {
+            Content::Bss(s.size)
+        } else {
+            Content::Data(slice(w.input.data, s.offset, s.size)?.to_vec())
+        };
+        for &k in &w.symbols_in[i] {
+            let sym = w.input.syms[k];
+            let name = self.name_of(k)?;
+            if sym.info & 0xf == STT_SECTION {
+                continue;
+            }
+            if sym.info >> 4 == STB_LOCAL {
+                // Temporary labels are not kept (references to them become
+                // section-relative, as the assembler makes them).
+                if !name.starts_with(b".L") && !name.is_empty() {
+                    self.locals.push(OutSym {
+                        name: name.to_vec(),
+                        info: sym.info,
+                        other: sym.other,
+                        section: Some(o),
+                        special: 0,
+                        value: sym.value,
+                        size: sym.size,
+                    });
+                    self.symbol_of
+                        .insert(k, SymRef::Local(self.locals.len() - 1));
+                }
+            } else {
+                self.define_global(k, Some(o), sym.value)?;
+            }
+        }
+        let mut relas = Vec::with_capacity(w.relas[i].len());
+        for r in w.relas[i].clone() {
+            relas.push(self.relocation(r)?);
+        }
+        self.sections[o].relas = relas;
+        Some(())
+    }
+
+    /// A member's global symbol, defined in output section `section`.
+    fn define_global(&mut self, k: usize, section: Option<usize>, value: u64) -> Option<()> {
+        let sym = self.w.input.syms[k];
+        let name = self.name_of(k)?;
+        if !self.members.contains(name) {
+            return None;
+        }
+        if let Some(SymRef::Global(g)) = self.symbol_of.get(&k) {
+            let g = &mut self.globals[*g];
+            g.section = section;
+            g.value = value;
+            return Some(());
+        }
+        self.globals.push(OutSym {
+            name: name.to_vec(),
+            info: sym.info,
+            other: sym.other,
+            section,
+            special: if section.is_some() { 0 } else { sym.shndx },
+            value,
+            size: sym.size,
+        });
+        self.symbol_of
+            .insert(k, SymRef::Global(self.globals.len() - 1));
+        Some(())
+    }
+
+    /// The output form of relocation `r`.
+    fn relocation(&mut self, r: Rela) -> Option<OutRela> {
+        if r.sym == 0 {
+            return Some(OutRela {
+                offset: r.offset,
+                sym: None,
+                r_type: r.r_type,
+                addend: r.addend,
+            });
+        }
+        let (target, addend) = self.target(r.sym, r.addend)?;
+        Some(OutRela {
+            offset: r.offset,
+            sym: Some(target),
+            r_type: r.r_type,
+            addend,
+        })
+    }
+
+    /// What a reference to input symbol `k` with `addend` becomes.
+    fn target(&mut self, k: usize, addend: i64) -> Option<(SymRef, i64)> {
+        let w = self.w;
+        let sym = *w.input.syms.get(k)?;
+        let bind = sym.info >> 4;
+        if let Some(&r) = self.symbol_of.get(&k) {
+            return Some((r, addend));
+        }
+        let name = self.name_of(k)?;
+        if bind != STB_LOCAL {
+            if self.members.contains(name) {
+                // A member not reached yet (its section comes later).
+                let section = sym.shndx as usize;
+                if w.shared.get(section).copied().unwrap_or(false) {
+                    let (out, _, at) = self.piece(section, sym.value, Some(sym.size))?;
+                    self.define_global(k, Some(out), at)?;
+                } else if sym.shndx == SHN_COMMON {
+                    self.define_global(k, None, sym.value)?;
+                } else {
+                    let o = self.include(section)?;
+                    self.define_global(k, Some(o), sym.value)?;
+                }
+                return Some((self.symbol_of[&k], addend));
+            }
+            // Another fragment's definition, or an undefined symbol.
+            let undefined_bind = if bind == STB_WEAK {
+                STB_WEAK
+            } else {
+                STB_GLOBAL
+            };
+            // An undefined symbol is untyped, unless thread-local (the
+            // linker checks that TLS references meet a TLS definition).
+            let kind = if sym.info & 0xf == STT_TLS {
+                STT_TLS
+            } else {
+                STT_NOTYPE
+            };
+            let info = if sym.shndx == SHN_UNDEF {
+                sym.info
+            } else {
+                (undefined_bind << 4) | kind
+            };
+            self.globals.push(OutSym {
+                name: name.to_vec(),
+                info,
+                other: sym.other,
+                section: None,
+                special: SHN_UNDEF,
+                value: 0,
+                size: 0,
+            });
+            let r = SymRef::Global(self.globals.len() - 1);
+            self.symbol_of.insert(k, r);
+            return Some((r, addend));
+        }
+        if sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE {
+            return None;
+        }
+        let section = sym.shndx as usize;
+        let is_section = sym.info & 0xf == STT_SECTION;
+        if w.shared[section] {
+            let start = if is_section {
+                u64::try_from(addend).ok()?
+            } else {
+                sym.value
+            };
+            let size = (!is_section && sym.size > 0).then_some(sym.size);
+            let (_, local, _) = self.piece(section, start, size)?;
+            // The piece's symbol stands where the piece starts; the
+            // reference keeps its distance from it.
+            let piece_start = self.piece_input_start(section, start) as i64;
+            let new_addend = if is_section {
+                addend - piece_start
+            } else {
+                addend + start as i64 - piece_start
+            };
+            return Some((SymRef::Local(local), new_addend));
+        }
+        let o = self.include(section)?;
+        let s = self.section_symbol_of(o);
+        let value = if is_section { 0 } else { sym.value as i64 };
+        Some((SymRef::Local(s), addend + value))
+    }
+
+    fn section_symbol_of(&mut self, o: usize) -> usize {
+        *self.section_symbol.entry(o).or_insert_with(|| {
+            self.locals.push(OutSym {
+                name: Vec::new(),
+                info: STT_SECTION,
+                other: 0,
+                section: Some(o),
+                special: 0,
+                value: 0,
+                size: 0,
+            });
+            self.locals.len() - 1
+        })
+    }
+
+    /// Where the piece holding `offset` of shared section `i` starts.
+    fn piece_input_start(&self, i: usize, offset: u64) -> u64 {
+        let s = self.w.input.shdrs[i];
+        if s.flags & SHF_STRINGS != 0 {
+            offset
+        } else {
+            offset - offset % s.entsize
+        }
+    }
+
+    /// The piece of shared section `i` at `offset` (a constant: one entry;
+    /// a string: up to and including its terminator, or `size` bytes), in
+    /// this fragment's copy of the section: (output section, its local
+    /// symbol, offset there).
+    fn piece(&mut self, i: usize, offset: u64, size: Option<u64>) -> Option<(usize, usize, u64)> {
+        let w = self.w;
+        let start = self.piece_input_start(i, offset);
+        if let Some(&p) = self.pieces.get(&(i, start)) {
+            return Some(p);
+        }
+        let s = w.input.shdrs[i];
+        let data = slice(w.input.data, s.offset, s.size)?;
+        let rest = data.get(usize::try_from(start).ok()?..)?;
+        let len = if s.flags & SHF_STRINGS != 0 {
+            match size {
+                Some(n) => n,
+                None => {
+                    let unit = usize::try_from(s.entsize).ok()?;
+                    let end = rest
+                        .chunks(unit)
+                        .position(|c| c.len() == unit && c.iter().all(|&b| b == 0))?;
+                    ((end + 1) * unit) as u64
+                }
+            }
+        } else {
+            s.entsize
+        };
+        let bytes = rest.get(..usize::try_from(len).ok()?)?;
+        let out = match self.pool_of.get(&i) {
+            Some(&o) => o,
+            None => {
+                self.sections.push(OutSection {
+                    name: c_str(w.input.shstrtab, s.name)?.to_vec(),
+                    sh_type: s.sh_type,
+                    flags: s.flags,
+                    align: s.align.max(1),
+                    entsize: s.entsize,
+                    content: Content::Data(Vec::new()),
+                    relas: Vec::new(),
+                });
+                let o = self.sections.len() - 1;
+                self.pool_of.insert(i, o);
+                o
+            }
+        };
+        let Content::Data(d) = &mut self.sections[out].content else {
+            return None;
+        };
+        let at = (d.len() as u64).next_multiple_of(s.align.max(1));
+        d.resize(at as usize, 0);
+        d.extend_from_slice(bytes);
+        // Pieces are plain bytes: a relocation inside one is not handled.
+        if w.relas[i]
+            .iter()
+            .any(|r| r.offset >= start && r.offset < start + len)
+        {
+            return None;
+        }
+        self.locals.push(OutSym {
+            name: Vec::new(),
+            info: STT_NOTYPE,
+            other: 0,
+            section: Some(out),
+            special: 0,
+            value: at,
+            size: 0,
+        });
+        let p = (out, self.locals.len() - 1, at);
+        self.pieces.insert((i, start), p);
+        Some(p)
+    }
+
+    /// The output form of group section `g`.
+    fn group(&mut self, g: usize) -> Option<()> {
+        let w = self.w;
+        let h = w.input.shdrs[g];
+        let words = slice(w.input.data, h.offset, h.size)?;
+        let flag = u32_at(words, 0)?;
+        let (signature, _) = self.target(h.info as usize, 0)?;
+        let mut members = Vec::new();
+        for m in words.chunks_exact(4).skip(1) {
+            let m = u32_at(m, 0)? as usize;
+            let sh = w.input.shdrs.get(m)?;
+            members.push(if sh.sh_type == SHT_RELA {
+                Member::RelaOf(*self.out_of.get(&(sh.info as usize))?)
+            } else {
+                Member::Section(*self.out_of.get(&m)?)
+            });
+        }
+        self.sections.push(OutSection {
+            name: c_str(w.input.shstrtab, h.name)?.to_vec(),
+            sh_type: SHT_GROUP,
+            flags: h.flags & !SHF_GROUP,
+            align: 4,
+            entsize: 4,
+            content: Content::Group {
+                flag,
+                signature,
+                members,
+            },
+            relas: Vec::new(),
+        });
+        Some(())
+    }
+
+    /// `.eh_frame` for the fragment's code: each included section's FDEs in
+    /// order, each preceded by its CIE the first time.
+    fn unwind_records(&mut self) -> Option<()> {
+        let w = self.w;
+        let Some(e) = w.eh_frame else {
+            return Some(());
+        };
+        let h = w.input.shdrs[e];
+        let bytes = slice(w.input.data, h.offset, h.size)?;
+        let by_start: HashMap<u64, usize> = w
+            .unwind
+            .iter()
+            .enumerate()
+            .map(|(n, r)| (r.start, n))
+            .collect();
+        let mut data: Vec<u8> = Vec::new();
+        let mut relas = Vec::new();
+        let mut cie_at: HashMap<u64, u64> = HashMap::new();
+        for i in self.order.clone() {
+            if self.w.input.shdrs[i].flags & SHF_EXECINSTR == 0 {
+                continue;
+            }
+            for &n in w.fdes_of.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
+                let record = &w.unwind[n];
+                let (cie, rela) = record.fde?;
+                if record.unsupported {
+                    return None;
+                }
+                let cie_out = match cie_at.get(&cie) {
+                    Some(&c) => c,
+                    None => {
+                        let c = &w.unwind[*by_start.get(&cie)?];
+                        if c.fde.is_some() || c.unsupported {
+                            return None;
+                        }
+                        let at = data.len() as u64;
+                        let record = bytes.get(c.start as usize..(c.start + c.len) as usize)?;
+                        data.extend_from_slice(&padded(record)?);
+                        cie_at.insert(cie, at);
+                        at
+                    }
+                };
+                let at = data.len() as u64;
+                let mut fde = bytes
+                    .get(record.start as usize..(record.start + record.len) as usize)?
+                    .to_vec();
+                let pointer = u32::try_from(at + 4 - cie_out).ok()?;
+                fde[4..8].copy_from_slice(&pointer.to_le_bytes());
+                data.extend_from_slice(&padded(&fde)?);
+                let mut r = self.relocation(Rela {
+                    offset: at + 8,
+                    ..rela
+                })?;
+                r.offset = at + 8;
+                relas.push(r);
+            }
+        }
+        if data.is_empty() {
+            return Some(());
+        }
+        self.sections.push(OutSection {
+            name: b".eh_frame".to_vec(),
+            sh_type: h.sh_type,
+            flags: h.flags,
+            align: h.align.max(1),
+            entsize: h.entsize,
+            content: Content::Data(data),
+            relas,
+        });
+        Some(())
+    }
+}
+
+/// An unwind record padded (with `DW_CFA_nop`s, its length adjusted) to a
+/// multiple of the address size, as LLVM ends a section's last record:
+/// fragments' `.eh_frame` sections are concatenated at 8-byte boundaries,
+/// and a gap between records would read as the zero terminator.
+fn padded(record: &[u8]) -> Option<Vec<u8>> {
+    let mut out = record.to_vec();
+    out.resize(record.len().next_multiple_of(8), 0);
+    let len = u32::try_from(out.len() - 4).ok()?;
+    out.get_mut(..4)?.copy_from_slice(&len.to_le_bytes());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Runs `cmd`; fails the test with its stderr if it fails; its stderr.
+    fn succeed(cmd: &mut Command) -> String {
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
+    }
+
+    /// `source` compiled as repocc compiles a unit's new fragments.
+    fn whole(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
+        let src = dir.join(name);
+        std::fs::write(&src, source).unwrap();
+        let obj = dir.join(format!("{name}.o"));
+        let clang = if name.ends_with(".cc") {
+            "clang++-19"
+        } else {
+            "clang-19"
+        };
+        succeed(
+            Command::new(clang)
+                .args(["-c", "-ffunction-sections", "-fdata-sections", "-o"])
+                .arg(&obj)
+                .args(flags)
+                .arg(&src),
+        );
+        std::fs::read(obj).unwrap()
+    }
+
+    fn spec(members: &[&str], significant: &[&str]) -> FragmentSpec {
+        FragmentSpec {
+            members: members.iter().map(|m| m.to_string()).collect(),
+            address_significant: significant.iter().map(|m| m.to_string()).collect(),
+        }
+    }
+
+    fn names(object: &Path, flag: &str) -> String {
+        let out = Command::new("readelf")
+            .arg(flag)
+            .arg("-W")
+            .arg(object)
+            .output();
+        String::from_utf8(out.unwrap().stdout).unwrap()
+    }
+
+    const UNIT: &str = r#"
+#include <stdio.h>
+__thread int per_thread = 5;
+int counter;
+static const char *const names[] = {"zero", "one", "two", "three"};
+__attribute__((noinline)) static double scaled(double x) { return x * 3.25 + 0.5; }
+double pick(double x, int k) {
+  switch (k) {
+  case 0: return scaled(x); case 1: return x * 7.5; case 2: return x - 0.125;
+  case 3: return x / 9.75; case 4: return 2.0; default: return scaled(-x);
+  }
+}
+const char *name_of(int i) { counter++; return names[i & 3]; }
+__attribute__((cold, noinline)) void complain(const char *what) { fprintf(stderr, "bad %s\n", what); }
+int main(int argc, char **argv) {
+  (void)argv;
+  if (argc > 5) complain("argc");
+  per_thread += argc;
+  printf("%s %.3f %.3f %s %d %d\n", name_of(2), pick(1.0, 0), pick(2.0, 3), name_of(7),
+         counter, per_thread);
+  return 0;
+}
+"#;
+
+    #[test]
+    fn carved_fragments_link_run_and_unwind() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let w = whole(d, "unit.c", UNIT, &["-O2", "-fPIC"]);
+        let members = [
+            "per_thread",
+            "counter",
+            "pick",
+            "name_of",
+            "complain",
+            "main",
+        ];
+        let owned: Vec<FragmentSpec> = members.iter().map(|m| spec(&[m], &[])).collect();
+        let specs: Vec<&FragmentSpec> = owned.iter().collect();
+        let naming = SectionNaming {
+            function_sections: false,
+            data_sections: false,
+            unique_section_names: true,
+        };
+        let objects: Vec<Vec<u8>> = carve(&w, &specs, naming)
+            .expect("carved")
+            .into_iter()
+            .map(|o| o.expect("every fragment carved"))
+            .collect();
+        assert_eq!(objects.len(), members.len());
+        let mut paths = Vec::new();
+        for (m, o) in members.iter().zip(&objects) {
+            let p = d.join(format!("{m}.o"));
+            std::fs::write(&p, o).unwrap();
+            paths.push(p);
+        }
+        // Sections are named as without -ffunction-sections; the cold
+        // function keeps its prefix; the static helper is copied in.
+        let pick = names(&paths[2], "-S");
+        assert!(
+            pick.contains(" .text ") && !pick.contains(".text.pick"),
+            "{pick}"
+        );
+        assert!(pick.contains(".rodata.cst8"), "{pick}");
+        assert!(names(&paths[4], "-S").contains(".text.unlikely. "));
+        assert!(names(&paths[2], "-s").contains(" scaled"));
+        assert!(names(&paths[0], "-S").contains(".tdata"));
+        // GNU ld reads every unwind record (a gap would be an error here).
+        let exe = d.join("prog");
+        let stderr = succeed(
+            Command::new("clang-19")
+                .args(["-fuse-ld=bfd", "-Wl,--eh-frame-hdr", "-o"])
+                .arg(&exe)
+                .args(&paths),
+        );
+        assert!(!stderr.contains("eh_frame"), "{stderr}");
+        let run = Command::new(&exe).output().unwrap();
+        assert_eq!(
+            String::from_utf8(run.stdout).unwrap(),
+            "two 3.750 0.205 three 2 6\n"
+        );
+        // Combined into one object, as composition does, it links too.
+        let refs: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
+        let one = super::super::relocatable::combine(&refs, &[]).expect("combined");
+        std::fs::write(d.join("one.o"), one).unwrap();
+        succeed(
+            Command::new("clang-19")
+                .args(["-fuse-ld=bfd", "-Wl,--eh-frame-hdr", "-o"])
+                .arg(d.join("prog1"))
+                .arg(d.join("one.o")),
+        );
+        let run = Command::new(d.join("prog1")).output().unwrap();
+        assert_eq!(
+            String::from_utf8(run.stdout).unwrap(),
+            "two 3.750 0.205 three 2 6\n"
+        );
+    }
+
+    #[test]
+    fn a_fragment_does_not_depend_on_what_was_compiled_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let g = "int g(int x) { static const double k[] = {1.5, 2.5, 3.5};\n\
+                 return f(x) + (int)k[x & 1] + puts(\"g\") + puts(\"shared\"); }\n";
+        let head = "int puts(const char *); int f(int);\n";
+        let with_f = format!(
+            "{head}int f(int x) {{ return puts(\"shared\") + puts(\"f only\") + x; }}\n{g}"
+        );
+        let alone = format!("{head}{g}");
+        let a = whole(d, "a.c", &with_f, &["-O0", "-fPIC"]);
+        let b = whole(d, "b.c", &alone, &["-O0", "-fPIC"]);
+        let naming = SectionNaming {
+            function_sections: false,
+            data_sections: false,
+            unique_section_names: true,
+        };
+        let from_a = carve(&a, &[&spec(&["f"], &["f"]), &spec(&["g"], &["f"])], naming).unwrap();
+        let from_b = carve(&b, &[&spec(&["g"], &["f"])], naming).unwrap();
+        let g_alone = from_b[0].as_ref().unwrap();
+        assert_eq!(from_a[1].as_ref().unwrap(), g_alone);
+        // f is an undefined, address-significant symbol of g's fragment.
+        std::fs::write(d.join("g.o"), g_alone).unwrap();
+        assert!(names(&d.join("g.o"), "-s").contains("UND f"));
+    }
+
+    #[test]
+    fn declines_what_it_does_not_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let naming = SectionNaming {
+            function_sections: true,
+            data_sections: true,
+            unique_section_names: true,
+        };
+        // C++ unwind records name a personality routine: that fragment is
+        // declined, the other one carved, whatever is compiled with them.
+        let cxx = whole(
+            d,
+            "t.cc",
+            "void may_throw(int);\n\
+             int run(int x) { try { may_throw(x); } catch (...) { return 1; } return 0; }\n\
+             extern \"C\" int plain(int x) { return x + 1; }\n",
+            &["-O2"],
+        );
+        let carved = carve(
+            &cxx,
+            &[&spec(&["_Z3runi"], &[]), &spec(&["plain"], &[])],
+            naming,
+        )
+        .unwrap();
+        assert!(carved[0].is_none());
+        assert!(carved[1].is_some());
+        // Not a recognized object: declined as a whole.
+        assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_none());
+    }
+}
