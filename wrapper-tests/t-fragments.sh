@@ -46,3 +46,22 @@ for prog in $started; do
   esac
 done
 has " T main" < <(nm traced.o) || fail "the traced object lacks main"
+
+# New fragments are carved out of one code generation per worker: the
+# object is the same whatever the number of workers (one, or two where a
+# core is idle), it is not the one compiling each fragment as a module of
+# its own gives (so carving happened), and both run as clang's build.
+for j in 1 2; do
+  REPOCC_DIR="$SCRATCH/repo-j$j" REPOCC_JOBS=$j REPOCC_UNIT_CACHE=false \
+    "$REPOCC" -O2 -pthread -c "$P/features.c" -o "features-j$j.o" || fail "compile with $j workers"
+done
+cmp -s features-j1.o features-j2.o || fail "the object depends on the number of code generation workers"
+REPOCC_DIR="$SCRATCH/repo-one-each" REPOCC_NO_CARVE=1 REPOCC_UNIT_CACHE=false \
+  "$REPOCC" -O2 -pthread -c "$P/features.c" -o features-one-each.o || fail "compile without carving"
+cmp -s features-j1.o features-one-each.o && fail "REPOCC_NO_CARVE made no difference: nothing was carved"
+clang-19 -O2 -pthread -c "$P/features-helper.c" -o helper.clang.o
+for o in features-j1.o features-one-each.o; do
+  clang-19 -pthread "$o" helper.clang.o -lm -o "prog-$o"
+  assert_eq "program from $o" "$(./c.clang)" "$(./prog-$o)"
+done
+note "carved objects: the same with 1 and 2 workers, and run as clang's"
