@@ -13,7 +13,9 @@ runs and as a ratio to clang-19's time for the same scenario:
               incremental `make`
 
 for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). Only the build step is
-timed (not CMake's configure step). Projects: lua5.4 (make), cjson (CMake),
+timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
+its header edit swaps the two stores of `setobj` in lobject.h, which most
+functions use: a full recompile), zlib (configure + make), cjson (CMake),
 sqlite3 (the amalgamation and its shell; no header scenario), fmtlib (C++,
 CMake; slow, only when named).
 
@@ -159,10 +161,45 @@ class Lua(Project):
         )
 
     def edit_header(self, n):
+        # The two stores of setobj swapped: the same behaviour, different
+        # code in most functions of every unit (a full recompile).
         edit_file(
-            self.tree / "src/llimits.h",
-            "#define luai_numadd(L,a,b)      ((a)+(b))",
-            f"#define luai_numadd(L,a,b)      ((a)+(b)+0)  /* edit {n} */",
+            self.tree / "src/lobject.h",
+            "io1->value_ = io2->value_; settt_(io1, io2->tt_);",
+            "settt_(io1, io2->tt_); io1->value_ = io2->value_;",
+        )
+
+
+class Zlib(Project):
+    name = "zlib"
+
+    def source(self):
+        return fetch("debian", "zlib", "--skip-patches")
+
+    def prepare(self):
+        super().prepare()
+        env = dict(self.tool.env, CC=self.tool.make_cc(), CFLAGS=self.flags)
+        sh(["./configure"], cwd=self.tree, env=env)
+
+    def build(self):
+        sh(["make", f"-j{JOBS}"], cwd=self.tree, env=self.tool.env)
+
+    def clean(self):
+        sh(["make", "clean"], cwd=self.tree, env=self.tool.env)
+
+    def edit(self, n):
+        edit_file(
+            self.tree / "adler32.c",
+            "    /* split Adler-32 into component sums */",
+            f"    /* split Adler-32 into component sums (edit {n}) */\n    adler += {n} - {n};",
+        )
+
+    def edit_header(self, n):
+        # Every unit includes zutil.h; TRY_FREE's test spelled differently.
+        edit_file(
+            self.tree / "zutil.h",
+            "#define TRY_FREE(s, p) {if (p) ZFREE(s, p);}",
+            "#define TRY_FREE(s, p) {if ((p) != Z_NULL) ZFREE(s, p);}",
         )
 
 
@@ -277,7 +314,7 @@ class Sqlite(Project):
         )
 
 
-PROJECTS = {"lua": Lua, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
+PROJECTS = {"lua": Lua, "zlib": Zlib, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
 
 
 def measure(project_cls, flags, tool_name, runs, work):

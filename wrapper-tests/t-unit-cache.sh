@@ -196,10 +196,15 @@ note "REPOCC_EXPLAIN: $(grep -c 'explain ex.c: compiled' explain.err) definition
 
 # Preprocessor mode: a comment edited in a header leaves the preprocessed
 # text as it was, so the result recorded for it is reused (without -g: debug
-# information keeps the original columns, so -g units compile again).
+# information keeps the original columns, so -g units compile again). The
+# compile before changed tokens and was not preprocessed, so the first
+# comment edit compiles (preprocessed, its text recorded); the next hits.
 edit inc/value.h '#define VALUE 7 /* a comment */'
 h=$(hits)
 assert_eq "after a comment edit" 12 "$(REPOCC_EXPLAIN=1 build -O2 -Iinc -DEXTRA=5)"
+assert_eq "the first comment edit after a token edit" "$h" "$(hits)"
+edit inc/value.h '#define VALUE 7 /* a comment, edited */'
+assert_eq "after another comment edit" 12 "$(REPOCC_EXPLAIN=1 build -O2 -Iinc -DEXTRA=5)"
 assert_eq "a comment-only header edit is a hit" $((h + 1)) "$(hits)"
 has 'unit cache hit in preprocessor mode \(inc/value.h changed\)' < out.log \
   || fail "the preprocessor-mode hit is not explained: $(cat out.log)"
@@ -209,7 +214,11 @@ h=$(hits)
 assert_eq "a comment edit with -g" 12 "$(build -g -O2 -Iinc -DEXTRA=5)"
 assert_eq "with -g, preprocessor mode is not used" "$h" "$(hits)"
 edit inc/value.h '#define VALUE 8 /* another comment */'
-assert_eq "a real edit after comment edits" 13 "$(build -O2 -Iinc -DEXTRA=5)"
+assert_eq "a real edit after comment edits" 13 "$(REPOCC_EXPLAIN=1 build -O2 -Iinc -DEXTRA=5)"
+# A change to tokens, not only comments: not preprocessed first (that pass
+# over every header would almost never find a result), compiled at once.
+has 'inc/value.h changed, beyond comments and layout' < out.log \
+  || fail "a token edit was not told from a comment edit: $(cat out.log)"
 
 # unit_cache off: every unit compiles.
 h=$(hits)

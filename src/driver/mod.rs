@@ -632,9 +632,16 @@ fn compile_unit_cached(
             miss_reason = "its entry was corrupt (removed)".into();
         }
         crate::unit_cache::Found::Miss(why) => miss_reason = why,
-        crate::unit_cache::Found::Changed(why) => {
-            miss_reason = why;
-            try_preprocessor = !p.debug_any;
+        crate::unit_cache::Found::Changed(why, layout_only) => {
+            // Preprocessing costs a pass over every header: worth it where
+            // only comments or layout changed (the preprocessed text may be
+            // one recorded), not where tokens did.
+            try_preprocessor = !p.debug_any && layout_only;
+            miss_reason = if layout_only {
+                why
+            } else {
+                format!("{why}, beyond comments and layout")
+            };
         }
     }
     let lists_while_compiling =

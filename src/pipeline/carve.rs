@@ -590,6 +590,10 @@ impl<'w, 'a> Builder<'w, 'a> {
                 // Temporary labels are not kept (references to them become
                 // section-relative, as the assembler makes them).
                 if !name.starts_with(b".L") && !name.is_empty() {
+                    if sym.info & 0xf == STT_FUNC {
+                        // Its jump tables are named after it.
+                        self.function_names.insert(name);
+                    }
                     self.locals.push(OutSym {
                         name: name.to_vec(),
                         info: sym.info,
@@ -783,7 +787,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         let data = slice(w.input.data, s.offset, s.size)?;
         let rest = data.get(usize::try_from(start).ok()?..)?;
         let len = if s.flags & SHF_STRINGS != 0 {
-            match size {
+            match size.filter(|&n| n > 0) {
                 Some(n) => n,
                 None => {
                     let unit = usize::try_from(s.entsize).ok()?;

@@ -36,6 +36,72 @@ pub struct FileState {
     pub ctime_ns: i128,
     /// blake3 of the content, hex.
     pub digest: String,
+    /// blake3 of the content without comments and with whitespace runs
+    /// collapsed ([`token_digest`]): when only this one still holds, the
+    /// edit was to comments or layout, and preprocessor mode is worth a
+    /// try. (Absent in manifests written before it was recorded.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<String>,
+}
+
+/// The digest of `bytes` as the preprocessor sees it, roughly: comments
+/// (outside string and character literals) become a space, runs of spaces
+/// and tabs one space, runs of line breaks one line break. Two files with
+/// the same token digest differ only in comments and layout; files that
+/// differ in tokens almost always have different ones. Only a hint: it
+/// decides whether preprocessing a changed unit is worth trying.
+pub fn token_digest(bytes: &[u8]) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(bytes.len());
+    let blank = |out: &mut Vec<u8>, c: u8| match (out.last(), c) {
+        (Some(b'\n'), _) => {}
+        (Some(b' '), b'\n') => *out.last_mut().unwrap() = b'\n',
+        (Some(b' '), _) => {}
+        _ => out.push(c),
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        match c {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+                blank(&mut out, b' ');
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 2;
+                blank(&mut out, b' ');
+                continue;
+            }
+            b'"' | b'\'' => {
+                out.push(c);
+                i += 1;
+                while i < bytes.len() && bytes[i] != c && bytes[i] != b'\n' {
+                    if bytes[i] == b'\\' && i + 1 < bytes.len() {
+                        out.push(bytes[i]);
+                        i += 1;
+                    }
+                    out.push(bytes[i]);
+                    i += 1;
+                }
+                if i < bytes.len() {
+                    out.push(bytes[i]);
+                    i += 1;
+                }
+                continue;
+            }
+            b' ' | b'\t' | b'\r' | b'\x0c' | b'\x0b' => blank(&mut out, b' '),
+            b'\n' => blank(&mut out, b'\n'),
+            _ => out.push(c),
+        }
+        i += 1;
+    }
+    blake3::hash(&out).to_hex().to_string()
 }
 
 /// Names that must not exist in one directory. While the directory's
@@ -148,11 +214,22 @@ impl Manifest {
     }
 
     /// The first result whose files and absences still hold. `cwd`
-    /// resolves relative paths. Without one, what failed for the newest.
-    pub fn find_valid(&self, cwd: &Path) -> Result<&ResultRecord, String> {
+    /// resolves relative paths. Without one, what failed for the newest,
+    /// and whether, for some result, every file that changed kept its
+    /// tokens (see [`token_digest`]) and no name appeared: an edit to
+    /// comments or layout, which preprocessor mode may find a result for.
+    pub fn find_valid(&self, cwd: &Path) -> Result<&ResultRecord, (String, bool)> {
         let mut checker = Checker::new(cwd);
         let mut newest_failure = None;
+        let mut layout_only = false;
         for r in &self.results {
+            if !layout_only {
+                layout_only = r.absent.iter().all(|g| checker.still_absent(g))
+                    && r.files
+                        .iter()
+                        .map(|&i| &self.files[i as usize])
+                        .all(|f| checker.still_holds(f) || checker.same_tokens(f));
+            }
             let changed = r
                 .files
                 .iter()
@@ -174,7 +251,10 @@ impl Manifest {
                 }
             }
         }
-        Err(newest_failure.unwrap_or_else(|| "no results recorded".into()))
+        Err((
+            newest_failure.unwrap_or_else(|| "no results recorded".into()),
+            layout_only,
+        ))
     }
 
     /// Adds `result` (reading `files`) as the newest, keeping at most
@@ -268,6 +348,17 @@ impl<'a> Checker<'a> {
         digest.as_deref() == Some(f.digest.as_str())
     }
 
+    /// Whether `f`'s current content has its recorded token digest.
+    fn same_tokens(&mut self, f: &FileState) -> bool {
+        let Some(recorded) = &f.tokens else {
+            return false;
+        };
+        match read_content(&self.cwd.join(&f.path)) {
+            Ok(bytes) => token_digest(&bytes) == *recorded,
+            Err(_) => false,
+        }
+    }
+
     fn still_absent(&mut self, group: &AbsentNames) -> bool {
         let dir = if group.dir.is_empty() {
             self.cwd.to_path_buf()
@@ -298,7 +389,38 @@ mod tests {
             mtime_ns: s.mtime_ns,
             ctime_ns: s.ctime_ns,
             digest: content_digest(&std::fs::read(&p).unwrap()),
+            tokens: Some(token_digest(&std::fs::read(&p).unwrap())),
         }
+    }
+
+    #[test]
+    fn token_digests_see_through_comments_and_layout_only() {
+        let t = |s: &str| token_digest(s.as_bytes());
+        let base = t("#define VALUE 7\nint f(int x) { return x + VALUE; }\n");
+        // Comments and layout.
+        assert_eq!(
+            base,
+            t("#define VALUE 7 /* seven */\nint f(int x) {  return x + VALUE; } // f\n")
+        );
+        assert_eq!(
+            base,
+            t("#define VALUE 7\n\n\nint f(int x)\t{ return x + VALUE; }\n")
+        );
+        // Tokens.
+        assert_ne!(
+            base,
+            t("#define VALUE 8\nint f(int x) { return x + VALUE; }\n")
+        );
+        assert_ne!(
+            base,
+            t("#define VALUE 7 int f(int x) { return x + VALUE; }\n")
+        );
+        // Comment markers inside literals are text.
+        assert_ne!(
+            t("const char *s = \"/* a */\";\n"),
+            t("const char *s = \"\";\n")
+        );
+        assert_ne!(t("char c = '/'; // x\n"), t("char c = '*'; // x\n"));
     }
 
     #[test]

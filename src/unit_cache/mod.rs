@@ -106,8 +106,9 @@ pub enum Found {
     /// A miss, and why (for `REPOCC_EXPLAIN`).
     Miss(String),
     /// The unit was compiled before with these arguments, but its files
-    /// changed since (preprocessor mode may still find a result).
-    Changed(String),
+    /// changed since; whether only in comments and layout (preprocessor
+    /// mode may then find a result).
+    Changed(String, bool),
     /// An entry failed verification (it has been removed): a miss.
     Corrupt,
 }
@@ -197,7 +198,7 @@ impl UnitCache<'_> {
         };
         let valid = match manifest.find_valid(&self.cwd) {
             Ok(valid) => valid,
-            Err(why) => return Found::Changed(why),
+            Err((why, layout_only)) => return Found::Changed(why, layout_only),
         };
         let Some(result_key) = parse_hex_key(&valid.result) else {
             return Found::Corrupt;
@@ -352,6 +353,7 @@ impl UnitCache<'_> {
                 mtime_ns: after.mtime_ns,
                 ctime_ns: after.ctime_ns,
                 digest: manifest::content_digest(&bytes),
+                tokens: Some(manifest::token_digest(&bytes)),
             });
         }
         let absent = match unit.search_options {
