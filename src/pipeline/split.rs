@@ -1,6 +1,8 @@
-//! Stage 6 in repository mode, fragments: the optimized module is cut into
-//! one module per fragment and each is compiled to object code by parallel
-//! workers.
+//! Stage 6 in repository mode, fragments: which fragments the optimized
+//! module holds, and their objects — carved out of one code generation
+//! per worker (code and data apart; see `carve`), or, for what the carver
+//! does not take (debug info, the glue, C++ unwind records with a
+//! personality routine), one module per fragment.
 //!
 //! A fragment is a definition (function or global variable), or all the
 //! members of one COMDAT group, plus the aliases that point into it; the
