@@ -32,10 +32,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::relocatable::{
-    c_str, parse, slice, u32_at, u64_at, write, Content, Input, Member, OutRela, OutSection,
-    OutSym, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
-    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB,
-    SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE, STT_SECTION,
+    c_str, parse, slice, u16_at, u32_at, u64_at, write, Content, Input, Member, OutRela,
+    OutSection, OutSym, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON,
+    SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA,
+    SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE,
+    STT_SECTION,
 };
 
 const SHF_ALLOC: u64 = 0x2;
@@ -116,7 +117,7 @@ struct Whole<'a> {
 
 fn index(data: &[u8]) -> Option<Whole<'_>> {
     let input = parse(data)?;
-    let machine = super::relocatable::u16_at(data, 18)?;
+    let machine = u16_at(data, 18)?;
     if !matches!(machine, EM_X86_64 | EM_AARCH64) {
         return None;
     }
@@ -611,7 +612,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             }
         }
         let mut relas = Vec::with_capacity(w.relas[i].len());
-        for r in w.relas[i].clone() {
+        for &r in &w.relas[i] {
             relas.push(self.relocation(r)?);
         }
         self.sections[o].relas = relas;
@@ -965,36 +966,17 @@ fn padded(record: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::relocatable::tests::{compile, succeed};
     use super::*;
     use std::path::Path;
     use std::process::Command;
 
-    /// Runs `cmd`; fails the test with its stderr if it fails; its stderr.
-    fn succeed(cmd: &mut Command) -> String {
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-        assert!(out.status.success(), "{stderr}");
-        stderr
-    }
-
-    /// `source` compiled as repocc compiles a unit's new fragments.
+    /// `source` compiled as repocc compiles a unit's new fragments (`flags`
+    /// come after relocatable's `-O2`, so an `-O` there wins).
     fn whole(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
-        let src = dir.join(name);
-        std::fs::write(&src, source).unwrap();
-        let obj = dir.join(format!("{name}.o"));
-        let clang = if name.ends_with(".cc") {
-            "clang++-19"
-        } else {
-            "clang-19"
-        };
-        succeed(
-            Command::new(clang)
-                .args(["-c", "-ffunction-sections", "-fdata-sections", "-o"])
-                .arg(&obj)
-                .args(flags)
-                .arg(&src),
-        );
-        std::fs::read(obj).unwrap()
+        let mut all = vec!["-ffunction-sections", "-fdata-sections"];
+        all.extend_from_slice(flags);
+        compile(dir, name, source, &all)
     }
 
     fn spec(members: &[&str], significant: &[&str]) -> FragmentSpec {

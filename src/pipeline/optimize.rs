@@ -141,11 +141,7 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
         if live.contains(name) || defined.get(name) != Some(&false) {
             continue;
         }
-        let global = match module.get_function(name) {
-            Some(f) => Some(f.as_global_value()),
-            None => module.get_global(name),
-        };
-        if let Some(g) = global {
+        if let Some(g) = named_global(module, name) {
             g.set_linkage(Linkage::Internal);
             g.set_visibility(GlobalVisibility::Default);
             internal.push(name.as_str());
@@ -162,14 +158,21 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
         )
         .map_err(|e| anyhow!("removing unused definitions of {}: {e}", unit.source_name));
     for name in internal {
-        let global = match module.get_function(name) {
-            Some(f) => Some(f.as_global_value()),
-            None => module.get_global(name),
-        };
-        if let Some(g) = global {
+        if let Some(g) = named_global(module, name) {
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
         }
     }
     result
+}
+
+/// The function or global variable called `name`.
+fn named_global<'ctx>(
+    module: &inkwell::module::Module<'ctx>,
+    name: &str,
+) -> Option<inkwell::values::GlobalValue<'ctx>> {
+    match module.get_function(name) {
+        Some(f) => Some(f.as_global_value()),
+        None => module.get_global(name),
+    }
 }

@@ -809,22 +809,26 @@ pub(super) fn write(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::path::Path;
     use std::process::Command;
 
-    /// Runs `cmd`, failing the test with its stderr if it fails.
-    fn succeed(cmd: &mut Command) {
+    /// Runs `cmd`, failing the test with its stderr if it fails; its
+    /// stderr.
+    pub(in crate::pipeline) fn succeed(cmd: &mut Command) -> String {
         let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{stderr}");
+        stderr
     }
 
-    fn compile(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
+    pub(in crate::pipeline) fn compile(
+        dir: &Path,
+        name: &str,
+        source: &str,
+        flags: &[&str],
+    ) -> Vec<u8> {
         let src = dir.join(name);
         std::fs::write(&src, source).unwrap();
         let obj = dir.join(format!("{name}.o"));

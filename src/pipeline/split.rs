@@ -286,25 +286,51 @@ pub fn emit_groups(
         .collect()
 }
 
+/// A module (in the unit's context) with the definitions of all `members`
+/// (see `llvm_shim::extract_definitions`).
+fn extract<'a, 'ctx>(
+    unit: &Unit<'ctx>,
+    members: impl IntoIterator<Item = &'a String>,
+    glue: bool,
+) -> Module<'ctx> {
+    let names: Vec<&str> = members.into_iter().map(String::as_str).collect();
+    llvm_shim::extract_definitions(&unit.module, &names, glue)
+}
+
+impl Fragment {
+    /// A fragment compiled one module each: its object with the file
+    /// symbol unnamed, unless it is the glue.
+    fn compiled(
+        members: &[String],
+        glue: bool,
+        mut object: Vec<u8>,
+        references: Vec<String>,
+    ) -> Fragment {
+        if !glue {
+            unname_file_symbols(&mut object);
+        }
+        Fragment {
+            members: members.to_vec(),
+            glue,
+            object,
+            references,
+        }
+    }
+}
+
 /// One fragment extracted and compiled in the unit's context.
 fn emit_in_unit(unit: &Unit, (members, glue): &(Vec<String>, bool)) -> Result<Fragment> {
-    let names: Vec<&str> = members.iter().map(String::as_str).collect();
-    let module = llvm_shim::extract_definitions(&unit.module, &names, *glue);
-    let references = references_of(&module);
+    let module = extract(unit, members, *glue);
     let object = unit
         .target_machine
         .write_to_memory_buffer(&module, FileType::Object)
         .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
-    let mut object = object.as_slice().to_vec();
-    if !glue {
-        unname_file_symbols(&mut object);
-    }
-    Ok(Fragment {
-        members: members.clone(),
-        glue: *glue,
-        object,
-        references,
-    })
+    Ok(Fragment::compiled(
+        members,
+        *glue,
+        object.as_slice().to_vec(),
+        references_of(&module),
+    ))
 }
 
 /// Fragments extracted one module each and compiled by `jobs` workers,
@@ -319,8 +345,7 @@ fn emit_in_workers(
     let bitcodes: Vec<Vec<u8>> = items
         .iter()
         .map(|(members, glue)| {
-            let names: Vec<&str> = members.iter().map(String::as_str).collect();
-            let m = llvm_shim::extract_definitions(&unit.module, &names, *glue);
+            let m = extract(unit, members, *glue);
             m.write_bitcode_to_memory().as_slice().to_vec()
         })
         .collect();
@@ -329,16 +354,7 @@ fn emit_in_workers(
     run_workers(&work, jobs, |((members, glue), bc)| {
         let what = members.join(",");
         let (object, references) = compile_bitcode(bc, &what, target, settings, Some(*glue))?;
-        let mut object = object;
-        if !glue {
-            unname_file_symbols(&mut object);
-        }
-        Ok(Fragment {
-            members: members.clone(),
-            glue: *glue,
-            object,
-            references,
-        })
+        Ok(Fragment::compiled(members, *glue, object, references))
     })
 }
 
@@ -437,8 +453,7 @@ fn emit_carved(
     let mut weights = Vec::with_capacity(own.len());
     for &i in &own {
         let members = &plan[i].0;
-        let names: Vec<&str> = members.iter().map(String::as_str).collect();
-        let module = llvm_shim::extract_definitions(&unit.module, &names, false);
+        let module = extract(unit, members, false);
         references.push(references_of(&module));
         weights.push(
             1 + module
@@ -489,11 +504,7 @@ fn emit_carved(
         groups.push(data);
     }
     let group_module = |group: &[usize]| {
-        let names: Vec<&str> = group
-            .iter()
-            .flat_map(|&p| specs[p].members.iter().map(String::as_str))
-            .collect();
-        let module = llvm_shim::extract_definitions(&unit.module, &names, false);
+        let module = extract(unit, group.iter().flat_map(|&p| &specs[p].members), false);
         add_last_unwind_record(&module);
         module
     };

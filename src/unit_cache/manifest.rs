@@ -221,15 +221,7 @@ impl Manifest {
     pub fn find_valid(&self, cwd: &Path) -> Result<&ResultRecord, (String, bool)> {
         let mut checker = Checker::new(cwd);
         let mut newest_failure = None;
-        let mut layout_only = false;
         for r in &self.results {
-            if !layout_only {
-                layout_only = r.absent.iter().all(|g| checker.still_absent(g))
-                    && r.files
-                        .iter()
-                        .map(|&i| &self.files[i as usize])
-                        .all(|f| checker.still_holds(f) || checker.same_tokens(f));
-            }
             let changed = r
                 .files
                 .iter()
@@ -251,6 +243,15 @@ impl Manifest {
                 }
             }
         }
+        // No result holds (a hit never gets here): did the files of one of
+        // them change only in comments and layout?
+        let layout_only = self.results.iter().any(|r| {
+            r.absent.iter().all(|g| checker.still_absent(g))
+                && r.files
+                    .iter()
+                    .map(|&i| &self.files[i as usize])
+                    .all(|f| checker.still_holds(f) || checker.same_tokens(f))
+        });
         Err((
             newest_failure.unwrap_or_else(|| "no results recorded".into()),
             layout_only,
@@ -314,6 +315,8 @@ struct Checker<'a> {
     cwd: &'a Path,
     /// path → (stamp, digest once computed)
     seen: HashMap<String, Option<(Stamp, Option<String>)>>,
+    /// path → token digest of its current content (None: unreadable)
+    tokens: HashMap<String, Option<String>>,
 }
 
 impl<'a> Checker<'a> {
@@ -321,6 +324,7 @@ impl<'a> Checker<'a> {
         Checker {
             cwd,
             seen: HashMap::new(),
+            tokens: HashMap::new(),
         }
     }
 
@@ -353,10 +357,13 @@ impl<'a> Checker<'a> {
         let Some(recorded) = &f.tokens else {
             return false;
         };
-        match read_content(&self.cwd.join(&f.path)) {
-            Ok(bytes) => token_digest(&bytes) == *recorded,
-            Err(_) => false,
-        }
+        let cwd = self.cwd;
+        let current = self.tokens.entry(f.path.clone()).or_insert_with(|| {
+            read_content(&cwd.join(&f.path))
+                .ok()
+                .map(|b| token_digest(&b))
+        });
+        current.as_deref() == Some(recorded.as_str())
     }
 
     fn still_absent(&mut self, group: &AbsentNames) -> bool {
