@@ -149,19 +149,19 @@ pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
     };
     let mut out = BTreeSet::new();
     for c in candidates {
-        if present(c) {
-            continue;
+        // Its ancestors from the top down, then itself: the first one
+        // missing is the root (what lies below a missing directory is
+        // missing too). Ancestors are shared between candidates and
+        // checked once, so a missing directory costs one look-up for all
+        // the candidates under it.
+        let ancestors = c.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0);
+        let missing = ancestors
+            .map(|i| &c[..i])
+            .chain(std::iter::once(c.as_str()))
+            .find(|p| !present(p));
+        if let Some(root) = missing {
+            out.insert(root.to_string());
         }
-        // Walk up while the parent is missing too.
-        let mut missing = c.as_str();
-        while let Some(i) = missing.rfind('/').filter(|&i| i > 0) {
-            let parent = &missing[..i];
-            if present(parent) {
-                break;
-            }
-            missing = parent;
-        }
-        out.insert(missing.to_string());
     }
     out.into_iter().collect()
 }
@@ -240,10 +240,24 @@ mod tests {
             "inc/bits/types/b.h",
             "inc/c.h",
             "inc/here.h",
+            "inc/here.h/under/a file.h",
+            "gone/x/y.h",
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(absent_roots(d.path(), &c), ["inc/bits", "inc/c.h"]);
+        let gone = d.path().join("gone/z");
+        let absolute = format!("{}/q.h", gone.display());
+        let mut c = c;
+        c.push(absolute);
+        assert_eq!(
+            absent_roots(d.path(), &c),
+            [
+                gone.parent().unwrap().display().to_string(),
+                "gone".into(),
+                "inc/bits".into(),
+                "inc/c.h".into()
+            ]
+        );
     }
 
     #[test]
