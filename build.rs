@@ -1,16 +1,43 @@
-//! Builds the tiny C++ shim (shim/repocc_shim.cpp) against the llvm-19-dev
-//! headers. LLVM itself is linked statically by llvm-sys (inkwell).
-use std::path::PathBuf;
+//! Builds the C++ shims against the llvm-19-dev and libclang-19-dev
+//! headers: shim/repocc_shim.cpp (LLVM settings the C API lacks) and
+//! shim/frontend.cpp (clang's frontend in process). LLVM itself is linked
+//! statically by llvm-sys (inkwell); clang's static libraries are linked
+//! here.
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The static clang libraries the in-process frontend needs (the driver,
+/// the compiler proper and bitcode generation).
+const CLANG_LIBRARIES: &[&str] = &[
+    "clangCodeGen",
+    "clangFrontend",
+    "clangDriver",
+    "clangSerialization",
+    "clangParse",
+    "clangSema",
+    "clangAPINotes",
+    "clangAnalysis",
+    "clangASTMatchers",
+    "clangEdit",
+    "clangRewrite",
+    "clangAST",
+    "clangSupport",
+    "clangLex",
+    "clangBasic",
+];
 
 fn main() {
     let prefix = PathBuf::from(
         std::env::var("LLVM_SYS_191_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-19".into()),
     );
     println!("cargo:rerun-if-changed=shim/repocc_shim.cpp");
+    println!("cargo:rerun-if-changed=shim/frontend.cpp");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
+    println!("cargo:rustc-env=REPOCC_LLVM_PREFIX={}", prefix.display());
     cc::Build::new()
         .cpp(true)
         .file("shim/repocc_shim.cpp")
+        .file("shim/frontend.cpp")
         .include(prefix.join("include"))
         .flag("-std=c++17")
         .flag("-fno-rtti")
@@ -22,9 +49,49 @@ fn main() {
         .define("NDEBUG", None)
         .warnings(false)
         .compile("repocc_shim");
+    link_clang(&prefix);
     // A position-dependent executable: it holds all of LLVM, and as a PIE
     // every start applied ~170,000 relative relocations and copied the
     // pages they touch, about half of a unit cache hit's time. The code
     // stays position-independent; only the executable's link changes.
     println!("cargo:rustc-link-arg-bins=-no-pie");
+}
+
+/// Links clang's static libraries, and LLVM's once more after them: clang's
+/// libraries refer to each other in cycles and to LLVM components llvm-sys
+/// may have placed earlier on the command line, so they go last, in one
+/// group the linker rescans until nothing new resolves.
+fn link_clang(prefix: &Path) {
+    let lib = prefix.join("lib");
+    let mut archives = Vec::new();
+    for name in CLANG_LIBRARIES {
+        let archive = lib.join(format!("lib{name}.a"));
+        if !archive.exists() {
+            panic!(
+                "{} is missing: install libclang-19-dev (scripts/install-deps.sh)",
+                archive.display()
+            );
+        }
+        archives.push(archive.display().to_string());
+    }
+    let llvm_config = prefix.join("bin/llvm-config");
+    let output = Command::new(&llvm_config)
+        .args(["--link-static", "--libfiles", "all"])
+        .output()
+        .unwrap_or_else(|e| panic!("running {}: {e}", llvm_config.display()));
+    assert!(
+        output.status.success(),
+        "{} --link-static --libfiles all failed",
+        llvm_config.display()
+    );
+    let llvm_archives = String::from_utf8_lossy(&output.stdout).into_owned();
+    println!("cargo:rustc-link-arg=-Wl,--start-group");
+    for archive in archives
+        .iter()
+        .map(String::as_str)
+        .chain(llvm_archives.split_whitespace())
+    {
+        println!("cargo:rustc-link-arg={archive}");
+    }
+    println!("cargo:rustc-link-arg=-Wl,--end-group");
 }

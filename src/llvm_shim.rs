@@ -16,6 +16,13 @@
 //!   module's context (cloning bodies, mapping references to fresh
 //!   declarations); the result is owned by the returned `Module`, which
 //!   borrows the same context as the source, so it cannot outlive it.
+//! - `run_clang_frontend`: the shim (shim/frontend.cpp) builds its own
+//!   driver, diagnostics engine and compiler instance on the calling
+//!   thread and keeps nothing after it returns; the argument strings only
+//!   need to live for the call. Its outputs are malloc'd by the shim and
+//!   freed by `repocc_frontend_free` once copied. Clang's process-wide
+//!   state (LLVM's option registry, plugins, timers) is never touched: the
+//!   shim declines such units.
 //! - `with_diagnostic_sink`: LLVM keeps the sink's address in the context
 //!   and calls the handler from the thread using that context; the sink is
 //!   created before the context and dropped after it, so the address stays
@@ -48,6 +55,111 @@ pub struct ShimTargetOptions {
     pub debugger_tuning_gdb: c_int,
 }
 
+#[repr(C)]
+struct ShimFrontendOutput {
+    status: c_int,
+    bitcode: *mut c_char,
+    bitcode_len: usize,
+    diagnostics: *mut c_char,
+    diagnostics_len: usize,
+    declined: *const c_char,
+}
+
+/// What clang's frontend did in this process.
+pub enum InProcessFrontend {
+    /// It ran: clang's exit code, the bitcode (on success) and everything
+    /// clang printed.
+    Ran {
+        status: i32,
+        bitcode: Vec<u8>,
+        diagnostics: Vec<u8>,
+    },
+    /// It declined before anything ran, for this reason: clang must run as
+    /// a process.
+    Declined(String),
+}
+
+/// Runs clang-19's driver and compiler proper in this process on `args`
+/// (as `prog_name ARGS`), with `clang_path` the compiler's resolved
+/// executable; `header_list` as `CC_PRINT_HEADERS_FILE`.
+pub fn run_clang_frontend(
+    clang_path: &std::path::Path,
+    prog_name: &str,
+    args: &[String],
+    header_list: Option<&std::path::Path>,
+) -> InProcessFrontend {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |bytes: &[u8]| CString::new(bytes).ok();
+    let (Some(path), Some(prog)) = (
+        c(clang_path.as_os_str().as_bytes()),
+        c(prog_name.as_bytes()),
+    ) else {
+        return InProcessFrontend::Declined("a NUL byte in the compiler's path".into());
+    };
+    let Some(owned) = args
+        .iter()
+        .map(|a| c(a.as_bytes()))
+        .collect::<Option<Vec<CString>>>()
+    else {
+        return InProcessFrontend::Declined("a NUL byte in an argument".into());
+    };
+    let list = match header_list.map(|l| c(l.as_os_str().as_bytes())) {
+        Some(None) => {
+            return InProcessFrontend::Declined("a NUL byte in the header list's path".into())
+        }
+        Some(Some(l)) => Some(l),
+        None => None,
+    };
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let mut out = ShimFrontendOutput {
+        status: -1,
+        bitcode: std::ptr::null_mut(),
+        bitcode_len: 0,
+        diagnostics: std::ptr::null_mut(),
+        diagnostics_len: 0,
+        declined: std::ptr::null(),
+    };
+    // SAFETY: every pointer refers to a NUL-terminated string owned above
+    // and alive for the call; `out` is a valid, initialized struct the shim
+    // overwrites. The buffers it returns are read once, then freed by the
+    // shim's own free function (they were malloc'd there).
+    unsafe {
+        repocc_frontend_run(
+            path.as_ptr(),
+            prog.as_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
+            &mut out,
+        );
+        let take = |p: *mut c_char, len: usize| {
+            if p.is_null() {
+                Vec::new()
+            } else {
+                std::slice::from_raw_parts(p as *const u8, len).to_vec()
+            }
+        };
+        let result = if out.status < 0 {
+            let why = if out.declined.is_null() {
+                String::from("declined")
+            } else {
+                std::ffi::CStr::from_ptr(out.declined)
+                    .to_string_lossy()
+                    .into_owned()
+            };
+            InProcessFrontend::Declined(why)
+        } else {
+            InProcessFrontend::Ran {
+                status: out.status,
+                bitcode: take(out.bitcode, out.bitcode_len),
+                diagnostics: take(out.diagnostics, out.diagnostics_len),
+            }
+        };
+        repocc_frontend_free(&mut out);
+        result
+    }
+}
+
 extern "C" {
     fn repocc_comdat_name(
         global: llvm_sys::prelude::LLVMValueRef,
@@ -70,6 +182,15 @@ extern "C" {
         count: usize,
         copy_module_asm: c_int,
     ) -> llvm_sys::prelude::LLVMModuleRef;
+    fn repocc_frontend_run(
+        clang_path: *const c_char,
+        prog_name: *const c_char,
+        args: *const *const c_char,
+        nargs: usize,
+        header_list: *const c_char,
+        out: *mut ShimFrontendOutput,
+    );
+    fn repocc_frontend_free(out: *mut ShimFrontendOutput);
     fn repocc_set_target_options(
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,

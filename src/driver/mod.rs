@@ -176,8 +176,15 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
                     None
                 }
             };
-            let real = RealClang { path: clang };
-            let (code, counters) = execute(&p, &real, &cfg, &expanded, repo.as_deref());
+            // clang-19's frontend in this process where it can be, the
+            // process otherwise.
+            let in_process = frontend::InProcessClang::for_compiler(&clang);
+            let process = RealClang { path: clang };
+            let runner: &dyn Clang = match &in_process {
+                Some(c) => c,
+                None => &process,
+            };
+            let (code, counters) = execute(&p, runner, &cfg, &expanded, repo.as_deref());
             record(&counters);
             code
         }
@@ -770,6 +777,13 @@ fn compile_unit(
         return UnitResult::failed(fe.status, stderr, true);
     }
     let frontend_time = start.elapsed();
+    let mut explain_frontend = String::new();
+    if let Some(why) = fe.process_reason.as_ref().filter(|_| cx.options.explain) {
+        explain_frontend = format!(
+            "repocc: explain {}: clang's frontend ran as a process: {why}\n",
+            unit.source
+        );
+    }
 
     // A unit clang compiled before, remembered by the repository.
     let clang_unit = cx.repository.map(|r| {
@@ -827,9 +841,9 @@ fn compile_unit(
                 stderr.extend_from_slice(line.as_bytes());
             }
             let t = &report.times;
-            let mut notes = String::new();
+            let mut notes = explain_frontend;
             if cx.timings {
-                notes = format!(
+                notes += &format!(
                     "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),

@@ -3,6 +3,13 @@
 //! clang writes diagnostics and the dependency file itself, so both are
 //! exactly what the user would get from clang.
 //!
+//! When the compiler is the clang-19 repocc was built with, its driver and
+//! compiler proper run in this process ([`InProcessClang`], clang's static
+//! libraries through shim/frontend.cpp): the same arguments, bitcode,
+//! diagnostics and exit code, without the two processes per unit. Anything
+//! the shim does not reproduce runs clang as a process, as does every
+//! other compiler, and everything when `REPOCC_EXTERNAL_FRONTEND` is set.
+//!
 //! A [`Clang`] runner stands in front of the real compiler, so tests can
 //! substitute a failing or odd one.
 
@@ -27,6 +34,9 @@ pub struct FrontendOutput {
     /// clang's stderr, captured: the driver prints it once the unit is
     /// done (or clang's own compile replaces it, see `driver`).
     pub stderr: Vec<u8>,
+    /// Why clang ran as a process although it could have run in this one
+    /// (for `REPOCC_EXPLAIN`).
+    pub process_reason: Option<String>,
 }
 
 pub trait Clang: Sync {
@@ -78,7 +88,124 @@ impl Clang for RealClang {
             status,
             bitcode: if status == 0 { out.stdout } else { Vec::new() },
             stderr: out.stderr,
+            process_reason: None,
         })
+    }
+}
+
+/// clang-19's frontend in this process, in front of the same compiler run
+/// as a process for what the shim declines.
+pub struct InProcessClang {
+    pub process: RealClang,
+    /// The compiler's executable with symlinks resolved: the driver finds
+    /// its resource directory (builtin headers) next to it.
+    resolved: PathBuf,
+}
+
+/// The in-process frontend's stack: 8 MiB is what clang gets from the
+/// usual `ulimit -s`; more only costs address space.
+const FRONTEND_STACK_BYTES: usize = 64 << 20;
+
+/// The LLVM installation repocc was built against (build.rs).
+const LLVM_PREFIX: &str = env!("REPOCC_LLVM_PREFIX");
+
+/// Variables through which the user talks to clang's driver itself
+/// (clang_main reads them); the process then does what they ask.
+const DRIVER_ENVIRONMENT: &[&str] = &[
+    "CCC_OVERRIDE_OPTIONS",
+    "CC_PRINT_OPTIONS",
+    "CC_PRINT_HEADERS",
+    "CC_LOG_DIAGNOSTICS",
+    "CC_PRINT_PROC_STAT",
+    "CC_PRINT_INTERNAL_STAT",
+    "FORCE_CLANG_DIAGNOSTICS_CRASH",
+];
+
+impl InProcessClang {
+    /// The in-process frontend for `clang`, if it is the clang-19 of the
+    /// libraries repocc links (same installation, symlinks resolved) and
+    /// nothing asks for the process.
+    pub fn for_compiler(clang: &Path) -> Option<InProcessClang> {
+        if std::env::var_os("REPOCC_EXTERNAL_FRONTEND").is_some_and(|v| !v.is_empty() && v != "0")
+            || DRIVER_ENVIRONMENT
+                .iter()
+                .any(|v| std::env::var_os(v).is_some())
+        {
+            return None;
+        }
+        let resolved = clang.canonicalize().ok()?;
+        let ours = Path::new(LLVM_PREFIX).join("bin").canonicalize().ok()?;
+        if resolved.parent() != Some(ours.as_path()) {
+            return None;
+        }
+        let name = resolved.file_name()?.to_str()?;
+        if !name.starts_with("clang") || name.contains("clang-cl") {
+            return None;
+        }
+        Some(InProcessClang {
+            process: RealClang {
+                path: clang.to_path_buf(),
+            },
+            resolved,
+        })
+    }
+}
+
+impl Clang for InProcessClang {
+    fn path(&self) -> &Path {
+        &self.process.path
+    }
+
+    fn run_frontend(
+        &self,
+        args: &[String],
+        force_color: bool,
+        header_list: Option<&Path>,
+    ) -> Result<FrontendOutput> {
+        use crate::llvm_shim::{run_clang_frontend, InProcessFrontend};
+        let mut all = args.to_vec();
+        if force_color {
+            all.push("-fcolor-diagnostics".into());
+        }
+        // Bitcode does not depend on which targets are registered, but
+        // the frontend's data-layout check does: register them first, as
+        // the pipeline would.
+        crate::pipeline::canonical::init_targets();
+        let prog_name = self.process.path.display().to_string();
+        // On a thread of its own with a generous stack: clang's recursion
+        // on deeply nested code must not meet repocc's frames (or a
+        // worker's smaller stack) before it meets clang's own limits.
+        let ran = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name("clang-frontend".into())
+                .stack_size(FRONTEND_STACK_BYTES)
+                .spawn_scoped(scope, || {
+                    run_clang_frontend(&self.resolved, &prog_name, &all, header_list)
+                })
+                .map(|thread| thread.join())
+        });
+        let ran = match ran {
+            Ok(Ok(ran)) => ran,
+            Ok(Err(_)) => anyhow::bail!("clang's frontend thread panicked"),
+            Err(_) => InProcessFrontend::Declined("no thread for the frontend".into()),
+        };
+        match ran {
+            InProcessFrontend::Ran {
+                status,
+                bitcode,
+                diagnostics,
+            } => Ok(FrontendOutput {
+                status,
+                bitcode,
+                stderr: diagnostics,
+                process_reason: None,
+            }),
+            InProcessFrontend::Declined(why) => {
+                let mut out = self.process.run_frontend(args, force_color, header_list)?;
+                out.process_reason = Some(why);
+                Ok(out)
+            }
+        }
     }
 }
 
@@ -134,6 +261,53 @@ pub fn frontend_args(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_process_only_for_the_linked_clang() {
+        assert!(InProcessClang::for_compiler(Path::new("/bin/sh")).is_none());
+        assert!(InProcessClang::for_compiler(Path::new("/no/such/clang")).is_none());
+        if std::env::var_os("REPOCC_EXTERNAL_FRONTEND").is_none() {
+            let ours = Path::new(LLVM_PREFIX).join("bin/clang");
+            assert!(InProcessClang::for_compiler(&ours).is_some());
+        }
+    }
+
+    #[test]
+    fn in_process_bitcode_and_diagnostics_are_the_process_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("unit.c");
+        std::fs::write(
+            &source,
+            "static int twice(int x) { return 2 * x; }\nint f(int y) { int unused; return twice(y); }\n",
+        )
+        .unwrap();
+        let clang = Path::new(LLVM_PREFIX).join("bin/clang");
+        let Some(in_process) = InProcessClang::for_compiler(&clang) else {
+            return; // REPOCC_EXTERNAL_FRONTEND is set for this run
+        };
+        let unit = vec![
+            "-O2".to_string(),
+            "-Wall".to_string(),
+            source.display().to_string(),
+        ];
+        let args = frontend_args(&unit, OptLevel::O2, None);
+        let a = in_process.run_frontend(&args, false, None).unwrap();
+        let b = in_process.process.run_frontend(&args, false, None).unwrap();
+        assert_eq!(a.status, 0);
+        assert!(a.process_reason.is_none(), "{:?}", a.process_reason);
+        assert_eq!(a.bitcode, b.bitcode);
+        assert!(a.bitcode.starts_with(b"BC"));
+        assert_eq!(a.stderr, b.stderr);
+        assert!(String::from_utf8_lossy(&a.stderr).contains("unused variable"));
+
+        // A command line the driver rejects is clang's to report.
+        let mut bad = args.clone();
+        bad.push("--no-such-option".into());
+        let a = in_process.run_frontend(&bad, false, None).unwrap();
+        assert_eq!(a.status, 1);
+        assert!(a.process_reason.is_some());
+        assert!(String::from_utf8_lossy(&a.stderr).contains("unknown argument"));
+    }
 
     #[test]
     fn asks_for_bitcode_without_optnone_at_o0() {

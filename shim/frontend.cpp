@@ -1,0 +1,228 @@
+// repocc's in-process frontend: clang-19's driver and compiler proper,
+// linked from Debian's static clang libraries (libclang-19-dev), run on a
+// unit's arguments exactly as `clang-19 ARGS` would run them, but without
+// the two processes (driver, then `-cc1`) each unit used to cost.
+//
+// What it reproduces from clang's own `clang_main` and `cc1_main`
+// (clang/tools/driver): the driver's diagnostic options and warning
+// processing, the driver mode from the program name (`clang++-19`), the
+// `CC_PRINT_HEADERS` header list (as driver fields, not environment), the
+// compiler proper's diagnostics and its "N errors generated." line, and
+// clang's exit code (0, or 1 on errors). The bitcode is written by clang's
+// own EmitBCAction into memory, so it is byte for byte what `-o -` prints.
+//
+// Whatever it does not reproduce it declines (status -1) before running
+// anything that writes: the caller then runs clang as a process. Declined:
+// a command line the driver rejects (clang prints the error itself), more
+// or other jobs than one `-cc1` emitting bitcode, standard input, and the
+// cc1 options that load code or touch process-wide state (-mllvm, plugins,
+// timers, statistics).
+
+#include <clang/Basic/Diagnostic.h>
+#include <clang/Basic/DiagnosticOptions.h>
+#include <clang/Basic/HeaderInclude.h>
+#include <clang/Basic/Stack.h>
+#include <clang/CodeGen/CodeGenAction.h>
+#include <clang/Driver/Compilation.h>
+#include <clang/Driver/Driver.h>
+#include <clang/Driver/Job.h>
+#include <clang/Driver/Options.h>
+#include <clang/Driver/Tool.h>
+#include <clang/Driver/ToolChain.h>
+#include <clang/Frontend/CompilerInstance.h>
+#include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/FrontendOptions.h>
+#include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ADT/StringRef.h>
+#include <llvm/Option/ArgList.h>
+#include <llvm/Option/OptTable.h>
+#include <llvm/Support/Path.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/TargetParser/Host.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+// The cc1 options whose effect is process-wide (LLVM's global option
+// registry, loaded plugins, timer and statistics output at exit): clang
+// gets them as a process of its own.
+bool process_wide_option(llvm::StringRef arg) {
+  static const char *const prefixes[] = {
+      "-mllvm", "-load", "-plugin", "-add-plugin", "-fpass-plugin",
+      "-ftime-report", "-ftime-trace", "-print-stats", "-stats-file",
+  };
+  for (const char *p : prefixes)
+    if (arg.starts_with(p))
+      return true;
+  return false;
+}
+
+char *copy_out(llvm::StringRef bytes, size_t *len) {
+  *len = bytes.size();
+  char *out = static_cast<char *>(std::malloc(bytes.size() ? bytes.size() : 1));
+  if (out && !bytes.empty())
+    std::memcpy(out, bytes.data(), bytes.size());
+  return out;
+}
+
+} // namespace
+
+extern "C" {
+
+struct RepoccFrontendOutput {
+  // clang's exit code; -1 when the unit was declined (nothing ran).
+  int status;
+  // The bitcode (status 0 only) and the diagnostics clang printed, both
+  // malloc'd; released with repocc_frontend_free.
+  char *bitcode;
+  size_t bitcode_len;
+  char *diagnostics;
+  size_t diagnostics_len;
+  // Why the unit was declined (a static string), or null.
+  const char *declined;
+};
+
+void repocc_frontend_free(RepoccFrontendOutput *out) {
+  std::free(out->bitcode);
+  std::free(out->diagnostics);
+  out->bitcode = nullptr;
+  out->diagnostics = nullptr;
+}
+
+// clang_path: the compiler's executable, symlinks resolved (the driver
+// finds its resource directory and tools next to it). prog_name: argv[0]
+// as repocc would have run it (the diagnostics' prefix and the driver
+// mode come from it). header_list: null, or the CC_PRINT_HEADERS_FILE.
+void repocc_frontend_run(const char *clang_path, const char *prog_name,
+                         const char *const *args, size_t nargs,
+                         const char *header_list, RepoccFrontendOutput *out) {
+  using namespace clang;
+  std::memset(out, 0, sizeof *out);
+  out->status = -1;
+  // clang's deep-recursion guard grows the stack on a new thread when
+  // parsing nests deeply; it measures from here.
+  noteBottomOfStack();
+
+  std::vector<const char *> argv;
+  argv.push_back(prog_name);
+  argv.insert(argv.end(), args, args + nargs);
+
+  // The driver's own diagnostic options, as clang_main parses them.
+  IntrusiveRefCntPtr<DiagnosticOptions> diag_opts = new DiagnosticOptions();
+  {
+    unsigned missing_index = 0, missing_count = 0;
+    llvm::opt::InputArgList parsed = driver::getDriverOptTable().ParseArgs(
+        llvm::ArrayRef(argv).slice(1), missing_index, missing_count);
+    (void)ParseDiagnosticArgs(*diag_opts, parsed);
+  }
+  std::string text;
+  llvm::raw_string_ostream text_stream(text);
+  text_stream.enable_colors(diag_opts->ShowColors);
+  auto *driver_printer = new TextDiagnosticPrinter(text_stream, &*diag_opts);
+  driver_printer->setPrefix(std::string(llvm::sys::path::stem(prog_name)));
+  IntrusiveRefCntPtr<DiagnosticIDs> diag_ids(new DiagnosticIDs());
+  DiagnosticsEngine diags(diag_ids, &*diag_opts, driver_printer);
+  ProcessWarningOptions(diags, *diag_opts, /*ReportDiags=*/false);
+
+  driver::Driver the_driver(clang_path, llvm::sys::getDefaultTargetTriple(),
+                            diags, "clang LLVM compiler");
+  driver::ParsedClangName name =
+      driver::ToolChain::getTargetAndModeFromProgramName(prog_name);
+  the_driver.setTargetAndMode(name);
+  // As clang's insertTargetAndModeArgs: after argv[0], so that the command
+  // line can override them.
+  std::string target_prefix = name.TargetPrefix;
+  if (name.DriverMode)
+    argv.insert(argv.begin() + 1, name.DriverMode);
+  if (name.TargetIsValid) {
+    argv.insert(argv.begin() + 1, target_prefix.c_str());
+    argv.insert(argv.begin() + 1, "-target");
+  }
+  if (header_list) {
+    the_driver.CCPrintHeadersFormat = HIFMT_Textual;
+    the_driver.CCPrintHeadersFiltering = HIFIL_None;
+    the_driver.CCPrintHeadersFilename = header_list;
+  }
+
+  std::unique_ptr<driver::Compilation> compilation(
+      the_driver.BuildCompilation(argv));
+  if (!compilation || compilation->containsError() ||
+      diags.hasErrorOccurred()) {
+    out->declined = "the driver reported an error";
+    return;
+  }
+  const driver::JobList &jobs = compilation->getJobs();
+  if (jobs.size() != 1) {
+    out->declined = "not exactly one job";
+    return;
+  }
+  const driver::Command &job = *jobs.begin();
+  const llvm::opt::ArgStringList &cc1 = job.getArguments();
+  if (cc1.empty() || llvm::StringRef(cc1[0]) != "-cc1") {
+    out->declined = "the job is not clang -cc1";
+    return;
+  }
+  for (const char *arg : cc1)
+    if (process_wide_option(arg)) {
+      out->declined = "an option with process-wide effects";
+      return;
+    }
+
+  auto invocation = std::make_shared<CompilerInvocation>();
+  if (!CompilerInvocation::CreateFromArgs(*invocation, cc1, diags, prog_name) ||
+      diags.hasErrorOccurred()) {
+    out->declined = "the compiler's arguments did not parse";
+    return;
+  }
+  FrontendOptions &fe = invocation->getFrontendOpts();
+  if (fe.ProgramAction != frontend::EmitBC || fe.Inputs.size() != 1 ||
+      !fe.Inputs[0].isFile() || fe.Inputs[0].getFile() == "-" ||
+      !fe.Plugins.empty() || !fe.ActionName.empty() ||
+      !fe.AddPluginActions.empty()) {
+    out->declined = "not a bitcode compile of one file";
+    return;
+  }
+  // The driver asks the compiler proper not to free what process exit
+  // reclaims; here the process goes on.
+  fe.DisableFree = false;
+
+  // The driver's diagnostics are in `text`; the compiler proper's follow,
+  // in its own options' colours, as on clang's stderr.
+  driver_printer->finish();
+  CompilerInstance compiler;
+  compiler.setInvocation(invocation);
+  text_stream.enable_colors(invocation->getDiagnosticOpts().ShowColors);
+  compiler.createDiagnostics(
+      new TextDiagnosticPrinter(text_stream, &invocation->getDiagnosticOpts()),
+      /*ShouldOwnClient=*/true);
+  if (!compiler.hasDiagnostics()) {
+    out->declined = "no diagnostics engine";
+    return;
+  }
+  compiler.setVerboseOutputStream(text_stream);
+  llvm::SmallString<0> bitcode;
+  compiler.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(bitcode));
+
+  bool ok;
+  {
+    EmitBCAction action;
+    ok = compiler.ExecuteAction(action);
+  }
+  ok = ok && !compiler.getDiagnostics().hasErrorOccurred();
+  compiler.getDiagnostics().getClient()->finish();
+  text_stream.flush();
+
+  out->declined = nullptr;
+  out->status = ok ? 0 : 1;
+  out->diagnostics = copy_out(text, &out->diagnostics_len);
+  if (ok)
+    out->bitcode = copy_out(bitcode.str(), &out->bitcode_len);
+}
+
+} // extern "C"

@@ -1,0 +1,128 @@
+# The in-process frontend (clang-19's driver and compiler proper linked into
+# repocc) is clang-19: for the same unit it gives the same bitcode (so the
+# same object), dependency file, diagnostics (plain and in colour) and exit
+# code as clang-19 run as a process (REPOCC_EXTERNAL_FRONTEND=1) and as
+# clang-19 itself, and a compile starts no process at all.
+source "$(dirname "$0")/lib.sh"
+src=$(fetch_debian_source lua5.4 --skip-patches)
+cd "$SCRATCH"
+export REPOCC_UNIT_CACHE=false
+
+# 1. Every lua unit, in process and as a process: same object, same
+#    dependency file (-MD with an explicit target), same warnings.
+LUA_FLAGS=(-std=gnu99 -O2 -Wall -Wextra -Wcast-qual -DLUA_COMPAT_5_3 -DLUA_USE_LINUX)
+for mode in 0 1; do
+  mkdir -p "out-$mode"
+  for f in "$src"/src/*.c; do
+    b=$(basename "$f" .c)
+    REPOCC_EXTERNAL_FRONTEND=$mode REPOCC_DIR="$SCRATCH/repo-$mode" \
+      "$REPOCC" "${LUA_FLAGS[@]}" -MD -MT "$b.o" -MF "out-$mode/$b.d" \
+      -c "$f" -o "out-$mode/$b.o" 2>> "warnings-$mode" || fail "$b.c (external frontend: $mode)"
+  done
+done
+units=$(ls out-0/*.o | wc -l)
+[ "$units" -gt 30 ] || fail "only $units lua units"
+diff -r out-0 out-1 > /dev/null || fail "objects or dependency files differ: $(diff -rq out-0 out-1 | head -5)"
+cmp -s warnings-0 warnings-1 || fail "warnings differ: $(diff warnings-0 warnings-1 | head -10)"
+[ -s warnings-0 ] || fail "-Wcast-qual gave no warning at all on lua: the comparison proves nothing"
+grep -q "lua.h" out-0/lapi.d || fail "the dependency file lacks lapi.c's headers"
+note "$units lua units: objects, dependency files and $(wc -l < warnings-0) warning lines identical in and out of process"
+
+# The in-process frontend ran: a compile starts no process (the unit cache,
+# which asks clang for its include search list once, is off here).
+strace -f -qq -e trace=execve -o trace.out "$REPOCC" "${LUA_FLAGS[@]}" -c "$src/src/lapi.c" -o traced.o \
+  2> /dev/null || fail "traced compile"
+started=$(grep -o 'execve("[^"]*"' trace.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
+assert_eq "programs started by one compile" "repocc " "$started"
+cmp -s traced.o out-0/lapi.o || fail "the traced compile's object differs"
+REPOCC_EXTERNAL_FRONTEND=1 strace -f -qq -e trace=execve -o trace-ext.out \
+  "$REPOCC" "${LUA_FLAGS[@]}" -c "$src/src/lapi.c" -o traced-ext.o 2> /dev/null || fail "traced compile"
+grep -q 'execve("[^"]*clang' trace-ext.out || fail "REPOCC_EXTERNAL_FRONTEND=1 started no clang"
+
+# 2. Diagnostics and exit codes against clang-19 itself, in both modes:
+#    warnings, errors, a fatal error, a driver warning, -Werror, a bad
+#    target option (the compiler proper's error) and an unknown option (the
+#    driver's, which the in-process frontend leaves to clang).
+cat > warn.c <<'C'
+#include <stdio.h>
+int main(void) { int unused; printf("%d\n", "not a number"); return 0; }
+C
+cat > errors.c <<'C'
+int f(void) { return undefined_thing + 1; }
+int g(void) { int y = "x"; return y; }
+C
+cat > fatal.c <<'C'
+#include "no_such_header.h"
+int x;
+C
+cat > deep.c <<'C'
+int nest(int a) { return ((((((((((((((((((((a)))))))))))))))))))); }
+C
+cases=(
+  "warnings|-Wall -c warn.c -o warn.o"
+  "errors|-O2 -c errors.c -o errors.o"
+  "fatal error|-c fatal.c -o fatal.o"
+  "driver warning|-c warn.c -o warn.o -lm"
+  "-Werror|-Wall -Werror -c warn.c -o warn.o"
+  "bad target cpu|-march=no-such-cpu -c warn.c -o warn.o"
+  "unknown option|-c warn.c --no-such-option -o warn.o"
+  "bracket depth|-fbracket-depth=5 -c deep.c -o deep.o"
+  "two units|-Wall -c warn.c errors.c"
+)
+for entry in "${cases[@]}"; do
+  name=${entry%%|*}
+  read -r -a args <<< "${entry#*|}"
+  set +e
+  clang-19 "${args[@]}" 2> err-clang; rc_clang=$?
+  "$REPOCC" "${args[@]}" 2> err-in; rc_in=$?
+  REPOCC_EXTERNAL_FRONTEND=1 "$REPOCC" "${args[@]}" 2> err-ext; rc_ext=$?
+  set -e
+  assert_eq "$name: exit code in process" "$rc_clang" "$rc_in"
+  assert_eq "$name: exit code as a process" "$rc_clang" "$rc_ext"
+  cmp -s err-clang err-in || fail "$name: diagnostics differ from clang's:
+$(diff err-clang err-in)"
+  cmp -s err-clang err-ext || fail "$name: diagnostics as a process differ from clang's"
+  note "$name: exit $rc_in, $(wc -l < err-in) lines as clang-19 prints them"
+done
+
+# 3. In colour on a terminal (script(1) gives the compile a pty): the same
+#    bytes, escape sequences included.
+if command -v script > /dev/null; then
+  for who in clang in ext; do
+    case $who in
+      clang) cmd="clang-19" ;;
+      in) cmd="env REPOCC_EXTERNAL_FRONTEND=0 $REPOCC" ;;
+      ext) cmd="env REPOCC_EXTERNAL_FRONTEND=1 $REPOCC" ;;
+    esac
+    TERM=xterm script -qec "$cmd -Wall -c warn.c errors.c -lm" /dev/null > "tty-$who" || true
+  done
+  grep -q $'\e\[' tty-clang || fail "clang printed no colour on a pty"
+  cmp -s tty-clang tty-in || fail "coloured diagnostics differ in process"
+  cmp -s tty-clang tty-ext || fail "coloured diagnostics differ as a process"
+  note "coloured diagnostics on a pty: $(wc -c < tty-in) bytes as clang-19 prints them"
+fi
+
+# 4. C++ through repocc++ (the driver mode comes from the program name),
+#    in process and as a process: the same object, and the program runs.
+P="$WT_ROOT/programs"
+for mode in 0 1; do
+  REPOCC_EXTERNAL_FRONTEND=$mode REPOCC_DIR="$SCRATCH/repo-cxx-$mode" \
+    "$REPOCCXX" -O2 -std=c++17 -c "$P/features.cpp" -o "features-$mode.o" || fail "features.cpp ($mode)"
+done
+cmp -s features-0.o features-1.o || fail "the C++ object differs between the frontends"
+"$REPOCCXX" -O2 -std=c++17 -c "$P/features-cxx-helper.cpp" -o helper.o || fail "helper"
+clang++-19 features-0.o helper.o -o features-cxx -lpthread || fail "link"
+clang++-19 -O2 -std=c++17 "$P/features.cpp" "$P/features-cxx-helper.cpp" -o features-clang -lpthread
+./features-clang > expected.out || fail "clang's C++ program fails"
+./features-cxx > actual.out || fail "the C++ program fails"
+cmp -s expected.out actual.out || fail "the C++ program prints differently from clang's"
+note "C++: same object in and out of process; the program prints what clang's prints"
+
+# 5. Deep recursion in clang's parser and code generation runs on a stack
+#    of the frontend's own, not on what the caller has left: a 20000-term
+#    expression compiles even under a 2 MiB stack limit (clang-19 itself,
+#    and repocc's old frontend process, crash there).
+python3 -c "print('int f(int a) { return ' + '+'.join(['a'] * 20000) + '; }')" > chain.c
+(ulimit -s 2048 && "$REPOCC" -O1 -c chain.c -o chain.o) || fail "a 20000-term expression under ulimit -s 2048"
+has " T f" < <(nm chain.o) || fail "chain.o lacks f"
+note "a 20000-term expression compiles in process under a 2 MiB stack limit"
