@@ -14,9 +14,9 @@
 // Whatever it does not reproduce it declines (status -1) before running
 // anything that writes: the caller then runs clang as a process. Declined:
 // a command line the driver rejects (clang prints the error itself), more
-// or other jobs than one `-cc1` emitting bitcode, standard input, and the
-// cc1 options that load code or touch process-wide state (-mllvm, plugins,
-// timers, statistics).
+// or other jobs than one `-cc1` emitting bitcode, standard input, `-H`
+// (written to stderr as headers are entered), and the options that load
+// code or touch process-wide state (-mllvm, plugins, timers, statistics).
 
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
@@ -31,6 +31,7 @@
 #include <clang/Driver/ToolChain.h>
 #include <clang/Frontend/CompilerInstance.h>
 #include <clang/Frontend/CompilerInvocation.h>
+#include <clang/Frontend/DependencyOutputOptions.h>
 #include <clang/Frontend/FrontendOptions.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
 #include <llvm/ADT/SmallString.h>
@@ -168,6 +169,11 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     out->declined = "the job is not clang -cc1";
     return;
   }
+  for (size_t i = 1; i < argv.size(); ++i)
+    if (llvm::StringRef(argv[i]).starts_with("-fproc-stat-report")) {
+      out->declined = "the driver reports process statistics";
+      return;
+    }
   for (const char *arg : cc1)
     if (process_wide_option(arg)) {
       out->declined = "an option with process-wide effects";
@@ -186,6 +192,13 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
       !fe.Plugins.empty() || !fe.ActionName.empty() ||
       !fe.AddPluginActions.empty()) {
     out->declined = "not a bitcode compile of one file";
+    return;
+  }
+  // `-H` lists headers straight to stderr as they are entered: in clang
+  // those lines interleave with the diagnostics, which here are captured.
+  const DependencyOutputOptions &deps = invocation->getDependencyOutputOpts();
+  if (deps.ShowHeaderIncludes || deps.HeaderIncludeOutputFile == "-") {
+    out->declined = "-H writes to stderr while compiling";
     return;
   }
   // The driver asks the compiler proper not to free what process exit

@@ -58,7 +58,16 @@ C
 cat > deep.c <<'C'
 int nest(int a) { return ((((((((((((((((((((a)))))))))))))))))))); }
 C
+# -H lists headers on stderr as they are entered, between the diagnostics.
+printf '#warning "in a header"\n' > warns.h
+cat > headers.c <<'C'
+#include "warns.h"
+#include <stddef.h>
+#warning "after the includes"
+int x;
+C
 cases=(
+  "-H between diagnostics|-H -c headers.c -o headers.o"
   "warnings|-Wall -c warn.c -o warn.o"
   "errors|-O2 -c errors.c -o errors.o"
   "fatal error|-c fatal.c -o fatal.o"
