@@ -174,11 +174,17 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
       out->declined = "the driver reports process statistics";
       return;
     }
-  for (const char *arg : cc1)
+  for (const char *arg : cc1) {
     if (process_wide_option(arg)) {
       out->declined = "an option with process-wide effects";
       return;
     }
+    // `-Wp,-v`: the search list, printed straight to stderr.
+    if (llvm::StringRef(arg) == "-v") {
+      out->declined = "-v writes to stderr while compiling";
+      return;
+    }
+  }
 
   auto invocation = std::make_shared<CompilerInvocation>();
   if (!CompilerInvocation::CreateFromArgs(*invocation, cc1, diags, prog_name) ||

@@ -68,6 +68,7 @@ int x;
 C
 cases=(
   "-H between diagnostics|-H -c headers.c -o headers.o"
+  "-Wp,-v search list|-Wp,-v -Wall -c warn.c -o warn.o"
   "warnings|-Wall -c warn.c -o warn.o"
   "errors|-O2 -c errors.c -o errors.o"
   "fatal error|-c fatal.c -o fatal.o"
