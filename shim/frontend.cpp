@@ -6,7 +6,8 @@
 // What it reproduces from clang's own `clang_main` and `cc1_main`
 // (clang/tools/driver): the driver's diagnostic options and warning
 // processing, the driver mode from the program name (`clang++-19`), the
-// `CC_PRINT_HEADERS` header list (as driver fields, not environment), the
+// `CC_PRINT_HEADERS` header list (set on the compiler proper, leaving an -MMD
+// dependency file alone), the
 // compiler proper's diagnostics and its "N errors generated." line, and
 // clang's exit code (0, or 1 on errors). The bitcode is written by clang's
 // own EmitBCAction into memory, so it is byte for byte what `-o -` prints.
@@ -34,10 +35,14 @@
 #include <clang/Frontend/DependencyOutputOptions.h>
 #include <clang/Frontend/FrontendOptions.h>
 #include <clang/Frontend/TextDiagnosticPrinter.h>
+#include <clang/Lex/Lexer.h>
+#include <clang/Lex/PPCallbacks.h>
+#include <clang/Lex/Preprocessor.h>
 #include <llvm/ADT/SmallString.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Option/ArgList.h>
 #include <llvm/Option/OptTable.h>
+#include <llvm/Support/FileSystem.h>
 #include <llvm/Support/Path.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/TargetParser/Host.h>
@@ -63,6 +68,84 @@ bool process_wide_option(llvm::StringRef arg) {
       return true;
   return false;
 }
+
+// The header list of CC_PRINT_HEADERS_FILE, written as clang's textual
+// HeaderIncludesCallback writes it (every header entered after the
+// predefines, the name as the preprocessor built it, one per line), but
+// without the driver's -sys-header-deps, which would also put system
+// headers into an -MMD dependency file.
+class HeaderListCallbacks : public clang::PPCallbacks {
+public:
+  HeaderListCallbacks(const clang::SourceManager &sources,
+                      llvm::raw_ostream &out)
+      : sources_(sources), out_(out) {}
+
+  void FileChanged(clang::SourceLocation loc, FileChangeReason reason,
+                   clang::SrcMgr::CharacteristicKind,
+                   clang::FileID) override {
+    clang::PresumedLoc where = sources_.getPresumedLoc(loc);
+    if (where.isInvalid())
+      return;
+    if (reason == ExitFile) {
+      if (depth_)
+        --depth_;
+      // Back at the main file's level: the predefines are done.
+      if (depth_ == 1)
+        past_predefines_ = true;
+      return;
+    }
+    if (reason != EnterFile)
+      return;
+    ++depth_;
+    // Headers the predefines include (-include) count too: they are past
+    // the main file and the <built-in> buffer.
+    bool show = past_predefines_ || depth_ > 2;
+    llvm::StringRef name = where.getFilename();
+    if (show && name != "<command line>") {
+      llvm::SmallString<512> path(name);
+      clang::Lexer::Stringify(path);
+      out_ << path << '\n';
+    }
+  }
+
+private:
+  const clang::SourceManager &sources_;
+  llvm::raw_ostream &out_;
+  unsigned depth_ = 0;
+  bool past_predefines_ = false;
+};
+
+// clang's bitcode action, with the header list written along the way.
+class EmitBitcodeListingHeaders : public clang::EmitBCAction {
+public:
+  explicit EmitBitcodeListingHeaders(const char *header_list)
+      : header_list_(header_list) {}
+
+protected:
+  bool BeginSourceFileAction(clang::CompilerInstance &ci) override {
+    if (header_list_) {
+      std::error_code error;
+      list_ = std::make_unique<llvm::raw_fd_ostream>(
+          header_list_, error, llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
+      // Without the list the unit is only not recorded (the unit cache
+      // finds it empty); the compile goes on.
+      if (!error)
+        ci.getPreprocessor().addPPCallbacks(
+            std::make_unique<HeaderListCallbacks>(ci.getSourceManager(), *list_));
+    }
+    return clang::EmitBCAction::BeginSourceFileAction(ci);
+  }
+
+  void EndSourceFileAction() override {
+    clang::EmitBCAction::EndSourceFileAction();
+    if (list_)
+      list_->flush();
+  }
+
+private:
+  const char *header_list_;
+  std::unique_ptr<llvm::raw_fd_ostream> list_;
+};
 
 char *copy_out(llvm::StringRef bytes, size_t *len) {
   *len = bytes.size();
@@ -145,11 +228,6 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     argv.insert(argv.begin() + 1, target_prefix.c_str());
     argv.insert(argv.begin() + 1, "-target");
   }
-  if (header_list) {
-    the_driver.CCPrintHeadersFormat = HIFMT_Textual;
-    the_driver.CCPrintHeadersFiltering = HIFIL_None;
-    the_driver.CCPrintHeadersFilename = header_list;
-  }
 
   std::unique_ptr<driver::Compilation> compilation(
       the_driver.BuildCompilation(argv));
@@ -203,7 +281,7 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
   // `-H` lists headers straight to stderr as they are entered: in clang
   // those lines interleave with the diagnostics, which here are captured.
   const DependencyOutputOptions &deps = invocation->getDependencyOutputOpts();
-  if (deps.ShowHeaderIncludes || deps.HeaderIncludeOutputFile == "-") {
+  if (deps.ShowHeaderIncludes || !deps.HeaderIncludeOutputFile.empty()) {
     out->declined = "-H writes to stderr while compiling";
     return;
   }
@@ -230,7 +308,7 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
 
   bool ok;
   {
-    EmitBCAction action;
+    EmitBitcodeListingHeaders action(header_list);
     ok = compiler.ExecuteAction(action);
   }
   ok = ok && !compiler.getDiagnostics().hasErrorOccurred();

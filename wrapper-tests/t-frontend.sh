@@ -136,3 +136,31 @@ python3 -c "print('int f(int a) { return ' + '+'.join(['a'] * 20000) + '; }')" >
 (ulimit -s 2048 && "$REPOCC" -O1 -c chain.c -o chain.o) || fail "a 20000-term expression under ulimit -s 2048"
 has " T f" < <(nm chain.o) || fail "chain.o lacks f"
 note "a 20000-term expression compiles in process under a 2 MiB stack limit"
+
+# 6. An -MMD unit through the unit cache: its headers are listed while it
+#    compiles in process (no preprocessing run after the compile), its
+#    dependency file is clang's (no system headers), and the next build of
+#    it is a hit. As a process, clang cannot list them without changing the
+#    dependency file: a preprocessing run lists them instead.
+unset REPOCC_UNIT_CACHE
+mkdir -p mmd && cp "$src/src/"*.[ch] mmd/
+cd mmd
+clang-19 "${LUA_FLAGS[@]}" -MMD -MT lstring.o -MF lstring.clang.d -c lstring.c -o lstring.clang.o
+for mode in 0 1; do
+  export REPOCC_DIR="$SCRATCH/repo-mmd-$mode"
+  REPOCC_EXTERNAL_FRONTEND=$mode strace -f -qq -e trace=execve -o "trace-$mode.out" \
+    "$REPOCC" "${LUA_FLAGS[@]}" -MMD -MT lstring.o -MF "lstring.$mode.d" -c lstring.c -o lstring.o 2> /dev/null \
+    || fail "-MMD compile (external frontend: $mode)"
+  cmp -s lstring.clang.d "lstring.$mode.d" || fail "-MMD dependency file differs from clang's ($mode):
+$(diff lstring.clang.d "lstring.$mode.d")"
+  preprocessing=$(grep -c 'execve("[^"]*clang[^"]*", \[[^]]*"-E", "-x"' "trace-$mode.out" || true)
+  "$REPOCC" "${LUA_FLAGS[@]}" -MMD -MT lstring.o -MF "lstring.$mode.d" -c lstring.c -o lstring.o 2> /dev/null
+  assert_eq "-MMD unit cache hits ($mode)" 1 "$(stat_value unit_hits)"
+  if [ $mode = 0 ]; then
+    assert_eq "preprocessing runs in process" 0 "$preprocessing"
+  else
+    assert_eq "preprocessing runs as a process" 1 "$preprocessing"
+  fi
+done
+cd "$SCRATCH"
+note "-MMD: dependency file as clang's, headers listed while compiling in process, then a hit"

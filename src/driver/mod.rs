@@ -255,6 +255,8 @@ struct UnitResult {
     debug_whole: bool,
     /// What the unit cache did for the unit.
     unit_cache: UnitCacheUse,
+    /// The compile wrote the header list it was given.
+    headers_listed: bool,
     /// `REPOCC_TIMINGS` and `REPOCC_EXPLAIN` lines (printed after the
     /// diagnostics, never part of a recorded result).
     notes: String,
@@ -288,6 +290,7 @@ impl UnitResult {
             bytes_stored: 0,
             debug_whole: false,
             unit_cache: UnitCacheUse::Off,
+            headers_listed: false,
             notes: String::new(),
         }
     }
@@ -651,14 +654,12 @@ fn compile_unit_cached(
             };
         }
     }
-    let lists_while_compiling =
-        crate::unit_cache::lists_headers_while_compiling(&unit.frontend_args);
     let mut recorded = crate::unit_cache::RecordedUnit {
         source: &unit.source,
         output: &unit.output,
         search_options: &unit.search_options,
         language: unit.language,
-        headers_listed: lists_while_compiling,
+        headers_listed: false,
     };
     let mut preprocessed_key = None;
     if try_preprocessor {
@@ -693,10 +694,13 @@ fn compile_unit_cached(
         None
     } else {
         let _ = std::fs::remove_file(header_list);
-        lists_while_compiling.then_some(header_list)
+        Some(header_list)
     };
     let compile_start = Instant::now();
     let mut r = compile_unit(unit, p, clang, cx, discard_dep, list);
+    // Where the compile could not list them (clang as a process on an
+    // -MMD unit), recording lists them by preprocessing.
+    recorded.headers_listed |= r.headers_listed;
     let compile_ms = compile_start.elapsed().as_millis() as u64;
     let mut not_recorded = None;
     // repocc's own warnings (a repository it could not write, a fallback)
@@ -758,6 +762,8 @@ fn compile_unit(
         };
         return UnitResult {
             debug_whole: true,
+            headers_listed: header_list.is_some()
+                && frontend::headers_listable(&unit.frontend_args),
             ..UnitResult::failed(status, stderr, status != 0)
         };
     }
@@ -802,6 +808,7 @@ fn compile_unit(
             match pipeline::output::write_output(&unit.output, &object) {
                 Ok(()) => {
                     return UnitResult {
+                        headers_listed: fe.headers_listed,
                         clang_unit_reused: true,
                         ..UnitResult::failed(0, stderr, false)
                     }
@@ -863,6 +870,7 @@ fn compile_unit(
                 ));
             }
             UnitResult {
+                headers_listed: fe.headers_listed,
                 notes,
                 report: Some(report),
                 compiled: true,
@@ -912,6 +920,7 @@ fn compile_unit(
                 }
             };
             UnitResult {
+                headers_listed: fe.headers_listed,
                 fallback: Some(reason),
                 bytes_stored,
                 ..UnitResult::failed(status, stderr, false)
@@ -932,7 +941,7 @@ fn plain_compile(
     header_list: Option<&Path>,
 ) -> Result<(i32, Vec<u8>)> {
     let mut cmd = Command::new(clang);
-    if let Some(list) = header_list {
+    if let Some(list) = header_list.filter(|_| frontend::headers_listable(&unit.frontend_args)) {
         frontend::list_headers(&mut cmd, list);
     }
     cmd.args(&unit.frontend_args)

@@ -37,13 +37,16 @@ pub struct FrontendOutput {
     /// Why clang ran as a process although it could have run in this one
     /// (for `REPOCC_EXPLAIN`).
     pub process_reason: Option<String>,
+    /// The header list was written (see [`headers_listable`]).
+    pub headers_listed: bool,
 }
 
 pub trait Clang: Sync {
     fn path(&self) -> &Path;
     /// Runs the frontend with its stderr captured; `force_color` adds
     /// `-fcolor-diagnostics` (our stderr is a colour terminal); clang
-    /// appends the headers it opens to `header_list` (see [`list_headers`]).
+    /// appends the headers it opens to `header_list` (see [`list_headers`])
+    /// where it can without changing the unit's dependency file.
     fn run_frontend(
         &self,
         args: &[String],
@@ -69,6 +72,7 @@ impl Clang for RealClang {
         header_list: Option<&Path>,
     ) -> Result<FrontendOutput> {
         let mut cmd = Command::new(&self.path);
+        let header_list = header_list.filter(|_| headers_listable(args));
         if let Some(list) = header_list {
             list_headers(&mut cmd, list);
         }
@@ -89,6 +93,7 @@ impl Clang for RealClang {
             bitcode: if status == 0 { out.stdout } else { Vec::new() },
             stderr: out.stderr,
             process_reason: None,
+            headers_listed: header_list.is_some(),
         })
     }
 }
@@ -199,6 +204,7 @@ impl Clang for InProcessClang {
                 bitcode,
                 stderr: diagnostics,
                 process_reason: None,
+                headers_listed: header_list.is_some(),
             }),
             InProcessFrontend::Declined(why) => {
                 let mut out = self.process.run_frontend(args, force_color, header_list)?;
@@ -207,6 +213,14 @@ impl Clang for InProcessClang {
             }
         }
     }
+}
+
+/// Whether clang run as a process can list a unit's headers while
+/// compiling it: the listing turns on `-sys-header-deps`, which adds system
+/// headers to an `-MMD` dependency file. (In process, the list is asked of
+/// the compiler proper directly and the dependency file is left alone.)
+pub fn headers_listable(args: &[String]) -> bool {
+    !args.iter().any(|a| a == "-MMD")
 }
 
 /// Has clang append every header it opens (system headers included,
@@ -299,6 +313,75 @@ mod tests {
         assert!(a.bitcode.starts_with(b"BC"));
         assert_eq!(a.stderr, b.stderr);
         assert!(String::from_utf8_lossy(&a.stderr).contains("unused variable"));
+
+        // The header list: the same lines as clang's CC_PRINT_HEADERS, and
+        // with -MMD the dependency file as clang writes it without a list.
+        std::fs::write(dir.path().join("local.h"), "#include <stdio.h>\n").unwrap();
+        let lister = dir.path().join("lists.c");
+        std::fs::write(
+            &lister,
+            "#include \"local.h\"\n#include \"./local.h\"\n#include <stdlib.h>\nint g;\n",
+        )
+        .unwrap();
+        let run_in = |unit: &[String], list: &Path| {
+            let args = frontend_args(unit, OptLevel::O2, None);
+            let _ = std::fs::remove_file(list);
+            let a = in_process.run_frontend(&args, false, Some(list)).unwrap();
+            assert_eq!(a.status, 0, "{}", String::from_utf8_lossy(&a.stderr));
+            assert!(a.headers_listed && a.process_reason.is_none());
+            std::fs::read(list).unwrap()
+        };
+        let unit = vec![
+            "-include".to_string(),
+            "stddef.h".to_string(),
+            lister.display().to_string(),
+        ];
+        let list = dir.path().join("list");
+        let ours = run_in(&unit, &list);
+        let args = frontend_args(&unit, OptLevel::O2, None);
+        let _ = std::fs::remove_file(&list);
+        let b = in_process
+            .process
+            .run_frontend(&args, false, Some(&list))
+            .unwrap();
+        assert!(b.headers_listed);
+        let clangs = std::fs::read(&list).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&ours),
+            String::from_utf8_lossy(&clangs)
+        );
+        assert!(String::from_utf8_lossy(&ours).contains("stdio.h"));
+
+        let dep = |name: &str| dir.path().join(name).display().to_string();
+        let mmd = |file: &str| {
+            vec![
+                "-MMD".to_string(),
+                "-MF".to_string(),
+                dep(file),
+                lister.display().to_string(),
+            ]
+        };
+        let plain = run_in(&[lister.display().to_string()], &list);
+        let listed = run_in(&mmd("in.d"), &list);
+        assert!(listed == plain, "-MMD changed the header list");
+        let b = in_process
+            .process
+            .run_frontend(
+                &frontend_args(&mmd("out.d"), OptLevel::O2, None),
+                false,
+                Some(&list),
+            )
+            .unwrap();
+        assert!(
+            !b.headers_listed,
+            "clang as a process listed headers of an -MMD unit"
+        );
+        let in_d = std::fs::read_to_string(dep("in.d")).unwrap();
+        assert_eq!(in_d, std::fs::read_to_string(dep("out.d")).unwrap());
+        assert!(
+            in_d.contains("local.h") && !in_d.contains("stdio.h"),
+            "{in_d}"
+        );
 
         // A command line the driver rejects is clang's to report.
         let mut bad = args.clone();

@@ -450,14 +450,6 @@ impl UnitCache<'_> {
     }
 }
 
-/// Whether clang may list headers during the unit's own compile. The
-/// listing turns on `-sys-header-deps`, which adds system headers to an
-/// `-MMD` dependency file; such units list their headers in a separate
-/// preprocessing run instead.
-pub fn lists_headers_while_compiling(unit_args: &[String]) -> bool {
-    !unit_args.iter().any(|a| a == "-MMD")
-}
-
 /// clang preprocessing the unit with its headers listed into
 /// `header_list` (started afresh), its text to `output`.
 fn preprocess_command(
@@ -501,7 +493,7 @@ pub struct RecordedUnit<'a> {
     /// The `-x` name of its language.
     pub language: &'a str,
     /// clang listed the headers while compiling (see
-    /// [`lists_headers_while_compiling`]).
+    /// [`crate::pipeline::frontend::headers_listable`]).
     pub headers_listed: bool,
 }
 
