@@ -756,14 +756,14 @@ fn compile_unit(
     // loss of variables at -O0): clang compiles such a unit, exactly as
     // it would without repocc.
     if cx.repository.is_some() && p.debug_any && !cx.options.debug_fragments {
-        let (status, stderr) = match plain_compile(clang.path(), unit, cx, false, header_list) {
-            Ok(r) => r,
-            Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes()),
-        };
+        let (status, stderr, headers_listed) =
+            match plain_compile(clang.path(), unit, cx, false, header_list) {
+                Ok(r) => r,
+                Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes(), false),
+            };
         return UnitResult {
             debug_whole: true,
-            headers_listed: header_list.is_some()
-                && frontend::headers_listable(&unit.frontend_args),
+            headers_listed,
             ..UnitResult::failed(status, stderr, status != 0)
         };
     }
@@ -902,7 +902,7 @@ fn compile_unit(
             };
             let mut bytes_stored = 0;
             let status = match plain_compile(clang.path(), unit, cx, !backend, header_list) {
-                Ok((status, text)) => {
+                Ok((status, text, _)) => {
                     if let Some((storage, key)) = clang_unit.as_ref().filter(|_| status == 0) {
                         bytes_stored = pipeline::clang_units::remember(
                             *storage,
@@ -932,18 +932,17 @@ fn compile_unit(
 /// The fallback: clang compiles the unit to its output by itself. When the
 /// frontend's warnings were already shown, `-w` keeps them from appearing
 /// twice. Its stderr is captured (with colour when ours is a colour
-/// terminal) so that the repository can tell a quiet compile.
+/// terminal) so that the repository can tell a quiet compile; also whether
+/// it listed the headers into `header_list`.
 fn plain_compile(
     clang: &Path,
     unit: &plan::UnitPlan,
     cx: &UnitContext,
     suppress_warnings: bool,
     header_list: Option<&Path>,
-) -> Result<(i32, Vec<u8>)> {
+) -> Result<(i32, Vec<u8>, bool)> {
     let mut cmd = Command::new(clang);
-    if let Some(list) = header_list.filter(|_| frontend::headers_listable(&unit.frontend_args)) {
-        frontend::list_headers(&mut cmd, list);
-    }
+    let listed = frontend::list_headers_where_listable(&mut cmd, header_list, &unit.frontend_args);
     cmd.args(&unit.frontend_args)
         .arg("-c")
         .arg("-o")
@@ -956,5 +955,5 @@ fn plain_compile(
         cmd.arg("-fcolor-diagnostics");
     }
     let out = cmd.output().context("running clang")?;
-    Ok((frontend::exit_code(&out.status), out.stderr))
+    Ok((frontend::exit_code(&out.status), out.stderr, listed))
 }

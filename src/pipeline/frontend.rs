@@ -72,10 +72,7 @@ impl Clang for RealClang {
         header_list: Option<&Path>,
     ) -> Result<FrontendOutput> {
         let mut cmd = Command::new(&self.path);
-        let header_list = header_list.filter(|_| headers_listable(args));
-        if let Some(list) = header_list {
-            list_headers(&mut cmd, list);
-        }
+        let headers_listed = list_headers_where_listable(&mut cmd, header_list, args);
         cmd.args(args)
             .env(RECURSION_GUARD, "1")
             .stdin(Stdio::null())
@@ -93,7 +90,7 @@ impl Clang for RealClang {
             bitcode: if status == 0 { out.stdout } else { Vec::new() },
             stderr: out.stderr,
             process_reason: None,
-            headers_listed: header_list.is_some(),
+            headers_listed,
         })
     }
 }
@@ -221,6 +218,22 @@ impl Clang for InProcessClang {
 /// the compiler proper directly and the dependency file is left alone.)
 pub fn headers_listable(args: &[String]) -> bool {
     !args.iter().any(|a| a == "-MMD")
+}
+
+/// [`list_headers`] into `list`, for a clang process compiling with `args`,
+/// where [`headers_listable`]; whether it will list them.
+pub fn list_headers_where_listable(
+    cmd: &mut Command,
+    list: Option<&Path>,
+    args: &[String],
+) -> bool {
+    match list.filter(|_| headers_listable(args)) {
+        Some(list) => {
+            list_headers(cmd, list);
+            true
+        }
+        None => false,
+    }
 }
 
 /// Has clang append every header it opens (system headers included,
