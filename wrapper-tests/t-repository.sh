@@ -72,11 +72,15 @@ note "a flipped byte in a stored fragment is detected and recompiled"
 grep -rl '"members":\["sqlite3VdbeExec"\]' "$REPOCC_DIR/v1/fragments" > entries.txt || true
 entry=$(sed -n 1p entries.txt)
 [ -n "$entry" ] || fail "no fragment to corrupt"
+# The file may be a pack of several entries: flip a byte of this one's
+# payload, right after its metadata.
 python3 - "$entry" <<'PY'
 import sys
 p = sys.argv[1]
 b = bytearray(open(p, "rb").read())
-b[len(b) // 2] ^= 0x20
+at = b.index(b'"members":["sqlite3VdbeExec"]')
+at = b.index(b"\x7fELF", at) + 64
+b[at] ^= 0x20
 open(p, "wb").write(bytes(b))
 PY
 "$REPOCC" --zero-stats > /dev/null

@@ -87,15 +87,25 @@ assert_eq "files outside the repository" "1" "$(ls outside | wc -l)"
 note "3. FIFO, directory, device and /dev/zero entries cost a miss, never a hang"
 "$REPOCC" --clear > /dev/null
 "$REPOCC" -O2 -c x.c -o cold.o
-# Only definitions' entries (kind byte 0 or 1 at offset 12): a warm build
-# looks each of them up. The unit's history entry is written, not read,
-# without REPOCC_EXPLAIN, and its name depends on the working directory, so
-# planting into it would make the count depend on where the test runs.
+# Only definitions' entries (kind byte 0 or 1 at offset 12 of the entry,
+# which a pack's table locates): a warm build looks each of them up. The
+# unit's history entry is written, not read, without REPOCC_EXPLAIN, and its
+# name depends on the working directory, so planting into it would make the
+# count depend on where the test runs.
 fragment_entries() {
-  local f
-  for f in $(entries); do
-    case "$(od -An -tu1 -j12 -N1 "$f" | tr -d ' ')" in 0|1) echo "$f" ;; esac
-  done
+  entries | python3 -c '
+import os, struct, sys
+for p in sys.stdin.read().split():
+    b = open(p, "rb").read()
+    at = 0
+    if b[:8] == b"RPCCPACK":
+        n = struct.unpack_from("<I", b, 12)[0]
+        key = bytes.fromhex(os.path.basename(p))
+        at = next(struct.unpack_from("<Q", b, 16 + 48 * i + 32)[0]
+                  for i in range(n) if b[16 + 48 * i:48 + 48 * i] == key)
+    if b[at + 12] in (0, 1):
+        print(p)
+'
 }
 mapfile -t es < <(fragment_entries)
 [ "${#es[@]}" -ge 5 ] || fail "only ${#es[@]} definition entries"

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::digest::ModuleDigests;
 use super::merge::MergeRequirements;
-use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage, StoreError};
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 
 /// Partner name → final digest (hex) it had when merging relied on it.
 pub type Requirements = BTreeMap<String, String>;
@@ -180,18 +180,17 @@ fn read(store: &dyn Storage, key: &FragmentDigest, found: &mut Found) -> Option<
     }
 }
 
-/// Stores a compiled fragment under `key`: as the primary entry when there
-/// is none (or it is unreadable, or records a deletion), else as a variant
-/// listed in the primary. Returns the bytes written.
-pub fn store_object(
-    store: &dyn Storage,
+/// The entries that store a compiled fragment under `key`: the primary
+/// entry when there is none (or it is unreadable, or records a deletion),
+/// else a variant and the primary listing it.
+pub fn object_entries(
     key: &FragmentDigest,
     primary: Option<&Entry>,
     members: &[String],
     requires: Requirements,
     references: Vec<String>,
     object: Vec<u8>,
-) -> Result<u64, StoreError> {
+) -> Vec<(FragmentDigest, Entry)> {
     let own = Metadata {
         members: members.to_vec(),
         requires,
@@ -202,10 +201,10 @@ pub fn store_object(
         .filter(|p| p.kind == EntryKind::Object)
         .and_then(|p| metadata_of(p).map(|m| (p, m)));
     let Some((primary, mut meta)) = primary_meta else {
-        return store.put(key, &entry(EntryKind::Object, &own, object));
+        return vec![(*key, entry(EntryKind::Object, &own, object))];
     };
     let vkey = variant_key(key, &own.requires);
-    let mut written = store.put(&vkey, &entry(EntryKind::Object, &own, object))?;
+    let variant = entry(EntryKind::Object, &own, object);
     meta.variants.retain(|r| *r != own.requires);
     meta.variants.push(own.requires);
     if meta.variants.len() > MAX_VARIANTS {
@@ -216,21 +215,17 @@ pub fn store_object(
         metadata: serde_json::to_vec(&meta).unwrap_or_default(),
         payload: primary.payload.clone(),
     };
-    written += store.put(key, &listed)?;
-    Ok(written)
+    vec![(vkey, variant), (*key, listed)]
 }
 
-/// Records that the optimizer deleted every member of the fragment.
-pub fn store_deleted(
-    store: &dyn Storage,
-    key: &FragmentDigest,
-    members: &[String],
-) -> Result<u64, StoreError> {
+/// The entry recording that the optimizer deleted every member of the
+/// fragment.
+pub fn deleted_entry(key: &FragmentDigest, members: &[String]) -> (FragmentDigest, Entry) {
     let meta = Metadata {
         members: members.to_vec(),
         ..Metadata::default()
     };
-    store.put(key, &entry(EntryKind::Deleted, &meta, Vec::new()))
+    (*key, entry(EntryKind::Deleted, &meta, Vec::new()))
 }
 
 fn entry(kind: EntryKind, meta: &Metadata, payload: Vec<u8>) -> Entry {

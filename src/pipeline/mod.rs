@@ -356,7 +356,9 @@ fn repository_stages(
     // Store what is new; a repository that cannot be written costs reuse,
     // never the build.
     let t = Instant::now();
-    let mut store_error: Option<String> = None;
+    // One write for all of them (a pack: see `repo::store`).
+    let mut new_entries = Vec::new();
+    let mut fragments_new = 0;
     for &(i, e) in &assembly.store_after {
         let f = &pruned.fragments[i];
         // A fragment merging made depend on a function without a digest
@@ -364,37 +366,28 @@ fn repository_stages(
         let Some(requires) = entries::requirements_of(&f.members, &merged, digests) else {
             continue;
         };
-        let object = emitted[e].object.clone();
-        let references = emitted[e].references.clone();
-        match entries::store_object(
-            store,
+        new_entries.extend(entries::object_entries(
             &f.key,
             f.primary.as_ref(),
             &f.members,
             requires,
-            references,
-            object,
-        ) {
-            Ok(bytes) => {
-                report.fragments_stored += 1;
-                report.bytes_stored += bytes;
-            }
-            Err(err) => {
-                store_error.get_or_insert(format!("{err}; fragments not stored"));
-                break;
-            }
-        }
+            emitted[e].references.clone(),
+            emitted[e].object.clone(),
+        ));
+        fragments_new += 1;
     }
     for &i in &assembly.deleted {
-        if store_error.is_some() {
-            break;
-        }
         let f = &pruned.fragments[i];
-        match entries::store_deleted(store, &f.key, &f.members) {
-            Ok(bytes) => report.bytes_stored += bytes,
-            Err(err) => {
-                store_error.get_or_insert(format!("{err}; fragments not stored"));
-            }
+        new_entries.push(entries::deleted_entry(&f.key, &f.members));
+    }
+    let mut store_error: Option<String> = None;
+    match store.put_many(&new_entries) {
+        Ok(bytes) => {
+            report.fragments_stored += fragments_new;
+            report.bytes_stored += bytes;
+        }
+        Err(err) => {
+            store_error = Some(format!("{err}; fragments not stored"));
         }
     }
     report.warnings.extend(store_error);

@@ -104,6 +104,8 @@ pub struct Listed {
     pub name: String,
     pub kind: Kind,
     pub size: u64,
+    /// How many names the file has (entries of one pack share a file).
+    pub links: u64,
     pub modified: std::time::SystemTime,
 }
 
@@ -115,6 +117,32 @@ pub struct RepoDir {
 
 fn errno_io(e: rustix::io::Errno) -> io::Error {
     io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// Reads `file` to its end, expecting about `size` bytes and accepting at
+/// most `max_bytes` (the bound holds even if the file grows meanwhile).
+pub fn read_at_most(file: &mut File, size: u64, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
+    let mut bytes = Vec::with_capacity(size.min(max_bytes) as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(ReadError::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// A name for a temporary file: `.tmp.<pid>.<counter>.<nanos>`.
+fn temporary_name() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        ".tmp.{}.{}.{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 fn name_ok(name: &str) -> io::Result<()> {
@@ -229,10 +257,9 @@ impl RepoDir {
         }
     }
 
-    /// Opens the regular file `name` for reading and reads it whole, if it
-    /// is at most `max_bytes` long. Returns the bytes and the open file
-    /// (for its metadata).
-    pub fn read_regular(&self, name: &str, max_bytes: u64) -> Result<(Vec<u8>, File), ReadError> {
+    /// Opens the regular file `name` for reading (never through a
+    /// symlink, never blocking on a FIFO); returns it with its size.
+    pub fn open_regular(&self, name: &str) -> Result<(File, u64), ReadError> {
         name_ok(name).map_err(ReadError::Io)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = match rustix::fs::openat(&self.fd, name, flags, Mode::empty()) {
@@ -252,20 +279,18 @@ impl RepoDir {
         if kind != Kind::Regular {
             return Err(ReadError::NotRegular(kind));
         }
-        let size = st.st_size as u64;
+        Ok((File::from(fd), st.st_size as u64))
+    }
+
+    /// Opens the regular file `name` for reading and reads it whole, if it
+    /// is at most `max_bytes` long. Returns the bytes and the open file
+    /// (for its metadata).
+    pub fn read_regular(&self, name: &str, max_bytes: u64) -> Result<(Vec<u8>, File), ReadError> {
+        let (mut file, size) = self.open_regular(name)?;
         if size > max_bytes {
             return Err(ReadError::TooLarge(size));
         }
-        let mut file = File::from(fd);
-        let mut bytes = Vec::with_capacity(size as usize);
-        // The bound holds even if the file grows while it is read.
-        (&mut file)
-            .take(max_bytes + 1)
-            .read_to_end(&mut bytes)
-            .map_err(ReadError::Io)?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(ReadError::TooLarge(bytes.len() as u64));
-        }
+        let bytes = read_at_most(&mut file, size, max_bytes)?;
         Ok((bytes, file))
     }
 
@@ -285,21 +310,67 @@ impl RepoDir {
         Ok(bytes.len() as u64)
     }
 
+    /// Writes `bytes` to a new temporary file in this directory and returns
+    /// its name: the shared body that [`RepoDir::link_into`] gives names.
+    pub fn write_temporary(&self, bytes: &[u8], mode: u32) -> io::Result<String> {
+        let (tmp, mut file) = self.create_temporary(mode)?;
+        if let Err(e) = file.write_all(bytes) {
+            let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
+            return Err(e);
+        }
+        Ok(tmp)
+    }
+
+    /// Gives the file `existing` of this directory the name `name` in
+    /// `dest` too (a hard link: no new inode, no copy). Whatever already
+    /// has that name is replaced atomically, as by a rename: a file or a
+    /// symlink (the link itself, never its target), and a directory is
+    /// removed first. Names are only ever added inside the repository.
+    pub fn link_into(&self, existing: &str, dest: &RepoDir, name: &str) -> io::Result<()> {
+        name_ok(existing)?;
+        name_ok(name)?;
+        match rustix::fs::linkat(&self.fd, existing, &dest.fd, name, AtFlags::empty()) {
+            Ok(()) => return Ok(()),
+            Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(errno_io(e)),
+        }
+        // Taken: link under a fresh temporary name, then rename over it.
+        let tmp = loop {
+            let candidate = temporary_name();
+            match rustix::fs::linkat(
+                &self.fd,
+                existing,
+                &dest.fd,
+                candidate.as_str(),
+                AtFlags::empty(),
+            ) {
+                Ok(()) => break candidate,
+                Err(rustix::io::Errno::EXIST) => continue,
+                Err(e) => return Err(errno_io(e)),
+            }
+        };
+        let rename = || rustix::fs::renameat(&dest.fd, tmp.as_str(), &dest.fd, name);
+        let result = match rename() {
+            Err(rustix::io::Errno::ISDIR)
+            | Err(rustix::io::Errno::NOTEMPTY)
+            | Err(rustix::io::Errno::EXIST) => {
+                dest.remove(name).and_then(|()| rename().map_err(errno_io))
+            }
+            other => other.map_err(errno_io),
+        };
+        if result.is_err() {
+            let _ = rustix::fs::unlinkat(&dest.fd, tmp.as_str(), AtFlags::empty());
+        }
+        result
+    }
+
     /// A new, empty temporary file in this directory, named
     /// `.tmp.<pid>.<counter>.<nanos>`.
     fn create_temporary(&self, mode: u32) -> io::Result<(String, File)> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         loop {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.subsec_nanos());
-            let name = format!(
-                ".tmp.{}.{}.{nanos}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            );
+            let name = temporary_name();
             match rustix::fs::openat(&self.fd, name.as_str(), flags, Mode::from_raw_mode(mode)) {
                 Ok(fd) => return Ok((name, File::from(fd))),
                 Err(rustix::io::Errno::EXIST) => continue,
@@ -388,6 +459,7 @@ impl RepoDir {
                 name,
                 kind: Kind::of(FileType::from_raw_mode(st.st_mode)),
                 size: st.st_size as u64,
+                links: st.st_nlink,
                 modified,
             });
         }

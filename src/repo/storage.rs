@@ -28,6 +28,11 @@ pub trait Storage: Sync {
     fn get(&self, key: &FragmentDigest) -> Result<Lookup, StoreError>;
     /// Stores `entry` under `key`; returns the bytes written.
     fn put(&self, key: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError>;
+    /// Stores several entries (a compile's new fragments) at once; returns
+    /// the bytes written. Of entries with the same key, the last is stored.
+    fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
+        items.iter().map(|(k, e)| self.put(k, e)).sum()
+    }
     /// Removes the entry under `key` (missing is not an error).
     fn remove(&self, key: &FragmentDigest) -> Result<(), StoreError>;
     /// Every entry.
