@@ -121,8 +121,10 @@ fn errno_io(e: rustix::io::Errno) -> io::Error {
 
 /// Reads `file` to its end, expecting about `size` bytes and accepting at
 /// most `max_bytes` (the bound holds even if the file grows meanwhile).
+/// With room for the expected size, that is one `read` and one at the end,
+/// not a dozen doubling ones.
 pub fn read_at_most(file: &mut File, size: u64, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
-    let mut bytes = Vec::with_capacity(size.min(max_bytes) as usize);
+    let mut bytes = Vec::with_capacity(size.min(max_bytes) as usize + 1);
     file.take(max_bytes + 1)
         .read_to_end(&mut bytes)
         .map_err(ReadError::Io)?;
@@ -482,15 +484,7 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     if kind != Kind::Regular {
         return Err(ReadError::NotRegular(kind));
     }
-    let mut bytes = Vec::new();
-    File::from(fd)
-        .take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(ReadError::Io)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(ReadError::TooLarge(bytes.len() as u64));
-    }
-    Ok(bytes)
+    read_at_most(&mut File::from(fd), st.st_size as u64, max_bytes)
 }
 
 #[cfg(test)]
