@@ -2,7 +2,8 @@
 # compiled whole, without the repository (debug_fragments off): counted,
 # and gdb sees what it sees in clang's build. With REPOCC_DEBUG_FRAGMENTS=1
 # the repository is used: the program debugs the same (gdb stops in a
-# function, prints a struct and its fields), the DWARF verifies, each
+# function, prints a struct and its fields; backtraces, arguments and
+# locals of three functions equal clang's build), the DWARF verifies, each
 # struct is emitted once per object (a type unit) although every fragment
 # is a compile unit of its own, and a rebuild reproduces the objects.
 source "$(dirname "$0")/lib.sh"
@@ -57,6 +58,25 @@ assert_eq "struct Table emitted once in lapi.o" 1 "$tables"
 session lua > gdb.repocc
 grep -q 'type = struct Table {' gdb.repocc || fail "gdb cannot show struct Table: $(cat gdb.repocc)"
 diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
+
+note "-O0 -g: backtraces, arguments and locals of three functions as in clang's build"
+# Code is generated from clang's body, not the mem2reg form the digests
+# are made of, so no local is <optimized out> where clang's build has it.
+frames() {
+  local fn
+  for fn in luaH_resize luaS_newlstr luaK_code; do
+    (cd "$1/src" && gdb -q -batch -nx -ex "break $fn" -ex "run $WT_ROOT/programs/checks.lua > /dev/null" \
+      -ex bt -ex 'info args' -ex 'info locals' -ex up -ex 'info args' -ex 'info locals' ./lua 2>&1) \
+      | sed -e 's/0x[0-9a-f]*/ADDR/g' | grep -v -e '^\[' -e libthread -e debuginfod
+  done
+}
+frames lua-clang > frames.clang
+for want in 'newasize = ' 'str = ' 'luaK_code (fs='; do
+  grep -q "$want" frames.clang || fail "clang's build: no '$want' in $(cat frames.clang)"
+done
+frames lua > frames.repocc
+diff -u frames.clang frames.repocc || fail "backtraces, arguments or locals differ from clang's build"
+note "$(grep -c ' = ' frames.repocc) values shown, $(grep -c 'optimized out' frames.repocc) optimized out (clang: $(grep -c 'optimized out' frames.clang))"
 
 note "a warm rebuild reproduces the objects"
 mkdir -p objs && cp lua/src/*.o objs/

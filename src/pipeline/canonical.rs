@@ -52,6 +52,12 @@ pub struct Unit<'ctx> {
     /// Definitions that were internal or private in the source: local
     /// symbols again in the object.
     pub originally_local: Vec<String>,
+    /// Those of them that were private `unnamed_addr` constants (`.str.N`,
+    /// `__const.f.x`, renamed by content): clang's object names them `.L…`
+    /// where it keeps a symbol at all, and so does the composed one, so
+    /// that linkers leave them out of programs as they do clang's (gdb
+    /// would otherwise print `<.rc.…>` after a string pointer).
+    pub unnamed_locals: Vec<String>,
 }
 
 pub fn init_targets() {
@@ -69,26 +75,56 @@ pub fn load<'ctx>(
     source_name: &str,
     settings: &CodegenSettings,
 ) -> Result<Unit<'ctx>> {
+    load_with(context, bitcode, source_name, settings, true)
+}
+
+/// The unit as clang wrote it — constants named and locals externalized
+/// exactly as [`load`] does, so every definition has the same name, but
+/// without mem2reg. At `-O0` with debug info this is the code that is
+/// generated: mem2reg turns a local's stack slot into SSA values whose
+/// debug records describe them only where they are live, so gdb would
+/// print `<optimized out>` where clang's build shows the value. Digests
+/// are still made of the canonical form: mem2reg is a function of this
+/// body, so whatever changes this body changes the canonical one's.
+pub fn load_as_written<'ctx>(
+    context: &'ctx Context,
+    bitcode: &[u8],
+    source_name: &str,
+    settings: &CodegenSettings,
+) -> Result<Unit<'ctx>> {
+    load_with(context, bitcode, source_name, settings, false)
+}
+
+fn load_with<'ctx>(
+    context: &'ctx Context,
+    bitcode: &[u8],
+    source_name: &str,
+    settings: &CodegenSettings,
+    promote: bool,
+) -> Result<Unit<'ctx>> {
     init_targets();
     let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, source_name);
     let module = Module::parse_bitcode_from_buffer(&buffer, context)
         .map_err(|e| anyhow!("reading the bitcode of {source_name}: {e}"))?;
     let target_machine = target_machine_for(&module, settings)
         .with_context(|| format!("building the target machine for {source_name}"))?;
-    module
-        .run_passes(
-            "function(mem2reg)",
-            &target_machine,
-            PassBuilderOptions::create(),
-        )
-        .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
+    if promote {
+        module
+            .run_passes(
+                "function(mem2reg)",
+                &target_machine,
+                PassBuilderOptions::create(),
+            )
+            .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
+    }
     name_constants_by_content(&module);
-    let originally_local = externalize_locals(&module);
+    let (originally_local, unnamed_locals) = externalize_locals(&module);
     Ok(Unit {
         module,
         target_machine,
         source_name: source_name.to_string(),
         originally_local,
+        unnamed_locals,
     })
 }
 
@@ -133,12 +169,15 @@ fn name_constants_by_content(module: &Module) {
 }
 
 /// Makes internal and private definitions hidden external ones; returns
-/// their names.
-fn externalize_locals(module: &Module) -> Vec<String> {
+/// their names, and separately those of the private `unnamed_addr`
+/// constants.
+fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>) {
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
     let mut names = Vec::new();
+    let mut private = Vec::new();
     for f in module.get_functions() {
-        if f.count_basic_blocks() > 0 && local(f.get_linkage()) {
+        let linkage = f.get_linkage();
+        if f.count_basic_blocks() > 0 && local(linkage) {
             let g = f.as_global_value();
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
@@ -147,14 +186,23 @@ fn externalize_locals(module: &Module) -> Vec<String> {
     }
     for g in module.get_globals() {
         let name = g.get_name().to_string_lossy().into_owned();
-        if !g.is_declaration() && local(g.get_linkage()) && !name.starts_with("llvm.") {
+        let linkage = g.get_linkage();
+        if !g.is_declaration() && local(linkage) && !name.starts_with("llvm.") {
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
+            // Only constants whose address means nothing: a fragment that
+            // declares one cannot say so (see `relocatable`).
+            if linkage == Linkage::Private
+                && g.get_unnamed_address() == UnnamedAddress::Global
+                && g.is_constant()
+            {
+                private.push(name.clone());
+            }
             names.push(name);
         }
     }
     names.extend(llvm_shim::externalize_local_aliases(module));
-    names
+    (names, private)
 }
 
 /// The most common value of a string function attribute among the module's
@@ -253,4 +301,94 @@ pub fn target_machine(
         },
     );
     Ok(tm)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-O0 -g` bitcode of `source`, as the frontend asks for it.
+    fn o0_debug_bitcode(source: &str) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("t.c");
+        std::fs::write(&src, source).unwrap();
+        let out = std::process::Command::new("clang-19")
+            .args([
+                "-O0",
+                "-g",
+                "-Xclang",
+                "-disable-O0-optnone",
+                "-c",
+                "-emit-llvm",
+            ])
+            .args(["-o", "-"])
+            .arg(&src)
+            .output()
+            .expect("clang-19");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
+    fn definitions(unit: &Unit) -> Vec<String> {
+        let mut names: Vec<String> = unit
+            .module
+            .get_functions()
+            .filter(|f| f.count_basic_blocks() > 0)
+            .map(|f| f.get_name().to_string_lossy().into_owned())
+            .chain(
+                unit.module
+                    .get_globals()
+                    .filter(|g| !g.is_declaration())
+                    .map(|g| g.get_name().to_string_lossy().into_owned()),
+            )
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn the_unit_as_written_keeps_stack_slots_and_every_name() {
+        let bitcode = o0_debug_bitcode(
+            "static const char *name(int i) { const char *s = i ? \"one\" : \"two\"; return s; }\n\
+             static int counter;\n\
+             int f(int a) { int local = a * 2; counter += local; return name(local)[0]; }\n",
+        );
+        let settings = CodegenSettings::plain_o2();
+        let context = Context::create();
+        let canonical = load(&context, &bitcode, "t.c", &settings).unwrap();
+        let written = load_as_written(&context, &bitcode, "t.c", &settings).unwrap();
+        // The same definitions under the same names (constants named by
+        // content, statics externalized), so digests of the one name the
+        // code of the other.
+        assert_eq!(definitions(&canonical), definitions(&written));
+        assert_eq!(canonical.originally_local, written.originally_local);
+        assert_eq!(canonical.unnamed_locals, written.unnamed_locals);
+        // The string constant was private: unnamed; the static variable not.
+        assert_eq!(
+            canonical.unnamed_locals.len(),
+            2,
+            "{:?}",
+            canonical.unnamed_locals
+        );
+        assert!(canonical
+            .unnamed_locals
+            .iter()
+            .all(|n| n.starts_with(".rc.")));
+        assert!(canonical.originally_local.iter().any(|n| n == "counter"));
+        let f = |u: &Unit| {
+            u.module
+                .get_function("f")
+                .unwrap()
+                .print_to_string()
+                .to_string()
+        };
+        // The locals' stack slots, described by dbg.declare, stay where
+        // clang put them; the canonical form has promoted them.
+        assert!(f(&written).contains("alloca"), "{}", f(&written));
+        assert!(!f(&canonical).contains("alloca"), "{}", f(&canonical));
+    }
 }

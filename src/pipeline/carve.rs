@@ -1078,7 +1078,7 @@ int main(int argc, char **argv) {
         );
         // Combined into one object, as composition does, it links too.
         let refs: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
-        let one = super::super::relocatable::combine(&refs, &[]).expect("combined");
+        let one = super::super::relocatable::combine(&refs, &[], &[]).expect("combined");
         std::fs::write(d.join("one.o"), one).unwrap();
         succeed(
             Command::new("clang-19")

@@ -41,8 +41,13 @@ fn objcopy() -> Result<&'static Path> {
 /// (`ld.lld -r` over a single archive of them, so that thousands of
 /// fragments cost one file, not thousands) and writes it like
 /// [`write_object`].
-pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) -> Result<()> {
-    if let Some(bytes) = super::relocatable::combine(objects, locals) {
+pub fn compose_fragments(
+    objects: &[&[u8]],
+    locals: &[String],
+    unnamed: &[String],
+    output: &Path,
+) -> Result<()> {
+    if let Some(bytes) = super::relocatable::combine(objects, locals, unnamed) {
         return super::output::write_output(output, &bytes);
     }
     let dir = tempfile::Builder::new()
@@ -71,7 +76,7 @@ pub fn compose_fragments(objects: &[&[u8]], locals: &[String], output: &Path) ->
         );
     }
     let bytes = std::fs::read(&combined).context("reading the composed object")?;
-    write_object(&bytes, locals, output)
+    write_object(&bytes, locals, unnamed, output)
 }
 
 /// A System V `ar` archive of the objects, members named `f<N>.o`, in
@@ -100,12 +105,19 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
     out
 }
 
-/// Writes `object` to `output` with `locals` made local symbols.
-pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<()> {
+/// Writes `object` to `output` with `locals` made local symbols and the
+/// symbols of `unnamed` (a subset: private in the source) left out where
+/// `relocatable::combine` can; the external tools keep them as locals.
+pub fn write_object(
+    object: &[u8],
+    locals: &[String],
+    unnamed: &[String],
+    output: &Path,
+) -> Result<()> {
     if locals.is_empty() {
         return super::output::write_output(output, object);
     }
-    if let Some(bytes) = super::relocatable::combine(&[object], locals) {
+    if let Some(bytes) = super::relocatable::combine(&[object], locals, unnamed) {
         return super::output::write_output(output, &bytes);
     }
     // A device or FIFO output: localize in a temporary file, then write the
@@ -131,9 +143,20 @@ pub fn write_object(object: &[u8], locals: &[String], output: &Path) -> Result<(
         writeln!(list, "{l}")?;
     }
     list.flush()?;
+    // The private constants get `.L` names, as `relocatable::combine`
+    // gives them (localizing matches the old name, renaming comes after).
+    let mut renames = tempfile::Builder::new()
+        .prefix("repocc-renames")
+        .tempfile()
+        .context("creating the list of renamed symbols")?;
+    for u in unnamed {
+        writeln!(renames, "{u} .L{u}")?;
+    }
+    renames.flush()?;
     let tool = objcopy()?;
     let out = Command::new(tool)
         .arg(format!("--localize-symbols={}", list.path().display()))
+        .arg(format!("--redefine-syms={}", renames.path().display()))
         .arg(tmp.path())
         .output()
         .with_context(|| format!("running {}", tool.display()))?;

@@ -174,8 +174,19 @@ fn run_stages(
             .iter()
             .filter(|d| d.kind != digest::DefKind::Glue)
             .count() as u64;
+        // At -O0 with debug info the code comes from clang's own body (see
+        // `canonical::load_as_written`); the digests from the canonical one.
+        let as_written;
+        let code_unit = if debug_info && settings.opt == settings::OptLevel::O0 {
+            let t = Instant::now();
+            as_written = canonical::load_as_written(context, bitcode, source_name, settings)?;
+            times.parse_and_mem2reg += t.elapsed();
+            &as_written
+        } else {
+            &unit
+        };
         return repository_stages(
-            &unit,
+            code_unit,
             sink,
             &digests,
             store,
@@ -209,7 +220,12 @@ fn run_stages(
     }
 
     let t = Instant::now();
-    compose::write_object(object.as_slice(), &unit.originally_local, output)?;
+    compose::write_object(
+        object.as_slice(),
+        &unit.originally_local,
+        &unit.unnamed_locals,
+        output,
+    )?;
     times.write = t.elapsed();
     Ok(UnitReport {
         times,
@@ -350,7 +366,12 @@ fn repository_stages(
         })
         .filter(|o| !o.is_empty())
         .collect();
-    compose::compose_fragments(&objects, &unit.originally_local, output)?;
+    compose::compose_fragments(
+        &objects,
+        &unit.originally_local,
+        &unit.unnamed_locals,
+        output,
+    )?;
     times.write = t.elapsed();
 
     // Store what is new; a repository that cannot be written costs reuse,

@@ -255,7 +255,7 @@ fn merge_visibility(a: u8, b: u8) -> u8 {
 
 /// Combines `objects` into one relocatable object with the symbols named
 /// in `locals` (where defined) local. `None`: not a case handled here.
-pub fn combine(objects: &[&[u8]], locals: &[String]) -> Option<Vec<u8>> {
+pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Option<Vec<u8>> {
     let inputs: Vec<Input> = objects.iter().map(|o| parse(o)).collect::<Option<_>>()?;
     let first = inputs.first()?;
     let machine = u16_at(first.data, 18)?;
@@ -505,9 +505,26 @@ pub fn combine(objects: &[&[u8]], locals: &[String]) -> Option<Vec<u8>> {
         }
     }
 
+    // The private constants (`unnamed`) are local `.L` symbols, as in
+    // clang's object: GNU ld and lld leave `.L` symbols of merged string
+    // sections out of what they link, so a debugger shows no `<.rc.…>`
+    // symbol after a string pointer.
+    let unnamed: std::collections::HashSet<&[u8]> = unnamed.iter().map(|l| l.as_bytes()).collect();
+    for g in globals.iter_mut() {
+        if g.section.is_some() && unnamed.contains(g.name.as_slice()) {
+            g.name.splice(0..0, b".L".iter().copied());
+        }
+    }
+
     // Symbols named in `locals` that are defined here become local.
     let wanted: std::collections::HashSet<&[u8]> = locals.iter().map(|l| l.as_bytes()).collect();
-    let localize = |s: &OutSym| s.section.is_some() && wanted.contains(s.name.as_slice());
+    let localize = |s: &OutSym| {
+        s.section.is_some()
+            && (wanted.contains(s.name.as_slice())
+                || s.name
+                    .strip_prefix(b".L")
+                    .is_some_and(|n| unnamed.contains(n)))
+    };
     write(
         first.data,
         machine,
@@ -906,8 +923,8 @@ pub(super) mod tests {
              int bump_b(void) { return counter += 10; }\n",
             &["-fPIC"],
         );
-        let ab = combine(&[&a, &b], &["counter".to_string()]).expect("combined");
-        let c_local = combine(&[&c], &["counter".to_string()]).expect("localized");
+        let ab = combine(&[&a, &b], &["counter".to_string()], &[]).expect("combined");
+        let c_local = combine(&[&c], &["counter".to_string()], &[]).expect("localized");
         let (ab_path, c_path) = (d.join("ab.o"), d.join("c_local.o"));
         std::fs::write(&ab_path, &ab).unwrap();
         std::fs::write(&c_path, &c_local).unwrap();
@@ -916,6 +933,41 @@ pub(super) mod tests {
         // Without localizing, the two `counter`s would be one symbol
         // defined twice (a link error); local, each unit keeps its own.
         assert_eq!(link_and_run(d, &[&ab_path, &c_path], false), "zero 20\n");
+    }
+
+    #[test]
+    fn unnamed_constants_become_local_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // `text` stands for a private string constant the canonical stage
+        // named `.rc.…` and made hidden external; `user` refers to it from
+        // another fragment.
+        let a = compile(
+            d,
+            "a.c",
+            "__attribute__((visibility(\"hidden\"))) const char text[] = \"seven\";\n",
+            &["-fPIC"],
+        );
+        let b = compile(
+            d,
+            "b.c",
+            "#include <stdio.h>\n\
+             extern __attribute__((visibility(\"hidden\"))) const char text[];\n\
+             int main(void) { printf(\"%s\\n\", text); return 0; }\n",
+            &["-fPIC"],
+        );
+        let text = "text".to_string();
+        let ab = combine(
+            &[&a, &b],
+            std::slice::from_ref(&text),
+            std::slice::from_ref(&text),
+        )
+        .expect("combined");
+        let path = d.join("ab.o");
+        std::fs::write(&path, &ab).unwrap();
+        assert_eq!(symbol_binding(&path, ".Ltext"), "LOCAL");
+        assert_eq!(symbol_binding(&path, "text"), "");
+        assert_eq!(link_and_run(d, &[&path], false), "seven\n");
     }
 
     #[test]
@@ -946,7 +998,7 @@ pub(super) mod tests {
         );
         // Fragments of one unit: the inline function's group and its
         // caller in one, another function in the other.
-        let combined = combine(&[&a, &other], &[]).expect("combined");
+        let combined = combine(&[&a, &other], &[], &[]).expect("combined");
         let path = d.join("a_other.o");
         std::fs::write(&path, &combined).unwrap();
         let b_path = d.join("b.cc.o");
@@ -973,16 +1025,16 @@ pub(super) mod tests {
         let d = dir.path();
         let x86_32 = compile(d, "m32.c", "int f(int x) { return x + 1; }\n", &["-m32"]);
         assert!(
-            combine(&[&x86_32], &[]).is_none(),
+            combine(&[&x86_32], &[], &[]).is_none(),
             "ELF32 goes to the tools"
         );
-        assert!(combine(&[b"not an object"], &[]).is_none());
+        assert!(combine(&[b"not an object"], &[], &[]).is_none());
         let ok = compile(d, "ok.c", "int g(int x) { return x * 3; }\n", &[]);
         let mut truncated = ok.clone();
         truncated.truncate(ok.len() / 2);
-        assert!(combine(&[&truncated], &[]).is_none());
-        assert!(combine(&[&ok], &[]).is_some());
+        assert!(combine(&[&truncated], &[], &[]).is_none());
+        assert!(combine(&[&ok], &[], &[]).is_some());
         // The same symbol defined twice is the linker's to report.
-        assert!(combine(&[&ok, &ok], &[]).is_none());
+        assert!(combine(&[&ok, &ok], &[], &[]).is_none());
     }
 }
