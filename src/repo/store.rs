@@ -352,6 +352,24 @@ fn find_in_pack(d: &FragmentDigest, head: &[u8], size: u64) -> Result<(u64, u64)
     Err(Corruption::WrongDigest)
 }
 
+/// Whether a failed `link` means the file system cannot give the pack
+/// another name (no hard links, a link limit), rather than a failure any
+/// write would meet.
+fn cannot_link(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    e.raw_os_error().is_some_and(|code| {
+        [
+            Errno::PERM,
+            Errno::OPNOTSUPP,
+            Errno::MLINK,
+            Errno::XDEV,
+            Errno::NOSYS,
+        ]
+        .iter()
+        .any(|errno| errno.raw_os_error() == code)
+    })
+}
+
 /// Why [`load`] found no entry.
 enum LoadError {
     Missing,
@@ -646,7 +664,7 @@ impl Store {
             .write_temporary(&pack, fsx::file_mode())
             .map_err(|e| unwritable(&first_shard_name, e))?;
         let mut result = Ok(pack.len() as u64);
-        for (d, _) in entries {
+        for (i, (d, _)) in entries.iter().enumerate() {
             let (shard_name, name) = Store::shard_and_name(d);
             let linked = if shard_name == first_shard_name {
                 home.link_into(&body, &home, &name)
@@ -654,14 +672,40 @@ impl Store {
                 self.shard_for_writing(&shard_name)
                     .and_then(|shard| home.link_into(&body, &shard, &name))
             };
-            if let Err(e) = linked {
-                result = Err(unwritable(&shard_name, e));
-                break;
+            match linked {
+                Ok(()) => {}
+                // A file system without hard links (or with a link limit):
+                // the rest get files of their own.
+                Err(e) if cannot_link(&e) => {
+                    result = self.write_loose(&entries[i..]);
+                    break;
+                }
+                Err(e) => {
+                    result = Err(unwritable(&shard_name, e));
+                    break;
+                }
             }
         }
         // The body's temporary name goes; the entries' names keep the file.
         let _ = home.remove(&body);
         result
+    }
+
+    /// Writes already encoded entries as files of their own.
+    fn write_loose(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
+        let mut written = 0;
+        for (d, encoded) in entries {
+            let (shard_name, name) = Store::shard_and_name(d);
+            let unwritable = |source| StoreError::Unwritable {
+                path: self.root.join(&shard_name),
+                source,
+            };
+            let shard = self.shard_for_writing(&shard_name).map_err(unwritable)?;
+            written += shard
+                .write_atomic(&name, encoded, fsx::file_mode())
+                .map_err(unwritable)?;
+        }
+        Ok(written)
     }
 
     /// Removes the entry under `d` (whatever is at its place).
@@ -986,6 +1030,34 @@ mod tests {
             Lookup::Corrupt(Corruption::WrongDigest)
         ));
         assert!(!s.path_of(&digest(200)).exists());
+    }
+
+    #[test]
+    fn without_hard_links_entries_get_files_of_their_own() {
+        use std::io::{Error, ErrorKind};
+        // What `write_pack` falls back to when the file system refuses a
+        // second name for the pack.
+        for code in [
+            rustix::io::Errno::PERM,
+            rustix::io::Errno::MLINK,
+            rustix::io::Errno::OPNOTSUPP,
+        ] {
+            assert!(cannot_link(&Error::from_raw_os_error(code.raw_os_error())));
+        }
+        assert!(!cannot_link(&Error::from_raw_os_error(
+            rustix::io::Errno::NOSPC.raw_os_error()
+        )));
+        assert!(!cannot_link(&Error::new(ErrorKind::Other, "other")));
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        let items: Vec<(FragmentDigest, Vec<u8>)> = (0..3)
+            .map(|i| (digest(i), encode(&digest(i), &entry(&[i; 50]))))
+            .collect();
+        s.write_loose(&items).unwrap();
+        for i in 0..3 {
+            assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(e) if e == entry(&[i; 50])));
+            assert!(fs::read(s.path_of(&digest(i))).unwrap().starts_with(MAGIC));
+        }
     }
 
     #[test]
