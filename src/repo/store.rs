@@ -1034,7 +1034,7 @@ mod tests {
 
     #[test]
     fn without_hard_links_entries_get_files_of_their_own() {
-        use std::io::{Error, ErrorKind};
+        use std::io::Error;
         // What `write_pack` falls back to when the file system refuses a
         // second name for the pack.
         for code in [
@@ -1047,7 +1047,7 @@ mod tests {
         assert!(!cannot_link(&Error::from_raw_os_error(
             rustix::io::Errno::NOSPC.raw_os_error()
         )));
-        assert!(!cannot_link(&Error::new(ErrorKind::Other, "other")));
+        assert!(!cannot_link(&Error::other("other")));
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(d.path());
         let items: Vec<(FragmentDigest, Vec<u8>)> = (0..3)
