@@ -517,8 +517,10 @@ fn ns_since_epoch(t: SystemTime) -> i128 {
         .unwrap_or(0)
 }
 
+/// Whether `needle` occurs in `haystack` (SIMD search: every header of a
+/// unit is scanned for several words, and some are megabytes of tables).
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
+    memchr::memmem::find(haystack, needle).is_some()
 }
 
 /// Whether the text uses a macro whose value is the time of the compile:
