@@ -695,3 +695,53 @@ struct TypeIdentifier {
 extern "C" void repocc_identify_debug_types(LLVMModuleRef module) {
   TypeIdentifier(*unwrap(module)).run();
 }
+
+// Drops the source checksums (MD5) from the module's DIFile nodes, so that
+// the digest of a function says nothing about the rest of its file: clang
+// records the file's checksum in every DIFile, which every subprogram,
+// type and location of the file reaches, so any edit anywhere in a file
+// would change every digest of it. The object then has no MD5 column in
+// its line table (DWARF 5 allows it; debuggers do not need it).
+//
+// DIFile nodes are uniqued and keep the checksum outside their operands,
+// so they are replaced, not edited: a ValueMapper seeded with old -> new
+// remaps every node that reaches one (uniqued ones are re-created,
+// distinct ones such as compile units and subprograms edited in place),
+// and then the functions, global variables and llvm.dbg.cu that use them.
+// Returns how many files were stripped.
+extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
+  Module &M = *unwrap(module);
+  DebugInfoFinder Finder;
+  Finder.processModule(M);
+  ValueToValueMapTy VM;
+  unsigned Stripped = 0;
+  auto Strip = [&](DIFile *F) {
+    if (!F || !F->getRawChecksum() || VM.getMappedMD(F))
+      return;
+    VM.MD()[F].reset(DIFile::get(M.getContext(), F->getRawFilename(),
+                                 F->getRawDirectory(), std::nullopt,
+                                 F->getRawSource()));
+    Stripped++;
+  };
+  for (DICompileUnit *CU : Finder.compile_units())
+    Strip(CU->getFile());
+  for (DISubprogram *SP : Finder.subprograms())
+    Strip(SP->getFile());
+  for (DIType *T : Finder.types())
+    Strip(T->getFile());
+  for (DIScope *S : Finder.scopes())
+    Strip(S->getFile());
+  for (DIGlobalVariableExpression *G : Finder.global_variables())
+    Strip(G->getVariable()->getFile());
+  if (!Stripped)
+    return 0;
+  ValueMapper Mapper(VM, RF_ReuseAndMutateDistinctMDs | RF_IgnoreMissingLocals);
+  for (Function &F : M)
+    Mapper.remapFunction(F);
+  for (GlobalVariable &GV : M.globals())
+    Mapper.remapGlobalObjectMetadata(GV);
+  if (NamedMDNode *CUs = M.getNamedMetadata("llvm.dbg.cu"))
+    for (unsigned I = 0; I < CUs->getNumOperands(); I++)
+      CUs->setOperand(I, Mapper.mapMDNode(*CUs->getOperand(I)));
+  return Stripped;
+}

@@ -170,6 +170,7 @@ extern "C" {
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
     fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
+    fn repocc_strip_file_checksums(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
@@ -359,6 +360,16 @@ pub fn identify_debug_types(module: &inkwell::module::Module) {
     // sets the identifier operand of the module's composite type nodes
     // (distinct in C, so no other module's nodes change).
     unsafe { repocc_identify_debug_types(module.as_mut_ptr()) }
+}
+
+/// Removes the source checksums from the module's debug info (see the
+/// shim); returns how many files had one.
+pub fn strip_file_checksums(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive, owned by this thread's context and not
+    // being iterated; the shim replaces DIFile nodes of this module's
+    // context and remaps only this module's functions, globals and named
+    // metadata (distinct nodes it edits belong to this module alone).
+    unsafe { repocc_strip_file_checksums(module.as_mut_ptr()) }
 }
 
 /// Every alias of the module: its name, the global object it points into

@@ -3,7 +3,8 @@
 # and gdb sees what it sees in clang's build. With REPOCC_DEBUG_FRAGMENTS=1
 # the repository is used: the program debugs the same (gdb stops in a
 # function, prints a struct and its fields; backtraces, arguments and
-# locals of three functions equal clang's build), the DWARF verifies, each
+# locals of three functions equal clang's build, also after a one-function
+# edit, which compiles that function only), the DWARF verifies, each
 # struct is emitted once per object (a type unit) although every fragment
 # is a compile unit of its own, and a rebuild reproduces the objects.
 source "$(dirname "$0")/lib.sh"
@@ -85,3 +86,22 @@ mkdir -p objs && cp lua/src/*.o objs/
 (cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build2.log 2>&1) || fail "warm build"
 for o in objs/*.o; do cmp -s "$o" "lua/src/$(basename "$o")" || fail "$o differs after a warm rebuild"; done
 note "warm: $(stat_value definitions_pruned) of $(stat_value definitions_total) definitions pruned"
+
+note "-O0 -g: a one-function edit compiles that function only, and debugs as clang's build of the edited source"
+# clang's MD5 of the file is left out of the debug info, so the other
+# definitions of the file keep their digests.
+edit='s|if (l <= LUAI_MAXSHORTLEN)  /\* short string? \*/|if (l < LUAI_MAXSHORTLEN + 1)  /* short string? */|'
+sed -i "$edit" lua/src/lstring.c lua-clang/src/lstring.c
+grep -q 'l < LUAI_MAXSHORTLEN + 1' lua/src/lstring.c || fail "the edit did not apply"
+(cd lua-clang && make -j"$JOBS" linux CC="clang-19 -std=gnu99" MYCFLAGS="-g -O0" > build3.log 2>&1) || fail "clang build after the edit"
+"$REPOCC" --zero-stats > /dev/null
+(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build3.log 2>&1) || fail "repocc build after the edit"
+compiled=$(stat_value definitions_compiled)
+note "edit: $compiled of $(stat_value definitions_total) definitions of lstring.c compiled"
+[ "$compiled" -ge 1 ] && [ "$compiled" -le 3 ] || fail "the edit compiled $compiled definitions"
+llvm-dwarfdump-19 --verify lua/src/lstring.o > /dev/null || fail "DWARF of the edited lstring.o does not verify"
+out=$(lua/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks after the edit: $out"
+assert_contains "checks after the edit" "lua checks: 31 passed, 0 failed" "$out"
+frames lua-clang > frames.clang-edited
+frames lua > frames.repocc-edited
+diff -u frames.clang-edited frames.repocc-edited || fail "after the edit, gdb differs from clang's build of the edited source"

@@ -351,6 +351,28 @@ mod tests {
     }
 
     #[test]
+    fn file_checksums_are_stripped_everywhere() {
+        let bitcode = o0_debug_bitcode(
+            "struct point { int x, y; };\n\
+             static struct point origin;\n\
+             int norm(struct point p) { int s = p.x * p.x; return s + p.y * p.y; }\n\
+             int far(void) { return norm(origin) > 4; }\n",
+        );
+        let settings = CodegenSettings::plain_o2();
+        let context = Context::create();
+        let unit = load(&context, &bitcode, "t.c", &settings).unwrap();
+        let before = unit.module.print_to_string().to_string();
+        assert!(before.contains("checksumkind: CSK_MD5"), "{before}");
+        assert!(crate::llvm_shim::strip_file_checksums(&unit.module) >= 1);
+        let after = unit.module.print_to_string().to_string();
+        assert!(!after.contains("checksum"), "{after}");
+        assert!(after.contains("!DIFile(filename:"), "{after}");
+        unit.module.verify().unwrap();
+        // Nothing left to strip.
+        assert_eq!(crate::llvm_shim::strip_file_checksums(&unit.module), 0);
+    }
+
+    #[test]
     fn the_unit_as_written_keeps_stack_slots_and_every_name() {
         let bitcode = o0_debug_bitcode(
             "static const char *name(int i) { const char *s = i ? \"one\" : \"two\"; return s; }\n\

@@ -167,6 +167,10 @@ fn run_stages(
     let storage = storage.filter(|_| options.fragments);
     if let Some(store) = storage.filter(|_| !debug_info || options.debug_fragments) {
         let t = Instant::now();
+        // A file's checksum would tie every digest of it to every edit.
+        if debug_info {
+            crate::llvm_shim::strip_file_checksums(&unit.module);
+        }
         let digests = metadata_stage(&unit, settings, options)?;
         times.metadata = t.elapsed();
         let definitions = digests
@@ -180,6 +184,7 @@ fn run_stages(
         let code_unit = if debug_info && settings.opt == settings::OptLevel::O0 {
             let t = Instant::now();
             as_written = canonical::load_as_written(context, bitcode, source_name, settings)?;
+            crate::llvm_shim::strip_file_checksums(&as_written.module);
             times.parse_and_mem2reg += t.elapsed();
             &as_written
         } else {
