@@ -271,6 +271,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     let mut global_index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut addrsig: Vec<SymRef> = Vec::new();
     let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
+    let mut debug_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
 
     for input in &inputs {
         if u16_at(input.data, 18)? != machine {
@@ -279,16 +280,52 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         let n = input.shdrs.len();
         // Which sections belong to a group: those stay unmerged.
         let mut in_group = vec![false; n];
-        for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
+        // Sections of a debug-info group (a type unit) whose signature an
+        // earlier fragment's group already had: left out, as `ld -r`
+        // keeps one group per signature.
+        let mut dropped = vec![false; n];
+        for (g, s) in input
+            .shdrs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.sh_type == SHT_GROUP)
+        {
             let words = slice(input.data, s.offset, s.size)?;
+            let mut members = Vec::new();
             for w in words.chunks_exact(4).skip(1) {
-                *in_group.get_mut(u32_at(w, 0)? as usize)? = true;
+                let m = u32_at(w, 0)? as usize;
+                *in_group.get_mut(m)? = true;
+                members.push(m);
+            }
+            let debug_only = members.iter().all(|&m| {
+                input
+                    .shdrs
+                    .get(m)
+                    .and_then(|h| c_str(input.shstrtab, h.name))
+                    .is_some_and(|name| {
+                        name.starts_with(b".debug_") || name.starts_with(b".rela.debug_")
+                    })
+            });
+            let signature = input
+                .syms
+                .get(s.info as usize)
+                .and_then(|sym| c_str(input.strtab, sym.name));
+            if let (true, Some(signature)) = (debug_only, signature) {
+                if !debug_groups_seen.insert(signature.to_vec()) {
+                    dropped[g] = true;
+                    for m in members {
+                        dropped[m] = true;
+                    }
+                }
             }
         }
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
         let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
         for (i, s) in input.shdrs.iter().enumerate().skip(1) {
+            if dropped[i] {
+                continue;
+            }
             if s.flags & (SHF_LINK_ORDER | SHF_COMPRESSED) != 0 {
                 return None;
             }
@@ -304,6 +341,10 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         relas: Vec::new(),
                     });
                     groups.push((i, sections.len() - 1));
+                    // LLVM defines a group's signature symbol in the group
+                    // section itself when nothing else defines it (the
+                    // type units of debug info): a local there too.
+                    placed[i] = Some((sections.len() - 1, 0));
                 }
                 t if is_data_type(t, machine) => {
                     let name = c_str(input.shstrtab, s.name)?.to_vec();
@@ -378,6 +419,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
             let section = match sym.shndx {
                 SHN_UNDEF | SHN_ABS | SHN_COMMON => None,
                 s if s >= SHN_LORESERVE => return None,
+                // Defined in a left-out group: nothing kept refers to it
+                // (a reference would find no mapping and decline).
+                s if dropped.get(s as usize) == Some(&true) => continue,
                 s => Some(placed.get(s as usize).copied().flatten()?),
             };
             if kind == STT_SECTION {
@@ -445,6 +489,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         // Relocations, moved with their sections.
         for s in input.shdrs.iter() {
             match s.sh_type {
+                SHT_RELA if dropped.get(s.info as usize) == Some(&true) => {}
                 SHT_RELA => {
                     if s.entsize != 24 {
                         return None;
@@ -968,6 +1013,57 @@ pub(super) mod tests {
         assert_eq!(symbol_binding(&path, ".Ltext"), "LOCAL");
         assert_eq!(symbol_binding(&path, "text"), "");
         assert_eq!(link_and_run(d, &[&path], false), "seven\n");
+    }
+
+    #[test]
+    fn type_units_are_kept_once_per_signature() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let header = "struct shared { int a; double b; };\n";
+        let flags = ["-g", "-fdebug-types-section"];
+        // C++: clang gives C types no identifier, so only C++ ones become
+        // type units without repocc's own identifiers.
+        let a = compile(
+            d,
+            "a.cc",
+            &format!("{header}int first(struct shared *s) {{ return s->a; }}\n"),
+            &flags,
+        );
+        let b = compile(
+            d,
+            "b.cc",
+            &format!("{header}double second(struct shared *s) {{ return s->b; }}\n"),
+            &flags,
+        );
+        let groups = |object: &Path| {
+            let out = Command::new("readelf")
+                .arg("-gW")
+                .arg(object)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .filter(|l| l.starts_with("COMDAT group section"))
+                .count()
+        };
+        let (a_path, ab_path) = (d.join("a1.o"), d.join("ab.o"));
+        std::fs::write(&a_path, &a).unwrap();
+        let ab = combine(&[&a, &b], &[], &[]).expect("combined");
+        std::fs::write(&ab_path, &ab).unwrap();
+        // The struct's type unit once, as `ld -r` would keep it.
+        assert!(groups(&a_path) >= 1);
+        assert_eq!(groups(&ab_path), groups(&a_path));
+        let verify = Command::new("llvm-dwarfdump-19")
+            .arg("--verify")
+            .arg(&ab_path)
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
     }
 
     #[test]
