@@ -135,24 +135,13 @@ pub fn write_object(
     } else {
         super::output::temporary_beside(output, object)?
     };
-    let mut list = tempfile::Builder::new()
-        .prefix("repocc-locals")
-        .tempfile()
-        .context("creating the list of local symbols")?;
-    for l in locals {
-        writeln!(list, "{l}")?;
-    }
-    list.flush()?;
+    let list = symbol_list("repocc-locals", locals.iter().cloned())?;
     // The private constants get `.L` names, as `relocatable::combine`
     // gives them (localizing matches the old name, renaming comes after).
-    let mut renames = tempfile::Builder::new()
-        .prefix("repocc-renames")
-        .tempfile()
-        .context("creating the list of renamed symbols")?;
-    for u in unnamed {
-        writeln!(renames, "{u} .L{u}")?;
-    }
-    renames.flush()?;
+    let renames = symbol_list(
+        "repocc-renames",
+        unnamed.iter().map(|u| format!("{u} .L{u}")),
+    )?;
     let tool = objcopy()?;
     let out = Command::new(tool)
         .arg(format!("--localize-symbols={}", list.path().display()))
@@ -175,4 +164,20 @@ pub fn write_object(
     tmp.persist(output)
         .with_context(|| format!("renaming onto {}", output.display()))?;
     Ok(())
+}
+
+/// A temporary file of `lines`, one a line, for llvm-objcopy's list options.
+fn symbol_list(
+    prefix: &str,
+    lines: impl Iterator<Item = String>,
+) -> Result<tempfile::NamedTempFile> {
+    let mut list = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempfile()
+        .with_context(|| format!("creating a temporary list ({prefix})"))?;
+    for l in lines {
+        writeln!(list, "{l}")?;
+    }
+    list.flush()?;
+    Ok(list)
 }

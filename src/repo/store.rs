@@ -575,21 +575,7 @@ impl Store {
     /// in the way inside the repository (a symlinked shard, a directory
     /// where the entry goes) is removed, never written through.
     pub fn put(&self, d: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
-        let (shard_name, name) = Store::shard_and_name(d);
-        let unwritable = |source| StoreError::Unwritable {
-            path: self.root.join(&shard_name),
-            source,
-        };
-        let shard = self.shard_for_writing(&shard_name).map_err(unwritable)?;
-        if let Ok(Some(kind)) = shard.kind_of(&name) {
-            if kind == fsx::Kind::Directory {
-                shard.remove(&name).map_err(unwritable)?;
-            }
-        }
-        let bytes = encode(d, entry);
-        shard
-            .write_atomic(&name, &bytes, fsx::file_mode())
-            .map_err(unwritable)
+        self.write_loose(&[(*d, encode(d, entry))])
     }
 
     /// The shard directory `shard_name`, created if missing; a shard that
@@ -626,7 +612,7 @@ impl Store {
             }
             let encoded = encode(d, entry);
             if encoded.len() > PACK_MAX_BYTES {
-                written += self.put(d, entry)?;
+                written += self.write_loose(&[(*d, encoded)])?;
                 continue;
             }
             if pack.len() == PACK_MAX_ENTRIES || pack_bytes + encoded.len() > PACK_MAX_BYTES {
@@ -642,8 +628,8 @@ impl Store {
 
     /// Writes one pack and links every entry's name to it.
     fn write_pack(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
-        let Some((first, _)) = entries.first() else {
-            return Ok(0);
+        let [(first, _), _, ..] = entries else {
+            return self.write_loose(entries);
         };
         let (first_shard_name, _) = Store::shard_and_name(first);
         let unwritable = |shard: &str, source| StoreError::Unwritable {
@@ -653,12 +639,6 @@ impl Store {
         let home = self
             .shard_for_writing(&first_shard_name)
             .map_err(|e| unwritable(&first_shard_name, e))?;
-        if entries.len() == 1 {
-            let (d, encoded) = &entries[0];
-            return home
-                .write_atomic(&d.to_hex(), encoded, fsx::file_mode())
-                .map_err(|e| unwritable(&first_shard_name, e));
-        }
         let pack = encode_pack(entries);
         let body = home
             .write_temporary(&pack, fsx::file_mode())
@@ -691,7 +671,9 @@ impl Store {
         result
     }
 
-    /// Writes already encoded entries as files of their own.
+    /// Writes already encoded entries as files of their own, atomically.
+    /// Whatever is in the way inside the repository (a symlinked shard, a
+    /// directory where the entry goes) is removed, never written through.
     fn write_loose(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
         let mut written = 0;
         for (d, encoded) in entries {
@@ -701,6 +683,9 @@ impl Store {
                 source,
             };
             let shard = self.shard_for_writing(&shard_name).map_err(unwritable)?;
+            if let Ok(Some(fsx::Kind::Directory)) = shard.kind_of(&name) {
+                shard.remove(&name).map_err(unwritable)?;
+            }
             written += shard
                 .write_atomic(&name, encoded, fsx::file_mode())
                 .map_err(unwritable)?;
