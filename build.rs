@@ -55,6 +55,9 @@ fn main() {
     // pages they touch, about half of a unit cache hit's time. The code
     // stays position-independent; only the executable's link changes.
     println!("cargo:rustc-link-arg-bins=-no-pie");
+    // The linker's digest of the whole executable, which repocc uses as its
+    // own identity (src/repo/identity.rs) instead of hashing itself.
+    println!("cargo:rustc-link-arg-bins=-Wl,--build-id=sha1");
 }
 
 /// Links clang's static libraries, and LLVM's once more after them: clang's
