@@ -658,6 +658,7 @@ fn compile_unit_cached(
         source: &unit.source,
         output: &unit.output,
         search_options: &unit.search_options,
+        include_search_options: &unit.include_search_options,
         language: unit.language,
         headers_listed: false,
     };
@@ -878,11 +879,15 @@ fn compile_unit(
             }
         }
         Err(e) => {
-            // A diagnostic from LLVM's backend is the user's to see, in
-            // clang's words: clang redoes the unit with warnings on and no
-            // line from repocc. Any other failure is repocc's: one line,
-            // and clang's warnings (already shown) are not repeated.
-            let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some();
+            // A diagnostic from LLVM's backend, or an output directory
+            // that refused the object, is the user's to see, in clang's
+            // words: clang redoes the unit with warnings on and no line
+            // from repocc (clang opens its output before parsing, so it
+            // prints only the error). Any other failure is repocc's: one
+            // line, and clang's warnings (already shown) are not repeated.
+            let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some()
+                || e.downcast_ref::<pipeline::output::OutputRefused>()
+                    .is_some();
             let reason = if backend {
                 // clang's own compile prints everything a clang compile
                 // would, the frontend's warnings included: its output

@@ -163,6 +163,9 @@ pub struct UnitPlan {
     /// The frontend arguments without the source, `-x` and the dependency
     /// options: what decides the include search list (see `unit_cache`).
     pub search_options: Vec<String>,
+    /// `search_options` without those that cannot change the include
+    /// search list (see [`affects_include_search`]): the key of the list.
+    pub include_search_options: Vec<String>,
     /// The unit's language, as `-x` names it.
     pub language: &'static str,
 }
@@ -355,6 +358,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
     for (n, (src_index, src, lang)) in sources.iter().enumerate() {
         let mut fa: Vec<String> = Vec::new();
         let mut search_options: Vec<String> = Vec::new();
+        let mut include_search_options: Vec<String> = Vec::new();
         let mut x_active = false;
         for (i, a) in args.iter().enumerate() {
             match a {
@@ -368,7 +372,10 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
                     }
                 }
                 Arg::Opt {
-                    role, raw, value, ..
+                    spec,
+                    role,
+                    raw,
+                    value,
                 } => match role {
                     Role::Output | Role::CompileOnly => {}
                     Role::Language => {
@@ -382,6 +389,9 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
                     _ => {
                         fa.extend(raw.iter().cloned());
                         search_options.extend(raw.iter().cloned());
+                        if affects_include_search(spec) {
+                            include_search_options.extend(raw.iter().cloned());
+                        }
                     }
                 },
                 Arg::Unknown(_) => {}
@@ -403,6 +413,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
             output: outputs[n].clone(),
             discard_dependency_file: false,
             search_options,
+            include_search_options,
             language: lang.x_name(),
         });
     }
@@ -506,16 +517,48 @@ fn check_output_writable(out: &Path) -> Result<(), Reason> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let probe = tempfile::Builder::new()
-        .prefix(".repocc-probe")
-        .tempfile_in(&dir);
-    match probe {
-        Ok(_) => Ok(()),
+    // Creating a file needs write and search permission on the directory;
+    // `access` also answers EROFS for a read-only file system and EPERM
+    // for an immutable directory. (This was a probe file created and
+    // removed: an inode per compile.)
+    let flags = rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK;
+    match rustix::fs::access(&dir, flags) {
+        Ok(()) => Ok(()),
         Err(_) => Err(Reason::new(
             Category::OutputLocation,
             format!("output directory {} is not writable", dir.display()),
         )),
     }
+}
+
+/// Whether an option (by its spec) can change clang's include search
+/// list. Macros, warnings, optimization, debug information and position
+/// independence cannot, so units that differ only in those share one
+/// recorded list: zlib's static and shared objects, and its test programs,
+/// asked clang for the list four times per build, where one set of
+/// directories was in question. Anything not named here counts.
+fn affects_include_search(spec: &str) -> bool {
+    const NEUTRAL: &[&str] = &[
+        "-D",
+        "-U",
+        "-O",
+        "-W",
+        "-Wno-",
+        "-Werror=",
+        "-w",
+        "-pedantic",
+        "-pedantic-errors",
+        "-fPIC",
+        "-fpic",
+        "-fPIE",
+        "-fpie",
+        "-fno-PIC",
+        "-fno-pic",
+        "-fno-PIE",
+        "-fno-pie",
+    ];
+    let debug_info = spec.starts_with("-g") && !spec.starts_with("-gcc");
+    !(NEUTRAL.contains(&spec) || debug_info)
 }
 
 #[cfg(test)]
@@ -554,6 +597,27 @@ mod tests {
         assert_eq!(p.units[0].frontend_args, vec!["a.c", "-O2"]);
         assert!(p.link.is_none());
         assert_eq!(p.codegen.opt, OptLevel::O2);
+    }
+
+    #[test]
+    fn include_search_key_leaves_out_what_cannot_change_it() {
+        let d = setup();
+        let args = [
+            "-O2", "-DX=1", "-U", "Y", "-Wall", "-g", "-fPIC", "-I", "inc", "-isystem", "sys",
+            "-std=c99", "-c", "a.c",
+        ];
+        let Plan::Compile(p) = plan_for(d.path(), &args) else {
+            panic!()
+        };
+        let u = &p.units[0];
+        assert_eq!(
+            u.include_search_options,
+            ["-I", "inc", "-isystem", "sys", "-std=c99"]
+        );
+        // Preprocessing the unit again still gets every option.
+        assert!(u.search_options.iter().any(|o| o == "-DX=1"));
+        assert!(affects_include_search("-nostdinc"));
+        assert!(!affects_include_search("-gdwarf-4"));
     }
 
     #[test]

@@ -14,6 +14,27 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+/// The output's directory refused a new file (a read-only or virtual file
+/// system, no permission): clang, run instead, says so in its own words.
+#[derive(Debug)]
+pub struct OutputRefused {
+    pub dir: std::path::PathBuf,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for OutputRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "creating a temporary file in {}: {}",
+            self.dir.display(),
+            self.error
+        )
+    }
+}
+
+impl std::error::Error for OutputRefused {}
+
 /// A temporary file in `path`'s directory holding `bytes`, to be renamed
 /// onto `path` (`persist`) once it is complete.
 pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
@@ -30,7 +51,10 @@ pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTemp
         .suffix(".tmp")
         .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+        .map_err(|error| OutputRefused {
+            dir: dir.to_path_buf(),
+            error,
+        })?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
     tmp.flush()?;

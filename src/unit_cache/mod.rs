@@ -356,7 +356,7 @@ impl UnitCache<'_> {
                 tokens: Some(manifest::token_digest(&bytes)),
             });
         }
-        let absent = match unit.search_options {
+        let absent = match unit.include_search_options {
             _ if paths.len() == 1 => Vec::new(),
             options => {
                 let list = self
@@ -490,6 +490,8 @@ pub struct RecordedUnit<'a> {
     pub output: &'a Path,
     /// The unit's options without the source and the dependency options.
     pub search_options: &'a [String],
+    /// Those of them that can change the include search list.
+    pub include_search_options: &'a [String],
     /// The `-x` name of its language.
     pub language: &'a str,
     /// clang listed the headers while compiling (see
