@@ -144,6 +144,7 @@ pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
     // Keyed by slices of the candidates: thousands of ancestors are looked
     // up per unit, and most are shared.
     let mut exists: std::collections::HashMap<&str, bool> = Default::default();
+    let mut listings = Listings::new(cwd);
     let mut out = BTreeSet::new();
     for c in candidates {
         // Its ancestors from the top down, then itself: the first one
@@ -155,12 +156,79 @@ pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
         let missing = ancestors
             .map(|i| &c[..i])
             .chain(std::iter::once(c.as_str()))
-            .find(|&p| !*exists.entry(p).or_insert_with(|| !is_absent(&cwd.join(p))));
+            .find(|&p| !*exists.entry(p).or_insert_with(|| listings.present(p)));
         if let Some(root) = missing {
             out.insert(root.to_string());
         }
     }
     out.into_iter().collect()
+}
+
+/// Whether paths exist (as `lstat` would say), answered from a listing of
+/// their directory once a directory has been asked about a few times: a
+/// unit's candidates sit in a few dozen directories (`/usr/include` and
+/// the source's directory hold most), and one listing stands for hundreds
+/// of `stat`s.
+struct Listings<'a> {
+    cwd: &'a Path,
+    /// Per directory: look-ups so far, and its names once listed (`None`
+    /// when it could not be listed: `stat` answers).
+    dirs: std::collections::HashMap<String, (u32, Option<std::collections::HashSet<Vec<u8>>>)>,
+}
+
+impl<'a> Listings<'a> {
+    /// Look-ups in one directory before it is listed.
+    const LIST_AFTER: u32 = 4;
+    /// Larger directories are not listed.
+    const MAX_NAMES: usize = 20_000;
+
+    fn new(cwd: &'a Path) -> Self {
+        Listings {
+            cwd,
+            dirs: Default::default(),
+        }
+    }
+
+    fn present(&mut self, path: &str) -> bool {
+        let (dir, name) = match path.rfind('/') {
+            Some(0) => ("/", &path[1..]),
+            Some(i) => (&path[..i], &path[i + 1..]),
+            None => ("", path),
+        };
+        // `.` and `..` are in no listing `read_dir` returns.
+        if name.is_empty() || name == "." || name == ".." {
+            return !is_absent(&self.cwd.join(path));
+        }
+        let cwd = self.cwd;
+        let (asked, names) = self.dirs.entry(dir.to_string()).or_insert((0, None));
+        *asked += 1;
+        if *asked == Self::LIST_AFTER {
+            *names = list_names(&if dir.is_empty() {
+                cwd.to_path_buf()
+            } else {
+                cwd.join(dir)
+            });
+        }
+        match names {
+            Some(names) => names.contains(name.as_bytes()),
+            None => !is_absent(&cwd.join(path)),
+        }
+    }
+}
+
+/// The names in a directory (following a symlink to it, as a path through
+/// it would), or `None` when it cannot be listed or is too large.
+fn list_names(dir: &Path) -> Option<std::collections::HashSet<Vec<u8>>> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut names = std::collections::HashSet::new();
+    for entry in std::fs::read_dir(dir).ok()? {
+        let entry = entry.ok()?;
+        if names.len() == Listings::MAX_NAMES {
+            return None;
+        }
+        names.insert(entry.file_name().as_bytes().to_vec());
+    }
+    Some(names)
 }
 
 /// [`absent_roots`] grouped by directory, with each directory's times
@@ -238,6 +306,41 @@ mod tests {
             absent_roots(d.path(), &c),
             [&gone.display().to_string(), "gone", "inc/bits", "inc/c.h"]
         );
+    }
+
+    #[test]
+    fn listed_directories_answer_as_stat_does() {
+        let d = tempfile::tempdir().unwrap();
+        let inc = d.path().join("inc");
+        std::fs::create_dir(&inc).unwrap();
+        for n in ["a.h", "b.h", "c.h", "d.h", "e.h"] {
+            std::fs::write(inc.join(n), "").unwrap();
+        }
+        std::fs::create_dir(inc.join("sub")).unwrap();
+        std::os::unix::fs::symlink("nowhere", inc.join("dangling.h")).unwrap();
+        std::os::unix::fs::symlink("sub", inc.join("link")).unwrap();
+        std::fs::write(inc.join("sub/s.h"), "").unwrap();
+        let mut l = Listings::new(d.path());
+        // Asked often enough, `inc` is listed; every answer stays stat's.
+        for _ in 0..2 {
+            for (p, present) in [
+                ("inc/a.h", true),
+                ("inc/x.h", false),
+                ("inc/e.h", true),
+                ("inc/dangling.h", true),
+                ("inc/sub", true),
+                ("inc/y.h", false),
+                ("inc/.", true),
+                ("inc/link/s.h", true),
+                ("inc/link/t.h", false),
+                ("inc", true),
+                ("nothing", false),
+            ] {
+                assert_eq!(l.present(p), present, "{p}");
+                assert_eq!(!is_absent(&d.path().join(p)), present, "{p}");
+            }
+        }
+        assert!(l.dirs["inc"].1.is_some(), "inc was listed");
     }
 
     #[test]
