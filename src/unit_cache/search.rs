@@ -173,8 +173,10 @@ struct Listings<'a> {
     cwd: &'a Path,
     /// Per directory: look-ups so far, and its names once listed (`None`
     /// when it could not be listed: `stat` answers).
-    dirs: std::collections::HashMap<String, (u32, Option<std::collections::HashSet<Vec<u8>>>)>,
+    dirs: std::collections::HashMap<String, (u32, Option<Names>)>,
 }
+
+type Names = std::collections::HashSet<Vec<u8>>;
 
 impl<'a> Listings<'a> {
     /// Look-ups in one directory before it is listed.
@@ -218,9 +220,9 @@ impl<'a> Listings<'a> {
 
 /// The names in a directory (following a symlink to it, as a path through
 /// it would), or `None` when it cannot be listed or is too large.
-fn list_names(dir: &Path) -> Option<std::collections::HashSet<Vec<u8>>> {
+fn list_names(dir: &Path) -> Option<Names> {
     use std::os::unix::ffi::OsStrExt;
-    let mut names = std::collections::HashSet::new();
+    let mut names = Names::new();
     for entry in std::fs::read_dir(dir).ok()? {
         let entry = entry.ok()?;
         if names.len() == Listings::MAX_NAMES {
