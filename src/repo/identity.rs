@@ -10,9 +10,12 @@
 //!
 //! repocc itself needs no hashing: build.rs links it with
 //! `--build-id=sha1`, the linker's digest of the whole output, which the
-//! running process reads from its own ELF notes in three small reads.
-//! Hashing its 145 MB cost about 110 ms of CPU in the first compile(s) of
-//! every new repository — with `make -j2`, twice.
+//! running process reads from its own ELF notes in three small reads, and
+//! its size joins it (bytes appended after the link change the identity
+//! too; a byte patched in place after the link does not — every real
+//! rebuild changes the build ID). Hashing its 145 MB cost about 110 ms of
+//! CPU in the first compile(s) of every new repository — with `make -j2`,
+//! twice.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -93,8 +96,14 @@ pub fn repocc_identity(repo: Option<&Path>) -> String {
     // `/proc/self/exe` is the file this process runs, even when the path
     // it was started from has been replaced since.
     let running = std::fs::File::open("/proc/self/exe").ok();
-    if let Some(id) = running.as_ref().and_then(gnu_build_id) {
-        return format!("{} build-id {id}", env!("CARGO_PKG_VERSION"));
+    if let Some(running) = &running {
+        if let (Some(id), Ok(meta)) = (gnu_build_id(running), running.metadata()) {
+            return format!(
+                "{} build-id {id} size {}",
+                env!("CARGO_PKG_VERSION"),
+                meta.len()
+            );
+        }
     }
     let digest = std::env::current_exe()
         .and_then(|exe| executable_digest(&exe, repo))
@@ -247,6 +256,7 @@ mod tests {
         // it (build.rs), so its identity never hashes the executable.
         let exe = std::fs::File::open("/proc/self/exe").unwrap();
         let id = gnu_build_id(&exe).expect("a build ID");
-        assert!(repocc_identity(None).ends_with(&format!("build-id {id}")));
+        let size = exe.metadata().unwrap().len();
+        assert!(repocc_identity(None).ends_with(&format!("build-id {id} size {size}")));
     }
 }
