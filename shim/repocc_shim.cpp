@@ -339,6 +339,47 @@ extern "C" LLVMValueRef repocc_blockaddress_function(LLVMValueRef global) {
   return F ? wrap(const_cast<Function *>(F)) : nullptr;
 }
 
+#include <llvm/ADT/SmallPtrSet.h>
+
+// Adds the functions other than `Self` whose instructions use `V`
+// (directly or through constant expressions) to `Found`, stopping at two;
+// false when something else uses it (a global's initializer, an alias, a
+// block address...).
+static bool collectUserFunctions(const Value *V, const GlobalValue *Self,
+                                 SmallPtrSetImpl<const Function *> &Found, unsigned Depth) {
+  for (const User *U : V->users()) {
+    if (auto *I = dyn_cast<Instruction>(U)) {
+      const Function *F = I->getFunction();
+      if (F != Self)
+        Found.insert(F);
+      if (Found.size() > 1)
+        return true;
+    } else if (auto *CE = dyn_cast<ConstantExpr>(U)) {
+      if (Depth > 8 || !collectUserFunctions(CE, Self, Found, Depth + 1))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// How many functions other than itself use the global `value` (0, 1, or 2
+// for "more"), with the one in `*sole`; -1 when something other than a
+// function's code uses it.
+extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole) {
+  *sole = nullptr;
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV)
+    return -1;
+  SmallPtrSet<const Function *, 2> Found;
+  if (!collectUserFunctions(GV, GV, Found, 0))
+    return -1;
+  if (Found.size() == 1)
+    *sole = wrap(const_cast<Function *>(*Found.begin()));
+  return static_cast<int>(Found.size());
+}
+
 // Turns a definition into a declaration (its fragment comes from the
 // repository). Declarations cannot be in a COMDAT.
 extern "C" void repocc_make_declaration(LLVMValueRef value) {
@@ -355,7 +396,6 @@ extern "C" void repocc_make_declaration(LLVMValueRef value) {
   }
 }
 
-#include <llvm/ADT/SmallPtrSet.h>
 
 // The global values that use `G`, looking through constant expressions
 // and aggregates: the function an instruction belongs to, or the global

@@ -174,6 +174,10 @@ extern "C" {
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
+    fn repocc_user_functions(
+        global: llvm_sys::prelude::LLVMValueRef,
+        sole: *mut llvm_sys::prelude::LLVMValueRef,
+    ) -> c_int;
     fn repocc_alias_base_object(
         alias: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
@@ -284,6 +288,36 @@ pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<St
     unsafe {
         let f = repocc_blockaddress_function(global.as_value_ref());
         (!f.is_null()).then(|| value_name(f))
+    }
+}
+
+/// Who uses a global, as [`user_functions`] tells.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Users {
+    /// Something other than a function's code (an initializer, an alias).
+    NotOnlyCode,
+    /// No function but itself.
+    Nothing,
+    /// One function other than itself, by name.
+    One(String),
+    /// Several functions.
+    Several,
+}
+
+/// Which functions (other than `global` itself) use `global` in their code:
+/// call it, load or store it, take its address.
+pub fn user_functions(global: &inkwell::values::GlobalValue) -> Users {
+    use inkwell::values::AsValueRef;
+    let mut sole = std::ptr::null_mut();
+    // SAFETY: `global` is a live global of a live module; `sole` is set to
+    // a function of the same module or null, read at once.
+    unsafe {
+        match repocc_user_functions(global.as_value_ref(), &mut sole) {
+            -1 => Users::NotOnlyCode,
+            0 => Users::Nothing,
+            1 if !sole.is_null() => Users::One(value_name(sole)),
+            _ => Users::Several,
+        }
     }
 }
 

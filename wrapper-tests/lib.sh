@@ -61,6 +61,9 @@ stat_value() {
   "$REPOCC" --show-stats --format json | python3 -c "import json,sys; print(json.load(sys.stdin).get('$1', 0))"
 }
 
+# delta KEY BEFORE: the counter's growth since BEFORE.
+delta() { echo $(( $(stat_value "$1") - $2 )); }
+
 # fresh_copy SRC DEST: a pristine copy of a cached tree to build in.
 fresh_copy() {
   rm -rf "$2"

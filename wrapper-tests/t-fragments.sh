@@ -47,6 +47,25 @@ for prog in $started; do
 done
 has " T main" < <(nm traced.o) || fail "the traced object lacks main"
 
+# A static whose one caller nothing in the unit calls stays local while
+# the optimizer runs: inlined there and dropped, as clang does, cold and
+# warm (the warm object identical), and the program answers as clang's.
+note "a static with one caller is inlined and dropped, cold and warm"
+clang-19 -O2 -c "$P/static-once.c" -o once-clang.o
+has " t mix" < <(nm once-clang.o) && fail "test premise: clang-19 kept mix"
+(
+  export REPOCC_DIR="$SCRATCH/repo-once" REPOCC_UNIT_CACHE=false
+  "$REPOCC" -O2 -c "$P/static-once.c" -o once-cold.o
+  has " t mix" < <(nm once-cold.o) && fail "mix is in the object (cold)"
+  before=$(stat_value definitions_pruned)
+  "$REPOCC" -O2 -c "$P/static-once.c" -o once-warm.o
+  assert_eq "definitions pruned warm (once_api, and mix with it)" 2 "$(delta definitions_pruned "$before")"
+  cmp -s once-cold.o once-warm.o || fail "the warm object differs from the cold one"
+) || exit 1
+clang-19 -O2 -DWITH_MAIN "$P/static-once.c" -o once.clang
+"$REPOCC" -O2 -DWITH_MAIN "$P/static-once.c" -o once.repocc
+assert_eq "static-once program" "$(./once.clang)" "$(./once.repocc)"
+
 # New fragments are carved out of one code generation per worker: the
 # object is the same whatever the number of workers (one, or two where a
 # core is idle), it is not the one compiling each fragment as a module of

@@ -28,8 +28,6 @@ int main(void) { bump(3); printf("%s %d %d %d\n", greeting(), four(), sum_to(10)
 C
 expected="hello 4 55 4"
 
-# delta KEY BEFORE: the counter's growth since BEFORE.
-delta() { echo $(( $(stat_value "$1") - $2 )); }
 
 entries() { find "$REPOCC_DIR/v1/fragments" -type f ! -name '.tmp*' | sort; }
 

@@ -5,7 +5,7 @@
 //! repository, and in which order the object is assembled — with no LLVM
 //! in sight, so that every case is tested alone.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What the repository holds (usable here) for a planned fragment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,25 +120,50 @@ pub fn parts(slots: &[Slot], referenced: &[bool]) -> Vec<Part> {
 /// Definitions compiled and pruned. Each definition counts once: compiled
 /// (in a compiled group), pruned (its stored code or stored deletion
 /// stands), or neither (deleted by the optimizer now) — so the two never
-/// add up to more than the definitions.
+/// add up to more than the definitions. A local definition in no fragment
+/// of its own (`attached`: name -> the one function that uses it) counts
+/// as its user does.
 pub fn count(
     definitions: &HashSet<&str>,
     compiled_members: &[&str],
     fragments: &[FragmentView],
+    attached: &HashMap<String, String>,
 ) -> (u64, u64) {
     let compiled: HashSet<&str> = compiled_members
         .iter()
         .copied()
         .filter(|m| definitions.contains(m))
         .collect();
-    let pruned = fragments
+    let pruned: HashSet<&str> = fragments
         .iter()
         .filter(|f| f.stored != Stored::Nothing)
         .flat_map(|f| f.members.iter().map(String::as_str))
         .filter(|m| definitions.contains(m) && !compiled.contains(m))
-        .collect::<HashSet<&str>>()
-        .len();
-    (compiled.len() as u64, pruned as u64)
+        .collect();
+    let (mut n_compiled, mut n_pruned) = (compiled.len() as u64, pruned.len() as u64);
+    for d in definitions {
+        if compiled.contains(d) || pruned.contains(d) {
+            continue;
+        }
+        // Its user, or its user's user (a chain of helpers), up to a
+        // fragment member.
+        let mut owner = *d;
+        for _ in 0..64 {
+            match attached.get(owner) {
+                Some(user) => owner = user.as_str(),
+                None => break,
+            }
+            if compiled.contains(owner) {
+                n_compiled += 1;
+                break;
+            }
+            if pruned.contains(owner) {
+                n_pruned += 1;
+                break;
+            }
+        }
+    }
+    (n_compiled, n_pruned)
 }
 
 #[cfg(test)]
@@ -205,12 +230,40 @@ mod tests {
         let defs: HashSet<&str> = ["obj", "inl", "del_now", "del_gone", "new", "gone"]
             .into_iter()
             .collect();
-        let (compiled, pruned) = count(&defs, &["del_now", "new", "switch.table.x"], &fragments);
+        let none = HashMap::new();
+        let (compiled, pruned) = count(
+            &defs,
+            &["del_now", "new", "switch.table.x"],
+            &fragments,
+            &none,
+        );
         assert_eq!(
             (compiled, pruned),
             (2, 3),
             "del_now is compiled, not pruned"
         );
         assert!(compiled + pruned <= defs.len() as u64);
+        // Helpers local to one user count as their user does, through a
+        // chain of them; one whose user is in no fragment counts as neither.
+        let defs: HashSet<&str> = defs
+            .into_iter()
+            .chain(["helper", "helper_of_helper", "of_obj", "orphan"])
+            .collect();
+        let attached: HashMap<String, String> = [
+            ("helper", "new"),
+            ("helper_of_helper", "helper"),
+            ("of_obj", "obj"),
+            ("orphan", "nowhere"),
+        ]
+        .into_iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        let (compiled, pruned) = count(
+            &defs,
+            &["del_now", "new", "switch.table.x"],
+            &fragments,
+            &attached,
+        );
+        assert_eq!((compiled, pruned), (4, 4));
     }
 }

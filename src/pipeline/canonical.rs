@@ -58,6 +58,10 @@ pub struct Unit<'ctx> {
     /// that linkers leave them out of programs as they do clang's (gdb
     /// would otherwise print `<.rc.…>` after a string pointer).
     pub unnamed_locals: Vec<String>,
+    /// Local definitions left local because one function alone uses them
+    /// (see [`externalize_locals`]): name -> that function. They are in no
+    /// fragment of their own and count with their user's.
+    pub attached_locals: HashMap<String, String>,
 }
 
 pub fn init_targets() {
@@ -118,13 +122,14 @@ fn load_with<'ctx>(
             .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
     }
     name_constants_by_content(&module);
-    let (originally_local, unnamed_locals) = externalize_locals(&module);
+    let (originally_local, unnamed_locals, attached_locals) = externalize_locals(&module);
     Ok(Unit {
         module,
         target_machine,
         source_name: source_name.to_string(),
         originally_local,
         unnamed_locals,
+        attached_locals,
     })
 }
 
@@ -169,25 +174,94 @@ fn name_constants_by_content(module: &Module) {
 }
 
 /// Makes internal and private definitions hidden external ones; returns
-/// their names, and separately those of the private `unnamed_addr`
-/// constants.
-fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>) {
+/// their names, separately those of the private `unnamed_addr` constants,
+/// and the local definitions left local with their one user.
+///
+/// A local definition that one function alone uses, where that function
+/// cannot be inlined into another (nothing in the unit uses it at all, or
+/// it is such a local itself), stays local: whatever the optimizer makes
+/// of it from its uses — inlined into its one caller and deleted, as
+/// clang's inliner prefers for the last call to a static; constants
+/// propagated into it; a never-written variable folded — happens inside
+/// that one function, whose fragment carries it (as a local helper) and
+/// whose digest covers it, and the digest graph adds the edge back from a
+/// local to its user (see `digest`). Where the user could be inlined
+/// elsewhere, the local's uses would spread to fragments its digest does
+/// not cover (and clang's "last call" bonus would depend on them), so it
+/// is externalized as before. lua kept 88 functions clang's build does not
+/// have.
+fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<String, String>) {
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
+    let users: HashMap<String, llvm_shim::Users> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.as_global_value())
+        .chain(module.get_globals().filter(|g| !g.is_declaration()))
+        .map(|g| {
+            (
+                g.get_name().to_string_lossy().into_owned(),
+                llvm_shim::user_functions(&g),
+            )
+        })
+        .collect();
+    let local_names: std::collections::HashSet<String> = module
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0 && local(f.get_linkage()))
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .chain(
+            module
+                .get_globals()
+                .filter(|g| !g.is_declaration() && local(g.get_linkage()))
+                .map(|g| g.get_name().to_string_lossy().into_owned()),
+        )
+        .filter(|n| !n.starts_with("llvm."))
+        .collect();
+    // name -> its one user, for the locals that stay local: a chain of
+    // sole users ending in a function nothing in the unit uses.
+    let mut attached: HashMap<String, String> = HashMap::new();
+    for name in &local_names {
+        let mut chain = vec![name.as_str()];
+        let ends_in_a_root = loop {
+            let at = *chain.last().unwrap();
+            match users.get(at) {
+                Some(llvm_shim::Users::Nothing) if chain.len() > 1 => break true,
+                Some(llvm_shim::Users::One(user))
+                    if chain.len() < 16
+                        && !chain.contains(&user.as_str())
+                        && (local_names.contains(user)
+                            || users.get(user) == Some(&llvm_shim::Users::Nothing)) =>
+                {
+                    chain.push(user.as_str());
+                }
+                _ => break false,
+            }
+        };
+        if ends_in_a_root {
+            if let Some(llvm_shim::Users::One(user)) = users.get(name) {
+                attached.insert(name.clone(), user.clone());
+            }
+        }
+    }
     let mut names = Vec::new();
     let mut private = Vec::new();
     for f in module.get_functions() {
         let linkage = f.get_linkage();
-        if f.count_basic_blocks() > 0 && local(linkage) {
+        let name = f.get_name().to_string_lossy().into_owned();
+        if f.count_basic_blocks() > 0 && local(linkage) && !attached.contains_key(&name) {
             let g = f.as_global_value();
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
-            names.push(f.get_name().to_string_lossy().into_owned());
+            names.push(name);
         }
     }
     for g in module.get_globals() {
         let name = g.get_name().to_string_lossy().into_owned();
         let linkage = g.get_linkage();
-        if !g.is_declaration() && local(linkage) && !name.starts_with("llvm.") {
+        if !g.is_declaration()
+            && local(linkage)
+            && !name.starts_with("llvm.")
+            && !attached.contains_key(&name)
+        {
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
             // Only constants whose address means nothing: a fragment that
@@ -202,7 +276,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>) {
         }
     }
     names.extend(llvm_shim::externalize_local_aliases(module));
-    (names, private)
+    (names, private, attached)
 }
 
 /// The most common value of a string function attribute among the module's
@@ -377,7 +451,9 @@ mod tests {
         let bitcode = o0_debug_bitcode(
             "static const char *name(int i) { const char *s = i ? \"one\" : \"two\"; return s; }\n\
              static int counter;\n\
-             int f(int a) { int local = a * 2; counter += local; return name(local)[0]; }\n",
+             static int once(void) { return 7; }\n\
+             int f(int a) { int local = a * 2; counter += local; return name(local)[0] + once(); }\n\
+             int g(void) { return counter + name(0)[1] + \"one\"[2] + \"two\"[0]; }\n",
         );
         let settings = CodegenSettings::plain_o2();
         let context = Context::create();
@@ -389,6 +465,13 @@ mod tests {
         assert_eq!(definitions(&canonical), definitions(&written));
         assert_eq!(canonical.originally_local, written.originally_local);
         assert_eq!(canonical.unnamed_locals, written.unnamed_locals);
+        assert_eq!(canonical.attached_locals, written.attached_locals);
+        // `once` has one user: it stays local, with it.
+        assert_eq!(
+            canonical.attached_locals.get("once").map(String::as_str),
+            Some("f")
+        );
+        assert!(!canonical.originally_local.iter().any(|n| n == "once"));
         // The string constant was private: unnamed; the static variable not.
         assert_eq!(
             canonical.unnamed_locals.len(),

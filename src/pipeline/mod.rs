@@ -324,8 +324,12 @@ fn repository_stages(
         .filter(|f| !f.glue)
         .flat_map(|f| f.members.iter().map(String::as_str))
         .collect();
-    (report.definitions_compiled, report.definitions_pruned) =
-        assemble::count(&definition_names, &compiled_members, &views);
+    (report.definitions_compiled, report.definitions_pruned) = assemble::count(
+        &definition_names,
+        &compiled_members,
+        &views,
+        &unit.attached_locals,
+    );
     let history = explain::history_key(
         &unit.source_name,
         &std::env::current_dir()
