@@ -380,6 +380,21 @@ extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole) {
   return static_cast<int>(Found.size());
 }
 
+// Whether the function `value` has exactly one use, a call (as the callee)
+// from another function, and nothing forbids inlining it there.
+extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
+  auto *F = dyn_cast<Function>(unwrap(value));
+  if (!F || F->isDeclaration() || !F->hasOneUse() || F->isVarArg())
+    return 0;
+  if (F->hasFnAttribute(Attribute::NoInline) || F->hasFnAttribute(Attribute::OptimizeNone))
+    return 0;
+  const Use &U = *F->use_begin();
+  auto *CB = dyn_cast<CallBase>(U.getUser());
+  if (!CB || !CB->isCallee(&U) || CB->getFunction() == F || CB->isNoInline())
+    return 0;
+  return 1;
+}
+
 // Turns a definition into a declaration (its fragment comes from the
 // repository). Declarations cannot be in a COMDAT.
 extern "C" void repocc_make_declaration(LLVMValueRef value) {

@@ -174,6 +174,7 @@ extern "C" {
     fn repocc_blockaddress_function(
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
+    fn repocc_has_one_call_site(function: llvm_sys::prelude::LLVMValueRef) -> c_int;
     fn repocc_user_functions(
         global: llvm_sys::prelude::LLVMValueRef,
         sole: *mut llvm_sys::prelude::LLVMValueRef,
@@ -289,6 +290,15 @@ pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<St
         let f = repocc_blockaddress_function(global.as_value_ref());
         (!f.is_null()).then(|| value_name(f))
     }
+}
+
+/// Whether `function` has exactly one use, a direct call from another
+/// function, and nothing (`noinline`, `optnone`, varargs) keeps it from
+/// being inlined there.
+pub fn has_one_call_site(function: &inkwell::values::FunctionValue) -> bool {
+    use inkwell::values::AsValueRef;
+    // SAFETY: `function` is a live function of a live module.
+    unsafe { repocc_has_one_call_site(function.as_value_ref()) != 0 }
 }
 
 /// Who uses a global, as [`user_functions`] tells.

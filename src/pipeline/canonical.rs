@@ -123,6 +123,9 @@ fn load_with<'ctx>(
     }
     name_constants_by_content(&module);
     let (originally_local, unnamed_locals, attached_locals) = externalize_locals(&module);
+    if settings.opt != OptLevel::O0 {
+        inline_static_single_calls(&module, &originally_local);
+    }
     Ok(Unit {
         module,
         target_machine,
@@ -279,6 +282,40 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     (names, private, attached)
 }
 
+/// Largest static (in instructions) marked for inlining into its one call:
+/// clang's bonus for the last call to a static (15,000 on a threshold of
+/// 225, about 5 per instruction) stops at about this size.
+const SINGLE_CALL_INLINE_LIMIT: usize = 3000;
+
+/// Marks `alwaysinline` the statics made hidden (`externalized`) that have
+/// exactly one call site: clang's inliner gives the last call to a static
+/// a bonus that inlines it almost whatever its size, and then drops the
+/// static; a hidden function gets no such bonus, so lua kept functions
+/// such as lparser.c's `forstat` (called from `statement` only) that
+/// clang's build does not have. The attribute is in the IR the digests
+/// are made of, so a second call added elsewhere (which takes it away)
+/// changes the static's digest and recompiles its caller, as it changes
+/// the caller's code in clang's build.
+fn inline_static_single_calls(module: &Module, externalized: &[String]) {
+    let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
+    for name in externalized {
+        let Some(f) = module.get_function(name) else {
+            continue;
+        };
+        let size: usize = f
+            .get_basic_block_iter()
+            .map(|b| b.get_instructions().count())
+            .sum();
+        if size <= SINGLE_CALL_INLINE_LIMIT
+            && f.get_enum_attribute(AttributeLoc::Function, kind).is_none()
+            && llvm_shim::has_one_call_site(&f)
+        {
+            let attribute = module.get_context().create_enum_attribute(kind, 0);
+            f.add_attribute(AttributeLoc::Function, attribute);
+        }
+    }
+}
+
 /// The most common value of a string function attribute among the module's
 /// definitions: clang writes its command-line CPU and features on every
 /// function, and only `__attribute__((target))` functions differ.
@@ -383,18 +420,17 @@ mod tests {
 
     /// `-O0 -g` bitcode of `source`, as the frontend asks for it.
     fn o0_debug_bitcode(source: &str) -> Vec<u8> {
+        bitcode_with(source, &["-O0", "-g", "-Xclang", "-disable-O0-optnone"])
+    }
+
+    /// clang's bitcode for `source` before its optimizer runs.
+    fn bitcode_with(source: &str, flags: &[&str]) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("t.c");
         std::fs::write(&src, source).unwrap();
         let out = std::process::Command::new("clang-19")
-            .args([
-                "-O0",
-                "-g",
-                "-Xclang",
-                "-disable-O0-optnone",
-                "-c",
-                "-emit-llvm",
-            ])
+            .args(flags)
+            .args(["-Xclang", "-disable-llvm-passes", "-c", "-emit-llvm"])
             .args(["-o", "-"])
             .arg(&src)
             .output()
@@ -495,5 +531,44 @@ mod tests {
         // clang put them; the canonical form has promoted them.
         assert!(f(&written).contains("alloca"), "{}", f(&written));
         assert!(!f(&canonical).contains("alloca"), "{}", f(&canonical));
+    }
+
+    #[test]
+    fn a_static_called_once_is_inlined_as_clang_would() {
+        let source = "static int once(int x) { return x * 3 + 1; }\n\
+             static int twice(int x) { return x - 7; }\n\
+             static int __attribute__((noinline)) kept(int x) { return x ^ 5; }\n\
+             int f(int a) { return once(a) + twice(a) + kept(a); }\n\
+             int g(int a) { return twice(a + 1); }\n\
+             int h(int a) { return kept(a) + f(a); }\n";
+        let inlined = |u: &Unit, name: &str| {
+            let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
+            u.module
+                .get_function(name)
+                .unwrap()
+                .get_enum_attribute(AttributeLoc::Function, kind)
+                .is_some()
+        };
+        let context = Context::create();
+        let settings = CodegenSettings::plain_o2();
+        let unit = load(&context, &bitcode_with(source, &["-O2"]), "t.c", &settings).unwrap();
+        // `once` has one call, from `f`, which `h` could inline: it is
+        // externalized, and marked; `twice` has two calls; `kept` says
+        // noinline.
+        assert!(unit.originally_local.iter().any(|n| n == "once"));
+        assert!(inlined(&unit, "once"));
+        assert!(!inlined(&unit, "twice"));
+        assert!(!inlined(&unit, "kept"));
+        // At -O0 nothing is inlined (clang marks every function noinline).
+        let mut o0 = CodegenSettings::plain_o2();
+        o0.opt = OptLevel::O0;
+        let unit = load(
+            &context,
+            &bitcode_with(source, &["-O0", "-Xclang", "-disable-O0-optnone"]),
+            "t.c",
+            &o0,
+        )
+        .unwrap();
+        assert!(!inlined(&unit, "once"));
     }
 }
