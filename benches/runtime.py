@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Run-time benchmark (prints figures; not a test).
+
+Builds real programs with clang-19 and with repocc, from the same sources
+with the same flags, then runs a workload with each build several times,
+alternating between the builds, and reports the median run time of each
+and repocc's ratio to clang-19's, with the size of each program's `.text`.
+Run it on a quiet machine: a ratio is only as good as the noise allows.
+
+Programs and workloads:
+
+  lua     lua5.4's `lua` (`make linux`), running benches/workloads/cpu.lua
+          (recursion, tables, sorting, string building and patterns)
+  sqlite  sqlite3's `speedtest1` (Debian's source; the amalgamation), run
+          on an in-memory database (`--size 40`)
+  zstd    zstd's `zstd` program (Debian's libzstd source, `make -C
+          programs zstd`), compressing at level 6 and decompressing a
+          corpus of sqlite3.c copies (45 MB)
+
+  python3 benches/runtime.py                         # all three, 7 runs
+  python3 benches/runtime.py --programs lua --runs 5 --out DIR
+"""
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import builds  # noqa: E402  (the build benchmark's fetching and tools)
+
+ROOT = builds.ROOT
+WORKLOADS = ROOT / "benches" / "workloads"
+
+
+def text_size(program):
+    """The size of the program's `.text` section, in bytes."""
+    out = builds.sh(["size", "-A", str(program)])
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == ".text":
+            return int(parts[1])
+    return 0
+
+
+class Program:
+    """How one program is built (into `tree`) and run."""
+
+    name = ""
+
+    def __init__(self, work, flags, tool):
+        self.work, self.flags, self.tool = work, flags, tool
+        self.tree = work / f"{self.name}-{tool.name}"
+
+    def run(self):
+        t = time.monotonic()
+        subprocess.run(self.command(), cwd=self.tree, env=self.tool.env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.monotonic() - t
+
+
+class Lua(Program):
+    name = "lua"
+
+    def build(self):
+        p = builds.Lua(self.work, self.flags, self.tool)
+        p.tree = self.tree
+        p.prepare()
+        p.build()
+        self.program = self.tree / "src" / "lua"
+
+    def command(self):
+        return [str(self.program), str(WORKLOADS / "cpu.lua")]
+
+
+class Sqlite(Program):
+    name = "sqlite"
+
+    def build(self):
+        amalgamation = builds.fetch("sqlite")
+        source = builds.fetch("debian", "sqlite3", "--skip-patches")
+        shutil.rmtree(self.tree, ignore_errors=True)
+        self.tree.mkdir(parents=True)
+        for f in ("sqlite3.c", "sqlite3.h"):
+            shutil.copy(amalgamation / f, self.tree / f)
+        shutil.copy(source / "test" / "speedtest1.c", self.tree / "speedtest1.c")
+        builds.sh(
+            [self.tool.cc, *self.flags.split(), "-I.", "speedtest1.c", "sqlite3.c",
+             "-o", "speedtest1", "-lm", "-ldl", "-lpthread"],
+            cwd=self.tree, env=self.tool.env,
+        )
+        self.program = self.tree / "speedtest1"
+
+    def command(self):
+        return [str(self.program), "--size", "40", ":memory:"]
+
+
+class Zstd(Program):
+    name = "zstd"
+
+    def build(self):
+        source = builds.fetch("debian", "libzstd")
+        shutil.rmtree(self.tree, ignore_errors=True)
+        shutil.copytree(source, self.tree, symlinks=True)
+        builds.sh(
+            ["make", f"-j{builds.JOBS}", "-C", "programs", "zstd",
+             f"CC={self.tool.make_cc()}", f"CFLAGS={self.flags}"],
+            cwd=self.tree, env=self.tool.env,
+        )
+        self.program = self.tree / "programs" / "zstd"
+        corpus = self.work / "zstd-corpus"
+        if not corpus.exists():
+            text = (builds.fetch("sqlite") / "sqlite3.c").read_bytes()
+            corpus.write_bytes(text * 5)
+        self.corpus = corpus
+
+    def command(self):
+        out = self.tree / "corpus.zst"
+        return ["sh", "-c",
+                f"'{self.program}' -q -f -6 '{self.corpus}' -o '{out}' && "
+                f"'{self.program}' -q -d -f '{out}' -o /dev/null"]
+
+
+PROGRAMS = {"lua": Lua, "sqlite": Sqlite, "zstd": Zstd}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--programs", default="lua,sqlite,zstd")
+    ap.add_argument("--flags", default="-O2")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--out", default=str(ROOT / "benches" / "results"))
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="repocc-runtime-") as tmp:
+        work = Path(tmp)
+        for pname in a.programs.split(","):
+            built = {}
+            for tool_name in ("clang", "repocc"):
+                tool = builds.Tool(tool_name, work)
+                tool.reset_cache()
+                p = PROGRAMS[pname](work, a.flags, tool)
+                p.build()
+                p.run()  # warm-up: page cache, first-run effects
+                built[tool_name] = p
+            times = {t: [] for t in built}
+            for _ in range(a.runs):
+                for t, p in built.items():
+                    times[t].append(p.run())
+            med = {t: statistics.median(v) for t, v in times.items()}
+            sizes = {t: text_size(p.program) for t, p in built.items()}
+            print(f"{pname}: clang {med['clang']:.3f}s, repocc {med['repocc']:.3f}s "
+                  f"({med['repocc'] / med['clang']:.3f}x); .text {sizes['clang']} / {sizes['repocc']} "
+                  f"({sizes['repocc'] / sizes['clang']:.3f}x); runs: "
+                  + ", ".join(f"{t} " + " ".join(f"{x:.2f}" for x in v) for t, v in times.items()),
+                  flush=True)
+            rows.append((pname, med, sizes))
+    lines = [
+        "# Run-time benchmark",
+        "",
+        f"`python3 benches/runtime.py --programs {a.programs} --flags='{a.flags}' --runs {a.runs}`, "
+        f"{time.strftime('%Y-%m-%d')}: median run time of {a.runs} alternating runs of each build "
+        "(after one warm-up run), and `.text` sizes; in brackets, the ratio to clang-19's.",
+        "",
+        "| program | clang-19 | repocc | clang-19 `.text` | repocc `.text` |",
+        "|---|---|---|---|---|",
+    ]
+    for pname, med, sizes in rows:
+        lines.append(
+            f"| {pname} | {med['clang']:.3f} s | {med['repocc']:.3f} s ({med['repocc'] / med['clang']:.3f}x) "
+            f"| {sizes['clang']:,} | {sizes['repocc']:,} ({sizes['repocc'] / sizes['clang']:.3f}x) |"
+        )
+    (out / "runtime.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
