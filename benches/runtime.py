@@ -16,8 +16,12 @@ Programs and workloads:
   zstd    zstd's `zstd` program (Debian's libzstd source, `make -C
           programs zstd`), compressing at level 6 and decompressing a
           corpus of sqlite3.c copies (45 MB)
+  duktape duktape's `duk` (Debian's source: src/duktape.c and the
+          example command line), running benches/workloads/cpu.js
+  yamlcpp yaml-cpp's `read` tool (Debian's source, CMake, C++), parsing a
+          generated 5 MB document ten times
 
-  python3 benches/runtime.py                         # all three, 7 runs
+  python3 benches/runtime.py                         # all five, 7 runs
   python3 benches/runtime.py --programs lua --runs 5 --out DIR
 """
 
@@ -55,6 +59,11 @@ class Program:
     def __init__(self, work, flags, tool):
         self.work, self.flags, self.tool = work, flags, tool
         self.tree = work / f"{self.name}-{tool.name}"
+
+    def fresh_tree(self, package):
+        """A fresh copy of Debian's source of `package` to build in."""
+        shutil.rmtree(self.tree, ignore_errors=True)
+        shutil.copytree(builds.fetch("debian", package), self.tree, symlinks=True)
 
     def run(self):
         t = time.monotonic()
@@ -103,9 +112,7 @@ class Zstd(Program):
     name = "zstd"
 
     def build(self):
-        source = builds.fetch("debian", "libzstd")
-        shutil.rmtree(self.tree, ignore_errors=True)
-        shutil.copytree(source, self.tree, symlinks=True)
+        self.fresh_tree("libzstd")
         builds.sh(
             ["make", f"-j{builds.JOBS}", "-C", "programs", "zstd",
              f"CC={self.tool.make_cc()}", f"CFLAGS={self.flags}"],
@@ -125,12 +132,59 @@ class Zstd(Program):
                 f"'{self.program}' -q -d -f '{out}' -o /dev/null"]
 
 
-PROGRAMS = {"lua": Lua, "sqlite": Sqlite, "zstd": Zstd}
+class Duktape(Program):
+    name = "duktape"
+
+    def build(self):
+        self.fresh_tree("duktape")
+        builds.sh(
+            [self.tool.cc, *self.flags.split(), "-Isrc", "-Iexamples/cmdline",
+             "-Iextras/print-alert", "-DDUK_CMDLINE_PRINTALERT_SUPPORT", "src/duktape.c",
+             "examples/cmdline/duk_cmdline.c", "extras/print-alert/duk_print_alert.c",
+             "-o", "duk", "-lm"],
+            cwd=self.tree, env=self.tool.env,
+        )
+        self.program = self.tree / "duk"
+
+    def command(self):
+        return [str(self.program), str(WORKLOADS / "cpu.js")]
+
+
+class YamlCpp(Program):
+    name = "yamlcpp"
+
+    def build(self):
+        self.fresh_tree("yaml-cpp")
+        build = self.tree / "build"
+        build.mkdir()
+        builds.sh(
+            ["cmake", "-G", "Unix Makefiles", "-DCMAKE_BUILD_TYPE=",
+             f"-DCMAKE_CXX_COMPILER={self.tool.cxx}", f"-DCMAKE_CXX_FLAGS={self.flags}",
+             "-DYAML_CPP_BUILD_TESTS=OFF", "-DYAML_CPP_BUILD_TOOLS=ON", ".."]
+            + ([f"-DCMAKE_CXX_COMPILER_LAUNCHER={self.tool.launcher}"] if self.tool.launcher else []),
+            cwd=build, env=self.tool.env,
+        )
+        builds.sh(["make", f"-j{builds.JOBS}", "yaml-cpp-read"], cwd=build, env=self.tool.env)
+        self.program = build / "util" / "read"
+        document = self.work / "document.yaml"
+        if not document.exists():
+            lines = []
+            for i in range(20000):
+                lines.append(f"item{i}:\n  name: \"entry {i}\"\n  values: [{i}, {i * 3}, {i % 7}]\n"
+                             f"  nested: {{a: {i}, b: text-{i}, c: [x, y, z]}}\n  note: |\n    line one {i}\n    line two\n")
+            document.write_text("".join(lines))
+        self.document = document
+
+    def command(self):
+        return [str(self.program), "-n", "10", "-c", str(self.document)]
+
+
+PROGRAMS = {"lua": Lua, "sqlite": Sqlite, "zstd": Zstd, "duktape": Duktape, "yamlcpp": YamlCpp}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--programs", default="lua,sqlite,zstd")
+    ap.add_argument("--programs", default="lua,sqlite,zstd,duktape,yamlcpp")
     ap.add_argument("--flags", default="-O2")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", default=str(ROOT / "benches" / "results"))
