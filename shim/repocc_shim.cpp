@@ -380,6 +380,34 @@ extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole) {
   return static_cast<int>(Found.size());
 }
 
+// Instructions in `F` once the `alwaysinline` functions it calls are
+// inlined into it (each counted once; cycles and depth bounded).
+static size_t inlinedSize(const Function *F, SmallPtrSetImpl<const Function *> &Seen,
+                          unsigned Depth) {
+  size_t N = 0;
+  for (const BasicBlock &BB : *F)
+    for (const Instruction &I : BB) {
+      ++N;
+      auto *CB = dyn_cast<CallBase>(&I);
+      const Function *G = CB ? CB->getCalledFunction() : nullptr;
+      if (G && !G->isDeclaration() && G->hasFnAttribute(Attribute::AlwaysInline) &&
+          Depth < 8 && Seen.insert(G).second)
+        N += inlinedSize(G, Seen, Depth + 1);
+    }
+  return N;
+}
+
+// The instructions of the function `value` with the `alwaysinline`
+// functions it calls inlined: about the size clang's inliner weighs.
+extern "C" size_t repocc_inlined_size(LLVMValueRef value) {
+  auto *F = dyn_cast<Function>(unwrap(value));
+  if (!F || F->isDeclaration())
+    return 0;
+  SmallPtrSet<const Function *, 8> Seen;
+  Seen.insert(F);
+  return inlinedSize(F, Seen, 0);
+}
+
 // Whether the function `value` has exactly one use, a call (as the callee)
 // from another function, and nothing forbids inlining it there.
 extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
@@ -391,6 +419,18 @@ extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
   const Use &U = *F->use_begin();
   auto *CB = dyn_cast<CallBase>(U.getUser());
   if (!CB || !CB->isCallee(&U) || CB->getFunction() == F || CB->isNoInline())
+    return 0;
+  // `alwaysinline` overrides the inliner's compatibility checks: a
+  // `target("bmi2")` variant would be inlined into its generic dispatcher
+  // and compiled without BMI2 (zstd's `*_bmi2` functions were). Only where
+  // clang's inliner could inline it too: the same target and compatible
+  // attributes.
+  const Function *Caller = CB->getFunction();
+  for (const char *Kind : {"target-cpu", "target-features", "tune-cpu"})
+    if (Caller->getFnAttribute(Kind).getValueAsString() !=
+        F->getFnAttribute(Kind).getValueAsString())
+      return 0;
+  if (!AttributeFuncs::areInlineCompatible(*Caller, *F))
     return 0;
   return 1;
 }

@@ -175,6 +175,7 @@ extern "C" {
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
     fn repocc_has_one_call_site(function: llvm_sys::prelude::LLVMValueRef) -> c_int;
+    fn repocc_inlined_size(function: llvm_sys::prelude::LLVMValueRef) -> usize;
     fn repocc_user_functions(
         global: llvm_sys::prelude::LLVMValueRef,
         sole: *mut llvm_sys::prelude::LLVMValueRef,
@@ -299,6 +300,14 @@ pub fn has_one_call_site(function: &inkwell::values::FunctionValue) -> bool {
     use inkwell::values::AsValueRef;
     // SAFETY: `function` is a live function of a live module.
     unsafe { repocc_has_one_call_site(function.as_value_ref()) != 0 }
+}
+
+/// The instructions of `function` once the `alwaysinline` functions it
+/// calls are inlined into it (each counted once).
+pub fn inlined_size(function: &inkwell::values::FunctionValue) -> usize {
+    use inkwell::values::AsValueRef;
+    // SAFETY: `function` is a live function of a live module.
+    unsafe { repocc_inlined_size(function.as_value_ref()) }
 }
 
 /// Who uses a global, as [`user_functions`] tells.

@@ -210,6 +210,10 @@ fn run_stages(
 
     let t = Instant::now();
     if options.merge_functions {
+        // Statics nothing calls any more go first: merged with an equal
+        // function, one would survive as the body its twin jumps to (see
+        // `repository_stages`).
+        optimize::drop_unreferenced_locals(&unit, &optimize::StoredCode::default())?;
         merge::run(&unit, settings)?;
     }
     optimize::drop_unreferenced_locals(&unit, &optimize::StoredCode::default())?;
@@ -271,6 +275,13 @@ fn repository_stages(
     times.optimize = t.elapsed();
     let t = Instant::now();
     let merged = if options.merge_functions {
+        // Statics nothing refers to any more (every call inlined) go before
+        // merging: zstd's `ZSTD_isError`, after inlining the static
+        // `ERR_isError`, equals it, and merging made the external function
+        // a jump to the static one, which then stayed in the object (six
+        // units did so; clang's objects have neither the jump nor the
+        // static).
+        optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
         merge::run_tracked(unit, settings)?
     } else {
         merge::MergeRequirements::new()
