@@ -240,9 +240,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
             }
         };
         if ends_in_a_root {
-            if let Some(llvm_shim::Users::One(user)) = users.get(name) {
-                attached.insert(name.clone(), user.clone());
-            }
+            attached.insert(name.clone(), chain[1].to_string());
         }
     }
     let mut names = Vec::new();
@@ -303,12 +301,12 @@ fn inline_static_single_calls(module: &Module, externalized: &[String]) {
         let Some(f) = module.get_function(name) else {
             continue;
         };
-        // With what it inlines itself (zstd's `FORCE_INLINE` helpers): a
-        // static grown past clang's bonus stays a function there.
-        let size = llvm_shim::inlined_size(&f);
-        if size <= SINGLE_CALL_INLINE_LIMIT
-            && f.get_enum_attribute(AttributeLoc::Function, kind).is_none()
+        // Sized (a walk of its body) only once the cheap checks pass, with
+        // what it inlines itself (zstd's `FORCE_INLINE` helpers): a static
+        // grown past clang's bonus stays a function there.
+        if f.get_enum_attribute(AttributeLoc::Function, kind).is_none()
             && llvm_shim::has_one_call_site(&f)
+            && llvm_shim::inlined_size(&f) <= SINGLE_CALL_INLINE_LIMIT
         {
             let attribute = module.get_context().create_enum_attribute(kind, 0);
             f.add_attribute(AttributeLoc::Function, attribute);
