@@ -1,6 +1,4 @@
-//! Moving a stored fragment's debug lines to where its definition now is
-//! (issue 10, edits that move lines; in progress — nothing calls this yet
-//! outside its tests).
+//! Moving a fragment's debug lines to where its definition now is.
 //!
 //! A fragment compiled with debug info is to be stored with the lines of
 //! its own source file *relative* to its definition: `RELATIVE_LINE_BASE +
@@ -25,10 +23,6 @@
 //! patched in place, a program whose registers cross the threshold by a
 //! special opcode) returns `None`: the fragment must then not be stored
 //! with relative lines.
-
-// Wired into composition by the rest of the line-shift work; until then
-// only its tests call it.
-#![cfg_attr(not(test), allow(dead_code))]
 
 use super::relocatable::{c_str, parse, read_uleb, slice, u16_at, u32_at, u64_at, SHT_RELA};
 

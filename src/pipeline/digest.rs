@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 2;
+pub const DIGEST_FORMAT_VERSION: u32 = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -68,6 +68,32 @@ pub struct Definition {
     pub constant: bool,
     pub initial: [u8; 32],
     pub final_digest: FragmentDigest,
+    /// Where its debug info says it is (with relative lines only).
+    pub position: Option<Position>,
+}
+
+/// A definition's place in its source: the line of its `DISubprogram`
+/// or `DIGlobalVariable`, and the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Position {
+    /// The file's metadata node in this module (`!N`).
+    file: String,
+    /// The file's content digest (name and directory): the same in every
+    /// module.
+    file_key: String,
+    pub line: u64,
+}
+
+impl Position {
+    /// Where this lies for a fragment whose lines are relative to
+    /// `leader`: the difference in the same file, else file and line.
+    pub fn relative_to(&self, leader: &Position) -> String {
+        if self.file == leader.file {
+            format!("R{}", self.line as i64 - leader.line as i64)
+        } else {
+            format!("{} {}", self.file_key, self.line)
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -75,6 +101,9 @@ pub struct ModuleDigests {
     pub defs: Vec<Definition>,
     /// Directed edges `(u, v)`: v's content can change u's bytes.
     pub edges: Vec<(usize, usize)>,
+    /// The digests hold the lines of each definition's own file relative
+    /// to the definition's line (see `Lines`), and so must its fragment.
+    pub relative_lines: bool,
 }
 
 impl ModuleDigests {
@@ -192,6 +221,14 @@ struct Canonicalizer<'a> {
     md_stack: Vec<&'a str>,
     /// Work budget for metadata; past it, metadata is hashed coarsely.
     budget: usize,
+    /// With relative lines: the definition being digested (its file's
+    /// node and its line). `md_memo` holds texts valid for `own`'s file,
+    /// `md_memo_own` those that also depend on its line.
+    own: Option<(&'a str, u64)>,
+    md_memo_own: HashMap<&'a str, String>,
+    /// Set when a metadata text just made depends on `own`'s line.
+    depends_on_own: bool,
+    file_memo: HashMap<&'a str, Option<&'a str>>,
 }
 
 /// How a global is used on one line.
@@ -210,7 +247,23 @@ impl<'a> Canonicalizer<'a> {
             md_memo: HashMap::new(),
             md_stack: Vec::new(),
             budget: 50_000_000,
+            own: None,
+            md_memo_own: HashMap::new(),
+            depends_on_own: false,
+            file_memo: HashMap::new(),
         }
+    }
+
+    /// Digests from here on are of a definition at `own` (file node, line):
+    /// its file's lines are made relative to its line.
+    fn set_own(&mut self, own: Option<(&'a str, u64)>) {
+        if own.map(|o| o.0) != self.own.map(|o| o.0) {
+            self.md_memo.clear();
+            self.md_memo_own.clear();
+        } else if own != self.own {
+            self.md_memo_own.clear();
+        }
+        self.own = own;
     }
 
     fn type_text(&mut self, name: &'a str) -> String {
@@ -231,6 +284,10 @@ impl<'a> Canonicalizer<'a> {
         if let Some(t) = self.md_memo.get(id) {
             return t.clone();
         }
+        if let Some(t) = self.md_memo_own.get(id) {
+            self.depends_on_own = true;
+            return t.clone();
+        }
         if let Some(depth) = self.md_stack.iter().rposition(|s| *s == id) {
             return format!("!cycle{}", self.md_stack.len() - depth);
         }
@@ -243,15 +300,31 @@ impl<'a> Canonicalizer<'a> {
         self.budget = self.budget.saturating_sub(body.len());
         self.md_stack.push(id);
         let before = self.md_stack.len();
+        let outer = std::mem::replace(&mut self.depends_on_own, false);
         let mut out = String::new();
         let mut cyclic = false;
         self.canonical_into_md(body, &mut out, &mut cyclic);
+        if let Some((file, line)) = self.own {
+            if node_file(self.p, id, &mut self.file_memo) == Some(file) {
+                let relative = map_line_fields(&out, &|n| format!("R{}", n as i64 - line as i64));
+                if relative != out {
+                    out = relative;
+                    self.depends_on_own = true;
+                }
+            }
+        }
         self.md_stack.pop();
         debug_assert_eq!(before - 1, self.md_stack.len());
         let h = format!("!M{}", &blake3::hash(out.as_bytes()).to_hex()[..32]);
+        let dependent = self.depends_on_own;
         if !cyclic {
-            self.md_memo.insert(id, h.clone());
+            if dependent {
+                self.md_memo_own.insert(id, h.clone());
+            } else {
+                self.md_memo.insert(id, h.clone());
+            }
         }
+        self.depends_on_own = outer || dependent;
         h
     }
 
@@ -334,6 +407,197 @@ impl<'a> Canonicalizer<'a> {
         }
         out.push_str(&text[copied..]);
     }
+}
+
+/// The value of a top-level `name: value` field of a specialized metadata
+/// node (`!DISubprogram(name: "f", file: !3, line: 7, ...)`), outside
+/// strings.
+fn md_field<'b>(body: &'b str, name: &str) -> Option<&'b str> {
+    let mut in_str = false;
+    for (i, c) in body.bytes().enumerate() {
+        match c {
+            b'"' => in_str = !in_str,
+            b'(' | b' ' if !in_str => {
+                let rest = &body[i + 1..];
+                if let Some(value) = rest.strip_prefix(name).and_then(|r| r.strip_prefix(": ")) {
+                    let end = value.find([',', ')']).unwrap_or(value.len());
+                    return Some(&value[..end]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` with the numbers of its top-level `line:` and `scopeLine:`
+/// fields mapped (outside strings); a zero (no line) stays.
+fn map_line_fields(text: &str, map: &dyn Fn(u64) -> String) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut in_str = false;
+    for (i, c) in text.bytes().enumerate() {
+        match c {
+            b'"' => in_str = !in_str,
+            b'(' | b' ' if !in_str => {
+                let rest = &text[i + 1..];
+                let Some(value) = ["line: ", "scopeLine: "]
+                    .iter()
+                    .find_map(|f| rest.strip_prefix(f))
+                else {
+                    continue;
+                };
+                let digits = value.bytes().take_while(u8::is_ascii_digit).count();
+                let Ok(n) = value[..digits].parse::<u64>() else {
+                    continue;
+                };
+                if n == 0 {
+                    continue;
+                }
+                let at = text.len() - value.len();
+                out.push_str(&text[copied..at]);
+                out.push_str(&map(n));
+                copied = at + digits;
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// The file node (`!N`'s id) a metadata node belongs to: its `file:`, or
+/// its scope's (a `DILocation`, through its scope chain).
+fn node_file<'a>(
+    p: &Parsed<'a>,
+    id: &'a str,
+    memo: &mut HashMap<&'a str, Option<&'a str>>,
+) -> Option<&'a str> {
+    let mut chain: Vec<&'a str> = Vec::new();
+    let mut at = id;
+    let mut found = None;
+    for _ in 0..256 {
+        if let Some(&f) = memo.get(at) {
+            found = f;
+            break;
+        }
+        chain.push(at);
+        let Some(body) = p.metadata.get(at).copied() else {
+            break;
+        };
+        if body.starts_with("!DIFile(") || body.starts_with("distinct !DIFile(") {
+            found = Some(at);
+            break;
+        }
+        let reference = |field: &str| {
+            md_field(body, field)
+                .and_then(|v| v.strip_prefix('!'))
+                .and_then(|v| p.metadata.get_key_value(v).map(|(k, _)| *k))
+        };
+        if let Some(file) = reference("file") {
+            found = Some(file);
+            break;
+        }
+        match reference("scope") {
+            Some(scope) => at = scope,
+            None => break,
+        }
+    }
+    for c in chain {
+        memo.insert(c, found);
+    }
+    found
+}
+
+/// The `!dbg !N` attachment of a definition's line, as a metadata id.
+fn dbg_attachment<'a>(p: &Parsed<'a>, line: &str) -> Option<&'a str> {
+    let mut in_str = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => in_str = !in_str,
+            '!' if !in_str && line[i..].starts_with("!dbg !") => {
+                let rest = &line[i + 6..];
+                let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+                return p.metadata.get_key_value(&rest[..n]).map(|(k, _)| *k);
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where a definition is, from its `!dbg` attachment: the file node and
+/// the line of its `DISubprogram` (a function) or `DIGlobalVariable`.
+fn own_position<'a>(
+    p: &Parsed<'a>,
+    header: &str,
+    memo: &mut HashMap<&'a str, Option<&'a str>>,
+) -> Option<(&'a str, u64)> {
+    let mut node = dbg_attachment(p, header)?;
+    let body = p.metadata.get(node)?;
+    if body.contains("!DIGlobalVariableExpression(") {
+        let var = md_field(body, "var")?.strip_prefix('!')?;
+        node = p.metadata.get_key_value(var)?.0;
+    }
+    let line: u64 = md_field(p.metadata.get(node)?, "line")?.parse().ok()?;
+    let file = node_file(p, node, memo)?;
+    (line > 0).then_some((file, line))
+}
+
+/// Whether any metadata line of the module is too high for relative lines.
+fn has_line_at_or_above(p: &Parsed, threshold: u64) -> bool {
+    p.metadata.values().any(|body| {
+        ["line", "scopeLine"].iter().any(|f| {
+            md_field(body, f)
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|n| n >= threshold)
+        })
+    })
+}
+
+/// The printed `module_text` of a fragment whose leader is `leader`, with
+/// the lines of the leader's own file made relative to its line, as its
+/// digest holds them: `RELATIVE_LINE_BASE + line - own line` (see
+/// `debug_lines`, which places them again). `None`: the leader has no
+/// position, its fragment's lines stay as they are.
+pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<String>> {
+    use super::debug_lines::RELATIVE_LINE_BASE;
+    let p = parse(module_text)?;
+    let mut memo = HashMap::new();
+    let header = p
+        .functions
+        .iter()
+        .find(|(n, _)| n == leader)
+        .map(|(_, text)| text.lines().next().unwrap_or(""))
+        .or_else(|| {
+            p.variables
+                .iter()
+                .find(|(n, _)| n == leader)
+                .map(|(_, text)| *text)
+        });
+    let Some((file, own_line)) = header.and_then(|h| own_position(&p, h, &mut memo)) else {
+        return Ok(None);
+    };
+    let mut out = String::with_capacity(module_text.len() + module_text.len() / 8);
+    for line in module_text.lines() {
+        let id = line
+            .strip_prefix('!')
+            .and_then(|r| r.split_once(" = "))
+            .map(|(id, _)| id)
+            .filter(|id| id.bytes().all(|c| c.is_ascii_digit()));
+        let mine = id
+            .and_then(|id| p.metadata.get_key_value(id).map(|(k, _)| *k))
+            .is_some_and(|id| node_file(&p, id, &mut memo) == Some(file));
+        if mine {
+            out.push_str(&map_line_fields(line, &|n| {
+                (RELATIVE_LINE_BASE + n - own_line).to_string()
+            }));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Ok(Some(out))
 }
 
 /// Classifies the uses of globals on one instruction line of a body.
@@ -423,15 +687,45 @@ fn context_of(p: &Parsed, extra: &[u8]) -> [u8; 32] {
 
 /// The context digest and all definition digests of a printed module,
 /// parsing the text once.
-pub fn digest_module(module_text: &str, extra: &[u8], inlining: Inlining) -> Result<ModuleDigests> {
+pub fn digest_module(
+    module_text: &str,
+    extra: &[u8],
+    inlining: Inlining,
+    lines: Lines,
+) -> Result<ModuleDigests> {
     let p = parse(module_text)?;
     let context = context_of(&p, extra);
-    compute_parsed(&p, &context, inlining)
+    // A source with lines this high keeps them absolute: they would read
+    // as relative ones.
+    let lines = match lines {
+        Lines::Relative
+            if has_line_at_or_above(&p, super::debug_lines::RELATIVE_LINE_THRESHOLD) =>
+        {
+            Lines::Absolute
+        }
+        l => l,
+    };
+    compute_parsed(&p, &context, inlining, lines)
 }
 
 /// Linkage words that make a definition local.
 fn is_local(line_after_eq: &str) -> bool {
     line_after_eq.starts_with("internal ") || line_after_eq.starts_with("private ")
+}
+
+/// How the digests hold source lines of debug info.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lines {
+    /// As they are: a definition's digest changes when it moves.
+    Absolute,
+    /// Lines of a definition's own file relative to the definition's own
+    /// line (`line: R<difference>`), other files' lines as they are; what
+    /// the definitions reach adds how they lie relative to each other (see
+    /// `final_digests`). A definition keeps its digest when lines are
+    /// added or removed above it; its fragment is compiled with the same
+    /// relative lines (`rebase_relative_lines`) and placed when composed
+    /// (`debug_lines`).
+    Relative,
 }
 
 /// How much of a function's callees can reach its code.
@@ -449,11 +743,32 @@ pub enum Inlining {
 /// as LLVM's printed text.
 #[cfg(test)]
 pub fn compute(module_text: &str, context: &[u8; 32], inlining: Inlining) -> Result<ModuleDigests> {
-    compute_parsed(&parse(module_text)?, context, inlining)
+    compute_parsed(&parse(module_text)?, context, inlining, Lines::Absolute)
 }
 
-fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<ModuleDigests> {
+fn compute_parsed<'a>(
+    p: &'a Parsed<'a>,
+    context: &[u8; 32],
+    inlining: Inlining,
+    lines: Lines,
+) -> Result<ModuleDigests> {
     let mut c = Canonicalizer::new(p);
+    let mut files = HashMap::new();
+    // Sets the definition being digested; its position, if it has one.
+    let mut locate = |c: &mut Canonicalizer<'a>, header: &str| -> Option<Position> {
+        if lines == Lines::Absolute {
+            return None;
+        }
+        let own = own_position(p, header, &mut files);
+        c.set_own(own);
+        let (file, line) = own?;
+        let file_key = c.md_text(file);
+        Some(Position {
+            file: file.to_string(),
+            file_key,
+            line,
+        })
+    };
     let mut defs: Vec<Definition> = Vec::new();
     let mut uses_of: Vec<Vec<(String, Use)>> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -477,6 +792,7 @@ fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<
         if after.starts_with("external ") || after.starts_with("extern_weak ") {
             continue; // a declaration
         }
+        let position = locate(&mut c, text);
         let mut out = String::new();
         let mut uses: Vec<(String, Use)> = Vec::new();
         c.canonical_into(text, &mut out, &mut |g, at| {
@@ -498,11 +814,13 @@ fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<
             constant,
             initial: digest_of(1, &out),
             final_digest: FragmentDigest([0; 32]),
+            position,
         });
         uses_of.push(uses);
     }
 
     for (name, text) in &p.functions {
+        let position = locate(&mut c, text.lines().next().unwrap_or(""));
         let mut out = String::new();
         c.canonical_into(text, &mut out, &mut |_, _| {});
         let mut uses = Vec::new();
@@ -532,6 +850,7 @@ fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<
             constant: true,
             initial: digest_of(2, &out),
             final_digest: FragmentDigest([0; 32]),
+            position,
         });
         uses_of.push(uses);
     }
@@ -589,7 +908,11 @@ fn compute_parsed(p: &Parsed, context: &[u8; 32], inlining: Inlining) -> Result<
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
     }
-    Ok(ModuleDigests { defs, edges })
+    Ok(ModuleDigests {
+        defs,
+        edges,
+        relative_lines: lines == Lines::Relative,
+    })
 }
 
 /// Strongly connected components (iterative Tarjan), in reverse
@@ -683,6 +1006,8 @@ fn final_digests(defs: &[Definition], edges: &[(usize, usize)]) -> Vec<FragmentD
     let (comp_of, reach) = reach_sets(n, edges);
     // Per component: the sorted initial digests of everything it reaches.
     let mut comp_hash: HashMap<usize, [u8; 32]> = HashMap::new();
+    let positioned = defs.iter().any(|d| d.position.is_some());
+    let mut layouts: HashMap<usize, Vec<FileLayout>> = HashMap::new();
     (0..n)
         .map(|x| {
             let ch = *comp_hash.entry(comp_of[x]).or_insert_with(|| {
@@ -705,9 +1030,89 @@ fn final_digests(defs: &[Definition], edges: &[(usize, usize)]) -> Vec<FragmentD
             let mut h = blake3::Hasher::new();
             h.update(&defs[x].initial);
             h.update(&ch);
+            if positioned {
+                let layout = layouts
+                    .entry(comp_of[x])
+                    .or_insert_with(|| layout_of(defs, &reach[comp_of[x]]));
+                hash_layout(&mut h, layout, defs[x].position.as_ref());
+            }
             FragmentDigest(*h.finalize().as_bytes())
         })
         .collect()
+}
+
+/// Where the definitions a component reaches lie, one file at a time.
+struct FileLayout {
+    file: String,
+    file_key: String,
+    first_line: u64,
+    /// The members' initial digests with their lines relative to
+    /// `first_line`, and with their lines as they are.
+    relative: [u8; 32],
+    absolute: [u8; 32],
+}
+
+fn layout_of(defs: &[Definition], reach: &[u64]) -> Vec<FileLayout> {
+    let mut by_file: HashMap<&str, Vec<(&[u8; 32], u64)>> = HashMap::new();
+    let mut keys: HashMap<&str, &str> = HashMap::new();
+    for (w, word) in reach.iter().enumerate() {
+        let mut bits = *word;
+        while bits != 0 {
+            let d = &defs[w * 64 + bits.trailing_zeros() as usize];
+            bits &= bits - 1;
+            if let Some(p) = &d.position {
+                by_file
+                    .entry(&p.file)
+                    .or_default()
+                    .push((&d.initial, p.line));
+                keys.insert(&p.file, &p.file_key);
+            }
+        }
+    }
+    let mut out: Vec<FileLayout> = by_file
+        .into_iter()
+        .map(|(file, mut members)| {
+            members.sort_unstable();
+            let first_line = members.iter().map(|m| m.1).min().unwrap_or(0);
+            let (mut relative, mut absolute) = (blake3::Hasher::new(), blake3::Hasher::new());
+            for (initial, line) in members {
+                relative.update(initial);
+                relative.update(&(line - first_line).to_le_bytes());
+                absolute.update(initial);
+                absolute.update(&line.to_le_bytes());
+            }
+            FileLayout {
+                file: file.to_string(),
+                file_key: keys[file].to_string(),
+                first_line,
+                relative: *relative.finalize().as_bytes(),
+                absolute: *absolute.finalize().as_bytes(),
+            }
+        })
+        .collect();
+    out.sort_unstable_by(|a, b| a.file_key.cmp(&b.file_key).then(a.file.cmp(&b.file)));
+    out
+}
+
+/// With relative lines, what a definition's fragment holds of the
+/// definitions it reaches: in its own file, how they lie relative to each
+/// other and to it (lines added above all of them change nothing); in
+/// other files, their lines as they are.
+fn hash_layout(h: &mut blake3::Hasher, layout: &[FileLayout], own: Option<&Position>) {
+    for f in layout {
+        match own {
+            Some(p) if p.file == f.file => {
+                h.update(b"relative");
+                h.update(&f.relative);
+                h.update(&(p.line as i64 - f.first_line as i64).to_le_bytes());
+            }
+            _ => {
+                h.update(b"absolute");
+                h.update(f.file_key.as_bytes());
+                h.update(&f.absolute);
+            }
+        }
+    }
 }
 
 /// For the measurement of precision: how many final digests an edit to
@@ -748,6 +1153,8 @@ mod tests {
                 "-",
             ])
             .args(extra)
+            // The same paths in every test's debug info.
+            .arg(format!("-ffile-prefix-map={}=/src", dir.path().display()))
             .arg(&src)
             .output()
             .expect("clang-19");
@@ -931,6 +1338,97 @@ mod tests {
             "-O0 callers keep their code"
         );
         assert_ne!(fin(&d, "plain"), fin(&e, "plain"));
+    }
+
+    /// Digests of `c_source` compiled with `-g`, the files' checksums left
+    /// out as the pipeline leaves them out.
+    fn with_lines(c_source: &str, lines: Lines) -> ModuleDigests {
+        let ir: String = ir_of(c_source, &["-g"])
+            .lines()
+            .map(|l| match l.find(", checksumkind: ") {
+                Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        assert!(!ir.contains("checksum"), "{ir}");
+        digest_module(&ir, &[], Inlining::Optimizing, lines).unwrap()
+    }
+
+    const DEBUG_UNIT: &str = "static int counter;\n\
+        int unrelated(int y) { return y - 1; }\n\
+        struct pair { int a; long b; };\n\
+        static int leaf(int x) {\n  return x * 2 + counter;\n}\n\
+        int api(int x) {\n  struct pair p = { leaf(x), 2 };\n  return p.a + (int)p.b;\n}\n\
+        int where(void) { return __LINE__; }\n";
+
+    #[test]
+    fn relative_lines_keep_digests_when_lines_are_added_above() {
+        let shifted = format!("/* three\n lines\n above */\n{DEBUG_UNIT}");
+        let (a, b) = (
+            with_lines(DEBUG_UNIT, Lines::Relative),
+            with_lines(&shifted, Lines::Relative),
+        );
+        assert!(a.relative_lines);
+        assert!(a.defs.iter().any(|d| d.position.is_some()));
+        for d in &a.defs {
+            let same = d.final_digest == fin(&b, &d.name);
+            // `where` returns its line: its code changed.
+            assert_eq!(same, d.name != "where", "{}", d.name);
+        }
+        // With absolute lines every function moved.
+        let (a, b) = (
+            with_lines(DEBUG_UNIT, Lines::Absolute),
+            with_lines(&shifted, Lines::Absolute),
+        );
+        assert!(!a.relative_lines);
+        assert_ne!(fin(&a, "api"), fin(&b, "api"));
+    }
+
+    #[test]
+    fn relative_lines_change_what_moved_against_what_it_reaches() {
+        let a = with_lines(DEBUG_UNIT, Lines::Relative);
+        // Lines between `leaf` and `api`: `api` may hold `leaf`'s code
+        // (inlined) at lines relative to its own, which moved.
+        let b = with_lines(
+            &DEBUG_UNIT.replace("int api(int x)", "\n\nint api(int x)"),
+            Lines::Relative,
+        );
+        assert_ne!(fin(&a, "api"), fin(&b, "api"));
+        assert_eq!(fin(&a, "unrelated"), fin(&b, "unrelated"));
+        // A struct declared in the file: its line is in `api`'s debug info.
+        let c = with_lines(
+            &DEBUG_UNIT.replace("struct pair {", "\nstruct pair {"),
+            Lines::Relative,
+        );
+        assert_ne!(fin(&a, "api"), fin(&c, "api"));
+        assert_eq!(fin(&a, "unrelated"), fin(&c, "unrelated"));
+    }
+
+    #[test]
+    fn fragments_are_rebased_on_their_own_line() {
+        let src = "#line 40 \"other.h\"\n\
+            static inline int twice(int v) {\n  return v * 2;\n}\n\
+            #line 100 \"t.c\"\n\
+            int api(int x) {\n  return twice(x) + 1;\n}\n";
+        let ir = ir_of(src, &["-g"]);
+        let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
+        let base = crate::pipeline::debug_lines::RELATIVE_LINE_BASE;
+        let subprogram = |text: &str, name: &str| -> String {
+            text.lines()
+                .find(|l| l.contains("!DISubprogram(") && l.contains(&format!("name: \"{name}\"")))
+                .unwrap()
+                .to_string()
+        };
+        assert!(subprogram(&rebased, "api").contains(&format!("line: {base},")));
+        assert!(subprogram(&rebased, "api").contains(&format!("scopeLine: {base}")));
+        // The header's function keeps its lines.
+        assert!(subprogram(&rebased, "twice").contains("line: 40,"));
+        assert!(rebased.contains(&format!("!DILocation(line: {}, ", base + 1)));
+        assert_eq!(rebased.lines().count(), ir.lines().count());
+        // Without debug info there is nothing to rebase.
+        assert!(rebase_relative_lines(&ir_of(src, &[]), "api")
+            .unwrap()
+            .is_none());
     }
 
     #[test]

@@ -47,6 +47,17 @@ pub fn fragment_key(
             parts.push(m.as_bytes().to_vec());
         }
     }
+    // With relative lines the fragment's lines are relative to its first
+    // member's: where the others lie relative to it is in its bytes.
+    let position = |m: &String| {
+        let i = *index.get(m.as_str())?;
+        digests.defs[i].position.as_ref()
+    };
+    if let Some(leader) = members.first().and_then(position) {
+        for p in members.iter().skip(1).filter_map(position) {
+            parts.push(format!("line {}", p.relative_to(leader)).into_bytes());
+        }
+    }
     super::key::fragment_key_of_parts(parts)
 }
 

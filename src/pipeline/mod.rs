@@ -320,7 +320,13 @@ fn repository_stages(
         .collect();
     let mut assembly = assemble::plan(glue, &views, unplanned);
     let to_emit = std::mem::take(&mut assembly.to_emit);
-    let emitted = split::emit_groups(unit, settings, options.jobs, to_emit)?;
+    let emitted = split::emit_groups(
+        unit,
+        settings,
+        options.jobs,
+        to_emit,
+        digests.relative_lines,
+    )?;
     times.codegen = t.elapsed();
     if let Some(d) = sink.first() {
         return Err(BackendDiagnostic(d).into());
@@ -379,14 +385,43 @@ fn repository_stages(
             _ => Vec::new(),
         }));
     let included = prune::referenced_discardables(&pruned.fragments, seeds);
-    let objects: Vec<&[u8]> = assemble::parts(&assembly.slots, &included)
+    // Fragments with relative lines get their definition's lines back.
+    let line_of = |leader: Option<&String>| -> Option<u64> {
+        if !digests.relative_lines {
+            return None;
+        }
+        let i = digests.position(leader?)?;
+        Some(digests.defs[i].position.as_ref()?.line)
+    };
+    let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
-        .map(|part| match part {
-            assemble::Part::Emitted(e) => emitted[e].object.as_slice(),
-            assemble::Part::Stored(i) => stored_payload(i),
+        .map(|part| {
+            let (object, leader) = match part {
+                assemble::Part::Emitted(e) => (
+                    emitted[e].object.as_slice(),
+                    emitted[e].members.first().filter(|_| !emitted[e].glue),
+                ),
+                assemble::Part::Stored(i) => {
+                    (stored_payload(i), pruned.fragments[i].members.first())
+                }
+            };
+            match line_of(leader) {
+                Some(line) if !object.is_empty() => {
+                    let (placed, _) =
+                        debug_lines::place_relative_lines(object, line).ok_or_else(|| {
+                            anyhow::anyhow!(
+                                "placing the debug lines of {} (line {line})",
+                                leader.map_or("?", |l| l.as_str())
+                            )
+                        })?;
+                    Ok(std::borrow::Cow::Owned(placed))
+                }
+                _ => Ok(std::borrow::Cow::Borrowed(object)),
+            }
         })
-        .filter(|o| !o.is_empty())
-        .collect();
+        .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
+        .collect::<Result<_>>()?;
+    let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
     compose::compose_fragments(
         &objects,
         &unit.originally_local,
@@ -455,7 +490,15 @@ fn metadata_stage(
     } else {
         digest::Inlining::Optimizing
     };
-    let digests = digest::digest_module(&text, &extra, inlining)?;
+    // With debug info, lines are relative to each definition (its
+    // fragment is compiled so and placed when composed): an edit that adds
+    // lines above a definition keeps its digest.
+    let lines = if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0 {
+        digest::Lines::Relative
+    } else {
+        digest::Lines::Absolute
+    };
+    let digests = digest::digest_module(&text, &extra, inlining, lines)?;
     if options.digest_report {
         eprintln!("{}", digest_report(&unit.source_name, &digests));
     }

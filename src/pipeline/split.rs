@@ -256,6 +256,7 @@ pub fn emit_groups(
     settings: &CodegenSettings,
     jobs: usize,
     plan: Vec<(Vec<String>, bool)>,
+    relative_lines: bool,
 ) -> Result<Vec<Fragment>> {
     let target = TargetSpec::of(unit);
     let jobs = workers_now(jobs);
@@ -276,7 +277,7 @@ pub fn emit_groups(
             .collect::<Result<Vec<_>>>()?
     } else {
         let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
-        emit_in_workers(unit, settings, &target, jobs, &items)?
+        emit_in_workers(unit, settings, &target, jobs, &items, relative_lines)?
     };
     for (i, f) in rest.into_iter().zip(compiled) {
         done[i] = Some(f);
@@ -341,14 +342,25 @@ fn emit_in_workers(
     target: &TargetSpec,
     jobs: usize,
     items: &[&(Vec<String>, bool)],
+    relative_lines: bool,
 ) -> Result<Vec<Fragment>> {
     let bitcodes: Vec<Vec<u8>> = items
         .iter()
         .map(|(members, glue)| {
             let m = extract(unit, members, *glue);
-            m.write_bitcode_to_memory().as_slice().to_vec()
+            // With relative lines (see `digest::Lines`), the fragment is
+            // compiled from its text with its own file's lines rebased.
+            if relative_lines && !*glue {
+                if let Some(leader) = members.first() {
+                    let text = m.print_to_string().to_string();
+                    if let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)? {
+                        return Ok(rebased.into_bytes());
+                    }
+                }
+            }
+            Ok(m.write_bitcode_to_memory().as_slice().to_vec())
         })
-        .collect();
+        .collect::<Result<_>>()?;
     type Work<'a> = (&'a (Vec<String>, bool), Vec<u8>);
     let work: Vec<Work> = items.iter().copied().zip(bitcodes).collect();
     run_workers(&work, jobs, |((members, glue), bc)| {
@@ -369,8 +381,10 @@ fn compile_bitcode(
     trim: Option<bool>,
 ) -> Result<(Vec<u8>, Vec<String>)> {
     llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
+        // Bitcode, or the text of a fragment with rebased lines.
         let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
-        let module = Module::parse_bitcode_from_buffer(&buffer, context)
+        let module = context
+            .create_module_from_ir(buffer)
             .map_err(|e| anyhow!("reading {what}: {e}"))?;
         if let Some(glue) = trim {
             llvm_shim::trim_debug_units(&module, glue);
