@@ -7,6 +7,9 @@
 # edit, which compiles that function only), the DWARF verifies, each
 # struct is emitted once per object (a type unit) although every fragment
 # is a compile unit of its own, and a rebuild reproduces the objects.
+# Ten lines added at the top of a file (-O0 -g and -O2 -g) reuse its
+# definitions: gdb then shows the same lines as clang's build of the
+# edited source, and the objects equal a compile into a new repository.
 source "$(dirname "$0")/lib.sh"
 src=$(fetch_debian_source lua5.4 --skip-patches)
 cd "$SCRATCH"
@@ -105,3 +108,70 @@ assert_contains "checks after the edit" "lua checks: 31 passed, 0 failed" "$out"
 frames lua-clang > frames.clang-edited
 frames lua > frames.repocc-edited
 diff -u frames.clang-edited frames.repocc-edited || fail "after the edit, gdb differs from clang's build of the edited source"
+
+note "-O0 -g: ten lines added at the top of ltable.c reuse its definitions, and gdb shows the new lines"
+# Digests hold each definition's own-file lines relative to its line;
+# composing puts the new lines back into the stored fragments.
+add_ten_lines() {
+  python3 - "$1" <<'PY'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+open(path, "w").write("/*\n" + "".join(" * added line %d\n" % i for i in range(8)) + " */\n" + text)
+PY
+}
+add_ten_lines lua/src/ltable.c
+add_ten_lines lua-clang/src/ltable.c
+(cd lua-clang && make -j"$JOBS" linux CC="clang-19 -std=gnu99" MYCFLAGS="-g -O0" > build4.log 2>&1) || fail "clang build after adding lines"
+"$REPOCC" --zero-stats > /dev/null
+(cd lua && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build4.log 2>&1) || fail "repocc build after adding lines"
+total=$(stat_value definitions_total); compiled=$(stat_value definitions_compiled)
+note "ten lines added: $compiled of $total definitions of ltable.c compiled"
+[ "$total" -ge 30 ] || fail "expected ltable.c's definitions, found $total"
+[ $((compiled * 10)) -le "$total" ] || fail "adding ten lines compiled $compiled of $total definitions"
+llvm-dwarfdump-19 --verify lua/src/ltable.o > /dev/null || fail "DWARF of the shifted ltable.o does not verify"
+frames lua-clang > frames.clang-shifted
+frames lua > frames.repocc-shifted
+diff -u frames.clang-shifted frames.repocc-shifted || fail "after adding lines, gdb differs from clang's build"
+listing() {
+  (cd "$1/src" && gdb -q -batch -nx -ex 'break luaH_resize' -ex 'break luaH_getn' \
+    -ex "run $WT_ROOT/programs/checks.lua > /dev/null" -ex 'list' -ex 'info line luaH_next' ./lua 2>&1) \
+    | sed -e 's/0x[0-9a-f]*/ADDR/g' | grep -v -e '^\[' -e libthread -e debuginfod
+}
+listing lua-clang > list.clang
+grep -q 'luaH_resize (L=' list.clang || fail "clang's build: no breakpoint in luaH_resize: $(cat list.clang)"
+listing lua > list.repocc
+diff -u list.clang list.repocc || fail "after adding lines, gdb lists other lines than in clang's build"
+# The reused, placed fragments are what a compile from scratch gives.
+cp lua/src/ltable.o ltable.shifted.o
+rm lua/src/ltable.o
+(cd lua && REPOCC_DIR="$SCRATCH/fresh-repository" make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build5.log 2>&1) \
+  || fail "repocc build into a new repository"
+cmp ltable.shifted.o lua/src/ltable.o || fail "ltable.o from moved fragments differs from a compile into a new repository"
+out=$(lua/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks after adding lines: $out"
+assert_contains "checks after adding lines" "lua checks: 31 passed, 0 failed" "$out"
+
+note "-O2 -g: ten lines added at the top of lvm.c and ltable.c"
+fresh_copy "$src" lua-o2
+(cd lua-o2 && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O2" > build.log 2>&1) || fail "repocc -O2 -g build"
+add_ten_lines lua-o2/src/ltable.c
+add_ten_lines lua-o2/src/lvm.c
+"$REPOCC" --zero-stats > /dev/null
+(cd lua-o2 && make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O2" > build2.log 2>&1) || fail "repocc -O2 -g build after adding lines"
+total=$(stat_value definitions_total); compiled=$(stat_value definitions_compiled)
+note "-O2 -g, ten lines added to two files: $compiled of $total definitions compiled"
+# lvm.c's jump table is declared in ljumptab.h inside luaV_execute: its
+# debug info holds luaV_execute's (moved) line, so both are compiled again.
+[ $((compiled * 10)) -le "$total" ] || fail "adding ten lines compiled $compiled of $total definitions"
+for f in ltable lvm; do
+  llvm-dwarfdump-19 --verify "lua-o2/src/$f.o" > /dev/null || fail "DWARF of the shifted $f.o (-O2) does not verify"
+  cp "lua-o2/src/$f.o" "$f.o2-shifted.o"
+  rm "lua-o2/src/$f.o"
+done
+(cd lua-o2 && REPOCC_DIR="$SCRATCH/fresh-repository-o2" make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O2" > build3.log 2>&1) \
+  || fail "repocc -O2 -g build into a new repository"
+for f in ltable lvm; do
+  cmp "$f.o2-shifted.o" "lua-o2/src/$f.o" || fail "$f.o (-O2 -g) from moved fragments differs from a compile into a new repository"
+done
+out=$(lua-o2/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks (-O2 -g) after adding lines: $out"
+assert_contains "checks (-O2 -g) after adding lines" "lua checks: 31 passed, 0 failed" "$out"
