@@ -24,7 +24,8 @@
 //! special opcode) returns `None`: the fragment must then not be stored
 //! with relative lines.
 
-use super::relocatable::{c_str, parse, read_uleb, slice, u16_at, u32_at, u64_at, SHT_RELA};
+use super::dwarf::{form_value, read_sleb, ObjectDwarf, DW_FORM_IMPLICIT_CONST};
+use super::relocatable::{c_str, parse, read_uleb, slice, u16_at, u32_at};
 
 /// Where a fragment's own-file lines sit while it is stored: line `l` of
 /// the source, in a definition that starts at line `d`, is `BASE + l - d`.
@@ -37,8 +38,6 @@ const DW_AT_DECL_LINE: u64 = 0x3b;
 const DW_AT_CALL_LINE: u64 = 0x59;
 const DW_FORM_DATA4: u64 = 0x06;
 const DW_FORM_DATA8: u64 = 0x07;
-const DW_FORM_INDIRECT: u64 = 0x16;
-const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
 
 /// What `place_relative_lines` changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,72 +63,54 @@ pub fn place_relative_lines(object: &[u8], own_line: u64) -> Option<(Vec<u8>, Li
     };
     let mut out = object.to_vec();
     let mut done = LinesPlaced::default();
-    let name_of = |i: usize| c_str(input.shstrtab, input.shdrs[i].name);
-    let abbrev_sections: Vec<usize> = (0..input.shdrs.len())
-        .filter(|&i| name_of(i) == Some(b".debug_abbrev"))
-        .collect();
+    let dwarf = ObjectDwarf::new(&input);
     for (i, s) in input.shdrs.iter().enumerate() {
-        let Some(name) = name_of(i) else { continue };
+        let Some(name) = c_str(input.shstrtab, s.name) else {
+            continue;
+        };
         let start = usize::try_from(s.offset).ok()?;
-        let len = usize::try_from(s.size).ok()?;
-        let range = start..start.checked_add(len)?;
         if name == b".debug_line" {
-            let section = out.get_mut(range)?;
-            done.line_advances += place_in_line_programs(section, &place)?;
+            let end = start.checked_add(usize::try_from(s.size).ok()?)?;
+            done.line_advances += place_in_line_programs(out.get_mut(start..end)?, &place)?;
         } else if name == b".debug_info" || name == b".debug_types" {
-            // Where each unit's abbreviations are: in an object, the
-            // header's offset field is a relocation against .debug_abbrev.
-            let relas = input
-                .shdrs
-                .iter()
-                .find(|r| r.sh_type == SHT_RELA && r.info as usize == i);
-            let abbrev_at = |field: u64| -> Option<(usize, u64)> {
-                let in_place = u64::from(u32_at(object, s.offset + field)?);
-                let Some(r) = relas else {
-                    return Some((*abbrev_sections.first()?, in_place));
-                };
-                let table = slice(object, r.offset, r.size)?;
-                for e in table.chunks_exact(24) {
-                    if u64_at(e, 0)? != field {
-                        continue;
+            // The line attributes: found first, patched in place after.
+            let mut patches: Vec<(usize, usize, u64)> = Vec::new();
+            let section = slice(object, s.offset, s.size)?;
+            dwarf.walk(
+                i,
+                &mut |a| {
+                    if !matches!(a.name, DW_AT_DECL_LINE | DW_AT_CALL_LINE) {
+                        return Some(());
                     }
-                    let sym = input.syms.get((u64_at(e, 8)? >> 32) as usize)?;
-                    let section = sym.shndx as usize;
-                    if !abbrev_sections.contains(&section) {
-                        return None;
+                    let value = if a.form == DW_FORM_IMPLICIT_CONST {
+                        // Shared by every DIE of the abbreviation: a
+                        // relative line there could not be placed.
+                        u64::try_from(a.implicit).unwrap_or(0)
+                    } else {
+                        form_value(a.form, section.get(a.at..)?).unwrap_or(0)
+                    };
+                    if value >= RELATIVE_LINE_THRESHOLD {
+                        if !matches!(a.form, DW_FORM_DATA4 | DW_FORM_DATA8) {
+                            return None;
+                        }
+                        patches.push((a.at, a.size, place(value)?));
                     }
-                    let at = (u64_at(e, 16)? as i64).checked_add(sym.value as i64)?;
-                    return Some((section, u64::try_from(at).ok()?));
+                    Some(())
+                },
+                &mut |_| Some(()),
+            )?;
+            for (at, size, value) in patches {
+                let field = out.get_mut(start + at..start + at + size)?;
+                if size == 4 {
+                    field.copy_from_slice(&u32::try_from(value).ok()?.to_le_bytes());
+                } else {
+                    field.copy_from_slice(&value.to_le_bytes());
                 }
-                Some((*abbrev_sections.first()?, in_place))
-            };
-            let abbrevs = |section: usize, at: u64| -> Option<&[u8]> {
-                let h = input.shdrs.get(section)?;
-                slice(object, h.offset, h.size)?.get(usize::try_from(at).ok()?..)
-            };
-            let section = out.get_mut(range)?;
-            let types = name == b".debug_types";
-            done.attributes += place_in_units(section, types, &abbrev_at, &abbrevs, &place)?;
+                done.attributes += 1;
+            }
         }
     }
     Some((out, done))
-}
-
-/// Reads a signed LEB128: the value and the bytes it took.
-fn read_sleb(b: &[u8]) -> Option<(i64, usize)> {
-    let mut v = 0i64;
-    let mut shift = 0;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= i64::from(byte & 0x7f) << shift;
-        shift += 7;
-        if byte & 0x80 == 0 {
-            if shift < 64 && byte & 0x40 != 0 {
-                v |= -1i64 << shift;
-            }
-            return Some((v, i + 1));
-        }
-    }
-    None
 }
 
 /// `v` as a signed LEB128 of exactly `out.len()` bytes (continuation bits
@@ -236,179 +217,6 @@ fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>
             }
         }
         if pc != end {
-            return None;
-        }
-        unit = end;
-    }
-    Some(changed)
-}
-
-/// One abbreviation: its attributes' (name, form) and whether it has
-/// children.
-struct Abbrev {
-    code: u64,
-    attributes: Vec<(u64, u64)>,
-}
-
-fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
-    let mut out = Vec::new();
-    loop {
-        let (code, used) = read_uleb(b)?;
-        b = b.get(used..)?;
-        if code == 0 {
-            return Some(out);
-        }
-        let (_tag, used) = read_uleb(b)?;
-        b = b.get(used + 1..)?; // the tag, then DW_CHILDREN_yes/no
-        let mut attributes = Vec::new();
-        loop {
-            let (name, used) = read_uleb(b)?;
-            b = b.get(used..)?;
-            let (form, used) = read_uleb(b)?;
-            b = b.get(used..)?;
-            if name == 0 && form == 0 {
-                break;
-            }
-            if form == DW_FORM_IMPLICIT_CONST {
-                // The value lives here, shared by every DIE: a line there
-                // could not be placed per fragment.
-                let (value, used) = read_sleb(b)?;
-                b = b.get(used..)?;
-                if matches!(name, DW_AT_DECL_LINE | DW_AT_CALL_LINE)
-                    && value >= RELATIVE_LINE_THRESHOLD as i64
-                {
-                    return None;
-                }
-            }
-            attributes.push((name, form));
-        }
-        out.push(Abbrev { code, attributes });
-    }
-}
-
-/// The size of an attribute value of `form` at the start of `b` (DWARF32).
-fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) -> Option<usize> {
-    let leb = |b: &[u8]| read_uleb(b).map(|(_, n)| n);
-    let block =
-        |b: &[u8]| read_uleb(b).and_then(|(len, n)| n.checked_add(usize::try_from(len).ok()?));
-    Some(match form {
-        0x01 => address_size,                                      // addr
-        0x03 => 2 + u16_at(b, 0)? as usize,                        // block2
-        0x04 => 4 + u32_at(b, 0)? as usize,                        // block4
-        0x05 => 2,                                                 // data2
-        0x06 | 0x0e | 0x17 | 0x13 | 0x1c | 0x1d | 0x1f => 4, // data4 strp sec_offset ref4 ref_sup4 strp_sup line_strp
-        0x07 | 0x14 | 0x20 | 0x24 => 8,                      // data8 ref8 ref_sig8 ref_sup8
-        0x08 => b.iter().position(|&c| c == 0)? + 1,         // string
-        0x09 | 0x18 => block(b)?,                            // block, exprloc
-        0x0a => 1 + *b.first()? as usize,                    // block1
-        0x0b | 0x0c | 0x11 | 0x25 | 0x29 => 1,               // data1 flag ref1 strx1 addrx1
-        0x0d | 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23 => leb(b)?, // sdata udata ref_udata strx addrx loclistx rnglistx
-        0x10 => {
-            if version <= 2 {
-                address_size
-            } else {
-                4
-            }
-        } // ref_addr
-        0x12 | 0x26 | 0x2a => 2,                                   // ref2 strx2 addrx2
-        0x27 | 0x2b => 3,                                          // strx3 addrx3
-        0x28 | 0x2c => 4,                                          // strx4 addrx4
-        0x19 | 0x21 => 0,                                          // flag_present, implicit_const
-        0x1e => 16,                                                // data16
-        _ => return None,
-    })
-}
-
-/// Places the line attributes of every unit in a `.debug_info` (or DWARF
-/// 4 `.debug_types`, `types`) section;
-/// the number placed. `abbrev_at(field)`: the abbreviation section and
-/// offset a unit header's field (at `field` in the section) names.
-fn place_in_units<'a>(
-    section: &mut [u8],
-    types: bool,
-    abbrev_at: &dyn Fn(u64) -> Option<(usize, u64)>,
-    abbrevs: &dyn Fn(usize, u64) -> Option<&'a [u8]>,
-    place: &dyn Fn(u64) -> Option<u64>,
-) -> Option<usize> {
-    let mut changed = 0;
-    let mut unit = 0usize;
-    while unit < section.len() {
-        let length = u32_at(section, unit as u64)?;
-        if length >= 0xffff_fff0 {
-            return None;
-        }
-        let end = unit.checked_add(4)?.checked_add(length as usize)?;
-        if end > section.len() {
-            return None;
-        }
-        let version = u16_at(section, unit as u64 + 4)?;
-        let (field, address_size, mut at) = match version {
-            5 => {
-                let unit_type = *section.get(unit + 6)?;
-                let extra = match unit_type {
-                    1 | 3 => 0,  // compile, partial
-                    2 | 6 => 12, // type, split type: signature, type offset
-                    4 | 5 => 8,  // skeleton, split compile: DWO id
-                    _ => return None,
-                };
-                (
-                    unit + 8,
-                    *section.get(unit + 7)? as usize,
-                    unit + 12 + extra,
-                )
-            }
-            // DWARF 4's .debug_types units: signature and type offset.
-            2..=4 => (
-                unit + 6,
-                *section.get(unit + 10)? as usize,
-                unit + 11 + if types { 12 } else { 0 },
-            ),
-            _ => return None,
-        };
-        let (abbrev_section, abbrev_offset) = abbrev_at(field as u64)?;
-        let table = read_abbrevs(abbrevs(abbrev_section, abbrev_offset)?)?;
-        while at < end {
-            let (code, used) = read_uleb(section.get(at..end)?)?;
-            at += used;
-            if code == 0 {
-                continue;
-            }
-            let abbrev = table.iter().find(|a| a.code == code)?;
-            for &(name, declared) in &abbrev.attributes {
-                let mut form = declared;
-                while form == DW_FORM_INDIRECT {
-                    let (f, used) = read_uleb(section.get(at..end)?)?;
-                    at += used;
-                    form = f;
-                }
-                let size = form_size(form, section.get(at..end)?, address_size, version)?;
-                if matches!(name, DW_AT_DECL_LINE | DW_AT_CALL_LINE) {
-                    let value = match form {
-                        DW_FORM_DATA4 => u64::from(u32_at(section, at as u64)?),
-                        DW_FORM_DATA8 => u64_at(section, at as u64)?,
-                        0x0b => u64::from(*section.get(at)?),
-                        0x05 => u64::from(u16_at(section, at as u64)?),
-                        0x0f => read_uleb(section.get(at..end)?)?.0,
-                        _ => 0,
-                    };
-                    if value >= RELATIVE_LINE_THRESHOLD {
-                        let placed = place(value)?;
-                        match form {
-                            DW_FORM_DATA4 => section
-                                .get_mut(at..at + 4)?
-                                .copy_from_slice(&u32::try_from(placed).ok()?.to_le_bytes()),
-                            DW_FORM_DATA8 => section
-                                .get_mut(at..at + 8)?
-                                .copy_from_slice(&placed.to_le_bytes()),
-                            _ => return None,
-                        }
-                        changed += 1;
-                    }
-                }
-                at += size;
-            }
-        }
-        if at != end {
             return None;
         }
         unit = end;

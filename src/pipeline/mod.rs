@@ -24,6 +24,7 @@ pub mod codegen;
 pub mod compose;
 pub mod debug_lines;
 pub mod digest;
+pub mod dwarf;
 pub mod entries;
 pub mod explain;
 pub mod frontend;

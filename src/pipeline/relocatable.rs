@@ -41,6 +41,8 @@ pub(super) const SHT_GROUP: u32 = 17;
 pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
 pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
 pub(super) const SHF_EXECINSTR: u64 = 0x4;
+const SHF_MERGE: u64 = 0x10;
+const SHF_STRINGS: u64 = 0x20;
 pub(super) const SHF_INFO_LINK: u64 = 0x40;
 pub(super) const SHF_LINK_ORDER: u64 = 0x80;
 pub(super) const SHF_GROUP: u64 = 0x200;
@@ -272,6 +274,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     let mut addrsig: Vec<SymRef> = Vec::new();
     let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
     let mut debug_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
+    // Debug string sections merged string by string (see `DebugStrings`):
+    // output section → where each string is.
+    let mut interned: HashMap<usize, HashMap<Vec<u8>, u64>> = HashMap::new();
 
     for input in &inputs {
         if u16_at(input.data, 18)? != machine {
@@ -319,6 +324,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                 }
             }
         }
+        let strings = DebugStrings::of(input, &in_group, &dropped);
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
         let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
@@ -383,6 +389,13 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     };
                     let sec = &mut sections[out];
                     sec.align = sec.align.max(align);
+                    if strings.merged[i] {
+                        // Its strings arrive with the relocations that
+                        // refer to them.
+                        interned.entry(out).or_default();
+                        placed[i] = Some((out, 0));
+                        continue;
+                    }
                     // Padding in code is a trap where the target has a
                     // one-byte one (int3), as lld pads.
                     let fill = if machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0 {
@@ -496,20 +509,54 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     }
                     let (out, at) = placed.get(s.info as usize).copied().flatten()?;
                     let table = slice(input.data, s.offset, s.size)?;
+                    let live = strings
+                        .live_offsets
+                        .as_ref()
+                        .filter(|l| l.0 == s.info as usize);
                     for e in table.chunks_exact(24) {
                         let info = u64_at(e, 8)?;
                         let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
+                        let r_offset = u64_at(e, 0)?;
+                        // An entry of the string offsets no unit kept uses.
+                        if live.is_some_and(|(_, live)| !live.contains(&r_offset)) {
+                            continue;
+                        }
                         let (sym, delta) = if sym_index == 0 {
                             (None, 0)
                         } else {
                             let (r, d) = map.get(sym_index).copied().flatten()?;
                             (Some(r), d)
                         };
+                        let mut addend = (u64_at(e, 16)? as i64).checked_add(delta)?;
+                        if let Some(&from) = strings.section_symbols.get(&sym_index) {
+                            // A merged string: the one it names, interned.
+                            if !is_absolute(machine, r_type) {
+                                return None;
+                            }
+                            let h = &input.shdrs[from];
+                            let bytes = slice(input.data, h.offset, h.size)?;
+                            let string = c_str(bytes, u32::try_from(addend).ok()?)?;
+                            let (target, _) = placed.get(from).copied().flatten()?;
+                            let table = interned.get_mut(&target)?;
+                            addend = match table.get(string) {
+                                Some(&o) => o,
+                                None => {
+                                    let Content::Data(d) = &mut sections[target].content else {
+                                        return None;
+                                    };
+                                    let o = d.len() as u64;
+                                    d.extend_from_slice(string);
+                                    d.push(0);
+                                    table.insert(string.to_vec(), o);
+                                    o
+                                }
+                            } as i64;
+                        }
                         sections[out].relas.push(OutRela {
-                            offset: u64_at(e, 0)? + at,
+                            offset: r_offset + at,
                             sym,
                             r_type,
-                            addend: (u64_at(e, 16)? as i64).checked_add(delta)?,
+                            addend,
                         });
                     }
                 }
@@ -580,6 +627,129 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         &localize,
         &addrsig,
     )
+}
+
+/// Whether a relocation type writes its symbol's value plus addend as is
+/// (what references to debug strings use).
+fn is_absolute(machine: u16, r_type: u32) -> bool {
+    match machine {
+        EM_X86_64 => matches!(r_type, 1 | 10), // R_X86_64_64, R_X86_64_32
+        EM_AARCH64 => matches!(r_type, 257 | 258), // R_AARCH64_ABS64, ABS32
+        _ => false,
+    }
+}
+
+/// How one fragment's debug strings are composed. Every fragment of a unit
+/// with debug info is a compile unit of its own whose string offsets
+/// table lists the strings of all its type units, most of which other
+/// fragments also emit and the composer keeps once: the entries only those
+/// left-out type units used lose their relocations (they stay in the
+/// table, as offset 0), and `.debug_str` and `.debug_line_str` keep each
+/// string once, for the relocations that name it.
+struct DebugStrings {
+    /// Input sections whose strings are interned.
+    merged: Vec<bool>,
+    /// Section symbols of those sections → the section.
+    section_symbols: HashMap<usize, usize>,
+    /// The `.debug_str_offsets` section and the offsets in it of the
+    /// entries a kept unit uses; `None`: all are kept.
+    live_offsets: Option<(usize, std::collections::HashSet<u64>)>,
+}
+
+impl DebugStrings {
+    fn of(input: &Input, in_group: &[bool], dropped: &[bool]) -> DebugStrings {
+        let n = input.shdrs.len();
+        let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+        let relocated: std::collections::HashSet<usize> = input
+            .shdrs
+            .iter()
+            .filter(|s| s.sh_type == SHT_RELA)
+            .map(|s| s.info as usize)
+            .collect();
+        let mut merged: Vec<bool> = (0..n)
+            .map(|i| {
+                let s = &input.shdrs[i];
+                matches!(name(i), b".debug_str" | b".debug_line_str")
+                    && s.sh_type == SHT_PROGBITS
+                    && s.flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS
+                    && s.entsize == 1
+                    && !in_group[i]
+                    && !relocated.contains(&i)
+            })
+            .collect();
+        let mut section_symbols = HashMap::new();
+        for (k, sym) in input.syms.iter().enumerate().skip(1) {
+            let Some(&is_merged) = merged.get(sym.shndx as usize) else {
+                continue;
+            };
+            if !is_merged || sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE {
+                continue;
+            }
+            if sym.info & 0xf == STT_SECTION && sym.value == 0 {
+                section_symbols.insert(k, sym.shndx as usize);
+            } else {
+                // A symbol inside: its section is concatenated as it is.
+                merged[sym.shndx as usize] = false;
+            }
+        }
+        section_symbols.retain(|_, s| merged[*s]);
+        DebugStrings {
+            merged,
+            section_symbols,
+            live_offsets: live_string_offsets(input, dropped),
+        }
+    }
+}
+
+/// The entries of an object's `.debug_str_offsets` that the units it
+/// keeps use (offsets in that section); `None`: unknown, keep them all.
+fn live_string_offsets(
+    input: &Input,
+    dropped: &[bool],
+) -> Option<(usize, std::collections::HashSet<u64>)> {
+    const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
+    let n = input.shdrs.len();
+    let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+    let tables: Vec<usize> = (0..n)
+        .filter(|&i| name(i) == b".debug_str_offsets")
+        .collect();
+    let [table] = tables[..] else { return None };
+    // Other users of the string offsets.
+    if (0..n).any(|i| matches!(name(i), b".debug_macro" | b".debug_names")) {
+        return None;
+    }
+    let dwarf = super::dwarf::ObjectDwarf::new(input);
+    let mut live = std::collections::HashSet::new();
+    for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
+        let h = &input.shdrs[i];
+        let section = slice(input.data, h.offset, h.size)?;
+        // Per unit: the string indices it uses, and its base.
+        let mut indices: Vec<(usize, u64)> = Vec::new();
+        let mut bases: HashMap<usize, u64> = HashMap::new();
+        dwarf.walk(
+            i,
+            &mut |a| {
+                if matches!(a.form, 0x1a | 0x25..=0x28) {
+                    let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
+                    indices.push((a.unit, index));
+                }
+                if a.name == DW_AT_STR_OFFSETS_BASE {
+                    match dwarf.relocated(i, a.at as u64)? {
+                        Some((s, base)) if s == table => {
+                            bases.insert(a.unit, base);
+                        }
+                        _ => return None,
+                    }
+                }
+                Some(())
+            },
+            &mut |_| Some(()),
+        )?;
+        for (unit, index) in indices {
+            live.insert(bases.get(&unit)?.checked_add(index.checked_mul(4)?)?);
+        }
+    }
+    Some((table, live))
 }
 
 pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
@@ -1064,6 +1234,59 @@ pub(super) mod tests {
             "{}",
             String::from_utf8_lossy(&verify.stdout)
         );
+        // Each debug string once; the string offsets of the left-out type
+        // unit lost their relocations, the kept units' names still read.
+        let strings = |object: &[u8]| -> Vec<Vec<u8>> {
+            let input = parse(object).unwrap();
+            let h = input
+                .shdrs
+                .iter()
+                .find(|h| c_str(input.shstrtab, h.name) == Some(b".debug_str"))
+                .unwrap();
+            let bytes = slice(object, h.offset, h.size).unwrap();
+            bytes.split(|&c| c == 0).map(<[u8]>::to_vec).collect()
+        };
+        let merged = strings(&ab);
+        let mut unique = merged.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(merged.len(), unique.len(), "{merged:?}");
+        let separate = strings(&a).len() + strings(&b).len();
+        assert!(merged.len() < separate, "{} of {separate}", merged.len());
+        let relocations = |object: &Path| {
+            let out = Command::new("readelf")
+                .arg("-rW")
+                .arg(object)
+                .output()
+                .unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            let section = text
+                .split("Relocation section")
+                .find(|s| s.contains("'.rela.debug_str_offsets'"))
+                .unwrap_or("")
+                .to_string();
+            section
+                .lines()
+                .filter(|l| l.contains("R_X86_64_32"))
+                .count()
+        };
+        let b_path = d.join("b1.o");
+        std::fs::write(&b_path, &b).unwrap();
+        assert!(relocations(&ab_path) < relocations(&a_path) + relocations(&b_path));
+        let info = Command::new("llvm-dwarfdump-19")
+            .args([
+                "--debug-info",
+                "--name=first",
+                "--name=second",
+                "--name=shared",
+            ])
+            .arg(&ab_path)
+            .output()
+            .unwrap();
+        let info = String::from_utf8_lossy(&info.stdout);
+        for name in ["\"first\"", "\"second\"", "\"shared\""] {
+            assert!(info.contains(name), "{name} in {info}");
+        }
     }
 
     #[test]

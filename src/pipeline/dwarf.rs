@@ -1,0 +1,289 @@
+//! DWARF reading shared by the composer's debug-info passes (`debug_lines`,
+//! the string pass of `relocatable`): unit headers, abbreviations, the
+//! sizes of attribute forms, and a walk over every attribute of every DIE
+//! of a `.debug_info` (or DWARF 4 `.debug_types`) section of a relocatable
+//! object, with the relocations that hold a value in such an object
+//! resolved on request.
+//!
+//! Only 32-bit DWARF, versions 2 to 5, as LLVM writes it; anything else
+//! (DWARF64, a form not listed, a unit type not listed) is `None` and the
+//! caller leaves the object as it is.
+
+use super::relocatable::{c_str, read_uleb, slice, u16_at, u64_at, Input, SHT_RELA};
+
+pub(super) const DW_FORM_INDIRECT: u64 = 0x16;
+pub(super) const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
+
+/// Reads a signed LEB128: the value and the bytes it took.
+pub(super) fn read_sleb(b: &[u8]) -> Option<(i64, usize)> {
+    let mut v = 0i64;
+    let mut shift = 0;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= i64::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            if shift < 64 && byte & 0x40 != 0 {
+                v |= -1i64 << shift;
+            }
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+/// One abbreviation: its code and its attributes (name, form, and the
+/// value of a `DW_FORM_implicit_const`).
+struct Abbrev {
+    code: u64,
+    attributes: Vec<(u64, u64, i64)>,
+}
+
+fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
+    let mut out = Vec::new();
+    loop {
+        let (code, used) = read_uleb(b)?;
+        b = b.get(used..)?;
+        if code == 0 {
+            return Some(out);
+        }
+        let (_tag, used) = read_uleb(b)?;
+        b = b.get(used + 1..)?; // the tag, then DW_CHILDREN_yes/no
+        let mut attributes = Vec::new();
+        loop {
+            let (name, used) = read_uleb(b)?;
+            b = b.get(used..)?;
+            let (form, used) = read_uleb(b)?;
+            b = b.get(used..)?;
+            if name == 0 && form == 0 {
+                break;
+            }
+            let mut implicit = 0;
+            if form == DW_FORM_IMPLICIT_CONST {
+                let (value, used) = read_sleb(b)?;
+                b = b.get(used..)?;
+                implicit = value;
+            }
+            attributes.push((name, form, implicit));
+        }
+        out.push(Abbrev { code, attributes });
+    }
+}
+
+/// The size of an attribute value of `form` at the start of `b` (DWARF32).
+fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) -> Option<usize> {
+    let leb = |b: &[u8]| read_uleb(b).map(|(_, n)| n);
+    let block =
+        |b: &[u8]| read_uleb(b).and_then(|(len, n)| n.checked_add(usize::try_from(len).ok()?));
+    Some(match form {
+        0x01 => address_size,                                      // addr
+        0x03 => 2 + u16_at(b, 0)? as usize,                        // block2
+        0x04 => 4 + u32_at_le(b)? as usize,                        // block4
+        0x05 | 0x12 | 0x26 | 0x2a => 2,                            // data2 ref2 strx2 addrx2
+        0x06 | 0x0e | 0x13 | 0x17 | 0x1c | 0x1d | 0x1f => 4, // data4 strp ref4 sec_offset ref_sup4 strp_sup line_strp
+        0x07 | 0x14 | 0x20 | 0x24 => 8,                      // data8 ref8 ref_sig8 ref_sup8
+        0x08 => b.iter().position(|&c| c == 0)? + 1,         // string
+        0x09 | 0x18 => block(b)?,                            // block, exprloc
+        0x0a => 1 + *b.first()? as usize,                    // block1
+        0x0b | 0x0c | 0x11 | 0x25 | 0x29 => 1,               // data1 flag ref1 strx1 addrx1
+        0x0d | 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23 => leb(b)?, // sdata udata ref_udata strx addrx loclistx rnglistx
+        0x10 if version <= 2 => address_size,                      // ref_addr
+        0x10 => 4,
+        0x27 | 0x2b => 3,                   // strx3 addrx3
+        0x28 | 0x2c => 4,                   // strx4 addrx4
+        0x19 | DW_FORM_IMPLICIT_CONST => 0, // flag_present
+        0x1e => 16,                         // data16
+        _ => return None,
+    })
+}
+
+fn u32_at_le(b: &[u8]) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+/// The unsigned value of an attribute of `form` at the start of `b`, for
+/// the constant, index and offset forms (`None` for the others).
+pub(super) fn form_value(form: u64, b: &[u8]) -> Option<u64> {
+    let bytes = |n: usize| -> Option<u64> {
+        let mut v = [0u8; 8];
+        v[..n].copy_from_slice(b.get(..n)?);
+        Some(u64::from_le_bytes(v))
+    };
+    match form {
+        0x0b | 0x11 | 0x25 | 0x29 => bytes(1),
+        0x05 | 0x12 | 0x26 | 0x2a => bytes(2),
+        0x27 | 0x2b => bytes(3),
+        0x06 | 0x0e | 0x13 | 0x17 | 0x1f | 0x28 | 0x2c => bytes(4),
+        0x07 | 0x14 => bytes(8),
+        0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23 => read_uleb(b).map(|(v, _)| v),
+        _ => None,
+    }
+}
+
+/// One attribute met by `walk_units`.
+pub(super) struct Attribute {
+    /// The offset of its unit's header in the section.
+    pub unit: usize,
+    pub name: u64,
+    pub form: u64,
+    /// Where its value is in the section, and its size.
+    pub at: usize,
+    pub size: usize,
+    /// The value of a `DW_FORM_implicit_const`.
+    pub implicit: i64,
+}
+
+/// Where a unit's abbreviations are, given the offset of its header's
+/// abbreviation-offset field: (section index, offset in it).
+pub(super) type AbbrevAt<'a> = dyn Fn(u64) -> Option<(usize, u64)> + 'a;
+/// The bytes of an abbreviation section from an offset on.
+pub(super) type AbbrevBytes<'a, 'b> = dyn Fn(usize, u64) -> Option<&'b [u8]> + 'a;
+
+/// Calls `visit` for every attribute of every DIE of every unit in
+/// `section` (a `.debug_info`, or with `types` a DWARF 4 `.debug_types`),
+/// and `unit_done` after each unit (with its header's offset).
+pub(super) fn walk_units(
+    section: &[u8],
+    types: bool,
+    abbrev_at: &AbbrevAt,
+    abbrevs: &AbbrevBytes,
+    visit: &mut dyn FnMut(&Attribute) -> Option<()>,
+    unit_done: &mut dyn FnMut(usize) -> Option<()>,
+) -> Option<()> {
+    let mut unit = 0usize;
+    while unit < section.len() {
+        let length = u32_at_le(section.get(unit..)?)?;
+        if length >= 0xffff_fff0 {
+            return None; // DWARF64 or reserved
+        }
+        let end = unit.checked_add(4)?.checked_add(length as usize)?;
+        if end > section.len() {
+            return None;
+        }
+        let version = u16_at(section, unit as u64 + 4)?;
+        let (field, address_size, mut at) = match version {
+            5 => {
+                let extra = match *section.get(unit + 6)? {
+                    1 | 3 => 0,  // compile, partial
+                    2 | 6 => 12, // type, split type: signature, type offset
+                    4 | 5 => 8,  // skeleton, split compile: DWO id
+                    _ => return None,
+                };
+                (
+                    unit + 8,
+                    *section.get(unit + 7)? as usize,
+                    unit + 12 + extra,
+                )
+            }
+            // DWARF 4's .debug_types units: signature and type offset.
+            2..=4 => (
+                unit + 6,
+                *section.get(unit + 10)? as usize,
+                unit + 11 + if types { 12 } else { 0 },
+            ),
+            _ => return None,
+        };
+        let (abbrev_section, abbrev_offset) = abbrev_at(field as u64)?;
+        let table = read_abbrevs(abbrevs(abbrev_section, abbrev_offset)?)?;
+        while at < end {
+            let (code, used) = read_uleb(section.get(at..end)?)?;
+            at += used;
+            if code == 0 {
+                continue;
+            }
+            let abbrev = table.iter().find(|a| a.code == code)?;
+            for &(name, declared, implicit) in &abbrev.attributes {
+                let mut form = declared;
+                while form == DW_FORM_INDIRECT {
+                    let (f, used) = read_uleb(section.get(at..end)?)?;
+                    at += used;
+                    form = f;
+                }
+                let size = form_size(form, section.get(at..end)?, address_size, version)?;
+                visit(&Attribute {
+                    unit,
+                    name,
+                    form,
+                    at,
+                    size,
+                    implicit,
+                })?;
+                at += size;
+            }
+        }
+        if at != end {
+            return None;
+        }
+        unit_done(unit)?;
+        unit = end;
+    }
+    Some(())
+}
+
+/// The debug sections of one relocatable object, for `walk_units`.
+pub(super) struct ObjectDwarf<'o> {
+    input: &'o Input<'o>,
+    abbrev_sections: Vec<usize>,
+}
+
+impl<'o> ObjectDwarf<'o> {
+    pub(super) fn new(input: &'o Input<'o>) -> Self {
+        let abbrev_sections = (0..input.shdrs.len())
+            .filter(|&i| c_str(input.shstrtab, input.shdrs[i].name) == Some(b".debug_abbrev"))
+            .collect();
+        ObjectDwarf {
+            input,
+            abbrev_sections,
+        }
+    }
+
+    /// The value a relocation at `offset` of section `section` gives a
+    /// field: (the section its symbol is in, symbol value + addend).
+    /// `Some(None)`: no relocation there.
+    pub(super) fn relocated(&self, section: usize, offset: u64) -> Option<Option<(usize, u64)>> {
+        let input = self.input;
+        let Some(r) = input
+            .shdrs
+            .iter()
+            .find(|r| r.sh_type == SHT_RELA && r.info as usize == section)
+        else {
+            return Some(None);
+        };
+        for e in slice(input.data, r.offset, r.size)?.chunks_exact(24) {
+            if u64_at(e, 0)? != offset {
+                continue;
+            }
+            let sym = input.syms.get((u64_at(e, 8)? >> 32) as usize)?;
+            let at = (u64_at(e, 16)? as i64).checked_add(sym.value as i64)?;
+            return Some(Some((sym.shndx as usize, u64::try_from(at).ok()?)));
+        }
+        Some(None)
+    }
+
+    /// Walks the units of section `index` (see `walk_units`).
+    pub(super) fn walk(
+        &self,
+        index: usize,
+        visit: &mut dyn FnMut(&Attribute) -> Option<()>,
+        unit_done: &mut dyn FnMut(usize) -> Option<()>,
+    ) -> Option<()> {
+        let input = self.input;
+        let h = input.shdrs.get(index)?;
+        let section = slice(input.data, h.offset, h.size)?;
+        let types = c_str(input.shstrtab, h.name)? == b".debug_types";
+        let abbrev_at = |field: u64| -> Option<(usize, u64)> {
+            match self.relocated(index, field)? {
+                Some((s, at)) if self.abbrev_sections.contains(&s) => Some((s, at)),
+                Some(_) => None,
+                None => Some((
+                    *self.abbrev_sections.first()?,
+                    u64::from(u32_at_le(section.get(field as usize..)?)?),
+                )),
+            }
+        };
+        let abbrevs = |s: usize, at: u64| -> Option<&[u8]> {
+            let h = input.shdrs.get(s)?;
+            slice(input.data, h.offset, h.size)?.get(usize::try_from(at).ok()?..)
+        };
+        walk_units(section, types, &abbrev_at, &abbrevs, visit, unit_done)
+    }
+}
