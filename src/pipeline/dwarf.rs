@@ -69,6 +69,36 @@ fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
     }
 }
 
+/// The declarations of the abbreviation table at the start of `b`: each
+/// code with its bytes' range, and where the table ends (after its
+/// terminating zero).
+pub(super) fn abbrev_declarations(b: &[u8]) -> Option<(Vec<(u64, std::ops::Range<usize>)>, usize)> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    loop {
+        let start = at;
+        let (code, used) = read_uleb(b.get(at..)?)?;
+        at += used;
+        if code == 0 {
+            return Some((out, at));
+        }
+        at += read_uleb(b.get(at..)?)?.1 + 1; // the tag, DW_CHILDREN_*
+        loop {
+            let (name, used) = read_uleb(b.get(at..)?)?;
+            at += used;
+            let (form, used) = read_uleb(b.get(at..)?)?;
+            at += used;
+            if form == DW_FORM_IMPLICIT_CONST {
+                at += read_sleb(b.get(at..)?)?.1;
+            }
+            if name == 0 && form == 0 {
+                break;
+            }
+        }
+        out.push((code, start..at));
+    }
+}
+
 /// The size of an attribute value of `form` at the start of `b` (DWARF32).
 fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) -> Option<usize> {
     let leb = |b: &[u8]| read_uleb(b).map(|(_, n)| n);
@@ -138,16 +168,24 @@ pub(super) type AbbrevAt<'a> = dyn Fn(u64) -> Option<(usize, u64)> + 'a;
 /// The bytes of an abbreviation section from an offset on.
 pub(super) type AbbrevBytes<'a, 'b> = dyn Fn(usize, u64) -> Option<&'b [u8]> + 'a;
 
-/// Calls `visit` for every attribute of every DIE of every unit in
-/// `section` (a `.debug_info`, or with `types` a DWARF 4 `.debug_types`),
-/// and `unit_done` after each unit (with its header's offset).
+/// One DIE met by `walk_units`, before its attributes.
+pub(super) struct Die {
+    /// Its abbreviation code.
+    pub code: u64,
+    /// Where its unit's abbreviations are (section index, offset).
+    pub abbrevs: (usize, u64),
+}
+
+/// Calls `die` for every DIE of every unit in `section` (a `.debug_info`,
+/// or with `types` a DWARF 4 `.debug_types`), then `visit` for each of its
+/// attributes.
 pub(super) fn walk_units(
     section: &[u8],
     types: bool,
     abbrev_at: &AbbrevAt,
     abbrevs: &AbbrevBytes,
     visit: &mut dyn FnMut(&Attribute) -> Option<()>,
-    unit_done: &mut dyn FnMut(usize) -> Option<()>,
+    die: &mut dyn FnMut(&Die) -> Option<()>,
 ) -> Option<()> {
     let mut unit = 0usize;
     while unit < section.len() {
@@ -191,6 +229,10 @@ pub(super) fn walk_units(
                 continue;
             }
             let abbrev = table.iter().find(|a| a.code == code)?;
+            die(&Die {
+                code,
+                abbrevs: (abbrev_section, abbrev_offset),
+            })?;
             for &(name, declared, implicit) in &abbrev.attributes {
                 let mut form = declared;
                 while form == DW_FORM_INDIRECT {
@@ -213,7 +255,6 @@ pub(super) fn walk_units(
         if at != end {
             return None;
         }
-        unit_done(unit)?;
         unit = end;
     }
     Some(())
@@ -264,7 +305,7 @@ impl<'o> ObjectDwarf<'o> {
         &self,
         index: usize,
         visit: &mut dyn FnMut(&Attribute) -> Option<()>,
-        unit_done: &mut dyn FnMut(usize) -> Option<()>,
+        die: &mut dyn FnMut(&Die) -> Option<()>,
     ) -> Option<()> {
         let input = self.input;
         let h = input.shdrs.get(index)?;
@@ -284,6 +325,6 @@ impl<'o> ObjectDwarf<'o> {
             let h = input.shdrs.get(s)?;
             slice(input.data, h.offset, h.size)?.get(usize::try_from(at).ok()?..)
         };
-        walk_units(section, types, &abbrev_at, &abbrevs, visit, unit_done)
+        walk_units(section, types, &abbrev_at, &abbrevs, visit, die)
     }
 }

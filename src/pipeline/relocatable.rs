@@ -277,6 +277,8 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     // Debug string sections merged string by string (see `DebugStrings`):
     // output section → where each string is.
     let mut interned: HashMap<usize, HashMap<Vec<u8>, u64>> = HashMap::new();
+    // Abbreviation tables kept once: (output section, bytes) → offset.
+    let mut shared_tables: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
 
     for input in &inputs {
         if u16_at(input.data, 18)? != machine {
@@ -396,6 +398,17 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         placed[i] = Some((out, 0));
                         continue;
                     }
+                    // An abbreviation table another fragment already has.
+                    let shared = strings
+                        .shared_abbrevs
+                        .filter(|&a| a == i)
+                        .and_then(|a| strings.rewritten.get(&a));
+                    if let Some(table) = shared {
+                        if let Some(&at) = shared_tables.get(&(out, table.clone())) {
+                            placed[i] = Some((out, at));
+                            continue;
+                        }
+                    }
                     // Padding in code is a trap where the target has a
                     // one-byte one (int3), as lld pads.
                     let fill = if machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0 {
@@ -407,7 +420,10 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         Content::Data(d) => {
                             let at = (d.len() as u64).next_multiple_of(align);
                             d.resize(at as usize, fill);
-                            d.extend_from_slice(slice(input.data, s.offset, s.size)?);
+                            match strings.rewritten.get(&i) {
+                                Some(bytes) => d.extend_from_slice(bytes),
+                                None => d.extend_from_slice(slice(input.data, s.offset, s.size)?),
+                            }
                             at
                         }
                         Content::Bss(size) => {
@@ -417,6 +433,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         }
                         Content::Group { .. } => return None,
                     };
+                    if let Some(table) = shared {
+                        shared_tables.insert((out, table.clone()), at);
+                    }
                     placed[i] = Some((out, at));
                 }
                 SHT_RELA | SHT_SYMTAB | SHT_STRTAB | SHT_LLVM_ADDRSIG => {}
@@ -516,10 +535,14 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     for e in table.chunks_exact(24) {
                         let info = u64_at(e, 8)?;
                         let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
-                        let r_offset = u64_at(e, 0)?;
-                        // An entry of the string offsets no unit kept uses.
-                        if live.is_some_and(|(_, live)| !live.contains(&r_offset)) {
-                            continue;
+                        let mut r_offset = u64_at(e, 0)?;
+                        // An entry of the string offsets no unit kept uses
+                        // goes; a kept one may move up.
+                        if let Some((_, live)) = live {
+                            match live.get(&r_offset) {
+                                Some(&moved) => r_offset = moved,
+                                None => continue,
+                            }
                         }
                         let (sym, delta) = if sym_index == 0 {
                             (None, 0)
@@ -651,9 +674,17 @@ struct DebugStrings {
     merged: Vec<bool>,
     /// Section symbols of those sections → the section.
     section_symbols: HashMap<usize, usize>,
-    /// The `.debug_str_offsets` section and the offsets in it of the
-    /// entries a kept unit uses; `None`: all are kept.
-    live_offsets: Option<(usize, std::collections::HashSet<u64>)>,
+    /// The `.debug_str_offsets` section and, for each entry a kept unit
+    /// uses, its offset → its offset in the composed table; `None`: all
+    /// are kept where they are.
+    live_offsets: Option<(usize, HashMap<u64, u64>)>,
+    /// Sections composed from rewritten bytes: the compacted string
+    /// offsets table, and the units whose string indices were renumbered.
+    rewritten: HashMap<usize, Vec<u8>>,
+    /// The abbreviation section, when it is one table that only the kept
+    /// units use: rewritten with the declarations they use, and shared
+    /// with every other fragment whose table is the same bytes.
+    shared_abbrevs: Option<usize>,
 }
 
 impl DebugStrings {
@@ -693,20 +724,162 @@ impl DebugStrings {
             }
         }
         section_symbols.retain(|_, s| merged[*s]);
-        DebugStrings {
+        let mut strings = DebugStrings {
             merged,
             section_symbols,
-            live_offsets: live_string_offsets(input, dropped),
+            live_offsets: None,
+            rewritten: HashMap::new(),
+            shared_abbrevs: None,
+        };
+        if let Some(uses) = string_uses(input, dropped) {
+            strings.prune_abbrevs(input, &uses, in_group, &relocated);
+            strings.compact(input, uses);
         }
+        strings
+    }
+
+    /// The abbreviation declarations the kept units use, when the object
+    /// has one table (at offset 0 of its one section) and nothing else
+    /// refers into it: left-out type units leave theirs behind.
+    fn prune_abbrevs(
+        &mut self,
+        input: &Input,
+        uses: &StringUses,
+        in_group: &[bool],
+        relocated: &std::collections::HashSet<usize>,
+    ) {
+        let tables: Vec<&(usize, u64)> = uses.abbrev_tables.iter().collect();
+        let [&(section, 0)] = tables[..] else { return };
+        let h = &input.shdrs[section];
+        if in_group[section] || relocated.contains(&section) {
+            return;
+        }
+        let symbols_inside = input
+            .syms
+            .iter()
+            .any(|s| s.shndx as usize == section && s.info & 0xf != STT_SECTION);
+        let Some(bytes) = slice(input.data, h.offset, h.size) else {
+            return;
+        };
+        let Some((declarations, end)) = super::dwarf::abbrev_declarations(bytes) else {
+            return;
+        };
+        if symbols_inside || end != bytes.len() {
+            return;
+        }
+        let mut pruned = Vec::with_capacity(bytes.len());
+        for (code, range) in declarations {
+            if uses.codes.contains(&code) {
+                pruned.extend_from_slice(&bytes[range]);
+            }
+        }
+        pruned.push(0);
+        self.rewritten.insert(section, pruned);
+        self.shared_abbrevs = Some(section);
+    }
+
+    /// Keeps the entries of the string offsets table that kept units use.
+    /// With one table in the object, as LLVM writes a compile unit's, the
+    /// table is compacted: the used entries in their order, the units'
+    /// string indices renumbered in place (a smaller index fits the same
+    /// form; a ULEB128 one is padded to its length).
+    fn compact(&mut self, input: &Input, uses: StringUses) {
+        let StringUses {
+            table, uses, bases, ..
+        } = uses;
+        let entry = |base: u64, index: u64| base.checked_add(index.checked_mul(4)?);
+        let mut used: Vec<(u64, u64)> = uses.iter().map(|u| (u.base, u.index)).collect();
+        used.sort_unstable();
+        used.dedup();
+        let h = &input.shdrs[table];
+        let compactable = slice(input.data, h.offset, h.size).filter(|bytes| {
+            // One contribution, the whole section, at the base every unit
+            // names.
+            u32_at(bytes, 0).is_some_and(|length| u64::from(length) + 4 == h.size)
+                && bases.iter().all(|&b| b == 8)
+        });
+        let Some(bytes) = compactable else {
+            // Only the unused entries' relocations go.
+            let live = used
+                .iter()
+                .filter_map(|&(b, i)| entry(b, i))
+                .map(|o| (o, o))
+                .collect();
+            self.live_offsets = Some((table, live));
+            return;
+        };
+        let renumbered: HashMap<u64, u64> = used
+            .iter()
+            .enumerate()
+            .map(|(new, &(_, old))| (old, new as u64))
+            .collect();
+        let mut rewritten: HashMap<usize, Vec<u8>> = HashMap::new();
+        for u in &uses {
+            let section = match rewritten.entry(u.section) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let h = &input.shdrs[u.section];
+                    let Some(original) = slice(input.data, h.offset, h.size) else {
+                        return;
+                    };
+                    v.insert(original.to_vec())
+                }
+            };
+            let new = renumbered[&u.index];
+            let Some(field) = section.get_mut(u.at..u.at + u.size) else {
+                return;
+            };
+            if u.uleb {
+                let last = field.len() - 1;
+                let mut rest = new;
+                for (k, byte) in field.iter_mut().enumerate() {
+                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
+                    rest >>= 7;
+                }
+            } else {
+                field.copy_from_slice(&new.to_le_bytes()[..u.size]);
+            }
+        }
+        let mut table_bytes = bytes[..8].to_vec();
+        table_bytes[..4].copy_from_slice(&(4 + 4 * used.len() as u32).to_le_bytes());
+        table_bytes.resize(8 + 4 * used.len(), 0);
+        rewritten.insert(table, table_bytes);
+        let live = used
+            .iter()
+            .enumerate()
+            .filter_map(|(new, &(b, i))| Some((entry(b, i)?, entry(8, new as u64)?)))
+            .collect();
+        self.live_offsets = Some((table, live));
+        self.rewritten.extend(rewritten);
     }
 }
 
-/// The entries of an object's `.debug_str_offsets` that the units it
-/// keeps use (offsets in that section); `None`: unknown, keep them all.
-fn live_string_offsets(
-    input: &Input,
-    dropped: &[bool],
-) -> Option<(usize, std::collections::HashSet<u64>)> {
+/// One use of a string index by a kept unit.
+struct StringUse {
+    section: usize,
+    at: usize,
+    size: usize,
+    uleb: bool,
+    base: u64,
+    index: u64,
+}
+
+/// The string indices the units an object keeps use, and their table.
+struct StringUses {
+    /// The `.debug_str_offsets` section.
+    table: usize,
+    uses: Vec<StringUse>,
+    /// Every unit's `DW_AT_str_offsets_base`.
+    bases: Vec<u64>,
+    /// The abbreviation codes the kept units use, and the tables they
+    /// name (section, offset).
+    codes: std::collections::HashSet<u64>,
+    abbrev_tables: std::collections::HashSet<(usize, u64)>,
+}
+
+/// The string indices the units an object keeps use (`None`: not known;
+/// every entry is kept).
+fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
     const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
     let n = input.shdrs.len();
     let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
@@ -719,19 +892,22 @@ fn live_string_offsets(
         return None;
     }
     let dwarf = super::dwarf::ObjectDwarf::new(input);
-    let mut live = std::collections::HashSet::new();
+    let mut uses = Vec::new();
+    let mut all_bases = Vec::new();
+    let mut codes = std::collections::HashSet::new();
+    let mut abbrev_tables = std::collections::HashSet::new();
     for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
         let h = &input.shdrs[i];
         let section = slice(input.data, h.offset, h.size)?;
         // Per unit: the string indices it uses, and its base.
-        let mut indices: Vec<(usize, u64)> = Vec::new();
+        let mut found: Vec<(usize, usize, usize, u64, u64)> = Vec::new();
         let mut bases: HashMap<usize, u64> = HashMap::new();
         dwarf.walk(
             i,
             &mut |a| {
                 if matches!(a.form, 0x1a | 0x25..=0x28) {
                     let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
-                    indices.push((a.unit, index));
+                    found.push((a.unit, a.at, a.size, a.form, index));
                 }
                 if a.name == DW_AT_STR_OFFSETS_BASE {
                     match dwarf.relocated(i, a.at as u64)? {
@@ -743,13 +919,31 @@ fn live_string_offsets(
                 }
                 Some(())
             },
-            &mut |_| Some(()),
+            &mut |die| {
+                codes.insert(die.code);
+                abbrev_tables.insert(die.abbrevs);
+                Some(())
+            },
         )?;
-        for (unit, index) in indices {
-            live.insert(bases.get(&unit)?.checked_add(index.checked_mul(4)?)?);
+        all_bases.extend(bases.values().copied());
+        for (unit, at, size, form, index) in found {
+            uses.push(StringUse {
+                section: i,
+                at,
+                size,
+                uleb: form == 0x1a,
+                base: *bases.get(&unit)?,
+                index,
+            });
         }
     }
-    Some((table, live))
+    Some(StringUses {
+        table,
+        uses,
+        bases: all_bases,
+        codes,
+        abbrev_tables,
+    })
 }
 
 pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
