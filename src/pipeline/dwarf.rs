@@ -69,10 +69,12 @@ fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
     }
 }
 
-/// The declarations of the abbreviation table at the start of `b`: each
-/// code with its bytes' range, and where the table ends (after its
-/// terminating zero).
-pub(super) fn abbrev_declarations(b: &[u8]) -> Option<(Vec<(u64, std::ops::Range<usize>)>, usize)> {
+/// Abbreviation declarations: each code with the range of its bytes.
+pub(super) type Declarations = Vec<(u64, std::ops::Range<usize>)>;
+
+/// The declarations of the abbreviation table at the start of `b`, and
+/// where the table ends (after its terminating zero).
+pub(super) fn abbrev_declarations(b: &[u8]) -> Option<(Declarations, usize)> {
     let mut out = Vec::new();
     let mut at = 0;
     loop {
