@@ -9,10 +9,13 @@ runs and as a ratio to clang-19's time for the same scenario:
   no-change   the same tree after `make clean` (or a new CMake build
               directory), the cache kept
   edit        one function edited in one source file, incremental `make`
+  shift       ten comment lines added at the top of one large source file
+              (every line of it moves), incremental `make`
   header      one definition edited in a header many files include,
               incremental `make`
 
-for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). Only the build step is
+for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). The tool `repocc-df` is
+repocc with `debug_fragments` on (units with `-g` use the repository). Only the build step is
 timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
 its header edit swaps the two stores of `setobj` in lobject.h, which most
 functions use: a full recompile), zlib (configure + make), cjson (CMake),
@@ -43,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FETCH = ROOT / "wrapper-tests" / "fetch.sh"
 JOBS = os.cpu_count() or 2
 FLAG_SETS = ["-O2", "-O2 -g", "-O0 -g"]
-SCENARIOS = ["cold", "no-change", "edit", "header"]
+SCENARIOS = ["cold", "no-change", "edit", "shift", "header"]
 
 
 def sh(cmd, cwd=None, env=None, quiet=True):
@@ -97,7 +100,7 @@ class Tool:
             self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
             self.env["CCACHE_DIR"] = str(self.cache)
             self.env["CCACHE_MAXSIZE"] = "20G"
-        else:
+        else:  # repocc, or repocc-df: with debug_fragments
             bindir = work / "bin"
             bindir.mkdir(exist_ok=True)
             for n in ("repocc", "repocc++"):
@@ -107,6 +110,8 @@ class Tool:
             self.cc, self.cxx, self.launcher = str(bindir / "repocc"), str(bindir / "repocc++"), None
             self.env["REPOCC_DIR"] = str(self.cache)
             self.env["REPOCC_MAX_SIZE"] = "0"
+            if name == "repocc-df":
+                self.env["REPOCC_DEBUG_FRAGMENTS"] = "1"
 
     def make_cc(self):
         return f"{self.launcher} {self.cc}" if self.launcher else self.cc
@@ -121,6 +126,8 @@ class Project:
 
     name = ""
     has_header = True
+    # The large source the shift scenario adds ten lines to.
+    shift_file = ""
 
     def __init__(self, work, flags, tool):
         self.work, self.flags, self.tool = work, flags, tool
@@ -130,6 +137,12 @@ class Project:
         shutil.rmtree(self.tree, ignore_errors=True)
         shutil.copytree(self.source(), self.tree, symlinks=True)
 
+    def shift(self, n):
+        path = self.tree / self.shift_file
+        text = path.read_text(errors="surrogateescape")
+        block = "/*\n" + "".join(f" * shift {n}, line {i}\n" for i in range(8)) + " */\n"
+        path.write_text(block + text, errors="surrogateescape")
+
     def timed(self, fn):
         t = time.monotonic()
         fn()
@@ -138,6 +151,7 @@ class Project:
 
 class Lua(Project):
     name = "lua"
+    shift_file = "src/lparser.c"
 
     def source(self):
         return fetch("debian", "lua5.4", "--skip-patches")
@@ -172,6 +186,7 @@ class Lua(Project):
 
 class Zlib(Project):
     name = "zlib"
+    shift_file = "deflate.c"
 
     def source(self):
         return fetch("debian", "zlib", "--skip-patches")
@@ -239,6 +254,7 @@ class CMakeProject(Project):
 
 class CJson(CMakeProject):
     name = "cjson"
+    shift_file = "cJSON.c"
 
     def source(self):
         return fetch("debian", "cjson", "--skip-patches")
@@ -259,6 +275,7 @@ class CJson(CMakeProject):
 
 class Fmt(CMakeProject):
     name = "fmtlib"
+    shift_file = "src/format.cc"
 
     def source(self):
         return fetch("debian", "fmtlib")
@@ -283,6 +300,7 @@ class Fmt(CMakeProject):
 class Sqlite(Project):
     name = "sqlite"
     has_header = False
+    shift_file = "sqlite3.c"
 
     def source(self):
         return fetch("sqlite")
@@ -330,6 +348,8 @@ def measure(project_cls, flags, tool_name, runs, work):
         times["no-change"].append(p.timed(p.build))
         p.edit(run + 1)
         times["edit"].append(p.timed(p.build))
+        p.shift(run + 1)
+        times["shift"].append(p.timed(p.build))
         if p.has_header:
             p.edit_header(run + 1)
             times["header"].append(p.timed(p.build))
