@@ -172,8 +172,11 @@ pub(super) type AbbrevBytes<'a, 'b> = dyn Fn(usize, u64) -> Option<&'b [u8]> + '
 
 /// One DIE met by `walk_units`, before its attributes.
 pub(super) struct Die {
-    /// Its abbreviation code.
+    /// Its abbreviation code, and where that is in the section (offset,
+    /// ULEB128 length).
     pub code: u64,
+    pub at: usize,
+    pub size: usize,
     /// Where its unit's abbreviations are (section index, offset).
     pub abbrevs: (usize, u64),
 }
@@ -226,6 +229,7 @@ pub(super) fn walk_units(
         let table = read_abbrevs(abbrevs(abbrev_section, abbrev_offset)?)?;
         while at < end {
             let (code, used) = read_uleb(section.get(at..end)?)?;
+            let code_at = at;
             at += used;
             if code == 0 {
                 continue;
@@ -233,6 +237,8 @@ pub(super) fn walk_units(
             let abbrev = table.iter().find(|a| a.code == code)?;
             die(&Die {
                 code,
+                at: code_at,
+                size: used,
                 abbrevs: (abbrev_section, abbrev_offset),
             })?;
             for &(name, declared, implicit) in &abbrev.attributes {

@@ -681,6 +681,8 @@ struct DebugStrings {
     /// Sections composed from rewritten bytes: the compacted string
     /// offsets table, and the units whose string indices were renumbered.
     rewritten: HashMap<usize, Vec<u8>>,
+    /// Values rewritten in place in sections (section, offset, bytes).
+    patches: Vec<(usize, usize, Vec<u8>)>,
     /// The abbreviation section, when it is one table that only the kept
     /// units use: rewritten with the declarations they use, and shared
     /// with every other fragment whose table is the same bytes.
@@ -729,11 +731,28 @@ impl DebugStrings {
             section_symbols,
             live_offsets: None,
             rewritten: HashMap::new(),
+            patches: Vec::new(),
             shared_abbrevs: None,
         };
         if let Some(uses) = string_uses(input, dropped) {
             strings.prune_abbrevs(input, &uses, in_group, &relocated);
             strings.compact(input, uses);
+        }
+        // The sections with values rewritten in place.
+        for (section, at, bytes) in std::mem::take(&mut strings.patches) {
+            let copy = match strings.rewritten.entry(section) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let h = &input.shdrs[section];
+                    match slice(input.data, h.offset, h.size) {
+                        Some(original) => v.insert(original.to_vec()),
+                        None => continue,
+                    }
+                }
+            };
+            if let Some(field) = copy.get_mut(at..at + bytes.len()) {
+                field.copy_from_slice(&bytes);
+            }
         }
         strings
     }
@@ -767,10 +786,46 @@ impl DebugStrings {
         if symbols_inside || end != bytes.len() {
             return;
         }
+        // The used declarations, numbered in the order of their contents
+        // (tag, children, attributes): fragments with the same kinds of
+        // DIEs get the same table, kept once. A code that would need more
+        // bytes than the DIE has for it keeps its number.
+        let mut kept: Vec<(&[u8], u64, &[u8])> = declarations
+            .into_iter()
+            .filter(|(code, _)| uses.codes.contains(code))
+            .map(|(code, range)| {
+                let whole = &bytes[range];
+                let body = &whole[read_uleb(whole).map_or(0, |(_, n)| n)..];
+                (body, code, whole)
+            })
+            .collect();
+        kept.sort_unstable();
         let mut pruned = Vec::with_capacity(bytes.len());
-        for (code, range) in declarations {
-            if uses.codes.contains(&code) {
-                pruned.extend_from_slice(&bytes[range]);
+        if kept.len() < 128 {
+            let renumbered: HashMap<u64, u64> = kept
+                .iter()
+                .enumerate()
+                .map(|(new, &(_, old, _))| (old, new as u64 + 1))
+                .collect();
+            for (new, (body, _, _)) in kept.iter().enumerate() {
+                write_uleb(&mut pruned, new as u64 + 1);
+                pruned.extend_from_slice(body);
+            }
+            for &(die_section, at, size, code) in &uses.dies {
+                let new = renumbered[&code];
+                let mut field = vec![0u8; size];
+                let last = size - 1;
+                let mut rest = new;
+                for (k, byte) in field.iter_mut().enumerate() {
+                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
+                    rest >>= 7;
+                }
+                self.patches.push((die_section, at, field));
+            }
+        } else {
+            kept.sort_unstable_by_key(|&(_, code, _)| code);
+            for (_, _, whole) in kept {
+                pruned.extend_from_slice(whole);
             }
         }
         pruned.push(0);
@@ -813,22 +868,9 @@ impl DebugStrings {
             .enumerate()
             .map(|(new, &(_, old))| (old, new as u64))
             .collect();
-        let mut rewritten: HashMap<usize, Vec<u8>> = HashMap::new();
         for u in &uses {
-            let section = match rewritten.entry(u.section) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    let h = &input.shdrs[u.section];
-                    let Some(original) = slice(input.data, h.offset, h.size) else {
-                        return;
-                    };
-                    v.insert(original.to_vec())
-                }
-            };
             let new = renumbered[&u.index];
-            let Some(field) = section.get_mut(u.at..u.at + u.size) else {
-                return;
-            };
+            let mut field = vec![0u8; u.size];
             if u.uleb {
                 let last = field.len() - 1;
                 let mut rest = new;
@@ -839,18 +881,18 @@ impl DebugStrings {
             } else {
                 field.copy_from_slice(&new.to_le_bytes()[..u.size]);
             }
+            self.patches.push((u.section, u.at, field));
         }
         let mut table_bytes = bytes[..8].to_vec();
         table_bytes[..4].copy_from_slice(&(4 + 4 * used.len() as u32).to_le_bytes());
         table_bytes.resize(8 + 4 * used.len(), 0);
-        rewritten.insert(table, table_bytes);
+        self.rewritten.insert(table, table_bytes);
         let live = used
             .iter()
             .enumerate()
             .filter_map(|(new, &(b, i))| Some((entry(b, i)?, entry(8, new as u64)?)))
             .collect();
         self.live_offsets = Some((table, live));
-        self.rewritten.extend(rewritten);
     }
 }
 
@@ -875,6 +917,8 @@ struct StringUses {
     /// name (section, offset).
     codes: std::collections::HashSet<u64>,
     abbrev_tables: std::collections::HashSet<(usize, u64)>,
+    /// Every kept DIE's code: (section, offset, ULEB128 length, code).
+    dies: Vec<(usize, usize, usize, u64)>,
 }
 
 /// The string indices the units an object keeps use (`None`: not known;
@@ -896,6 +940,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
     let mut all_bases = Vec::new();
     let mut codes = std::collections::HashSet::new();
     let mut abbrev_tables = std::collections::HashSet::new();
+    let mut dies = Vec::new();
     for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
         let h = &input.shdrs[i];
         let section = slice(input.data, h.offset, h.size)?;
@@ -922,6 +967,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
             &mut |die| {
                 codes.insert(die.code);
                 abbrev_tables.insert(die.abbrevs);
+                dies.push((i, die.at, die.size, die.code));
                 Some(())
             },
         )?;
@@ -943,6 +989,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
         bases: all_bases,
         codes,
         abbrev_tables,
+        dies,
     })
 }
 
