@@ -113,6 +113,101 @@ pub fn place_relative_lines(object: &[u8], own_line: u64) -> Option<(Vec<u8>, Li
     Some((out, done))
 }
 
+/// The file table of a line table section holding one DWARF 5 line table.
+pub(super) struct FileTable {
+    /// The byte range of each file entry.
+    pub entries: Vec<std::ops::Range<usize>>,
+    /// Where the file count is (offset, ULEB128 length).
+    pub count: (usize, usize),
+    /// Every `DW_LNS_set_file` operand: (offset, ULEB128 length, file).
+    pub set_file: Vec<(usize, usize, u64)>,
+}
+
+/// Reads the file table and the file operands of `section`, when it is one
+/// DWARF 5 line table (32-bit) and its program is understood.
+pub(super) fn file_table(section: &[u8]) -> Option<FileTable> {
+    use super::dwarf::form_size;
+    let length = u32_at(section, 0)? as usize;
+    if length + 4 != section.len() || u16_at(section, 4)? != 5 {
+        return None;
+    }
+    let address_size = *section.get(6)? as usize;
+    let program = 12 + u32_at(section, 8)? as usize;
+    let line_range = *section.get(16)? as i64;
+    let opcode_base = *section.get(17)?;
+    if line_range == 0 || opcode_base == 0 {
+        return None;
+    }
+    let lengths = section.get(18..18 + opcode_base as usize - 1)?.to_vec();
+    let mut at = 18 + lengths.len();
+    // Directory formats and entries, then file formats and entries.
+    let mut entries = Vec::new();
+    let mut count_at = (0, 0);
+    for table in 0..2 {
+        let format_count = *section.get(at)? as usize;
+        at += 1;
+        let mut formats = Vec::with_capacity(format_count);
+        for _ in 0..format_count {
+            let (_content, used) = read_uleb(section.get(at..)?)?;
+            at += used;
+            let (form, used) = read_uleb(section.get(at..)?)?;
+            at += used;
+            formats.push(form);
+        }
+        let (count, used) = read_uleb(section.get(at..)?)?;
+        if table == 1 {
+            count_at = (at, used);
+        }
+        at += used;
+        for _ in 0..count {
+            let start = at;
+            for &form in &formats {
+                at += form_size(form, section.get(at..)?, address_size, 5)?;
+            }
+            if table == 1 {
+                entries.push(start..at);
+            }
+        }
+    }
+    if at != program {
+        return None;
+    }
+    let mut set_file = Vec::new();
+    let mut pc = program;
+    while pc < section.len() {
+        let op = section[pc];
+        pc += 1;
+        if op >= opcode_base {
+            continue;
+        }
+        match op {
+            0 => {
+                let (len, used) = read_uleb(section.get(pc..)?)?;
+                pc = pc
+                    .checked_add(used)?
+                    .checked_add(usize::try_from(len).ok()?)?;
+            }
+            4 => {
+                let (file, used) = read_uleb(section.get(pc..)?)?;
+                set_file.push((pc, used, file));
+                pc += used;
+            }
+            3 => pc += read_sleb(section.get(pc..)?)?.1,
+            9 => pc += 2,
+            _ => {
+                for _ in 0..*lengths.get(op as usize - 1)? {
+                    pc += read_uleb(section.get(pc..)?)?.1;
+                }
+            }
+        }
+    }
+    (pc == section.len()).then_some(FileTable {
+        entries,
+        count: count_at,
+        set_file,
+    })
+}
+
 /// `v` as a signed LEB128 of exactly `out.len()` bytes (continuation bits
 /// on all but the last); `None` if it does not fit.
 fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {

@@ -102,7 +102,7 @@ pub(super) fn abbrev_declarations(b: &[u8]) -> Option<(Declarations, usize)> {
 }
 
 /// The size of an attribute value of `form` at the start of `b` (DWARF32).
-fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) -> Option<usize> {
+pub(super) fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) -> Option<usize> {
     let leb = |b: &[u8]| read_uleb(b).map(|(_, n)| n);
     let block =
         |b: &[u8]| read_uleb(b).and_then(|(len, n)| n.checked_add(usize::try_from(len).ok()?));

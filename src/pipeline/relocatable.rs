@@ -532,6 +532,10 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         .live_offsets
                         .as_ref()
                         .filter(|l| l.0 == s.info as usize);
+                    let line_table = strings
+                        .line_files
+                        .as_ref()
+                        .filter(|l| l.0 == s.info as usize);
                     for e in table.chunks_exact(24) {
                         let info = u64_at(e, 8)?;
                         let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
@@ -543,6 +547,18 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                                 Some(&moved) => r_offset = moved,
                                 None => continue,
                             }
+                        }
+                        // In a line table some file entries left: what was
+                        // in them goes, what followed moves up.
+                        if let Some((_, removed)) = line_table {
+                            if removed.iter().any(|r| r.contains(&r_offset)) {
+                                continue;
+                            }
+                            r_offset -= removed
+                                .iter()
+                                .filter(|r| r.end <= r_offset)
+                                .map(|r| r.end - r.start)
+                                .sum::<u64>();
                         }
                         let (sym, delta) = if sym_index == 0 {
                             (None, 0)
@@ -683,6 +699,9 @@ struct DebugStrings {
     rewritten: HashMap<usize, Vec<u8>>,
     /// Values rewritten in place in sections (section, offset, bytes).
     patches: Vec<(usize, usize, Vec<u8>)>,
+    /// The line table, when file entries no kept unit or row uses were
+    /// left out of it: the ranges they had.
+    line_files: Option<(usize, Vec<std::ops::Range<u64>>)>,
     /// The abbreviation section, when it is one table that only the kept
     /// units use: rewritten with the declarations they use, and shared
     /// with every other fragment whose table is the same bytes.
@@ -732,10 +751,12 @@ impl DebugStrings {
             live_offsets: None,
             rewritten: HashMap::new(),
             patches: Vec::new(),
+            line_files: None,
             shared_abbrevs: None,
         };
         if let Some(uses) = string_uses(input, dropped) {
             strings.prune_abbrevs(input, &uses, in_group, &relocated);
+            strings.prune_files(input, &uses);
             strings.compact(input, uses);
         }
         // The sections with values rewritten in place.
@@ -833,6 +854,97 @@ impl DebugStrings {
         self.shared_abbrevs = Some(section);
     }
 
+    /// Leaves out of the object's line table (one DWARF 5 table, the whole
+    /// section) the file entries that no kept unit names and no row uses:
+    /// a fragment's table lists the files of all its type units' types.
+    /// The kept entries are renumbered in order; file indices in DIEs and
+    /// `DW_LNS_set_file` operands are rewritten in place (a smaller index
+    /// fits the same form; ULEB128 padded to its length).
+    fn prune_files(&mut self, input: &Input, uses: &StringUses) {
+        let Some(files) = uses.files.as_ref() else {
+            return;
+        };
+        let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+        let tables: Vec<usize> = (0..input.shdrs.len())
+            .filter(|&i| name(i) == b".debug_line")
+            .collect();
+        let [section] = tables[..] else { return };
+        let h = &input.shdrs[section];
+        let Some(bytes) = slice(input.data, h.offset, h.size) else {
+            return;
+        };
+        let Some(table) = super::debug_lines::file_table(bytes) else {
+            return;
+        };
+        // File 0 is the unit's own; 1 is the file register's start.
+        let mut used: std::collections::BTreeSet<u64> = [0, 1].into();
+        used.extend(files.iter().map(|f| f.4));
+        used.extend(table.set_file.iter().map(|f| f.2));
+        if used.iter().any(|&f| f as usize >= table.entries.len()) {
+            return;
+        }
+        let renumbered: HashMap<u64, u64> = used
+            .iter()
+            .enumerate()
+            .map(|(new, &old)| (old, new as u64))
+            .collect();
+        let removed: Vec<std::ops::Range<usize>> = table
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !used.contains(&(*i as u64)))
+            .map(|(_, r)| r.clone())
+            .collect();
+        if removed.is_empty() {
+            return;
+        }
+        let gone: usize = removed.iter().map(|r| r.len()).sum();
+        let padded = |value: u64, size: usize| -> Vec<u8> {
+            let mut field = vec![0u8; size];
+            let mut rest = value;
+            for (k, byte) in field.iter_mut().enumerate() {
+                *byte = (rest & 0x7f) as u8 | if k + 1 < size { 0x80 } else { 0 };
+                rest >>= 7;
+            }
+            field
+        };
+        let mut out = bytes.to_vec();
+        for &(at, size, old) in &table.set_file {
+            out[at..at + size].copy_from_slice(&padded(renumbered[&old], size));
+        }
+        let (at, size) = table.count;
+        out[at..at + size].copy_from_slice(&padded(used.len() as u64, size));
+        for (field, shrink) in [(0usize, gone), (8, gone)] {
+            let Some(v) = u32_at(&out, field as u64) else {
+                return;
+            };
+            let Some(v) = (v as usize).checked_sub(shrink) else {
+                return;
+            };
+            out[field..field + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        }
+        for r in removed.iter().rev() {
+            out.drain(r.clone());
+        }
+        for &(die_section, at, size, uleb, old) in files {
+            let new = renumbered[&old];
+            let field = if uleb {
+                padded(new, size)
+            } else {
+                new.to_le_bytes()[..size].to_vec()
+            };
+            self.patches.push((die_section, at, field));
+        }
+        self.rewritten.insert(section, out);
+        self.line_files = Some((
+            section,
+            removed
+                .into_iter()
+                .map(|r| r.start as u64..r.end as u64)
+                .collect(),
+        ));
+    }
+
     /// Keeps the entries of the string offsets table that kept units use.
     /// With one table in the object, as LLVM writes a compile unit's, the
     /// table is compacted: the used entries in their order, the units'
@@ -919,6 +1031,9 @@ struct StringUses {
     abbrev_tables: std::collections::HashSet<(usize, u64)>,
     /// Every kept DIE's code: (section, offset, ULEB128 length, code).
     dies: Vec<(usize, usize, usize, u64)>,
+    /// Every `DW_AT_decl_file`/`DW_AT_call_file`: (section, offset, size,
+    /// ULEB128?, file index); `None` where one has a form not handled.
+    files: Option<Vec<(usize, usize, usize, bool, u64)>>,
 }
 
 /// The string indices the units an object keeps use (`None`: not known;
@@ -941,6 +1056,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
     let mut codes = std::collections::HashSet::new();
     let mut abbrev_tables = std::collections::HashSet::new();
     let mut dies = Vec::new();
+    let mut files = Some(Vec::new());
     for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
         let h = &input.shdrs[i];
         let section = slice(input.data, h.offset, h.size)?;
@@ -953,6 +1069,17 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
                 if matches!(a.form, 0x1a | 0x25..=0x28) {
                     let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
                     found.push((a.unit, a.at, a.size, a.form, index));
+                }
+                if matches!(a.name, 0x3a | 0x58) {
+                    // DW_AT_decl_file, DW_AT_call_file
+                    let fixed = matches!(a.form, 0x0b | 0x05 | 0x06);
+                    match (fixed || a.form == 0x0f, files.as_mut()) {
+                        (true, Some(f)) => {
+                            let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
+                            f.push((i, a.at, a.size, a.form == 0x0f, index));
+                        }
+                        _ => files = None,
+                    }
                 }
                 if a.name == DW_AT_STR_OFFSETS_BASE {
                     match dwarf.relocated(i, a.at as u64)? {
@@ -990,6 +1117,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
         codes,
         abbrev_tables,
         dies,
+        files,
     })
 }
 
