@@ -22,6 +22,7 @@ pub mod carve;
 pub mod clang_units;
 pub mod codegen;
 pub mod compose;
+pub mod debug_compose;
 pub mod debug_lines;
 pub mod digest;
 pub mod dwarf;

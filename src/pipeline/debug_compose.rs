@@ -1,0 +1,484 @@
+//! The debug sections of one fragment, as the composer (`relocatable`)
+//! takes them. Every fragment of a unit with debug info is a compile unit
+//! of its own with its own tables (string offsets, abbreviations, line
+//! table), and each lists what all of its type units need; the composer
+//! keeps each type unit once (per signature), so most of those entries are
+//! for units it leaves out. Here each fragment keeps what its kept units
+//! use:
+//!
+//! - `.debug_str` and `.debug_line_str`: each string once in the composed
+//!   object, for the relocations that name it (interned by `combine`);
+//! - the string offsets table: only the entries kept units use, in order,
+//!   the units' string indices renumbered in place;
+//! - the abbreviation table: only the declarations kept DIEs use, numbered
+//!   in the order of their contents (DIE codes rewritten in place), and
+//!   shared by every fragment whose table comes out the same;
+//! - the line table: only the file entries kept DIEs name or rows use,
+//!   renumbered in order, in DIEs and `DW_LNS_set_file` operands.
+//!
+//! Rewritten values keep their size (a smaller index fits the same form; a
+//! ULEB128 is padded to its length), so no DIE moves. Anything not
+//! understood leaves the section as it is.
+
+use std::collections::HashMap;
+
+use super::relocatable::{
+    c_str, read_uleb, slice, u32_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
+    SHT_RELA, STT_SECTION,
+};
+
+const SHF_MERGE: u64 = 0x10;
+const SHF_STRINGS: u64 = 0x20;
+
+/// How one fragment's debug sections are composed (see the module's
+/// comment).
+pub(super) struct DebugSections {
+    /// Input sections whose strings are interned.
+    pub(super) merged: Vec<bool>,
+    /// Section symbols of those sections → the section.
+    pub(super) section_symbols: HashMap<usize, usize>,
+    /// The `.debug_str_offsets` section and, for each entry a kept unit
+    /// uses, its offset → its offset in the composed table; `None`: all
+    /// are kept where they are.
+    pub(super) live_offsets: Option<(usize, HashMap<u64, u64>)>,
+    /// Sections composed from rewritten bytes: the compacted string
+    /// offsets table, and the units whose string indices were renumbered.
+    pub(super) rewritten: HashMap<usize, Vec<u8>>,
+    /// Values rewritten in place in sections (section, offset, bytes).
+    pub(super) patches: Vec<(usize, usize, Vec<u8>)>,
+    /// The line table, when file entries no kept unit or row uses were
+    /// left out of it: the ranges they had.
+    pub(super) line_files: Option<(usize, Vec<std::ops::Range<u64>>)>,
+    /// The abbreviation section, when it is one table that only the kept
+    /// units use: rewritten with the declarations they use, and shared
+    /// with every other fragment whose table is the same bytes.
+    pub(super) shared_abbrevs: Option<usize>,
+}
+
+impl DebugSections {
+    pub(super) fn of(input: &Input, in_group: &[bool], dropped: &[bool]) -> DebugSections {
+        let n = input.shdrs.len();
+        let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+        let relocated: std::collections::HashSet<usize> = input
+            .shdrs
+            .iter()
+            .filter(|s| s.sh_type == SHT_RELA)
+            .map(|s| s.info as usize)
+            .collect();
+        let mut merged: Vec<bool> = (0..n)
+            .map(|i| {
+                let s = &input.shdrs[i];
+                matches!(name(i), b".debug_str" | b".debug_line_str")
+                    && s.sh_type == SHT_PROGBITS
+                    && s.flags & (SHF_MERGE | SHF_STRINGS) == SHF_MERGE | SHF_STRINGS
+                    && s.entsize == 1
+                    && !in_group[i]
+                    && !relocated.contains(&i)
+            })
+            .collect();
+        let mut section_symbols = HashMap::new();
+        for (k, sym) in input.syms.iter().enumerate().skip(1) {
+            let Some(&is_merged) = merged.get(sym.shndx as usize) else {
+                continue;
+            };
+            if !is_merged || sym.shndx == SHN_UNDEF || sym.shndx >= SHN_LORESERVE {
+                continue;
+            }
+            if sym.info & 0xf == STT_SECTION && sym.value == 0 {
+                section_symbols.insert(k, sym.shndx as usize);
+            } else {
+                // A symbol inside: its section is concatenated as it is.
+                merged[sym.shndx as usize] = false;
+            }
+        }
+        section_symbols.retain(|_, s| merged[*s]);
+        let mut strings = DebugSections {
+            merged,
+            section_symbols,
+            live_offsets: None,
+            rewritten: HashMap::new(),
+            patches: Vec::new(),
+            line_files: None,
+            shared_abbrevs: None,
+        };
+        if let Some(uses) = string_uses(input, dropped) {
+            strings.prune_abbrevs(input, &uses, in_group, &relocated);
+            strings.prune_files(input, &uses);
+            strings.compact(input, uses);
+        }
+        // The sections with values rewritten in place.
+        for (section, at, bytes) in std::mem::take(&mut strings.patches) {
+            let copy = match strings.rewritten.entry(section) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let h = &input.shdrs[section];
+                    match slice(input.data, h.offset, h.size) {
+                        Some(original) => v.insert(original.to_vec()),
+                        None => continue,
+                    }
+                }
+            };
+            if let Some(field) = copy.get_mut(at..at + bytes.len()) {
+                field.copy_from_slice(&bytes);
+            }
+        }
+        strings
+    }
+
+    /// The abbreviation declarations the kept units use, when the object
+    /// has one table (at offset 0 of its one section) and nothing else
+    /// refers into it: left-out type units leave theirs behind.
+    fn prune_abbrevs(
+        &mut self,
+        input: &Input,
+        uses: &StringUses,
+        in_group: &[bool],
+        relocated: &std::collections::HashSet<usize>,
+    ) {
+        let tables: Vec<&(usize, u64)> = uses.abbrev_tables.iter().collect();
+        let [&(section, 0)] = tables[..] else { return };
+        let h = &input.shdrs[section];
+        if in_group[section] || relocated.contains(&section) {
+            return;
+        }
+        let symbols_inside = input
+            .syms
+            .iter()
+            .any(|s| s.shndx as usize == section && s.info & 0xf != STT_SECTION);
+        let Some(bytes) = slice(input.data, h.offset, h.size) else {
+            return;
+        };
+        let Some((declarations, end)) = super::dwarf::abbrev_declarations(bytes) else {
+            return;
+        };
+        if symbols_inside || end != bytes.len() {
+            return;
+        }
+        // The used declarations, numbered in the order of their contents
+        // (tag, children, attributes): fragments with the same kinds of
+        // DIEs get the same table, kept once. A code that would need more
+        // bytes than the DIE has for it keeps its number.
+        let mut kept: Vec<(&[u8], u64, &[u8])> = declarations
+            .into_iter()
+            .filter(|(code, _)| uses.codes.contains(code))
+            .map(|(code, range)| {
+                let whole = &bytes[range];
+                let body = &whole[read_uleb(whole).map_or(0, |(_, n)| n)..];
+                (body, code, whole)
+            })
+            .collect();
+        kept.sort_unstable();
+        let mut pruned = Vec::with_capacity(bytes.len());
+        if kept.len() < 128 {
+            let renumbered: HashMap<u64, u64> = kept
+                .iter()
+                .enumerate()
+                .map(|(new, &(_, old, _))| (old, new as u64 + 1))
+                .collect();
+            for (new, (body, _, _)) in kept.iter().enumerate() {
+                write_uleb(&mut pruned, new as u64 + 1);
+                pruned.extend_from_slice(body);
+            }
+            for &(die_section, at, size, code) in &uses.dies {
+                let new = renumbered[&code];
+                let mut field = vec![0u8; size];
+                let last = size - 1;
+                let mut rest = new;
+                for (k, byte) in field.iter_mut().enumerate() {
+                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
+                    rest >>= 7;
+                }
+                self.patches.push((die_section, at, field));
+            }
+        } else {
+            kept.sort_unstable_by_key(|&(_, code, _)| code);
+            for (_, _, whole) in kept {
+                pruned.extend_from_slice(whole);
+            }
+        }
+        pruned.push(0);
+        self.rewritten.insert(section, pruned);
+        self.shared_abbrevs = Some(section);
+    }
+
+    /// Leaves out of the object's line table (one DWARF 5 table, the whole
+    /// section) the file entries that no kept unit names and no row uses:
+    /// a fragment's table lists the files of all its type units' types.
+    /// The kept entries are renumbered in order; file indices in DIEs and
+    /// `DW_LNS_set_file` operands are rewritten in place (a smaller index
+    /// fits the same form; ULEB128 padded to its length).
+    fn prune_files(&mut self, input: &Input, uses: &StringUses) {
+        let Some(files) = uses.files.as_ref() else {
+            return;
+        };
+        let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+        let tables: Vec<usize> = (0..input.shdrs.len())
+            .filter(|&i| name(i) == b".debug_line")
+            .collect();
+        let [section] = tables[..] else { return };
+        let h = &input.shdrs[section];
+        let Some(bytes) = slice(input.data, h.offset, h.size) else {
+            return;
+        };
+        let Some(table) = super::debug_lines::file_table(bytes) else {
+            return;
+        };
+        // File 0 is the unit's own; 1 is the file register's start.
+        let mut used: std::collections::BTreeSet<u64> = [0, 1].into();
+        used.extend(files.iter().map(|f| f.index));
+        used.extend(table.set_file.iter().map(|f| f.2));
+        if used.iter().any(|&f| f as usize >= table.entries.len()) {
+            return;
+        }
+        let renumbered: HashMap<u64, u64> = used
+            .iter()
+            .enumerate()
+            .map(|(new, &old)| (old, new as u64))
+            .collect();
+        let removed: Vec<std::ops::Range<usize>> = table
+            .entries
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !used.contains(&(*i as u64)))
+            .map(|(_, r)| r.clone())
+            .collect();
+        if removed.is_empty() {
+            return;
+        }
+        let gone: usize = removed.iter().map(|r| r.len()).sum();
+        let padded = |value: u64, size: usize| -> Vec<u8> {
+            let mut field = vec![0u8; size];
+            let mut rest = value;
+            for (k, byte) in field.iter_mut().enumerate() {
+                *byte = (rest & 0x7f) as u8 | if k + 1 < size { 0x80 } else { 0 };
+                rest >>= 7;
+            }
+            field
+        };
+        let mut out = bytes.to_vec();
+        for &(at, size, old) in &table.set_file {
+            out[at..at + size].copy_from_slice(&padded(renumbered[&old], size));
+        }
+        let (at, size) = table.count;
+        out[at..at + size].copy_from_slice(&padded(used.len() as u64, size));
+        for (field, shrink) in [(0usize, gone), (8, gone)] {
+            let Some(v) = u32_at(&out, field as u64) else {
+                return;
+            };
+            let Some(v) = (v as usize).checked_sub(shrink) else {
+                return;
+            };
+            out[field..field + 4].copy_from_slice(&(v as u32).to_le_bytes());
+        }
+        for r in removed.iter().rev() {
+            out.drain(r.clone());
+        }
+        for f in files {
+            let new = renumbered[&f.index];
+            let field = if f.uleb {
+                padded(new, f.size)
+            } else {
+                new.to_le_bytes()[..f.size].to_vec()
+            };
+            self.patches.push((f.section, f.at, field));
+        }
+        self.rewritten.insert(section, out);
+        self.line_files = Some((
+            section,
+            removed
+                .into_iter()
+                .map(|r| r.start as u64..r.end as u64)
+                .collect(),
+        ));
+    }
+
+    /// Keeps the entries of the string offsets table that kept units use.
+    /// With one table in the object, as LLVM writes a compile unit's, the
+    /// table is compacted: the used entries in their order, the units'
+    /// string indices renumbered in place (a smaller index fits the same
+    /// form; a ULEB128 one is padded to its length).
+    fn compact(&mut self, input: &Input, uses: StringUses) {
+        let StringUses {
+            table, uses, bases, ..
+        } = uses;
+        let entry = |base: u64, index: u64| base.checked_add(index.checked_mul(4)?);
+        let mut used: Vec<(u64, u64)> = uses.iter().map(|u| (u.base, u.index)).collect();
+        used.sort_unstable();
+        used.dedup();
+        let h = &input.shdrs[table];
+        let compactable = slice(input.data, h.offset, h.size).filter(|bytes| {
+            // One contribution, the whole section, at the base every unit
+            // names.
+            u32_at(bytes, 0).is_some_and(|length| u64::from(length) + 4 == h.size)
+                && bases.iter().all(|&b| b == 8)
+        });
+        let Some(bytes) = compactable else {
+            // Only the unused entries' relocations go.
+            let live = used
+                .iter()
+                .filter_map(|&(b, i)| entry(b, i))
+                .map(|o| (o, o))
+                .collect();
+            self.live_offsets = Some((table, live));
+            return;
+        };
+        let renumbered: HashMap<u64, u64> = used
+            .iter()
+            .enumerate()
+            .map(|(new, &(_, old))| (old, new as u64))
+            .collect();
+        for u in &uses {
+            let new = renumbered[&u.index];
+            let mut field = vec![0u8; u.size];
+            if u.uleb {
+                let last = field.len() - 1;
+                let mut rest = new;
+                for (k, byte) in field.iter_mut().enumerate() {
+                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
+                    rest >>= 7;
+                }
+            } else {
+                field.copy_from_slice(&new.to_le_bytes()[..u.size]);
+            }
+            self.patches.push((u.section, u.at, field));
+        }
+        let mut table_bytes = bytes[..8].to_vec();
+        table_bytes[..4].copy_from_slice(&(4 + 4 * used.len() as u32).to_le_bytes());
+        table_bytes.resize(8 + 4 * used.len(), 0);
+        self.rewritten.insert(table, table_bytes);
+        let live = used
+            .iter()
+            .enumerate()
+            .filter_map(|(new, &(b, i))| Some((entry(b, i)?, entry(8, new as u64)?)))
+            .collect();
+        self.live_offsets = Some((table, live));
+    }
+}
+
+/// One use of a string index by a kept unit.
+struct StringUse {
+    section: usize,
+    at: usize,
+    size: usize,
+    uleb: bool,
+    base: u64,
+    index: u64,
+}
+
+/// The string indices the units an object keeps use, and their table.
+struct StringUses {
+    /// The `.debug_str_offsets` section.
+    table: usize,
+    uses: Vec<StringUse>,
+    /// Every unit's `DW_AT_str_offsets_base`.
+    bases: Vec<u64>,
+    /// The abbreviation codes the kept units use, and the tables they
+    /// name (section, offset).
+    codes: std::collections::HashSet<u64>,
+    abbrev_tables: std::collections::HashSet<(usize, u64)>,
+    /// Every kept DIE's code: (section, offset, ULEB128 length, code).
+    dies: Vec<(usize, usize, usize, u64)>,
+    /// Every `DW_AT_decl_file`/`DW_AT_call_file`; `None` where one has a
+    /// form not handled.
+    files: Option<Vec<FileUse>>,
+}
+
+/// A file index in a kept DIE.
+struct FileUse {
+    section: usize,
+    at: usize,
+    size: usize,
+    uleb: bool,
+    index: u64,
+}
+
+/// The string indices the units an object keeps use (`None`: not known;
+/// every entry is kept).
+fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
+    const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
+    let n = input.shdrs.len();
+    let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
+    let tables: Vec<usize> = (0..n)
+        .filter(|&i| name(i) == b".debug_str_offsets")
+        .collect();
+    let [table] = tables[..] else { return None };
+    // Other users of the string offsets.
+    if (0..n).any(|i| matches!(name(i), b".debug_macro" | b".debug_names")) {
+        return None;
+    }
+    let dwarf = super::dwarf::ObjectDwarf::new(input);
+    let mut uses = Vec::new();
+    let mut all_bases = Vec::new();
+    let mut codes = std::collections::HashSet::new();
+    let mut abbrev_tables = std::collections::HashSet::new();
+    let mut dies = Vec::new();
+    let mut files = Some(Vec::new());
+    for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
+        let h = &input.shdrs[i];
+        let section = slice(input.data, h.offset, h.size)?;
+        // Per unit: the string indices it uses, and its base.
+        let mut found: Vec<(usize, usize, usize, u64, u64)> = Vec::new();
+        let mut bases: HashMap<usize, u64> = HashMap::new();
+        dwarf.walk(
+            i,
+            &mut |a| {
+                if matches!(a.form, 0x1a | 0x25..=0x28) {
+                    let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
+                    found.push((a.unit, a.at, a.size, a.form, index));
+                }
+                if matches!(a.name, 0x3a | 0x58) {
+                    // DW_AT_decl_file, DW_AT_call_file
+                    let fixed = matches!(a.form, 0x0b | 0x05 | 0x06);
+                    match (fixed || a.form == 0x0f, files.as_mut()) {
+                        (true, Some(f)) => {
+                            let index = super::dwarf::form_value(a.form, section.get(a.at..)?)?;
+                            f.push(FileUse {
+                                section: i,
+                                at: a.at,
+                                size: a.size,
+                                uleb: a.form == 0x0f,
+                                index,
+                            });
+                        }
+                        _ => files = None,
+                    }
+                }
+                if a.name == DW_AT_STR_OFFSETS_BASE {
+                    match dwarf.relocated(i, a.at as u64)? {
+                        Some((s, base)) if s == table => {
+                            bases.insert(a.unit, base);
+                        }
+                        _ => return None,
+                    }
+                }
+                Some(())
+            },
+            &mut |die| {
+                codes.insert(die.code);
+                abbrev_tables.insert(die.abbrevs);
+                dies.push((i, die.at, die.size, die.code));
+                Some(())
+            },
+        )?;
+        all_bases.extend(bases.values().copied());
+        for (unit, at, size, form, index) in found {
+            uses.push(StringUse {
+                section: i,
+                at,
+                size,
+                uleb: form == 0x1a,
+                base: *bases.get(&unit)?,
+                index,
+            });
+        }
+    }
+    Some(StringUses {
+        table,
+        uses,
+        bases: all_bases,
+        codes,
+        abbrev_tables,
+        dies,
+        files,
+    })
+}
