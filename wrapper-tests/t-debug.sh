@@ -175,3 +175,19 @@ for f in ltable lvm; do
 done
 out=$(lua-o2/src/lua "$WT_ROOT/programs/checks.lua") || fail "checks (-O2 -g) after adding lines: $out"
 assert_contains "checks (-O2 -g) after adding lines" "lua checks: 31 passed, 0 failed" "$out"
+
+note "C++ with debug_fragments: the feature program behaves as clang's build, and its DWARF verifies"
+# Type units with real signatures, COMDAT groups, inlined constructors:
+# the composer's debug-section pass (debug_compose) keeps each object readable
+# by LLVM's reader, which takes a DIE's attributes to start right after
+# the shortest encoding of its code.
+P="$WT_ROOT/programs"
+for O in -O0 -O2; do
+  clang++-19 $O -g -std=c++17 "$P/features.cpp" "$P/features-cxx-helper.cpp" -o x.clang
+  for f in features features-cxx-helper; do
+    "$REPOCCXX" $O -g -std=c++17 -c "$P/$f.cpp" -o "$f$O.o" || fail "repocc++ $O -g $f.cpp"
+    v=$(llvm-dwarfdump-19 --verify "$f$O.o" 2>&1) || fail "DWARF of $f$O.o does not verify: $(echo "$v" | grep -m3 error)"
+  done
+  clang++-19 $O -g "features$O.o" "features-cxx-helper$O.o" -o x.repocc || fail "linking the C++ feature program ($O -g)"
+  assert_eq "C++ features $O -g" "$(./x.clang)" "$(./x.repocc)"
+done

@@ -17,8 +17,10 @@
 //!   renumbered in order, in DIEs and `DW_LNS_set_file` operands.
 //!
 //! Rewritten values keep their size (a smaller index fits the same form; a
-//! ULEB128 is padded to its length), so no DIE moves. Anything not
-//! understood leaves the section as it is.
+//! ULEB128 value is padded to its length), so no DIE moves. A DIE's code is
+//! never padded: LLVM's reader finds the first attribute from the length
+//! of the code's value, so codes are renumbered only where every one keeps
+//! its length. Anything not understood leaves the section as it is.
 
 use std::collections::HashMap;
 
@@ -156,8 +158,8 @@ impl DebugSections {
         }
         // The used declarations, numbered in the order of their contents
         // (tag, children, attributes): fragments with the same kinds of
-        // DIEs get the same table, kept once. A code that would need more
-        // bytes than the DIE has for it keeps its number.
+        // DIEs get the same table, kept once. Where a code would change
+        // length, the codes stay as they are.
         let mut kept: Vec<(&[u8], u64, &[u8])> = declarations
             .into_iter()
             .filter(|(code, _)| uses.codes.contains(code))
@@ -169,25 +171,26 @@ impl DebugSections {
             .collect();
         kept.sort_unstable();
         let mut pruned = Vec::with_capacity(bytes.len());
-        if kept.len() < 128 {
-            let renumbered: HashMap<u64, u64> = kept
-                .iter()
-                .enumerate()
-                .map(|(new, &(_, old, _))| (old, new as u64 + 1))
-                .collect();
+        let renumbered: HashMap<u64, u64> = kept
+            .iter()
+            .enumerate()
+            .map(|(new, &(_, old, _))| (old, new as u64 + 1))
+            .collect();
+        // A code keeps its length: readers (LLVM's) find a DIE's first
+        // attribute from the length of its code's value, not of its bytes.
+        let uleb_len = |v: u64| (64 - (v | 1).leading_zeros()).div_ceil(7) as usize;
+        let same_lengths = uses
+            .dies
+            .iter()
+            .all(|&(_, _, size, code)| renumbered.get(&code).is_some_and(|&n| uleb_len(n) == size));
+        if same_lengths {
             for (new, (body, _, _)) in kept.iter().enumerate() {
                 write_uleb(&mut pruned, new as u64 + 1);
                 pruned.extend_from_slice(body);
             }
-            for &(die_section, at, size, code) in &uses.dies {
-                let new = renumbered[&code];
-                let mut field = vec![0u8; size];
-                let last = size - 1;
-                let mut rest = new;
-                for (k, byte) in field.iter_mut().enumerate() {
-                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
-                    rest >>= 7;
-                }
+            for &(die_section, at, _, code) in &uses.dies {
+                let mut field = Vec::new();
+                write_uleb(&mut field, renumbered[&code]);
                 self.patches.push((die_section, at, field));
             }
         } else {
