@@ -1,6 +1,7 @@
 # The whole-build benchmark's smoke mode (benches/builds.py --smoke): lua5.4
-# at -O2 built cold, after make clean, after a one-function edit and after
-# a header edit, with clang-19, ccache + clang-19 and repocc, one run. The
+# at -O2 built cold, after make clean, after a one-function edit, after ten
+# lines added at the top of a source and after a header edit, with
+# clang-19, ccache + clang-19 and repocc, one run. The
 # test checks that the harness measures every cell and writes its table
 # (and chart, gnuplot permitting); it asserts no timing.
 source "$(dirname "$0")/lib.sh"
@@ -9,9 +10,9 @@ out="$SCRATCH/results"
 python3 "$PROJECT_ROOT/benches/builds.py" --smoke --out "$out" > bench.log 2>&1 || { cat bench.log; fail "benches/builds.py --smoke"; }
 cat "$out/builds.md"
 rows=$(grep -c '^| lua | `-O2` |' "$out/builds.md")
-assert_eq "table rows (cold, no-change, edit, header)" 4 "$rows"
+assert_eq "table rows (cold, no-change, edit, shift, header)" 5 "$rows"
 if grep '^| lua |' "$out/builds.md" | has '–'; then fail "a cell was not measured"; fi
-for s in cold no-change edit header; do
+for s in cold no-change edit shift header; do
   grep -Eq "^\| lua \| \`-O2\` \| $s \| [0-9.]+ s \| [0-9.]+ s \([0-9.]+x\) \| [0-9.]+ s \([0-9.]+x\) \|$" "$out/builds.md" \
     || fail "row $s is malformed"
 done
