@@ -588,6 +588,22 @@ bool identifiable(const DICompositeType *T) {
   return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
 }
 
+// Drops the `line: N` fields of a printed node. A type's identifier (and
+// so its type unit's signature) must not depend on where it is declared:
+// with relative lines a fragment is reused after lines moved, and its type
+// units must keep the signatures a compile from scratch gives them. Their
+// contents keep the lines, placed when composed.
+void withoutLines(std::string &T) {
+  static const std::string Field = ", line: ";
+  size_t At = 0;
+  while ((At = T.find(Field, At)) != std::string::npos) {
+    size_t End = At + Field.size();
+    while (End < T.size() && isdigit(static_cast<unsigned char>(T[End])))
+      End++;
+    T.erase(At, End - At);
+  }
+}
+
 struct TypeIdentifier {
   Module &M;
   ModuleSlotTracker MST;
@@ -635,6 +651,7 @@ struct TypeIdentifier {
     std::string T;
     raw_string_ostream OS(T);
     N->print(OS, MST, &M);
+    withoutLines(T);
     // Replace "!<slot>" references by walking the referenced nodes (the
     // operands, printed as operands with the same slot tracker).
     std::map<int, const Metadata *> BySlot;

@@ -191,3 +191,33 @@ for O in -O0 -O2; do
   clang++-19 $O -g "features$O.o" "features-cxx-helper$O.o" -o x.repocc || fail "linking the C++ feature program ($O -g)"
   assert_eq "C++ features $O -g" "$(./x.clang)" "$(./x.repocc)"
 done
+
+note "lines added at random places: the reused fragments, placed, equal a compile from scratch"
+# Each edit moves everything below it; what the digests let through is
+# placed, and must come out byte for byte as a compile into a new
+# repository, with DWARF that verifies.
+fresh_copy "$src" lua-moves
+cd lua-moves/src
+RANDOM=7
+for flags in "-O2 -g" "-O0 -g"; do
+  cf="-std=gnu99 $flags -DLUA_COMPAT_5_3 -DLUA_USE_LINUX"
+  export REPOCC_DIR="$SCRATCH/repo-moves"
+  for f in lapi.c lparser.c ltable.c lstrlib.c; do
+    "$REPOCC" $cf -c "$f" -o "${f%.c}.o" || fail "repocc $flags $f"
+  done
+  "$REPOCC" --zero-stats > /dev/null
+  for i in 1 2 3 4 5 6; do
+    files=(lapi.c lparser.c ltable.c lstrlib.c)
+    f=${files[$((RANDOM % 4))]}
+    at=$((RANDOM % $(wc -l < "$f") + 2))
+    case "$(sed -n "$((at - 1))p" "$f")" in *\\) at=1 ;; esac
+    python3 -c 'import sys; p, a = sys.argv[1], int(sys.argv[2]); l = open(p).read().split("\n"); l.insert(a - 1, ""); open(p, "w").write("\n".join(l))' "$f" "$at"
+    "$REPOCC" $cf -c "$f" -o warm.o || fail "repocc $flags $f after a line added at $at"
+    REPOCC_DIR="$SCRATCH/repo-scratch-$i$flags" "$REPOCC" $cf -c "$f" -o cold.o || fail "repocc $flags $f into a new repository"
+    cmp -s warm.o cold.o || fail "$flags: $f with a line added at $at: the reused fragments differ from a compile from scratch"
+    llvm-dwarfdump-19 --verify warm.o > /dev/null || fail "$flags: DWARF of $f with a line added at $at does not verify"
+  done
+  note "$flags: six lines added: $(stat_value definitions_compiled) of $(stat_value definitions_total) definitions compiled"
+done
+cd "$SCRATCH"
+unset REPOCC_DIR

@@ -330,7 +330,17 @@ impl<'a> Canonicalizer<'a> {
 
     fn canonical_into_md(&mut self, body: &'a str, out: &mut String, cyclic: &mut bool) {
         let start = out.len();
-        self.canonical_into(body, out, &mut |_, _| {});
+        if body.contains("!DICompileUnit(") {
+            // A fragment's compile unit is a copy without the unit-wide
+            // lists (see `repocc_extract_definitions`); the glue, which
+            // keeps them, is compiled every time. Left out here, a
+            // definition's digest does not follow every global's line.
+            for piece in without_fields(body, UNIT_WIDE_LISTS) {
+                self.canonical_into(piece, out, &mut |_, _| {});
+            }
+        } else {
+            self.canonical_into(body, out, &mut |_, _| {});
+        }
         if out[start..].contains("!cycle") {
             *cyclic = true;
         }
@@ -407,6 +417,46 @@ impl<'a> Canonicalizer<'a> {
         }
         out.push_str(&text[copied..]);
     }
+}
+
+/// The fields of a `DICompileUnit` that list what belongs to the unit as a
+/// whole.
+const UNIT_WIDE_LISTS: &[&str] = &["enums", "retainedTypes", "globals", "imports", "macros"];
+
+/// `body` without its top-level `, name: value` fields named in `fields`,
+/// as the slices between them.
+fn without_fields<'b>(body: &'b str, fields: &[&str]) -> Vec<&'b str> {
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    let mut in_str = false;
+    let mut i = 0;
+    let b = body.as_bytes();
+    while i < b.len() {
+        match b[i] {
+            b'"' => in_str = !in_str,
+            b',' if !in_str => {
+                let rest = &body[i..];
+                let skip = fields.iter().find_map(|f| {
+                    let value = rest
+                        .strip_prefix(", ")?
+                        .strip_prefix(f)?
+                        .strip_prefix(": ")?;
+                    let end = value.find([',', ')']).unwrap_or(value.len());
+                    Some(rest.len() - value.len() + end)
+                });
+                if let Some(len) = skip {
+                    pieces.push(&body[from..i]);
+                    i += len;
+                    from = i;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    pieces.push(&body[from..]);
+    pieces
 }
 
 /// The value of a top-level `name: value` field of a specialized metadata
@@ -719,8 +769,8 @@ pub enum Lines {
     /// As they are: a definition's digest changes when it moves.
     Absolute,
     /// Lines of a definition's own file relative to the definition's own
-    /// line (`line: R<difference>`), other files' lines as they are; what
-    /// the definitions reach adds how they lie relative to each other (see
+    /// line (`line: R<difference>`), other files' lines as they are; the
+    /// functions a function may inline add how they lie relative to it (see
     /// `final_digests`). A definition keeps its digest when lines are
     /// added or removed above it; its fragment is compiled with the same
     /// relative lines (`rebase_relative_lines`) and placed when composed
@@ -867,6 +917,7 @@ fn compute_parsed<'a>(
     }
 
     let mut edges: Vec<(usize, usize)> = Vec::new();
+    let mut code_edges: Vec<(usize, usize)> = Vec::new();
     for (u, uses) in uses_of.iter().enumerate() {
         for (g, how) in uses {
             let g = alias_target.get(g).unwrap_or(g);
@@ -899,12 +950,22 @@ fn compute_parsed<'a>(
             if back {
                 edges.push((v, u));
             }
+            // Whose code (and so whose lines) can end up in a fragment:
+            // what it depends on (inlined), and the static functions it
+            // refers to (a static one function alone uses is carried in
+            // that function's fragment, inlined or not) — not what depends
+            // on it (a static's callers decide its code, but their lines
+            // stay theirs). A constant table of functions passes its
+            // functions on.
+            if dep || (target.local && target.kind == DefKind::Function) {
+                code_edges.push((u, v));
+            }
         }
     }
     edges.sort_unstable();
     edges.dedup();
 
-    let finals = final_digests(&defs, &edges);
+    let finals = final_digests(&defs, &edges, &code_edges);
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
     }
@@ -1001,12 +1062,24 @@ pub fn reach_sets(n: usize, edges: &[(usize, usize)]) -> (Vec<usize>, Vec<Vec<u6
     (comp_of, reach)
 }
 
-fn final_digests(defs: &[Definition], edges: &[(usize, usize)]) -> Vec<FragmentDigest> {
+/// `code_edges`: the edges along which code can move into a fragment (the
+/// dependencies, without the contributions back); with relative lines,
+/// where the definitions those reach lie is part of the final digest.
+fn final_digests(
+    defs: &[Definition],
+    edges: &[(usize, usize)],
+    code_edges: &[(usize, usize)],
+) -> Vec<FragmentDigest> {
     let n = defs.len();
     let (comp_of, reach) = reach_sets(n, edges);
     // Per component: the sorted initial digests of everything it reaches.
     let mut comp_hash: HashMap<usize, [u8; 32]> = HashMap::new();
     let positioned = defs.iter().any(|d| d.position.is_some());
+    let (code_comp_of, code_reach) = if positioned {
+        reach_sets(n, code_edges)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let mut layouts: HashMap<usize, Vec<FileLayout>> = HashMap::new();
     (0..n)
         .map(|x| {
@@ -1031,9 +1104,10 @@ fn final_digests(defs: &[Definition], edges: &[(usize, usize)]) -> Vec<FragmentD
             h.update(&defs[x].initial);
             h.update(&ch);
             if positioned {
+                let c = code_comp_of[x];
                 let layout = layouts
-                    .entry(comp_of[x])
-                    .or_insert_with(|| layout_of(defs, &reach[comp_of[x]]));
+                    .entry(c)
+                    .or_insert_with(|| layout_of(defs, &code_reach[c]));
                 hash_layout(&mut h, layout, defs[x].position.as_ref());
             }
             FragmentDigest(*h.finalize().as_bytes())
@@ -1095,8 +1169,9 @@ fn layout_of(defs: &[Definition], reach: &[u64]) -> Vec<FileLayout> {
 }
 
 /// With relative lines, what a definition's fragment holds of the
-/// definitions it reaches: in its own file, how they lie relative to each
-/// other and to it (lines added above all of them change nothing); in
+/// definitions whose code can end up in it (it depends on them, directly
+/// or not, and may inline them): in its own file, how they lie relative to
+/// each other and to it (lines added above all of them change nothing); in
 /// other files, their lines as they are.
 fn hash_layout(h: &mut blake3::Hasher, layout: &[FileLayout], own: Option<&Position>) {
     for f in layout {
@@ -1395,13 +1470,36 @@ mod tests {
         );
         assert_ne!(fin(&a, "api"), fin(&b, "api"));
         assert_eq!(fin(&a, "unrelated"), fin(&b, "unrelated"));
-        // A struct declared in the file: its line is in `api`'s debug info.
+        // A static above the new lines keeps its digest: what its own
+        // fragment can hold (its code) did not move; its caller's did.
+        let unit = "static int helper(int x) {\n  return x + 1;\n}\n\
+                    int user(int y) {\n  return helper(y) * 2;\n}\n";
+        let d = with_lines(unit, Lines::Relative);
+        let e = with_lines(&unit.replace("int user(", "\n\nint user("), Lines::Relative);
+        assert_eq!(fin(&d, "helper"), fin(&e, "helper"));
+        assert_ne!(fin(&d, "user"), fin(&e, "user"));
+        // A struct declared in the file: its line is in `api`'s debug info,
+        // and `api` moved away from it.
         let c = with_lines(
-            &DEBUG_UNIT.replace("struct pair {", "\nstruct pair {"),
+            &DEBUG_UNIT.replace("static int leaf(", "\nstatic int leaf("),
             Lines::Relative,
         );
         assert_ne!(fin(&a, "api"), fin(&c, "api"));
         assert_eq!(fin(&a, "unrelated"), fin(&c, "unrelated"));
+    }
+
+    #[test]
+    fn unit_wide_lists_are_left_out() {
+        let cu = "distinct !DICompileUnit(language: DW_LANG_C11, file: !3, producer: \"x, globals: !9\", enums: !4, globals: !5, splitDebugInlining: false)";
+        assert_eq!(
+            without_fields(cu, UNIT_WIDE_LISTS).concat(),
+            "distinct !DICompileUnit(language: DW_LANG_C11, file: !3, producer: \"x, globals: !9\", splitDebugInlining: false)"
+        );
+        let last = "!DICompileUnit(file: !3, globals: !5)";
+        assert_eq!(
+            without_fields(last, UNIT_WIDE_LISTS).concat(),
+            "!DICompileUnit(file: !3)"
+        );
     }
 
     #[test]
