@@ -24,6 +24,8 @@
 
 use std::collections::HashMap;
 
+use super::dwarf::uleb_padded;
+
 use super::relocatable::{
     c_str, read_uleb, slice, u32_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
     SHT_RELA, STT_SECTION,
@@ -249,21 +251,12 @@ impl DebugSections {
             return;
         }
         let gone: usize = removed.iter().map(|r| r.len()).sum();
-        let padded = |value: u64, size: usize| -> Vec<u8> {
-            let mut field = vec![0u8; size];
-            let mut rest = value;
-            for (k, byte) in field.iter_mut().enumerate() {
-                *byte = (rest & 0x7f) as u8 | if k + 1 < size { 0x80 } else { 0 };
-                rest >>= 7;
-            }
-            field
-        };
         let mut out = bytes.to_vec();
         for &(at, size, old) in &table.set_file {
-            out[at..at + size].copy_from_slice(&padded(renumbered[&old], size));
+            out[at..at + size].copy_from_slice(&uleb_padded(renumbered[&old], size));
         }
         let (at, size) = table.count;
-        out[at..at + size].copy_from_slice(&padded(used.len() as u64, size));
+        out[at..at + size].copy_from_slice(&uleb_padded(used.len() as u64, size));
         for (field, shrink) in [(0usize, gone), (8, gone)] {
             let Some(v) = u32_at(&out, field as u64) else {
                 return;
@@ -279,7 +272,7 @@ impl DebugSections {
         for f in files {
             let new = renumbered[&f.index];
             let field = if f.uleb {
-                padded(new, f.size)
+                uleb_padded(new, f.size)
             } else {
                 new.to_le_bytes()[..f.size].to_vec()
             };
@@ -332,17 +325,11 @@ impl DebugSections {
             .collect();
         for u in &uses {
             let new = renumbered[&u.index];
-            let mut field = vec![0u8; u.size];
-            if u.uleb {
-                let last = field.len() - 1;
-                let mut rest = new;
-                for (k, byte) in field.iter_mut().enumerate() {
-                    *byte = (rest & 0x7f) as u8 | if k < last { 0x80 } else { 0 };
-                    rest >>= 7;
-                }
+            let field = if u.uleb {
+                uleb_padded(new, u.size)
             } else {
-                field.copy_from_slice(&new.to_le_bytes()[..u.size]);
-            }
+                new.to_le_bytes()[..u.size].to_vec()
+            };
             self.patches.push((u.section, u.at, field));
         }
         let mut table_bytes = bytes[..8].to_vec();

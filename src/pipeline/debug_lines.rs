@@ -25,7 +25,7 @@
 //! with relative lines.
 
 use super::dwarf::{form_value, read_sleb, ObjectDwarf, DW_FORM_IMPLICIT_CONST};
-use super::relocatable::{c_str, parse, read_uleb, slice, u16_at, u32_at};
+use super::relocatable::{c_str, parse, read_uleb, slice, u32_at};
 
 /// Where a fragment's own-file lines sit while it is stored: line `l` of
 /// the source, in a definition that starts at line `d`, is `BASE + l - d`.
@@ -127,19 +127,12 @@ pub(super) struct FileTable {
 /// DWARF 5 line table (32-bit) and its program is understood.
 pub(super) fn file_table(section: &[u8]) -> Option<FileTable> {
     use super::dwarf::form_size;
-    let length = u32_at(section, 0)? as usize;
-    if length + 4 != section.len() || u16_at(section, 4)? != 5 {
+    let p = line_program(section, 0)?;
+    if p.version != 5 || p.end != section.len() {
         return None;
     }
     let address_size = *section.get(6)? as usize;
-    let program = 12 + u32_at(section, 8)? as usize;
-    let line_range = *section.get(16)? as i64;
-    let opcode_base = *section.get(17)?;
-    if line_range == 0 || opcode_base == 0 {
-        return None;
-    }
-    let lengths = section.get(18..18 + opcode_base as usize - 1)?.to_vec();
-    let mut at = 18 + lengths.len();
+    let mut at = p.tables;
     // Directory formats and entries, then file formats and entries.
     let mut entries = Vec::new();
     let mut count_at = (0, 0);
@@ -169,39 +162,17 @@ pub(super) fn file_table(section: &[u8]) -> Option<FileTable> {
             }
         }
     }
-    if at != program {
+    if at != p.program {
         return None;
     }
     let mut set_file = Vec::new();
-    let mut pc = program;
-    while pc < section.len() {
-        let op = section[pc];
-        pc += 1;
-        if op >= opcode_base {
-            continue;
+    decode_ops(section, &p, &mut |op| {
+        if let LineOp::SetFile { at, len, file } = op {
+            set_file.push((at, len, file));
         }
-        match op {
-            0 => {
-                let (len, used) = read_uleb(section.get(pc..)?)?;
-                pc = pc
-                    .checked_add(used)?
-                    .checked_add(usize::try_from(len).ok()?)?;
-            }
-            4 => {
-                let (file, used) = read_uleb(section.get(pc..)?)?;
-                set_file.push((pc, used, file));
-                pc += used;
-            }
-            3 => pc += read_sleb(section.get(pc..)?)?.1,
-            9 => pc += 2,
-            _ => {
-                for _ in 0..*lengths.get(op as usize - 1)? {
-                    pc += read_uleb(section.get(pc..)?)?.1;
-                }
-            }
-        }
-    }
-    (pc == section.len()).then_some(FileTable {
+        Some(())
+    })?;
+    Some(FileTable {
         entries,
         count: count_at,
         set_file,
@@ -230,93 +201,159 @@ fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
 /// Rewrites the line advances of every line program in `section`; the
 /// number rewritten.
 fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>) -> Option<usize> {
-    let mut changed = 0;
+    let threshold = RELATIVE_LINE_THRESHOLD as i64;
+    let mut patches: Vec<(usize, usize, i64)> = Vec::new();
     let mut unit = 0usize;
     while unit < section.len() {
-        let length = u32_at(section, unit as u64)?;
-        if length >= 0xffff_fff0 {
-            return None; // DWARF64 or reserved
-        }
-        let end = unit.checked_add(4)?.checked_add(length as usize)?;
-        if end > section.len() {
-            return None;
-        }
-        let version = u16_at(section, unit as u64 + 4)?;
-        let mut at = unit + 6;
-        match version {
-            5 => at += 2, // address size, segment selector size
-            2..=4 => {}
-            _ => return None,
-        }
-        let header_length = u32_at(section, at as u64)? as usize;
-        at += 4;
-        let program = at.checked_add(header_length)?;
-        at += 1; // minimum instruction length
-        if version >= 4 {
-            at += 1; // maximum operations per instruction
-        }
-        at += 1; // default is_stmt
-        let line_base = *section.get(at)? as i8 as i64;
-        let line_range = *section.get(at + 1)? as i64;
-        let opcode_base = *section.get(at + 2)?;
-        if line_range == 0 || opcode_base == 0 {
-            return None;
-        }
-        let lengths = section
-            .get(at + 3..at + 3 + opcode_base as usize - 1)?
-            .to_vec();
+        let p = line_program(section, unit)?;
         let mut line: i64 = 1;
-        let mut pc = program;
-        while pc < end {
-            let op = section[pc];
-            pc += 1;
-            if op >= opcode_base {
-                let after = line + line_base + (i64::from(op - opcode_base) % line_range);
-                if (line >= RELATIVE_LINE_THRESHOLD as i64)
-                    != (after >= RELATIVE_LINE_THRESHOLD as i64)
-                {
-                    return None;
-                }
-                line = after;
-                continue;
-            }
+        decode_ops(section, &p, &mut |op| {
             match op {
-                0 => {
-                    let (len, used) = read_uleb(section.get(pc..end)?)?;
-                    pc += used;
-                    let sub = *section.get(pc)?;
-                    pc = pc.checked_add(usize::try_from(len).ok()?)?;
-                    if sub == 1 {
-                        line = 1; // DW_LNE_end_sequence resets the registers
+                LineOp::Special(advance) => {
+                    let after = line + advance;
+                    if (line >= threshold) != (after >= threshold) {
+                        return None;
                     }
+                    line = after;
                 }
-                3 => {
-                    let (delta, used) = read_sleb(section.get(pc..end)?)?;
+                LineOp::AdvanceLine { at, len, delta } => {
                     let target = line.checked_add(delta)?;
-                    let old_from = place(u64::try_from(line).ok()?)? as i64;
-                    let old_to = place(u64::try_from(target).ok()?)? as i64;
-                    let new_delta = old_to - old_from;
-                    if new_delta != delta {
-                        write_sleb_padded(section.get_mut(pc..pc + used)?, new_delta)?;
-                        changed += 1;
+                    let from = place(u64::try_from(line).ok()?)? as i64;
+                    let to = place(u64::try_from(target).ok()?)? as i64;
+                    if to - from != delta {
+                        patches.push((at, len, to - from));
                     }
                     line = target;
-                    pc += used;
                 }
-                9 => pc += 2, // DW_LNS_fixed_advance_pc: a uhalf
-                _ => {
-                    for _ in 0..*lengths.get(op as usize - 1)? {
-                        pc += read_uleb(section.get(pc..end)?)?.1;
-                    }
+                // DW_LNE_end_sequence resets the registers.
+                LineOp::EndSequence => line = 1,
+                LineOp::SetFile { .. } => {}
+            }
+            Some(())
+        })?;
+        unit = p.end;
+    }
+    for &(at, len, delta) in &patches {
+        write_sleb_padded(section.get_mut(at..at + len)?, delta)?;
+    }
+    Some(patches.len())
+}
+
+/// What decoding one line program needs of its header.
+struct LineProgram {
+    version: u16,
+    /// Where the unit ends, and where its opcodes start.
+    end: usize,
+    program: usize,
+    line_base: i64,
+    line_range: i64,
+    opcode_base: u8,
+    /// Operand counts of the standard opcodes.
+    lengths: Vec<u8>,
+    /// Where the directory and file tables start (after `lengths`).
+    tables: usize,
+}
+
+fn line_program(section: &[u8], unit: usize) -> Option<LineProgram> {
+    let (end, version) = super::dwarf::unit_extent(section, unit)?;
+    let mut at = unit + 6;
+    match version {
+        5 => at += 2, // address size, segment selector size
+        2..=4 => {}
+        _ => return None,
+    }
+    let program = (at + 4).checked_add(u32_at(section, at as u64)? as usize)?;
+    at += 4 + 1; // header length, minimum instruction length
+    if version >= 4 {
+        at += 1; // maximum operations per instruction
+    }
+    at += 1; // default is_stmt
+    let line_base = *section.get(at)? as i8 as i64;
+    let line_range = *section.get(at + 1)? as i64;
+    let opcode_base = *section.get(at + 2)?;
+    if line_range == 0 || opcode_base == 0 {
+        return None;
+    }
+    let lengths = section
+        .get(at + 3..at + 3 + opcode_base as usize - 1)?
+        .to_vec();
+    Some(LineProgram {
+        version,
+        end,
+        program,
+        line_base,
+        line_range,
+        opcode_base,
+        tables: at + 3 + lengths.len(),
+        lengths,
+    })
+}
+
+/// The opcodes of a line program that move its line or name a file.
+enum LineOp {
+    /// A special opcode, by this many lines.
+    Special(i64),
+    /// `DW_LNS_advance_line`: its operand's place and value.
+    AdvanceLine {
+        at: usize,
+        len: usize,
+        delta: i64,
+    },
+    /// `DW_LNS_set_file`: its operand's place and value.
+    SetFile {
+        at: usize,
+        len: usize,
+        file: u64,
+    },
+    EndSequence,
+}
+
+/// Decodes the opcodes of `p`, telling `visit` of those in `LineOp`;
+/// `None` if they do not end where the unit does.
+fn decode_ops(
+    section: &[u8],
+    p: &LineProgram,
+    visit: &mut dyn FnMut(LineOp) -> Option<()>,
+) -> Option<()> {
+    let end = p.end;
+    let mut pc = p.program;
+    while pc < end {
+        let op = section[pc];
+        pc += 1;
+        if op >= p.opcode_base {
+            visit(LineOp::Special(
+                p.line_base + (i64::from(op - p.opcode_base) % p.line_range),
+            ))?;
+            continue;
+        }
+        match op {
+            0 => {
+                let (len, used) = read_uleb(section.get(pc..end)?)?;
+                pc += used;
+                if *section.get(pc)? == 1 {
+                    visit(LineOp::EndSequence)?;
+                }
+                pc = pc.checked_add(usize::try_from(len).ok()?)?;
+            }
+            3 => {
+                let (delta, len) = read_sleb(section.get(pc..end)?)?;
+                visit(LineOp::AdvanceLine { at: pc, len, delta })?;
+                pc += len;
+            }
+            4 => {
+                let (file, len) = read_uleb(section.get(pc..end)?)?;
+                visit(LineOp::SetFile { at: pc, len, file })?;
+                pc += len;
+            }
+            9 => pc += 2, // DW_LNS_fixed_advance_pc: a uhalf
+            _ => {
+                for _ in 0..*p.lengths.get(op as usize - 1)? {
+                    pc += read_uleb(section.get(pc..end)?)?.1;
                 }
             }
         }
-        if pc != end {
-            return None;
-        }
-        unit = end;
     }
-    Some(changed)
+    (pc == end).then_some(())
 }
 
 #[cfg(test)]

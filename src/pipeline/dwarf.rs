@@ -9,7 +9,7 @@
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
 
-use super::relocatable::{c_str, read_uleb, slice, u16_at, u64_at, Input, SHT_RELA};
+use super::relocatable::{c_str, read_uleb, slice, u16_at, u32_at, u64_at, Input, SHT_RELA};
 
 pub(super) const DW_FORM_INDIRECT: u64 = 0x16;
 pub(super) const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
@@ -109,7 +109,7 @@ pub(super) fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) 
     Some(match form {
         0x01 => address_size,                                      // addr
         0x03 => 2 + u16_at(b, 0)? as usize,                        // block2
-        0x04 => 4 + u32_at_le(b)? as usize,                        // block4
+        0x04 => 4 + u32_at(b, 0)? as usize,                        // block4
         0x05 | 0x12 | 0x26 | 0x2a => 2,                            // data2 ref2 strx2 addrx2
         0x06 | 0x0e | 0x13 | 0x17 | 0x1c | 0x1d | 0x1f => 4, // data4 strp ref4 sec_offset ref_sup4 strp_sup line_strp
         0x07 | 0x14 | 0x20 | 0x24 => 8,                      // data8 ref8 ref_sig8 ref_sup8
@@ -128,8 +128,32 @@ pub(super) fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) 
     })
 }
 
-fn u32_at_le(b: &[u8]) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(..4)?.try_into().ok()?))
+/// The unit (of `.debug_info` or `.debug_line`) whose header is at `unit`:
+/// where it ends, and its version. `None` for DWARF64 or a unit that runs
+/// past the section.
+pub(super) fn unit_extent(section: &[u8], unit: usize) -> Option<(usize, u16)> {
+    let length = u32_at(section, unit as u64)?;
+    if length >= 0xffff_fff0 {
+        return None; // DWARF64 or reserved
+    }
+    let end = unit.checked_add(4)?.checked_add(length as usize)?;
+    if end > section.len() {
+        return None;
+    }
+    Some((end, u16_at(section, unit as u64 + 4)?))
+}
+
+/// `value` as an unsigned LEB128 of exactly `size` bytes (continuation bits
+/// on all but the last), for a field rewritten in place; the caller knows
+/// it fits (a smaller value than the field held).
+pub(super) fn uleb_padded(value: u64, size: usize) -> Vec<u8> {
+    let mut field = vec![0u8; size];
+    let mut rest = value;
+    for (k, byte) in field.iter_mut().enumerate() {
+        *byte = (rest & 0x7f) as u8 | if k + 1 < size { 0x80 } else { 0 };
+        rest >>= 7;
+    }
+    field
 }
 
 /// The unsigned value of an attribute of `form` at the start of `b`, for
@@ -194,15 +218,7 @@ pub(super) fn walk_units(
 ) -> Option<()> {
     let mut unit = 0usize;
     while unit < section.len() {
-        let length = u32_at_le(section.get(unit..)?)?;
-        if length >= 0xffff_fff0 {
-            return None; // DWARF64 or reserved
-        }
-        let end = unit.checked_add(4)?.checked_add(length as usize)?;
-        if end > section.len() {
-            return None;
-        }
-        let version = u16_at(section, unit as u64 + 4)?;
+        let (end, version) = unit_extent(section, unit)?;
         let (field, address_size, mut at) = match version {
             5 => {
                 let extra = match *section.get(unit + 6)? {
@@ -325,7 +341,7 @@ impl<'o> ObjectDwarf<'o> {
                 Some(_) => None,
                 None => Some((
                     *self.abbrev_sections.first()?,
-                    u64::from(u32_at_le(section.get(field as usize..)?)?),
+                    u64::from(u32_at(section, field)?),
                 )),
             }
         };

@@ -388,13 +388,13 @@ fn repository_stages(
         }));
     let included = prune::referenced_discardables(&pruned.fragments, seeds);
     // Fragments with relative lines get their definition's lines back.
-    let line_of = |leader: Option<&String>| -> Option<u64> {
-        if !digests.relative_lines {
-            return None;
-        }
-        let i = digests.position(leader?)?;
-        Some(digests.defs[i].position.as_ref()?.line)
-    };
+    let lines: std::collections::HashMap<&str, u64> = digests
+        .defs
+        .iter()
+        .filter(|_| digests.relative_lines)
+        .filter_map(|d| Some((d.name.as_str(), d.position.as_ref()?.line)))
+        .collect();
+    let line_of = |leader: Option<&String>| lines.get(leader?.as_str()).copied();
     let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
         .map(|part| {
