@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   clang-19 llvm-19-dev libclang-19-dev lld-19 libpolly-19-dev libzstd-dev zlib1g-dev
   libclang-rt-19-dev cmake make pkg-config ccache csmith libcsmith-dev
-  libgtest-dev googletest dpkg-dev tcl time file binutils bc gdb python3 gnuplot-nox strace
+  libgtest-dev googletest dpkg-dev tcl time file binutils bc gdb python3 gnuplot-nox strace redis-server
 )
 
 SUDO=""

@@ -26,6 +26,10 @@ pub struct Config {
     pub merge_functions: bool,
     pub stats: bool,
     pub unit_cache: bool,
+    pub remote_storage: String,
+    pub remote_read_only: bool,
+    pub remote_connect_timeout_ms: u64,
+    pub remote_timeout_ms: u64,
 }
 
 /// Where a setting's value came from (for `--show-config`).
@@ -196,6 +200,12 @@ fn validate(key: &str, default: &Value, v: Value) -> Result<Value, String> {
         };
         return Err(format!("{v} is not {want}"));
     }
+    if key == "remote_storage" {
+        let text = v.as_str().unwrap_or("");
+        if !text.is_empty() {
+            crate::repo::remote::check_url(text)?;
+        }
+    }
     if key == "max_size" {
         let text = v.as_str().unwrap_or("");
         if crate::repo::store::parse_size(text).is_none() {
@@ -230,6 +240,18 @@ impl Config {
             .map(PathBuf::from)
             .or_else(|| crate::repo::trust::home_of(crate::repo::trust::current_uid()))?;
         Some(home.join(".cache/repocc"))
+    }
+
+    /// The remote tier, if configured.
+    pub fn remote(&self) -> Option<crate::repo::remote::RemoteSettings> {
+        (!self.remote_storage.is_empty()).then(|| crate::repo::remote::RemoteSettings {
+            url: self.remote_storage.clone(),
+            read_only: self.remote_read_only,
+            connect_timeout: std::time::Duration::from_millis(
+                self.remote_connect_timeout_ms.max(1),
+            ),
+            request_timeout: std::time::Duration::from_millis(self.remote_timeout_ms.max(1)),
+        })
     }
 
     /// The repository shared on purpose, if configured.

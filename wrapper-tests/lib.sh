@@ -67,6 +67,7 @@ delta() { echo $(( $(stat_value "$1") - $2 )); }
 # fresh_copy SRC DEST: a pristine copy of a cached tree to build in.
 fresh_copy() {
   rm -rf "$2"
+  mkdir -p "$(dirname "$2")"
   cp -a "$1" "$2"
 }
 

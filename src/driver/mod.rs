@@ -355,35 +355,59 @@ fn execute(
             .unwrap_or_else(|_| clang.path().display().to_string());
         (crate::repo::store::Store::new(r), clang_identity)
     });
-    let repository = file_store
+    // The remote tier, read through behind the local store.
+    let remote = file_store
         .as_ref()
+        .and_then(|_| cfg.remote())
+        .and_then(
+            |settings| match crate::repo::remote::Remote::new(settings) {
+                Ok(r) => Some(r),
+                Err(why) => {
+                    eprintln!("repocc: warning: remote storage: {why}; going on without it");
+                    None
+                }
+            },
+        );
+    let tiered = file_store
+        .as_ref()
+        .zip(remote.as_ref())
+        .map(|((store, _), remote)| crate::repo::tiered::Tiered::new(store, remote));
+    let storage: Option<(&dyn crate::repo::storage::Storage, &str)> =
+        file_store.as_ref().map(|(store, clang_identity)| {
+            let s: &dyn crate::repo::storage::Storage = match &tiered {
+                Some(t) => t,
+                None => store,
+            };
+            (s, clang_identity.as_str())
+        });
+    let repository = storage
         .filter(|_| fragments)
-        .map(|(store, clang_identity)| UnitRepository {
-            storage: store,
+        .map(|(storage, clang_identity)| UnitRepository {
+            storage,
             clang_identity,
         });
     let scratch = tempfile::Builder::new()
         .prefix("repocc-dep-")
         .tempdir()
         .ok();
-    let unit_cache = file_store
-        .as_ref()
-        .filter(|_| unit_cache_on && scratch.is_some())
-        .map(|(store, clang_identity)| crate::unit_cache::UnitCache {
-            storage: store,
-            key: &options.key,
-            clang: clang.path(),
-            clang_identity,
-            config: serde_json::json!({
-                "fragments": cfg.fragments,
-                "merge_functions": cfg.merge_functions,
-                "debug_fragments": cfg.debug_fragments,
-            })
-            .to_string(),
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            force_color,
-            start: invocation_start(),
-        });
+    let unit_cache =
+        storage
+            .filter(|_| unit_cache_on && scratch.is_some())
+            .map(|(storage, clang_identity)| crate::unit_cache::UnitCache {
+                storage,
+                key: &options.key,
+                clang: clang.path(),
+                clang_identity,
+                config: serde_json::json!({
+                    "fragments": cfg.fragments,
+                    "merge_functions": cfg.merge_functions,
+                    "debug_fragments": cfg.debug_fragments,
+                })
+                .to_string(),
+                cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+                force_color,
+                start: invocation_start(),
+            });
     let tokens = jobs::Tokens::from_env();
     let timings = std::env::var_os("REPOCC_TIMINGS").is_some();
 
@@ -486,12 +510,22 @@ fn execute(
     }
     drop(err);
 
+    // The remote's writes are waited for here, after every unit's output
+    // is written.
+    if let Some(r) = &remote {
+        r.finish();
+        counters.merge(&r.stats.counters());
+    }
+
     // What this invocation stored counts towards the size limit; passing it
     // evicts (best effort, like the statistics: never a failed build).
     let bytes_stored: u64 = results
         .iter()
         .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
-        .sum();
+        .sum::<u64>()
+        + tiered.as_ref().map_or(0, |t| {
+            t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
+        });
     if let Some(repo) = repo {
         let _ = size::account_and_maybe_evict(repo, bytes_stored, cfg.max_size_bytes());
     }

@@ -99,11 +99,17 @@ pub fn prune_known_definitions(
     let mut plan = PrunePlan::default();
     let originally_local: HashSet<&str> =
         unit.originally_local.iter().map(String::as_str).collect();
-    for (members, glue) in split::plan(&unit.module) {
-        if glue {
-            continue;
-        }
-        let key = fragment_key(&members, digests, &index, &aliases);
+    let keyed: Vec<(Vec<String>, FragmentDigest)> = split::plan(&unit.module)
+        .into_iter()
+        .filter(|(_, glue)| !glue)
+        .map(|(members, _)| {
+            let key = fragment_key(&members, digests, &index, &aliases);
+            (members, key)
+        })
+        .collect();
+    // One question for all of them to a tier behind a network.
+    store.prefetch(&keyed.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+    for (members, key) in keyed {
         let found = entries::lookup(store, &key, digests, &index);
         plan.corrupt_entries += found.corrupt.len() as u64;
         if let Some(c) = found.corrupt.into_iter().next() {

@@ -4,8 +4,10 @@
 
 pub mod fsx;
 pub mod identity;
+pub mod remote;
 pub mod size;
 pub mod stats;
 pub mod storage;
 pub mod store;
+pub mod tiered;
 pub mod trust;

@@ -53,6 +53,21 @@ pub mod key {
     /// were recorded (milliseconds).
     pub const COMPILE_MS_SAVED: &str = "compile_ms_saved";
 
+    /// The remote tier (`remote_storage`), shown once used: entries the
+    /// remote had (verified) and did not have, failed requests, entries
+    /// that failed verification, round trips, bytes as sent (compressed)
+    /// and as entries (uncompressed), and the time compiles waited on it.
+    pub const REMOTE_HITS: &str = "remote_hits";
+    pub const REMOTE_MISSES: &str = "remote_misses";
+    pub const REMOTE_ERRORS: &str = "remote_errors";
+    pub const REMOTE_CORRUPT: &str = "remote_corrupt";
+    pub const REMOTE_ROUND_TRIPS: &str = "remote_round_trips";
+    pub const REMOTE_BYTES_READ: &str = "remote_bytes_read";
+    pub const REMOTE_BYTES_WRITTEN: &str = "remote_bytes_written";
+    pub const REMOTE_RAW_BYTES_READ: &str = "remote_raw_bytes_read";
+    pub const REMOTE_RAW_BYTES_WRITTEN: &str = "remote_raw_bytes_written";
+    pub const REMOTE_WAIT_MS: &str = "remote_wait_ms";
+
     /// Every counter, in the order `--show-stats` prints them (a fresh
     /// repository shows each at 0).
     pub const ALL: &[&str] = &[
@@ -257,7 +272,7 @@ impl Counters {
         self.counters.get(key).copied().unwrap_or(0)
     }
 
-    fn merge(&mut self, other: &Counters) {
+    pub fn merge(&mut self, other: &Counters) {
         for (k, v) in &other.counters {
             self.add(k, *v);
         }

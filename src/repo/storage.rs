@@ -26,6 +26,11 @@ pub struct EntryInfo {
 pub trait Storage: Sync {
     /// Reads and verifies the entry under `key`.
     fn get(&self, key: &FragmentDigest) -> Result<Lookup, StoreError>;
+    /// Says that `keys` are about to be read (a unit's fragments): a tier
+    /// behind a network asks for them in one round trip.
+    fn prefetch(&self, keys: &[FragmentDigest]) {
+        let _ = keys;
+    }
     /// Stores `entry` under `key`; returns the bytes written.
     fn put(&self, key: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError>;
     /// Stores several entries (a compile's new fragments) at once; returns

@@ -571,6 +571,19 @@ impl Store {
         }
     }
 
+    /// Whether a regular file stands at the entry's place (not verified:
+    /// a cheap test before asking another tier).
+    pub fn contains(&self, d: &FragmentDigest) -> bool {
+        let (shard_name, name) = Store::shard_and_name(d);
+        let Ok(Some(fragments)) = self.fragments(false) else {
+            return false;
+        };
+        let Ok(Some(shard)) = fragments.subdir(&shard_name, false) else {
+            return false;
+        };
+        matches!(shard.kind_of(&name), Ok(Some(fsx::Kind::Regular)))
+    }
+
     /// Stores an entry atomically; returns the bytes written. Whatever is
     /// in the way inside the repository (a symlinked shard, a directory
     /// where the entry goes) is removed, never written through.

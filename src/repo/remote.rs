@@ -1,0 +1,530 @@
+//! The shared tier: a Redis server that several machines' repositories
+//! read through to (`remote_storage`). It owns the connection, the value
+//! format on the server, the time-outs and what happens when the server
+//! misbehaves; `tiered` puts it behind the local store.
+//!
+//! A value is `RPCCZST1` followed by a zstd frame of the entry exactly as
+//! the local store encodes it (key, kind, blake3 checksum, body), so a
+//! remote entry is verified on read as a local one is; one that fails is a
+//! miss. Keys are `repocc:v<FORMAT_VERSION>:<hex digest>`.
+//!
+//! Faults cost speed, never a build: connecting and every request are
+//! bounded by time-outs; the first failure prints one warning line; a
+//! failed connect, or a second failed request, turns the remote off for
+//! the rest of the invocation. Writes go to a background thread (its own
+//! connection), so compiling goes on while they travel; the invocation
+//! waits for them at its end, at most the request time-out.
+//!
+//! Trust: whoever can write the Redis instance can put code into the
+//! programs built from it (the checksum catches accidents, not intent).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::store::{self, Entry, EntryKind, FragmentDigest, FORMAT_VERSION};
+
+const VALUE_MAGIC: &[u8; 8] = b"RPCCZST1";
+/// zstd level: fast to write (entries are written once per new fragment).
+const ZSTD_LEVEL: i32 = 3;
+/// Largest entry accepted from the server, decompressed.
+const MAX_ENTRY_BYTES: u64 = store::MAX_ENTRY_BYTES;
+/// Keys per MGET, and values per pipelined write.
+const BATCH: usize = 512;
+
+/// What the configuration says about the remote.
+#[derive(Clone, Debug)]
+pub struct RemoteSettings {
+    /// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, or
+    /// `redis+unix:///PATH[?db=N&pass=PASSWORD]`.
+    pub url: String,
+    pub read_only: bool,
+    pub connect_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+/// Counters of one invocation's use of the remote.
+#[derive(Debug, Default)]
+pub struct RemoteStats {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub errors: AtomicU64,
+    /// Entries the server held that failed verification (misses too).
+    pub corrupt: AtomicU64,
+    pub round_trips: AtomicU64,
+    /// Compressed bytes received and sent.
+    pub bytes_read: AtomicU64,
+    pub bytes_written: AtomicU64,
+    /// The same entries, uncompressed.
+    pub raw_bytes_read: AtomicU64,
+    pub raw_bytes_written: AtomicU64,
+    /// Time compiles spent waiting on the remote (reads, and the final
+    /// wait for writes), microseconds.
+    pub wait_us: AtomicU64,
+}
+
+fn add(c: &AtomicU64, n: u64) {
+    c.fetch_add(n, Ordering::Relaxed);
+}
+
+/// A remote that answers, or the reason it is off.
+pub struct Remote {
+    server: Server,
+    /// The URL without its password, for messages.
+    label: String,
+    connection: Mutex<Option<redis::Connection>>,
+    /// Off for the rest of the invocation.
+    off: AtomicBool,
+    failures: AtomicU32,
+    warned: AtomicBool,
+    pub stats: RemoteStats,
+    writer: Mutex<Option<Writer>>,
+}
+
+struct Writer {
+    queue: mpsc::Sender<Vec<(String, Vec<u8>)>>,
+    done: mpsc::Receiver<WriterOutcome>,
+}
+
+/// The server's key of an entry.
+pub fn remote_key(key: &FragmentDigest) -> String {
+    format!("repocc:v{FORMAT_VERSION}:{}", key.to_hex())
+}
+
+/// `url` without the password (user info and `pass=` query parameters).
+pub fn redact(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = match rest.split_once('@') {
+        Some((_, host)) if !rest.starts_with('/') => format!("***@{host}"),
+        _ => rest.to_string(),
+    };
+    let rest = match rest.split_once('?') {
+        Some((path, query)) => {
+            let q: Vec<String> = query
+                .split('&')
+                .map(|kv| match kv.split_once('=') {
+                    Some(("pass" | "password", _)) => {
+                        format!("{}=***", kv.split('=').next().unwrap_or(""))
+                    }
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{path}?{}", q.join("&"))
+        }
+        None => rest,
+    };
+    if scheme.is_empty() {
+        rest
+    } else {
+        format!("{scheme}://{rest}")
+    }
+}
+
+/// Whether `url` names a remote repocc can use (the configuration's check).
+pub fn check_url(url: &str) -> Result<(), String> {
+    let supported = ["redis://", "redis+unix://", "unix://"];
+    if !supported.iter().any(|s| url.starts_with(s)) {
+        return Err(format!(
+            "{:?} is not a Redis URL (redis://HOST:PORT[/DB] or redis+unix:///PATH)",
+            redact(url)
+        ));
+    }
+    redis::Client::open(url)
+        .map(|_| ())
+        .map_err(|e| format!("{:?} is not a usable Redis URL: {e}", redact(url)))
+}
+
+/// The stored value of an entry: magic and a zstd frame of its encoding.
+pub fn encode_value(key: &FragmentDigest, entry: &Entry) -> (Vec<u8>, u64) {
+    let raw = store::encode(key, entry);
+    let mut out = VALUE_MAGIC.to_vec();
+    match zstd::bulk::compress(&raw, ZSTD_LEVEL) {
+        Ok(z) => out.extend_from_slice(&z),
+        Err(_) => return (Vec::new(), 0),
+    }
+    (out, raw.len() as u64)
+}
+
+/// The entry in a stored value, verified against `key`; `None` for
+/// anything else (garbage, another format, a damaged frame, a wrong key).
+pub fn decode_value(key: &FragmentDigest, value: &[u8]) -> Option<(Entry, u64)> {
+    let frame = value.strip_prefix(VALUE_MAGIC)?;
+    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
+        Ok(Some(n)) if n <= MAX_ENTRY_BYTES => n as usize,
+        _ => return None,
+    };
+    let raw = zstd::bulk::decompress(frame, size).ok()?;
+    let entry = store::decode(key, &raw).ok()?;
+    Some((entry, raw.len() as u64))
+}
+
+impl Remote {
+    /// The remote of `settings`; `Err` when the URL cannot be used.
+    pub fn new(settings: RemoteSettings) -> Result<Remote, String> {
+        check_url(&settings.url)?;
+        let client = redis::Client::open(settings.url.as_str()).map_err(|e| e.to_string())?;
+        Ok(Remote {
+            label: redact(&settings.url),
+            server: Server { client, settings },
+            connection: Mutex::new(None),
+            off: AtomicBool::new(false),
+            failures: AtomicU32::new(0),
+            warned: AtomicBool::new(false),
+            stats: RemoteStats::default(),
+            writer: Mutex::new(None),
+        })
+    }
+
+    /// Whether the remote is still in use in this invocation.
+    pub fn is_on(&self) -> bool {
+        !self.off.load(Ordering::Relaxed)
+    }
+
+    /// Records a failure: one warning per invocation; off after a failed
+    /// connect or the second failure.
+    fn failed(&self, what: &str, e: &redis::RedisError, connecting: bool) {
+        add(&self.stats.errors, 1);
+        let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        if connecting || n >= 2 {
+            self.off.store(true, Ordering::Relaxed);
+        }
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            eprintln!(
+                "repocc: warning: remote storage {}: {what}: {e}; going on without it",
+                self.label
+            );
+        }
+    }
+
+    /// Runs `request` on the shared connection (connecting first if
+    /// needed). `None` when the remote is off or the request failed.
+    fn with_connection<T>(
+        &self,
+        what: &str,
+        request: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Option<T> {
+        if self.off.load(Ordering::Relaxed) {
+            return None;
+        }
+        let start = Instant::now();
+        let mut slot = self.connection.lock().unwrap_or_else(|p| p.into_inner());
+        let result = (|| {
+            if slot.is_none() {
+                match self.server.connect() {
+                    Ok(c) => *slot = Some(c),
+                    Err(e) => {
+                        self.failed("cannot connect", &e, true);
+                        return None;
+                    }
+                }
+            }
+            let con = slot.as_mut()?;
+            add(&self.stats.round_trips, 1);
+            match request(con) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    // A broken or timed-out connection is not reused.
+                    *slot = None;
+                    self.failed(what, &e, false);
+                    None
+                }
+            }
+        })();
+        add(&self.stats.wait_us, start.elapsed().as_micros() as u64);
+        result
+    }
+
+    /// The verified entries under `keys`, in order (`None`: a miss, an
+    /// error, or an entry that failed verification). One round trip per
+    /// [`BATCH`] keys.
+    pub fn get_many(&self, keys: &[FragmentDigest]) -> Vec<Option<Entry>> {
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(BATCH) {
+            let names: Vec<String> = chunk.iter().map(remote_key).collect();
+            let values: Option<Vec<Option<Vec<u8>>>> = self.with_connection("reading", |c| {
+                if names.len() == 1 {
+                    redis::cmd("GET")
+                        .arg(&names[0])
+                        .query::<Option<Vec<u8>>>(c)
+                        .map(|v| vec![v])
+                } else {
+                    redis::cmd("MGET").arg(&names).query(c)
+                }
+            });
+            match values {
+                Some(values) if values.len() == chunk.len() => {
+                    for (key, value) in chunk.iter().zip(values) {
+                        out.push(self.verify(key, value));
+                    }
+                }
+                Some(_) => {
+                    add(&self.stats.errors, 1);
+                    out.extend(chunk.iter().map(|_| None));
+                }
+                None => out.extend(chunk.iter().map(|_| None)),
+            }
+        }
+        out
+    }
+
+    fn verify(&self, key: &FragmentDigest, value: Option<Vec<u8>>) -> Option<Entry> {
+        let Some(value) = value else {
+            add(&self.stats.misses, 1);
+            return None;
+        };
+        add(&self.stats.bytes_read, value.len() as u64);
+        match decode_value(key, &value) {
+            Some((entry, raw)) => {
+                add(&self.stats.hits, 1);
+                add(&self.stats.raw_bytes_read, raw);
+                Some(entry)
+            }
+            None => {
+                add(&self.stats.misses, 1);
+                add(&self.stats.corrupt, 1);
+                None
+            }
+        }
+    }
+
+    /// Queues `items` for the server (nothing in read-only mode or when
+    /// the remote is off). The explanations' history stays local.
+    pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) {
+        if self.server.settings.read_only || self.off.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut batch = Vec::with_capacity(items.len());
+        for (key, entry) in items {
+            if entry.kind == EntryKind::History {
+                continue;
+            }
+            let (value, raw) = encode_value(key, entry);
+            if value.is_empty() {
+                continue;
+            }
+            add(&self.stats.raw_bytes_written, raw);
+            batch.push((remote_key(key), value));
+        }
+        if batch.is_empty() {
+            return;
+        }
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        if writer.is_none() {
+            *writer = self.start_writer();
+        }
+        if let Some(w) = writer.as_ref() {
+            let _ = w.queue.send(batch);
+        }
+    }
+
+    /// The background writer: its own connection, one pipelined round
+    /// trip per [`BATCH`] values.
+    fn start_writer(&self) -> Option<Writer> {
+        let (queue, inbox) = mpsc::channel::<Vec<(String, Vec<u8>)>>();
+        let (finished, done) = mpsc::channel();
+        let server = self.server.clone();
+        std::thread::Builder::new()
+            .name("repocc-remote-writer".into())
+            .spawn(move || {
+                let mut outcome = WriterOutcome::default();
+                let mut con: Option<redis::Connection> = None;
+                for batch in inbox {
+                    if outcome.error.is_some() {
+                        continue;
+                    }
+                    if con.is_none() {
+                        match server.connect() {
+                            Ok(c) => con = Some(c),
+                            Err(e) => {
+                                outcome.error = Some(("cannot connect", e));
+                                continue;
+                            }
+                        }
+                    }
+                    let c = con.as_mut().expect("connected above");
+                    for chunk in batch.chunks(BATCH) {
+                        let mut pipe = redis::pipe();
+                        for (k, v) in chunk {
+                            pipe.cmd("SET").arg(k).arg(v).ignore();
+                        }
+                        outcome.round_trips += 1;
+                        match pipe.query::<()>(c) {
+                            Ok(()) => {
+                                outcome.bytes +=
+                                    chunk.iter().map(|(_, v)| v.len() as u64).sum::<u64>()
+                            }
+                            Err(e) => {
+                                outcome.error = Some(("writing", e));
+                                break;
+                            }
+                        }
+                    }
+                }
+                let _ = finished.send(outcome);
+            })
+            .ok()?;
+        Some(Writer { queue, done })
+    }
+
+    /// Waits for the queued writes, at most the request time-out per
+    /// batch still queued (bounded), and folds their outcome into the
+    /// statistics. Called once, when the invocation's compiles are done.
+    pub fn finish(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let Some(Writer { queue, done }) = writer else {
+            return;
+        };
+        drop(queue);
+        let start = Instant::now();
+        let deadline =
+            self.server.settings.request_timeout * 4 + self.server.settings.connect_timeout;
+        match done.recv_timeout(deadline) {
+            Ok(o) => {
+                add(&self.stats.round_trips, o.round_trips);
+                add(&self.stats.bytes_written, o.bytes);
+                if let Some((what, e)) = o.error {
+                    self.failed(what, &e, true);
+                }
+            }
+            Err(_) => {
+                add(&self.stats.errors, 1);
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "repocc: warning: remote storage {}: writing took longer than {:?}; not waiting for it",
+                        self.label, deadline
+                    );
+                }
+            }
+        }
+        add(&self.stats.wait_us, start.elapsed().as_micros() as u64);
+    }
+}
+
+/// The server: how to reach it.
+#[derive(Clone)]
+struct Server {
+    client: redis::Client,
+    settings: RemoteSettings,
+}
+
+impl Server {
+    fn connect(&self) -> redis::RedisResult<redis::Connection> {
+        let c = self
+            .client
+            .get_connection_with_timeout(self.settings.connect_timeout)?;
+        c.set_read_timeout(Some(self.settings.request_timeout))?;
+        c.set_write_timeout(Some(self.settings.request_timeout))?;
+        Ok(c)
+    }
+}
+
+#[derive(Default)]
+struct WriterOutcome {
+    round_trips: u64,
+    bytes: u64,
+    error: Option<(&'static str, redis::RedisError)>,
+}
+
+impl RemoteStats {
+    /// The counters, as the statistics name them.
+    pub fn counters(&self) -> super::stats::Counters {
+        use super::stats::key;
+        let mut c = super::stats::Counters::default();
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (k, v) in [
+            (key::REMOTE_HITS, get(&self.hits)),
+            (key::REMOTE_MISSES, get(&self.misses)),
+            (key::REMOTE_ERRORS, get(&self.errors)),
+            (key::REMOTE_CORRUPT, get(&self.corrupt)),
+            (key::REMOTE_ROUND_TRIPS, get(&self.round_trips)),
+            (key::REMOTE_BYTES_READ, get(&self.bytes_read)),
+            (key::REMOTE_BYTES_WRITTEN, get(&self.bytes_written)),
+            (key::REMOTE_RAW_BYTES_READ, get(&self.raw_bytes_read)),
+            (key::REMOTE_RAW_BYTES_WRITTEN, get(&self.raw_bytes_written)),
+            (key::REMOTE_WAIT_MS, get(&self.wait_us) / 1000),
+        ] {
+            if v > 0 {
+                c.add(k, v);
+            }
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Entry {
+        Entry {
+            kind: EntryKind::Object,
+            metadata: b"{}".to_vec(),
+            payload: vec![7; 4096],
+        }
+    }
+
+    #[test]
+    fn values_round_trip_and_damage_is_a_miss() {
+        let key = FragmentDigest([3; 32]);
+        let (value, raw) = encode_value(&key, &entry());
+        assert!(value.len() < raw as usize, "compressed");
+        assert_eq!(decode_value(&key, &value).map(|(e, _)| e), Some(entry()));
+        // Another key's value, garbage, a damaged frame.
+        assert!(decode_value(&FragmentDigest([4; 32]), &value).is_none());
+        assert!(decode_value(&key, b"hello").is_none());
+        let mut damaged = value.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 0xff;
+        assert!(decode_value(&key, &damaged).is_none());
+        // A well-formed frame of a tampered entry fails its checksum.
+        let mut tampered = store::encode(&key, &entry());
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        let mut forged = VALUE_MAGIC.to_vec();
+        forged.extend(zstd::bulk::compress(&tampered, 1).unwrap());
+        assert!(decode_value(&key, &forged).is_none());
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(
+            redact("redis://:secret@host:6379/2"),
+            "redis://***@host:6379/2"
+        );
+        assert_eq!(redact("redis://host:6379"), "redis://host:6379");
+        assert_eq!(
+            redact("redis+unix:///run/redis.sock?db=1&pass=secret"),
+            "redis+unix:///run/redis.sock?db=1&pass=***"
+        );
+        assert!(check_url("redis://127.0.0.1:1/0").is_ok());
+        assert!(check_url("http://example.com").is_err());
+        assert!(check_url("rediss://host").is_err());
+    }
+
+    #[test]
+    fn a_server_that_is_not_there_turns_the_remote_off() {
+        // A loopback port nothing listens on (bound, then released).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let remote = Remote::new(RemoteSettings {
+            url: format!("redis://127.0.0.1:{port}"),
+            read_only: false,
+            connect_timeout: Duration::from_millis(200),
+            request_timeout: Duration::from_millis(200),
+        })
+        .unwrap();
+        let keys = [FragmentDigest([1; 32]), FragmentDigest([2; 32])];
+        assert_eq!(remote.get_many(&keys), vec![None, None]);
+        assert!(!remote.is_on());
+        // Off: nothing more is tried, nothing is queued.
+        assert_eq!(remote.get_many(&keys), vec![None, None]);
+        remote.put_many(&[(keys[0], entry())]);
+        remote.finish();
+        assert_eq!(remote.stats.errors.load(Ordering::Relaxed), 1);
+        assert_eq!(remote.stats.round_trips.load(Ordering::Relaxed), 0);
+    }
+}
