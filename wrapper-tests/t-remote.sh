@@ -92,32 +92,58 @@ assert_eq "C's rebuild read nothing from the remote" 0 "$(stat_value remote_hits
 [ "$(stat_value definitions_pruned)" -ge "$pruned" ] || fail "C's rebuild pruned less"
 same_objects "$SCRATCH/c/lua"
 
-note "cJSON: machine A and machine B in other directories, with -ffile-prefix-map"
-for m in a b; do
+note "cJSON with -ffile-prefix-map: machine A; B in another directory (unit cache); C (fragments)"
+for m in a b c; do
   dir="$SCRATCH/$m/cjson-$m"
   fresh_copy "$cjson_src" "$dir"
   mkdir -p "$dir/build"
-  export REPOCC_DIR="$SCRATCH/repo-$m"
-  "$REPOCC" --zero-stats >/dev/null
+  export REPOCC_DIR="$SCRATCH/repo-cjson-$m"
+  unit_cache=1
+  [ $m = c ] && unit_cache=0
   (cd "$dir/build" \
     && cmake -DCMAKE_TOOLCHAIN_FILE="$PROJECT_ROOT/config/repocc-toolchain.cmake" \
       -DCMAKE_C_FLAGS="-ffile-prefix-map=$dir=." -DENABLE_CJSON_UTILS=On \
-      -DENABLE_CJSON_TEST=On -DCMAKE_BUILD_TYPE=Release .. > cmake.log 2>&1 \
-    && make -j"$JOBS" > build.log 2>&1 && ctest > ctest.log 2>&1) \
+      -DENABLE_CJSON_TEST=On -DCMAKE_BUILD_TYPE=Release .. > cmake.log 2>&1) \
+    || { tail -n 30 "$dir/build/cmake.log"; fail "cmake on machine $m"; }
+  # CMake's compiler checks are not counted.
+  "$REPOCC" --zero-stats >/dev/null
+  (cd "$dir/build" && REPOCC_UNIT_CACHE=$unit_cache make -j"$JOBS" > build.log 2>&1 && ctest > ctest.log 2>&1) \
     || { tail -n 30 "$dir/build/"*.log; fail "cJSON on machine $m"; }
   grep -q "100% tests passed" "$dir/build/ctest.log" || fail "cJSON's tests on machine $m"
+  objects=0
+  while read -r o; do
+    cmp -s "$SCRATCH/a/cjson-a/build/$o" "$dir/build/$o" || fail "cJSON $o differs between A and $m"
+    objects=$((objects + 1))
+  done < <(cd "$SCRATCH/a/cjson-a/build" && find . -name '*.o')
+  [ "$objects" -ge 20 ] || fail "only $objects cJSON objects"
+  case $m in
+    a) cjson_units=$(stat_value compiles) ;;
+    b)
+      note "cJSON on B: $(stat_value unit_hits) unit hits of $cjson_units units, $(stat_value compiles) compiled; $objects objects equal A's"
+      assert_eq "B: every cJSON unit from the remote's unit cache" "$cjson_units" "$(stat_value unit_hits)" ;;
+    c)
+      total=$(stat_value definitions_total)
+      pruned=$(stat_value definitions_pruned)
+      note "cJSON on C: $pruned of $total definitions pruned, $(stat_value definitions_compiled) compiled; $objects objects equal A's"
+      [ "$total" -gt 3000 ] || fail "C compiled only $total definitions"
+      [ $((pruned * 100)) -ge $((total * 95)) ] || fail "C pruned only $pruned of $total cJSON definitions" ;;
+  esac
 done
-total=$(stat_value definitions_total)
-pruned=$(stat_value definitions_pruned)
-note "cJSON on B: $pruned of $total definitions pruned, $(stat_value definitions_compiled) compiled, $(stat_value remote_hits) remote hits"
-[ $((pruned * 100)) -ge $((total * 95)) ] || fail "B pruned only $pruned of $total cJSON definitions"
-objects=0
-while read -r o; do
-  cmp -s "$SCRATCH/a/cjson-a/build/$o" "$SCRATCH/b/cjson-b/build/$o" || fail "cJSON $o differs between A and B"
-  objects=$((objects + 1))
-done < <(cd "$SCRATCH/a/cjson-a/build" && find . -name '*.o')
-note "cJSON: $objects objects byte-identical"
-[ "$objects" -ge 20 ] || fail "only $objects cJSON objects"
+
+note "a unit with a warning, by absolute path in two checkouts: each shows its own path"
+for m in a b; do
+  mkdir -p "$SCRATCH/$m/warn/build"
+  printf 'int f(int x) { int unused; return x; }\n' > "$SCRATCH/$m/warn/w.c"
+  export REPOCC_DIR="$SCRATCH/repo-warn-$m"
+  "$REPOCC" --zero-stats >/dev/null
+  (cd "$SCRATCH/$m/warn/build" && repocc -O2 -Wall -ffile-prefix-map="$SCRATCH/$m/warn=." \
+    -c "$SCRATCH/$m/warn/w.c" -o w.o -MD -MF w.d 2> stderr) || fail "compiling w.c in $m"
+  grep -q "$SCRATCH/$m/warn/w.c:1:.*warning: unused variable" "$SCRATCH/$m/warn/build/stderr" \
+    || fail "$m: the warning does not name $m's file: $(cat "$SCRATCH/$m/warn/build/stderr")"
+  grep -q "$SCRATCH/$m/warn/w.c" "$SCRATCH/$m/warn/build/w.d" || fail "$m: the dependency file does not name $m's file"
+done
+assert_eq "the second checkout's unit from the remote's unit cache" 1 "$(stat_value unit_hits)"
+cmp -s "$SCRATCH/a/warn/build/w.o" "$SCRATCH/b/warn/build/w.o" || fail "w.o differs"
 
 note "read-only, over the unix socket: an edited source compiles, nothing is written"
 keys_before=$(rcli dbsize)

@@ -92,6 +92,19 @@ pub fn remote_key(key: &FragmentDigest) -> String {
     format!("repocc:v{FORMAT_VERSION}:{}", key.to_hex())
 }
 
+/// An error on one line: a time-out says so; the server's own text (which
+/// may span lines, or be garbage) is cut short.
+fn describe(e: &redis::RedisError) -> String {
+    if e.is_timeout() {
+        return "timed out".into();
+    }
+    let text: String = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+    match text.char_indices().nth(160) {
+        Some((at, _)) => format!("{}...", &text[..at]),
+        None => text,
+    }
+}
+
 /// `url` without the password (user info and `pass=` query parameters).
 pub fn redact(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
@@ -189,9 +202,14 @@ impl Remote {
         if connecting || n >= 2 {
             self.off.store(true, Ordering::Relaxed);
         }
+        self.warn(&format!("{what}: {}", describe(e)));
+    }
+
+    /// The invocation's one warning line about the remote.
+    fn warn(&self, what: &str) {
         if !self.warned.swap(true, Ordering::Relaxed) {
             eprintln!(
-                "repocc: warning: remote storage {}: {what}: {e}; going on without it",
+                "repocc: warning: remote storage {}: {what}; going on without it",
                 self.label
             );
         }
@@ -389,12 +407,7 @@ impl Remote {
             }
             Err(_) => {
                 add(&self.stats.errors, 1);
-                if !self.warned.swap(true, Ordering::Relaxed) {
-                    eprintln!(
-                        "repocc: warning: remote storage {}: writing took longer than {:?}; not waiting for it",
-                        self.label, deadline
-                    );
-                }
+                self.warn(&format!("writing took longer than {deadline:?}"));
             }
         }
         add(&self.stats.wait_us, start.elapsed().as_micros() as u64);

@@ -19,6 +19,7 @@
 //! Failed compiles are never recorded: they run again and print clang's
 //! diagnostics and exit code every time.
 
+pub mod checkout;
 pub mod manifest;
 pub mod search;
 
@@ -87,6 +88,10 @@ const UNCACHEABLE_OPTION_PREFIXES: &[&str] = &[
 /// What a unit's key was made of, and where its outputs go.
 pub struct Prepared {
     key: FragmentDigest,
+    /// The checkout directory the arguments map away (see [`checkout`]):
+    /// the key, the manifest's paths and the stored dependency file and
+    /// diagnostics do not name it, so another checkout finds the result.
+    base: Option<String>,
     /// The dependency file the user gets (none when not asked for, or
     /// when a later unit writes the same path).
     dep_file: Option<PathBuf>,
@@ -155,12 +160,24 @@ impl UnitCache<'_> {
             return Err("REPOCC_DIGEST_REPORT is set".into());
         }
         let env = clang_environment();
-        let cwd = if debug_info {
-            self.cwd
-                .to_str()
-                .ok_or("the working directory is not UTF-8")?
-        } else {
-            ""
+        let cwd_text = self
+            .cwd
+            .to_str()
+            .ok_or("the working directory is not UTF-8")?;
+        let base = checkout::mapped_base(unit_args, cwd_text);
+        let mapped_args: Vec<String>;
+        let mapped_cwd: String;
+        let (cwd, unit_args) = match &base {
+            // Where the working directory lies in the checkout decides
+            // what relative paths name: it is in the key, the checkout's
+            // own place is not.
+            Some(b) => {
+                mapped_cwd = checkout::map(cwd_text, b);
+                mapped_args = unit_args.iter().map(|a| checkout::map(a, b)).collect();
+                (mapped_cwd.as_str(), mapped_args.as_slice())
+            }
+            None if debug_info => (cwd_text, unit_args),
+            None => ("", unit_args),
         };
         let dep_file = if keeps_dep_file {
             dependency_file(unit_args).map(|p| self.cwd.join(p))
@@ -178,7 +195,11 @@ impl UnitCache<'_> {
             force_color: self.force_color,
             keeps_dep_file: dep_file.is_some(),
         });
-        Ok(Prepared { key, dep_file })
+        Ok(Prepared {
+            key,
+            base,
+            dep_file,
+        })
     }
 
     /// Looks the unit up.
@@ -206,7 +227,7 @@ impl UnitCache<'_> {
         match self.storage.get(&result_key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
                 match decode_result(&e, p.dep_file.is_some()) {
-                    Some(r) => Found::Hit(r),
+                    Some(r) => Found::Hit(checkout::unmap_result(r, p.base.as_deref())),
                     None => {
                         let _ = self.storage.remove(&result_key);
                         Found::Corrupt
@@ -244,7 +265,7 @@ impl UnitCache<'_> {
         if !unit.headers_listed {
             list_headers_by_preprocessing(self.clang, unit, header_list)?;
         }
-        let (files, absent) = self.files_read(unit, header_list)?;
+        let (files, absent) = self.files_read(unit, header_list, p.base.as_deref())?;
         let object = read_output(unit.output).ok_or("the object is not a regular ELF file")?;
         let dep_file = match &p.dep_file {
             Some(path) => Some(read_output(path).ok_or("the dependency file cannot be read")?),
@@ -253,6 +274,27 @@ impl UnitCache<'_> {
         if stderr.len() as u64 > MAX_OUTPUT_BYTES {
             return Err("too many diagnostics".into());
         }
+        let mapped;
+        let (dep_file, stderr) = match p.base.as_deref() {
+            Some(base) => {
+                if memchr::memmem::find(&object, base.as_bytes()).is_some() {
+                    return Err(format!("the object names the checkout directory {base}"));
+                }
+                mapped = (
+                    match dep_file {
+                        Some(d) => Some(
+                            checkout::map_bytes(&d, base)
+                                .ok_or("the dependency file holds a control byte")?,
+                        ),
+                        None => None,
+                    },
+                    checkout::map_bytes(stderr, base)
+                        .ok_or("the diagnostics hold a control byte")?,
+                );
+                (mapped.0, mapped.1.as_slice())
+            }
+            None => (dep_file, stderr),
+        };
         let result_key = result_key.unwrap_or_else(|| files_result_key(&p.key, &files));
         let stored = self
             .storage
@@ -273,7 +315,7 @@ impl UnitCache<'_> {
         header_list: &Path,
         result_key: &FragmentDigest,
     ) -> Result<u64, String> {
-        let (files, absent) = self.files_read(unit, header_list)?;
+        let (files, absent) = self.files_read(unit, header_list, p.base.as_deref())?;
         self.add_to_manifest(p, &files, absent, result_key)
     }
 
@@ -305,8 +347,27 @@ impl UnitCache<'_> {
 
     /// The files the unit read (source first, then the headers clang
     /// listed) with their states, and what must stay absent; or why they
-    /// cannot be recorded.
+    /// cannot be recorded. Paths inside a mapped checkout (`base`) are
+    /// recorded relative to the working directory.
     fn files_read(
+        &self,
+        unit: &RecordedUnit,
+        header_list: &Path,
+        base: Option<&str>,
+    ) -> Result<(Vec<FileState>, Vec<manifest::AbsentNames>), String> {
+        let (mut files, mut absent) = self.files_read_as_listed(unit, header_list)?;
+        if let (Some(base), Some(cwd)) = (base, self.cwd.to_str()) {
+            for f in &mut files {
+                f.path = checkout::relative(&f.path, cwd, base);
+            }
+            for g in &mut absent {
+                g.dir = checkout::relative(&g.dir, cwd, base);
+            }
+        }
+        Ok((files, absent))
+    }
+
+    fn files_read_as_listed(
         &self,
         unit: &RecordedUnit,
         header_list: &Path,
@@ -442,7 +503,9 @@ impl UnitCache<'_> {
         let key = FragmentDigest(*h.finalize().as_bytes());
         let hit = match self.storage.get(&key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                decode_result(&e, p.dep_file.is_some()).filter(|r| r.stderr.is_empty())
+                decode_result(&e, p.dep_file.is_some())
+                    .filter(|r| r.stderr.is_empty())
+                    .map(|r| checkout::unmap_result(r, p.base.as_deref()))
             }
             _ => None,
         };
