@@ -179,6 +179,60 @@ note "E: $(stat_value remote_corrupt) corrupt remote entries, $(stat_value remot
 assert_eq "E: no corrupt entry was used" 0 "$(stat_value remote_hits)"
 assert_eq "E compiled every unit" "$units" "$(stat_value compiles)"
 
+note "servers that misbehave: silent, answering garbage, full"
+cat > "$SCRATCH/fake-server.py" <<'EOF2'
+# A TCP server on a free loopback port (printed) that accepts and then
+# either never answers (silent) or answers garbage to everything.
+import socket, sys, threading
+mode = sys.argv[1]
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(64)
+print(s.getsockname()[1], flush=True)
+def serve(c):
+    try:
+        while c.recv(65536):
+            if mode == "garbage":
+                c.sendall(b"\x00\xffnot redis\r\n")
+    except OSError:
+        pass
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+EOF2
+mkdir -p "$SCRATCH/faults"
+cp "$lua_src"/src/*.c "$lua_src"/src/*.h "$SCRATCH/faults/"
+fault_units="lapi.c lvm.c ltable.c lstring.c"
+(cd "$SCRATCH/faults" && REPOCC_DIR="$SCRATCH/repo-faults-ref" REPOCC_REMOTE_STORAGE= \
+  repocc -O2 -DLUA_USE_LINUX -c $fault_units) || fail "reference compile"
+mkdir -p "$SCRATCH/faults/ref" && (cd "$SCRATCH/faults" && mv *.o ref/)
+redis-server --port 0 --unixsocket "$SCRATCH/full.sock" --unixsocketperm 700 --maxmemory 100kb \
+  --maxmemory-policy noeviction --save "" --appendonly no --daemonize yes \
+  --pidfile "$SCRATCH/full.pid" --logfile "$SCRATCH/full.log" || fail "redis-server (full)"
+for mode in silent garbage full; do
+  case $mode in
+    full) url="redis+unix://$SCRATCH/full.sock" ;;
+    *)
+      python3 "$SCRATCH/fake-server.py" $mode > "$SCRATCH/$mode.port" &
+      echo $! > "$SCRATCH/$mode.pid"
+      for _ in $(seq 50); do [ -s "$SCRATCH/$mode.port" ] && break; sleep 0.1; done
+      url="redis://127.0.0.1:$(cat "$SCRATCH/$mode.port")" ;;
+  esac
+  export REPOCC_DIR="$SCRATCH/repo-$mode"
+  (cd "$SCRATCH/faults" && REPOCC_REMOTE_STORAGE="$url" REPOCC_REMOTE_TIMEOUT_MS=300 \
+    repocc -O2 -DLUA_USE_LINUX -c $fault_units 2> "$SCRATCH/$mode.stderr") \
+    || fail "$mode server: the compile failed: $(cat "$SCRATCH/$mode.stderr")"
+  for o in "$SCRATCH/faults/ref"/*.o; do
+    cmp -s "$o" "$SCRATCH/faults/$(basename "$o")" || fail "$mode server: $(basename "$o") differs"
+  done
+  note "$mode server: $(cat "$SCRATCH/$mode.stderr")"
+  assert_eq "$mode server: one warning line" 1 "$(grep -c . "$SCRATCH/$mode.stderr")"
+  has "remote storage .*going on without it" < "$SCRATCH/$mode.stderr" || fail "$mode server: no warning"
+  [ "$(stat_value remote_errors)" -ge 1 ] || fail "$mode server: no error counted"
+  [ -f "$SCRATCH/$mode.pid" ] && kill "$(cat "$SCRATCH/$mode.pid")"
+done
+kill "$(cat "$SCRATCH/full.pid")"
+
 note "the server killed in the middle of a make -j4"
 # E's build wrote good values again; each invocation's stderr is kept.
 mkdir -p "$SCRATCH/stderr"
