@@ -148,7 +148,14 @@ pub fn load_from(
                 merged.insert(k.clone(), v);
                 origins.insert(k, Value::String(format!("environment {var}")));
             }
-            Err(why) => warnings.push(format!("ignoring {var}={raw:?}: {why}")),
+            Err(why) => {
+                let shown = if k == "remote_storage" {
+                    crate::repo::remote::redact(&raw)
+                } else {
+                    raw.clone()
+                };
+                warnings.push(format!("ignoring {var}={shown:?}: {why}"))
+            }
         }
     }
 
@@ -163,6 +170,14 @@ pub fn load_from(
     };
     let origins = merged
         .into_iter()
+        .map(|(key, value)| match (key.as_str(), &value) {
+            // The remote's password is not shown (`--show-config`).
+            ("remote_storage", Value::String(url)) => {
+                let shown = Value::String(crate::repo::remote::redact(url));
+                (key, shown)
+            }
+            _ => (key, value),
+        })
         .map(|(key, value)| Origin {
             source: origins
                 .get(&key)
@@ -381,5 +396,25 @@ mod tests {
         });
         assert_eq!(l.config.max_size_bytes(), 500 << 20);
         assert!(l.warnings.is_empty());
+    }
+
+    #[test]
+    fn remote_urls_are_checked_and_passwords_never_shown() {
+        let l = load_from(None, None, |k| {
+            (k == "REPOCC_REMOTE_STORAGE").then(|| "redis://:hunter2@127.0.0.1:6379/1".into())
+        });
+        assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        let remote = l.config.remote().unwrap();
+        assert_eq!(remote.url, "redis://:hunter2@127.0.0.1:6379/1");
+        let shown = serde_json::to_string(&l.origins).unwrap();
+        assert!(!shown.contains("hunter2"), "{shown}");
+        assert!(shown.contains("redis://***@127.0.0.1:6379/1"), "{shown}");
+        let l = load_from(None, None, |k| {
+            (k == "REPOCC_REMOTE_STORAGE").then(|| "http://user:hunter2@cache/".into())
+        });
+        assert!(l.config.remote().is_none(), "a bad URL is ignored");
+        assert_eq!(l.warnings.len(), 1, "{:?}", l.warnings);
+        assert!(!l.warnings[0].contains("hunter2"), "{:?}", l.warnings);
+        assert!(load_from(None, None, |_| None).config.remote().is_none());
     }
 }

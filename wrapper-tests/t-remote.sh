@@ -130,6 +130,38 @@ for m in a b c; do
   esac
 done
 
+note "lua with -g and -ffile-prefix-map: machine A; B (unit cache); C (debug fragments, unit cache off)"
+for m in a b c; do
+  dir="$SCRATCH/$m/g/lua-$m"
+  fresh_copy "$lua_src" "$dir"
+  export REPOCC_DIR="$SCRATCH/repo-g-$m"
+  "$REPOCC" --zero-stats >/dev/null
+  unit_cache=1
+  [ $m = c ] && unit_cache=0
+  (cd "$dir" && REPOCC_UNIT_CACHE=$unit_cache REPOCC_DEBUG_FRAGMENTS=1 make -j4 linux \
+    CC="repocc -std=gnu99" MYCFLAGS="-g -ffile-prefix-map=$dir=." > build.log 2>&1) \
+    || { tail -n 30 "$dir/build.log"; fail "lua -g on machine $m"; }
+  "$dir/src/lua" "$WT_ROOT/programs/checks.lua" | has "lua checks: 31 passed, 0 failed" || fail "lua -g checks on $m"
+  for o in "$SCRATCH/a/g/lua-a/src"/*.o; do
+    cmp -s "$o" "$dir/src/$(basename "$o")" || fail "lua -g: $(basename "$o") differs between A and $m"
+  done
+  case $m in
+    a) g_units=$(stat_value compiles) ;;
+    b)
+      note "lua -g on B: $(stat_value unit_hits) unit hits of $g_units units"
+      assert_eq "B: every lua -g unit from the remote's unit cache" "$g_units" "$(stat_value unit_hits)" ;;
+    c)
+      total=$(stat_value definitions_total)
+      pruned=$(stat_value definitions_pruned)
+      note "lua -g on C: $pruned of $total definitions pruned"
+      [ "$total" -gt 1000 ] || fail "C compiled only $total definitions with -g"
+      [ $((pruned * 100)) -ge $((total * 95)) ] || fail "C pruned only $pruned of $total definitions with -g" ;;
+  esac
+done
+llvm-dwarfdump-19 --verify "$SCRATCH/c/g/lua-c/src/lvm.o" > /dev/null || fail "lvm.o's DWARF does not verify"
+llvm-dwarfdump-19 --debug-info "$SCRATCH/c/g/lua-c/src/lvm.o" | grep -q "$SCRATCH" \
+  && fail "the debug info names a checkout directory"
+
 note "a unit with a warning, by absolute path in two checkouts: each shows its own path"
 for m in a b; do
   mkdir -p "$SCRATCH/$m/warn/build"

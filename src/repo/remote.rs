@@ -10,10 +10,15 @@
 //!
 //! Faults cost speed, never a build: connecting and every request are
 //! bounded by time-outs; the first failure prints one warning line; a
-//! failed connect, or a second failed request, turns the remote off for
-//! the rest of the invocation. Writes go to a background thread (its own
-//! connection), so compiling goes on while they travel; the invocation
-//! waits for them at its end, at most the request time-out.
+//! failed connect, a timed-out request or a second failed request turns
+//! the remote off for the rest of the invocation. Writes go to a
+//! background thread (its own connection), so compiling goes on while they
+//! travel; the invocation waits for them at its end, at most four request
+//! time-outs and a connect time-out.
+//!
+//! The server's replies are not bounded in size by this client (the redis
+//! crate reads a whole reply): a server that is trusted to hold code is
+//! trusted not to flood memory either.
 //!
 //! Trust: whoever can write the Redis instance can put code into the
 //! programs built from it (the checksum catches accidents, not intent).
@@ -98,7 +103,11 @@ fn describe(e: &redis::RedisError) -> String {
     if e.is_timeout() {
         return "timed out".into();
     }
-    let text: String = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+    let text: String = e
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     match text.char_indices().nth(160) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text,
@@ -195,11 +204,12 @@ impl Remote {
     }
 
     /// Records a failure: one warning per invocation; off after a failed
-    /// connect or the second failure.
+    /// connect, a time-out (waiting again would cost as much) or the
+    /// second failure.
     fn failed(&self, what: &str, e: &redis::RedisError, connecting: bool) {
         add(&self.stats.errors, 1);
         let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if connecting || n >= 2 {
+        if connecting || e.is_timeout() || n >= 2 {
             self.off.store(true, Ordering::Relaxed);
         }
         self.warn(&format!("{what}: {}", describe(e)));
