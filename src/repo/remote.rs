@@ -88,7 +88,7 @@ pub struct Remote {
 }
 
 struct Writer {
-    queue: mpsc::Sender<Vec<(String, Vec<u8>)>>,
+    queue: mpsc::Sender<Vec<(FragmentDigest, Entry)>>,
     done: mpsc::Receiver<WriterOutcome>,
 }
 
@@ -318,22 +318,16 @@ impl Remote {
 
     /// Queues `items` for the server (nothing in read-only mode or when
     /// the remote is off). The explanations' history stays local.
+    /// Encoding and compressing happen on the writer's thread too.
     pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) {
         if self.server.settings.read_only || self.off.load(Ordering::Relaxed) {
             return;
         }
-        let mut batch = Vec::with_capacity(items.len());
-        for (key, entry) in items {
-            if entry.kind == EntryKind::History {
-                continue;
-            }
-            let (value, raw) = encode_value(key, entry);
-            if value.is_empty() {
-                continue;
-            }
-            add(&self.stats.raw_bytes_written, raw);
-            batch.push((remote_key(key), value));
-        }
+        let batch: Vec<(FragmentDigest, Entry)> = items
+            .iter()
+            .filter(|(_, e)| e.kind != EntryKind::History)
+            .cloned()
+            .collect();
         if batch.is_empty() {
             return;
         }
@@ -349,7 +343,7 @@ impl Remote {
     /// The background writer: its own connection, one pipelined round
     /// trip per [`BATCH`] values.
     fn start_writer(&self) -> Option<Writer> {
-        let (queue, inbox) = mpsc::channel::<Vec<(String, Vec<u8>)>>();
+        let (queue, inbox) = mpsc::channel::<Vec<(FragmentDigest, Entry)>>();
         let (finished, done) = mpsc::channel();
         let server = self.server.clone();
         std::thread::Builder::new()
@@ -373,14 +367,21 @@ impl Remote {
                     let c = con.as_mut().expect("connected above");
                     for chunk in batch.chunks(BATCH) {
                         let mut pipe = redis::pipe();
-                        for (k, v) in chunk {
-                            pipe.cmd("SET").arg(k).arg(v).ignore();
+                        let (mut bytes, mut raw_bytes) = (0, 0);
+                        for (key, entry) in chunk {
+                            let (value, raw) = encode_value(key, entry);
+                            if value.is_empty() {
+                                continue;
+                            }
+                            bytes += value.len() as u64;
+                            raw_bytes += raw;
+                            pipe.cmd("SET").arg(remote_key(key)).arg(value).ignore();
                         }
                         outcome.round_trips += 1;
                         match pipe.query::<()>(c) {
                             Ok(()) => {
-                                outcome.bytes +=
-                                    chunk.iter().map(|(_, v)| v.len() as u64).sum::<u64>()
+                                outcome.bytes += bytes;
+                                outcome.raw_bytes += raw_bytes;
                             }
                             Err(e) => {
                                 outcome.error = Some(("writing", e));
@@ -411,6 +412,7 @@ impl Remote {
             Ok(o) => {
                 add(&self.stats.round_trips, o.round_trips);
                 add(&self.stats.bytes_written, o.bytes);
+                add(&self.stats.raw_bytes_written, o.raw_bytes);
                 if let Some((what, e)) = o.error {
                     self.failed(what, &e, true);
                 }
@@ -445,7 +447,9 @@ impl Server {
 #[derive(Default)]
 struct WriterOutcome {
     round_trips: u64,
+    /// Written, compressed and as entries.
     bytes: u64,
+    raw_bytes: u64,
     error: Option<(&'static str, redis::RedisError)>,
 }
 
