@@ -37,6 +37,7 @@ pub mod prune;
 pub mod relocatable;
 pub mod settings;
 pub mod split;
+pub mod unwind;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

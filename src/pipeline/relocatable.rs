@@ -634,6 +634,27 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         }
     }
 
+    // One CIE where the fragments repeat it (see `unwind`), unless a
+    // symbol or a relocation elsewhere points into the section.
+    for o in 0..sections.len() {
+        if sections[o].name != b".eh_frame" {
+            continue;
+        }
+        let defines = locals_out
+            .iter()
+            .chain(&globals)
+            .any(|s| s.section == Some(o) && s.info & 0xf != STT_SECTION);
+        let section_symbol = section_symbol.get(&o).map(|&l| SymRef::Local(l));
+        let referred = section_symbol.is_some()
+            && sections
+                .iter()
+                .enumerate()
+                .any(|(j, sec)| j != o && sec.relas.iter().any(|r| r.sym == section_symbol));
+        if !defines && !referred {
+            super::unwind::share_cies(&mut sections[o]);
+        }
+    }
+
     // The private constants (`unnamed`) are local `.L` symbols, as in
     // clang's object: GNU ld and lld leave `.L` symbols of merged string
     // sections out of what they link, so a debugger shows no `<.rc.…>`
