@@ -432,6 +432,21 @@ extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
       return 0;
   if (!AttributeFuncs::areInlineCompatible(*Caller, *F))
     return 0;
+  // clang's always-inliner runs before its inliner: a call inside an
+  // `alwaysinline` function is copied into each of that function's
+  // callers first, and the last-call bonus then sees every copy (zstd's
+  // `ZSTD_DUBT_findBestMatch`, called once from the `FORCE_INLINE`
+  // `ZSTD_BtFindBestMatch`, stays a function of its own in clang's build,
+  // called from nine). One call only if each `alwaysinline` caller up the
+  // chain is itself called once.
+  for (unsigned Depth = 0; Caller->hasFnAttribute(Attribute::AlwaysInline); ++Depth) {
+    if (Depth == 8 || !Caller->hasOneUse())
+      return 0;
+    auto *Up = dyn_cast<CallBase>(Caller->use_begin()->getUser());
+    if (!Up || !Up->isCallee(&*Caller->use_begin()) || Up->getFunction() == Caller)
+      return 0;
+    Caller = Up->getFunction();
+  }
   return 1;
 }
 

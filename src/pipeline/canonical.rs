@@ -539,7 +539,11 @@ mod tests {
              static int __attribute__((target(\"bmi2\"))) fast(int x) { return x << (x & 7); }\n\
              int f(int a) { return once(a) + twice(a) + kept(a) + (a > 3 ? fast(a) : 0); }\n\
              int g(int a) { return twice(a + 1); }\n\
-             int h(int a) { return kept(a) + f(a); }\n";
+             int h(int a) { return kept(a) + f(a); }\n\
+             static int search(int *t, int n) { int s = 0; for (int i = 0; i < n; i++) s += t[i] * i; return s; }\n\
+             static inline __attribute__((always_inline)) int wrapper(int *t, int n) { return search(t, n) + 1; }\n\
+             int v1(int *t) { return wrapper(t, 4); }\n\
+             int v2(int *t) { return wrapper(t, 8); }\n";
         let inlined = |u: &Unit, name: &str| {
             let kind = inkwell::attributes::Attribute::get_named_enum_kind_id("alwaysinline");
             u.module
@@ -560,6 +564,10 @@ mod tests {
         assert!(!inlined(&unit, "kept"));
         // Another target: clang's inliner would not inline it.
         assert!(!inlined(&unit, "fast"));
+        // `search` is called once, from an always-inline function that
+        // two functions call: clang's always-inliner copies the call into
+        // both first, so its inliner sees two calls and keeps `search`.
+        assert!(!inlined(&unit, "search"));
         // At -O0 nothing is inlined (clang marks every function noinline).
         let mut o0 = CodegenSettings::plain_o2();
         o0.opt = OptLevel::O0;
