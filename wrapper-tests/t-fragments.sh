@@ -46,6 +46,23 @@ for prog in $started; do
   esac
 done
 has " T main" < <(nm traced.o) || fail "the traced object lacks main"
+# So does a C++ unit with exceptions: every fragment that unwinds defines
+# the COMDAT group of DW.ref.__gxx_personality_v0, kept once; its
+# .eh_frame has as many CIEs as clang-19's object.
+REPOCC_UNIT_CACHE=false strace -f -qq -e trace=execve -o trace-cxx.out \
+  "$REPOCCXX" -O2 -std=c++17 -c "$P/features.cpp" -o traced-cxx.o || fail "traced C++ compile"
+started=$(grep -o 'execve("[^"]*"' trace-cxx.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
+note "programs started by one C++ compile: $started"
+for prog in $started; do
+  case "$prog" in
+    repocc | repocc++ | clang-19 | clang++-19 | clang | clang++) ;;
+    *) fail "composing the C++ unit started $prog: $started" ;;
+  esac
+done
+clang++-19 -O2 -std=c++17 -c "$P/features.cpp" -o traced-cxx-clang.o
+cies() { readelf -wf "$1" | grep -c " CIE" || true; }
+note "CIEs in features.cpp's object: repocc $(cies traced-cxx.o), clang-19 $(cies traced-cxx-clang.o)"
+assert_eq "CIEs as in clang-19's object" "$(cies traced-cxx-clang.o)" "$(cies traced-cxx.o)"
 
 # A static whose one caller nothing in the unit calls stays local while
 # the optimizer runs: inlined there and dropped, as clang does, cold and

@@ -41,6 +41,7 @@ pub(super) const SHT_GROUP: u32 = 17;
 pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
 pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
 pub(super) const SHF_EXECINSTR: u64 = 0x4;
+pub(super) const GRP_COMDAT: u32 = 0x1;
 pub(super) const SHF_INFO_LINK: u64 = 0x40;
 pub(super) const SHF_LINK_ORDER: u64 = 0x80;
 pub(super) const SHF_GROUP: u64 = 0x200;
@@ -271,7 +272,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     let mut global_index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut addrsig: Vec<SymRef> = Vec::new();
     let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
-    let mut debug_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
+    let mut comdat_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
     // Debug string sections merged string by string (see `DebugStrings`):
     // output section → where each string is.
     let mut interned: HashMap<usize, HashMap<Vec<u8>, u64>> = HashMap::new();
@@ -285,9 +286,11 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         let n = input.shdrs.len();
         // Which sections belong to a group: those stay unmerged.
         let mut in_group = vec![false; n];
-        // Sections of a debug-info group (a type unit) whose signature an
-        // earlier fragment's group already had: left out, as `ld -r`
-        // keeps one group per signature.
+        // Sections of a COMDAT group whose signature an earlier
+        // fragment's group already had — a type unit of debug info, the
+        // `DW.ref.__gxx_personality_v0` every C++ fragment with exceptions
+        // defines — are left out, as `ld -r` keeps one group per
+        // signature; their global symbols are the kept group's.
         let mut dropped = vec![false; n];
         for (g, s) in input
             .shdrs
@@ -302,21 +305,14 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                 *in_group.get_mut(m)? = true;
                 members.push(m);
             }
-            let debug_only = members.iter().all(|&m| {
-                input
-                    .shdrs
-                    .get(m)
-                    .and_then(|h| c_str(input.shstrtab, h.name))
-                    .is_some_and(|name| {
-                        name.starts_with(b".debug_") || name.starts_with(b".rela.debug_")
-                    })
-            });
+            let comdat = u32_at(words, 0)? & GRP_COMDAT != 0;
             let signature = input
                 .syms
                 .get(s.info as usize)
-                .and_then(|sym| c_str(input.strtab, sym.name));
-            if let (true, Some(signature)) = (debug_only, signature) {
-                if !debug_groups_seen.insert(signature.to_vec()) {
+                .and_then(|sym| c_str(input.strtab, sym.name))
+                .filter(|name| !name.is_empty());
+            if let (true, Some(signature)) = (comdat, signature) {
+                if !comdat_groups_seen.insert(signature.to_vec()) {
                     dropped[g] = true;
                     for m in members {
                         dropped[m] = true;
@@ -449,9 +445,19 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
             let section = match sym.shndx {
                 SHN_UNDEF | SHN_ABS | SHN_COMMON => None,
                 s if s >= SHN_LORESERVE => return None,
-                // Defined in a left-out group: nothing kept refers to it
-                // (a reference would find no mapping and decline).
-                s if dropped.get(s as usize) == Some(&true) => continue,
+                // Defined in a left-out group: a global is the kept
+                // group's definition; nothing kept refers to a local (a
+                // reference would find no mapping and decline).
+                s if dropped.get(s as usize) == Some(&true) => {
+                    let bind = sym.info >> 4;
+                    if let Some(&g) = global_index
+                        .get(name)
+                        .filter(|_| bind == STB_GLOBAL || bind == STB_WEAK)
+                    {
+                        map[k] = Some((SymRef::Global(g), 0));
+                    }
+                    continue;
+                }
                 s => Some(placed.get(s as usize).copied().flatten()?),
             };
             if kind == STT_SECTION {
@@ -602,7 +608,15 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     while !bytes.is_empty() {
                         let (v, used) = read_uleb(bytes)?;
                         bytes = &bytes[used..];
-                        let (r, _) = map.get(usize::try_from(v).ok()?).copied().flatten()?;
+                        let index = usize::try_from(v).ok()?;
+                        // A local of a left-out group is gone.
+                        let Some((r, _)) = map.get(index).copied().flatten() else {
+                            let sym = input.syms.get(index)?;
+                            if dropped.get(sym.shndx as usize) == Some(&true) {
+                                continue;
+                            }
+                            return None;
+                        };
                         if addrsig_seen.insert(r) {
                             addrsig.push(r);
                         }
