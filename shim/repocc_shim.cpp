@@ -450,6 +450,31 @@ extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
   return 1;
 }
 
+// Marks constant the internal global variables nothing in the module
+// stores to, by GlobalOpt's own test (`GlobalStatus`: no store, no
+// address that escapes). clang's GlobalOpt does this before the statics
+// become hidden externals in repocc's pipeline, which then cannot know
+// that nothing else writes them: loads from them fold, and they go to
+// `.rodata` (yaml-cpp's `s_introTransitions` tables were in `.data`).
+// Only less than GlobalOpt finds (it runs after simplification): never a
+// written global. Thread-locals, globals with a section of their own and
+// externally initialized ones are left alone. Returns how many.
+#include <llvm/Transforms/Utils/GlobalStatus.h>
+extern "C" unsigned repocc_mark_unwritten_statics_constant(LLVMModuleRef module) {
+  unsigned N = 0;
+  for (GlobalVariable &GV : unwrap(module)->globals()) {
+    if (!GV.hasLocalLinkage() || GV.isConstant() || !GV.hasInitializer() ||
+        GV.isExternallyInitialized() || GV.isThreadLocal() || GV.hasSection())
+      continue;
+    GlobalStatus GS;
+    if (GlobalStatus::analyzeGlobal(&GV, GS) || GS.StoredType != GlobalStatus::NotStored)
+      continue;
+    GV.setConstant(true);
+    ++N;
+  }
+  return N;
+}
+
 // Turns a definition into a declaration (its fragment comes from the
 // repository). Declarations cannot be in a COMDAT.
 extern "C" void repocc_make_declaration(LLVMValueRef value) {

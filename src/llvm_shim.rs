@@ -175,6 +175,7 @@ extern "C" {
         global: llvm_sys::prelude::LLVMValueRef,
     ) -> llvm_sys::prelude::LLVMValueRef;
     fn repocc_has_one_call_site(function: llvm_sys::prelude::LLVMValueRef) -> c_int;
+    fn repocc_mark_unwritten_statics_constant(module: llvm_sys::prelude::LLVMModuleRef) -> u32;
     fn repocc_inlined_size(function: llvm_sys::prelude::LLVMValueRef) -> usize;
     fn repocc_user_functions(
         global: llvm_sys::prelude::LLVMValueRef,
@@ -291,6 +292,13 @@ pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<St
         let f = repocc_blockaddress_function(global.as_value_ref());
         (!f.is_null()).then(|| value_name(f))
     }
+}
+
+/// Marks constant the internal global variables nothing in `module`
+/// writes (GlobalOpt's test); returns how many.
+pub fn mark_unwritten_statics_constant(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: `module` is a live module; only its globals' flags change.
+    unsafe { repocc_mark_unwritten_statics_constant(module.as_mut_ptr()) }
 }
 
 /// Whether `function` has exactly one use, a direct call from another

@@ -122,6 +122,10 @@ fn load_with<'ctx>(
             .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
     }
     name_constants_by_content(&module);
+    // While statics are still internal (see `externalize_locals`).
+    if settings.opt != OptLevel::O0 {
+        llvm_shim::mark_unwritten_statics_constant(&module);
+    }
     let (originally_local, unnamed_locals, attached_locals) = externalize_locals(&module);
     if settings.opt != OptLevel::O0 {
         inline_static_single_calls(&module, &originally_local);
@@ -579,5 +583,45 @@ mod tests {
         )
         .unwrap();
         assert!(!inlined(&unit, "once"));
+    }
+
+    #[test]
+    fn statics_nothing_writes_are_constant_as_clang_makes_them() {
+        let source = "static int table[4] = {1, 2, 3, 4};\n\
+             static int counter;\n\
+             static int handed_out[2];\n\
+             void sink(int *);\n\
+             int get(int i) { return table[i & 3]; }\n\
+             int other(int i) { return table[(i + 1) & 3]; }\n\
+             void bump(void) { counter++; }\n\
+             int read_counter(void) { return counter; }\n\
+             void leak(void) { sink(handed_out); }\n\
+             int read_handed_out(void) { return handed_out[1]; }\n";
+        let context = Context::create();
+        let constant = |u: &Unit, name: &str| u.module.get_global(name).unwrap().is_constant();
+        let unit = load(
+            &context,
+            &bitcode_with(source, &["-O2"]),
+            "t.c",
+            &CodegenSettings::plain_o2(),
+        )
+        .unwrap();
+        // Never written: constant (and still externalized as a static).
+        assert!(constant(&unit, "table"));
+        assert!(unit.originally_local.iter().any(|n| n == "table"));
+        // Written, or handed to code that may write it: not.
+        assert!(!constant(&unit, "counter"));
+        assert!(!constant(&unit, "handed_out"));
+        // At -O0 clang runs no GlobalOpt: nothing changes.
+        let mut o0 = CodegenSettings::plain_o2();
+        o0.opt = OptLevel::O0;
+        let unit = load(
+            &context,
+            &bitcode_with(source, &["-O0", "-Xclang", "-disable-O0-optnone"]),
+            "t.c",
+            &o0,
+        )
+        .unwrap();
+        assert!(!constant(&unit, "table"));
     }
 }
