@@ -28,11 +28,13 @@ start_redis() {
   rcli ping | has PONG || fail "redis-server does not answer: $(tail -n 5 "$SCRATCH/redis.log")"
   export REPOCC_REMOTE_STORAGE="redis://:$PASSWORD@127.0.0.1:$PORT"
 }
+# Stops every server the test started (redis-servers and fake ones).
 stop_redis() {
-  if [ -f "$SCRATCH/redis.pid" ]; then
-    kill "$(cat "$SCRATCH/redis.pid")" 2>/dev/null || true
-    rm -f "$SCRATCH/redis.pid"
-  fi
+  for f in "$SCRATCH"/*.pid; do
+    [ -f "$f" ] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
 }
 rcli() { redis-cli -p "$PORT" -a "$PASSWORD" --no-auth-warning "$@"; }
 trap stop_redis EXIT
@@ -246,7 +248,7 @@ for mode in silent garbage full; do
     full) url="redis+unix://$SCRATCH/full.sock" ;;
     *)
       python3 "$SCRATCH/fake-server.py" $mode > "$SCRATCH/$mode.port" &
-      echo $! > "$SCRATCH/$mode.pid"
+      echo $! > "$SCRATCH/fake-$mode.pid"
       for _ in $(seq 50); do [ -s "$SCRATCH/$mode.port" ] && break; sleep 0.1; done
       url="redis://127.0.0.1:$(cat "$SCRATCH/$mode.port")" ;;
   esac
@@ -261,9 +263,10 @@ for mode in silent garbage full; do
   assert_eq "$mode server: one warning line" 1 "$(grep -c . "$SCRATCH/$mode.stderr")"
   has "remote storage .*going on without it" < "$SCRATCH/$mode.stderr" || fail "$mode server: no warning"
   [ "$(stat_value remote_errors)" -ge 1 ] || fail "$mode server: no error counted"
-  [ -f "$SCRATCH/$mode.pid" ] && kill "$(cat "$SCRATCH/$mode.pid")"
+  if [ -f "$SCRATCH/fake-$mode.pid" ]; then kill "$(cat "$SCRATCH/fake-$mode.pid")" || true; fi
 done
-kill "$(cat "$SCRATCH/full.pid")"
+# redis-server removes its pid file as it stops.
+kill "$(cat "$SCRATCH/full.pid")" 2>/dev/null || true
 
 note "the server killed in the middle of a make -j4"
 # E's build wrote good values again; each invocation's stderr is kept.

@@ -53,7 +53,7 @@ pub mod key {
     /// were recorded (milliseconds).
     pub const COMPILE_MS_SAVED: &str = "compile_ms_saved";
 
-    /// The remote tier (`remote_storage`), shown once used: entries the
+    /// The remote tier (`remote_storage`): entries the
     /// remote had (verified) and did not have, failed requests, entries
     /// that failed verification, round trips, bytes as sent (compressed)
     /// and as entries (uncompressed), and the time compiles waited on it.
@@ -86,6 +86,16 @@ pub mod key {
         UNIT_HITS,
         UNIT_MISSES,
         COMPILE_MS_SAVED,
+        REMOTE_HITS,
+        REMOTE_MISSES,
+        REMOTE_ERRORS,
+        REMOTE_CORRUPT,
+        REMOTE_ROUND_TRIPS,
+        REMOTE_BYTES_READ,
+        REMOTE_BYTES_WRITTEN,
+        REMOTE_RAW_BYTES_READ,
+        REMOTE_RAW_BYTES_WRITTEN,
+        REMOTE_WAIT_MS,
     ];
 }
 
