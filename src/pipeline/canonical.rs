@@ -535,6 +535,14 @@ mod tests {
         assert!(!f(&canonical).contains("alloca"), "{}", f(&canonical));
     }
 
+    /// `source` loaded as at `-O0` (optimizable: no `optnone`).
+    fn load_o0<'ctx>(context: &'ctx Context, source: &str) -> Unit<'ctx> {
+        let mut o0 = CodegenSettings::plain_o2();
+        o0.opt = OptLevel::O0;
+        let bitcode = bitcode_with(source, &["-O0", "-Xclang", "-disable-O0-optnone"]);
+        load(context, &bitcode, "t.c", &o0).unwrap()
+    }
+
     #[test]
     fn a_static_called_once_is_inlined_as_clang_would() {
         let source = "static int once(int x) { return x * 3 + 1; }\n\
@@ -573,15 +581,7 @@ mod tests {
         // both first, so its inliner sees two calls and keeps `search`.
         assert!(!inlined(&unit, "search"));
         // At -O0 nothing is inlined (clang marks every function noinline).
-        let mut o0 = CodegenSettings::plain_o2();
-        o0.opt = OptLevel::O0;
-        let unit = load(
-            &context,
-            &bitcode_with(source, &["-O0", "-Xclang", "-disable-O0-optnone"]),
-            "t.c",
-            &o0,
-        )
-        .unwrap();
+        let unit = load_o0(&context, source);
         assert!(!inlined(&unit, "once"));
     }
 
@@ -613,15 +613,7 @@ mod tests {
         assert!(!constant(&unit, "counter"));
         assert!(!constant(&unit, "handed_out"));
         // At -O0 clang runs no GlobalOpt: nothing changes.
-        let mut o0 = CodegenSettings::plain_o2();
-        o0.opt = OptLevel::O0;
-        let unit = load(
-            &context,
-            &bitcode_with(source, &["-O0", "-Xclang", "-disable-O0-optnone"]),
-            "t.c",
-            &o0,
-        )
-        .unwrap();
+        let unit = load_o0(&context, source);
         assert!(!constant(&unit, "table"));
     }
 }

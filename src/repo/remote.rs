@@ -145,6 +145,11 @@ pub fn redact(url: &str) -> String {
 
 /// Whether `url` names a remote repocc can use (the configuration's check).
 pub fn check_url(url: &str) -> Result<(), String> {
+    open_client(url).map(|_| ())
+}
+
+/// The client of a URL repocc can use (nothing is connected yet).
+fn open_client(url: &str) -> Result<redis::Client, String> {
     let supported = ["redis://", "redis+unix://", "unix://"];
     if !supported.iter().any(|s| url.starts_with(s)) {
         return Err(format!(
@@ -153,7 +158,6 @@ pub fn check_url(url: &str) -> Result<(), String> {
         ));
     }
     redis::Client::open(url)
-        .map(|_| ())
         .map_err(|e| format!("{:?} is not a usable Redis URL: {e}", redact(url)))
 }
 
@@ -184,8 +188,7 @@ pub fn decode_value(key: &FragmentDigest, value: &[u8]) -> Option<(Entry, u64)> 
 impl Remote {
     /// The remote of `settings`; `Err` when the URL cannot be used.
     pub fn new(settings: RemoteSettings) -> Result<Remote, String> {
-        check_url(&settings.url)?;
-        let client = redis::Client::open(settings.url.as_str()).map_err(|e| e.to_string())?;
+        let client = open_client(&settings.url)?;
         Ok(Remote {
             label: redact(&settings.url),
             server: Server { client, settings },
@@ -316,18 +319,14 @@ impl Remote {
         }
     }
 
-    /// Queues `items` for the server (nothing in read-only mode or when
+    /// Queues `batch` for the server (nothing in read-only mode or when
     /// the remote is off). The explanations' history stays local.
     /// Encoding and compressing happen on the writer's thread too.
-    pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) {
+    pub fn queue(&self, mut batch: Vec<(FragmentDigest, Entry)>) {
         if self.server.settings.read_only || self.off.load(Ordering::Relaxed) {
             return;
         }
-        let batch: Vec<(FragmentDigest, Entry)> = items
-            .iter()
-            .filter(|(_, e)| e.kind != EntryKind::History)
-            .cloned()
-            .collect();
+        batch.retain(|(_, e)| e.kind != EntryKind::History);
         if batch.is_empty() {
             return;
         }
@@ -549,7 +548,7 @@ mod tests {
         assert!(!remote.is_on());
         // Off: nothing more is tried, nothing is queued.
         assert_eq!(remote.get_many(&keys), vec![None, None]);
-        remote.put_many(&[(keys[0], entry())]);
+        remote.queue(vec![(keys[0], entry())]);
         remote.finish();
         assert_eq!(remote.stats.errors.load(Ordering::Relaxed), 1);
         assert_eq!(remote.stats.round_trips.load(Ordering::Relaxed), 0);

@@ -98,13 +98,13 @@ impl Storage for Tiered<'_> {
 
     fn put(&self, key: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
         let written = self.local.put(key, entry);
-        self.remote.put_many(&[(*key, entry.clone())]);
+        self.remote.queue(vec![(*key, entry.clone())]);
         written
     }
 
     fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
         let written = self.local.put_many(items);
-        self.remote.put_many(items);
+        self.remote.queue(items.to_vec());
         written
     }
 
