@@ -91,14 +91,49 @@ fn dir_of(path: &str) -> String {
     }
 }
 
-/// Candidate paths that would shadow one of `headers` if created. `files`
+/// The paths that would shadow one of a unit's headers if created,
+/// grouped by the directory they would be created under: per directory,
+/// the spellings (sorted, each once). A unit has thousands of such paths
+/// (every header spelled under every directory searched before the one
+/// that supplied it) but only a few dozen directories, so they are kept as
+/// slices of the header paths and never joined one by one.
+#[derive(Debug, Default)]
+pub struct Candidates<'a> {
+    by_dir: std::collections::BTreeMap<String, Vec<&'a str>>,
+}
+
+impl Candidates<'_> {
+    /// Every candidate path, joined (for tests).
+    #[cfg(test)]
+    pub fn paths(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .by_dir
+            .iter()
+            .flat_map(|(d, ss)| ss.iter().map(move |s| join(d, s)))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// The candidates that would shadow one of `headers` if created. `files`
 /// are every file the unit read (source first), whose directories are
 /// searched for quoted includes; `search` is [`search_list`]. Paths are as
-/// clang wrote them (relative ones to the working directory).
-pub fn shadow_candidates(search: &[String], files: &[String], headers: &[String]) -> Vec<String> {
+/// clang wrote them (relative ones to the working directory). A candidate
+/// that exists (a file the unit read, or one only a quoted include would
+/// have found) is no shadowing: [`absent_groups`] finds it present.
+pub fn shadow_candidates<'a>(
+    search: &[String],
+    files: &[String],
+    headers: &'a [String],
+) -> Candidates<'a> {
     let includer_dirs: BTreeSet<String> = files.iter().map(|f| dir_of(f)).collect();
-    let read: BTreeSet<&str> = files.iter().map(String::as_str).collect();
-    let mut out = BTreeSet::new();
+    let mut by_dir: std::collections::BTreeMap<String, Vec<&'a str>> = includer_dirs
+        .iter()
+        .chain(search)
+        .map(|d| (d.clone(), Vec::new()))
+        .collect();
     for h in headers {
         // (directory the header came from, directories searched before it)
         let mut readings: Vec<(&str, Vec<&str>)> = Vec::new();
@@ -122,46 +157,90 @@ pub fn shadow_candidates(search: &[String], files: &[String], headers: &[String]
                 continue;
             };
             for e in before {
-                if e == d {
-                    continue;
-                }
-                let c = join(e, spelling);
-                if !read.contains(c.as_str()) {
-                    out.insert(c);
+                if e != d {
+                    if let Some(list) = by_dir.get_mut(e) {
+                        list.push(spelling);
+                    }
                 }
             }
         }
     }
-    out.into_iter().collect()
+    by_dir.retain(|_, ss| {
+        ss.sort_unstable();
+        ss.dedup();
+        !ss.is_empty()
+    });
+    Candidates { by_dir }
 }
 
-/// What must stay absent for none of `candidates` to appear: for each
-/// candidate that does not exist, its first missing ancestor (or itself).
-/// Most candidates lie in directories that do not exist (`src/bits/...`),
-/// so a few missing directories stand for thousands of paths, and a
-/// look-up checks those few.
-pub fn absent_roots(cwd: &Path, candidates: &[String]) -> Vec<String> {
-    // Keyed by slices of the candidates: thousands of ancestors are looked
-    // up per unit, and most are shared.
-    let mut exists: std::collections::HashMap<&str, bool> = Default::default();
+/// What must stay absent for none of the candidates to appear: for each
+/// candidate that does not exist, its first missing ancestor (or itself),
+/// as `(directory, name)`. Most candidates lie in directories that do not
+/// exist (`src/bits/...`), so a few missing directories stand for
+/// thousands of paths, and a look-up checks those few.
+///
+/// Walked per directory a component at a time: a directory's spellings
+/// are grouped by their first component, each group asks once whether
+/// that name exists, and only the groups under a present name go deeper.
+/// The answers are those of asking, for each candidate path, its ancestors
+/// from the top down and then itself (see the reference in the tests).
+fn absent_roots(cwd: &Path, candidates: &Candidates) -> BTreeSet<(String, String)> {
     let mut listings = Listings::new(cwd);
     let mut out = BTreeSet::new();
-    for c in candidates {
-        // Its ancestors from the top down, then itself: the first one
-        // missing is the root (what lies below a missing directory is
-        // missing too). Ancestors are shared between candidates and
-        // checked once, so a missing directory costs one look-up for all
-        // the candidates under it.
-        let ancestors = c.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0);
-        let missing = ancestors
-            .map(|i| &c[..i])
-            .chain(std::iter::once(c.as_str()))
-            .find(|&p| !*exists.entry(p).or_insert_with(|| listings.present(p)));
-        if let Some(root) = missing {
-            out.insert(root.to_string());
+    for (dir, spellings) in &candidates.by_dir {
+        // Every candidate under `dir` is `base` followed by its spelling.
+        let base = join(dir, "");
+        let missing = base
+            .match_indices('/')
+            .map(|(i, _)| i)
+            .filter(|&i| i > 0)
+            .map(|i| &base[..i])
+            .find(|p| !listings.present(p));
+        match missing {
+            Some(root) => {
+                out.insert(split_root(root));
+            }
+            None => walk_components(&mut listings, &base, spellings, &mut out),
         }
     }
-    out.into_iter().collect()
+    out
+}
+
+/// [`absent_roots`] below a present path: `prefix` followed by each of
+/// `rests`, `prefix` being empty or ending in `/`.
+fn walk_components(
+    listings: &mut Listings,
+    prefix: &str,
+    rests: &[&str],
+    out: &mut BTreeSet<(String, String)>,
+) {
+    let mut groups: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for r in rests {
+        match r.split_once('/') {
+            Some((first, deeper)) => groups.entry(first).or_default().push(deeper),
+            None => {
+                groups.entry(r).or_default();
+            }
+        }
+    }
+    for (first, deeper) in groups {
+        let path = format!("{prefix}{first}");
+        if !listings.present(&path) {
+            out.insert(split_root(&path));
+        } else if !deeper.is_empty() {
+            walk_components(listings, &format!("{path}/"), &deeper, out);
+        }
+    }
+}
+
+/// A root path as (directory, name): "/" and "" (the working directory)
+/// for names at the top.
+fn split_root(root: &str) -> (String, String) {
+    match root.rfind('/') {
+        Some(0) => ("/".to_string(), root[1..].to_string()),
+        Some(i) => (root[..i].to_string(), root[i + 1..].to_string()),
+        None => (String::new(), root.to_string()),
+    }
 }
 
 /// Whether paths exist (as `lstat` would say), answered from a listing of
@@ -244,16 +323,11 @@ fn list_names(dir: &Path) -> Option<Names> {
 /// same tick, so it gets no times and its names are checked one by one.
 pub fn absent_groups(
     cwd: &Path,
-    candidates: &[String],
+    candidates: &Candidates,
     trusted_before_ns: i128,
 ) -> Vec<AbsentNames> {
     let mut by_dir: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for root in absent_roots(cwd, candidates) {
-        let (dir, name) = match root.rfind('/') {
-            Some(0) => ("/".to_string(), root[1..].to_string()),
-            Some(i) => (root[..i].to_string(), root[i + 1..].to_string()),
-            None => (String::new(), root.clone()),
-        };
+    for (dir, name) in absent_roots(cwd, candidates) {
         by_dir.entry(dir).or_default().push(name);
     }
     by_dir
@@ -287,6 +361,42 @@ fn split_under<'a>(path: &'a str, dir: &str) -> Option<&'a str> {
 mod tests {
     use super::*;
 
+    /// Candidates from whole paths (relative ones under the working
+    /// directory, absolute ones under `/`).
+    fn from_paths(paths: &[String]) -> Candidates<'_> {
+        let mut c = Candidates::default();
+        for p in paths {
+            let (dir, rest) = match p.strip_prefix('/') {
+                Some(rest) => ("/", rest),
+                None => ("", p.as_str()),
+            };
+            c.by_dir.entry(dir.to_string()).or_default().push(rest);
+        }
+        for ss in c.by_dir.values_mut() {
+            ss.sort_unstable();
+            ss.dedup();
+        }
+        c
+    }
+
+    /// What the roots are by definition: for each candidate path, its
+    /// ancestors from the top down, then itself; the first one `lstat`
+    /// does not find.
+    fn reference_roots(cwd: &Path, paths: &[String]) -> BTreeSet<(String, String)> {
+        let mut out = BTreeSet::new();
+        for c in paths {
+            let ancestors = c.match_indices('/').map(|(i, _)| i).filter(|&i| i > 0);
+            let missing = ancestors
+                .map(|i| &c[..i])
+                .chain(std::iter::once(c.as_str()))
+                .find(|p| is_absent(&cwd.join(p)));
+            if let Some(root) = missing {
+                out.insert(split_root(root));
+            }
+        }
+        out
+    }
+
     #[test]
     fn missing_directories_stand_for_their_contents() {
         let d = tempfile::tempdir().unwrap();
@@ -304,10 +414,104 @@ mod tests {
         ]
         .map(String::from)
         .to_vec();
-        assert_eq!(
-            absent_roots(d.path(), &c),
-            [&gone.display().to_string(), "gone", "inc/bits", "inc/c.h"]
-        );
+        let mut roots: Vec<String> = absent_roots(d.path(), &from_paths(&c))
+            .into_iter()
+            .map(|(dir, name)| join(&dir, &name))
+            .collect();
+        roots.sort();
+        let mut expected = vec![
+            gone.display().to_string(),
+            "gone".into(),
+            "inc/bits".into(),
+            "inc/c.h".into(),
+        ];
+        expected.sort();
+        assert_eq!(roots, expected);
+    }
+
+    #[test]
+    fn roots_are_those_of_each_path_on_its_own() {
+        // A tree with files, directories, symlinks (to directories, to
+        // files, dangling) and odd spellings (`.`, `..`, `//`), and every
+        // way of reaching it from a few search directories, present and
+        // missing: the walk by components finds what asking each path on
+        // its own finds.
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for dir in ["a", "a/b", "a/b/c", "big", "s", "s/bits"] {
+            std::fs::create_dir(root.join(dir)).unwrap();
+        }
+        for f in ["a/x.h", "a/b/y.h", "a/b/c/z.h", "s/bits/t.h", "s/u.h"] {
+            std::fs::write(root.join(f), "").unwrap();
+        }
+        for i in 0..40 {
+            std::fs::write(root.join(format!("big/h{i}.h")), "").unwrap();
+        }
+        std::os::unix::fs::symlink("b", root.join("a/lb")).unwrap();
+        std::os::unix::fs::symlink("x.h", root.join("a/lx.h")).unwrap();
+        std::os::unix::fs::symlink("nowhere", root.join("a/dangling")).unwrap();
+        let dirs = [
+            "",
+            "a",
+            "a/",
+            "a/b",
+            "big",
+            "s",
+            "missing",
+            "missing/deeper",
+            "a/x.h",
+        ];
+        let mut spellings: Vec<String> = [
+            "x.h",
+            "y.h",
+            "z.h",
+            "b/y.h",
+            "b/c/z.h",
+            "b/c/none.h",
+            "c/z.h",
+            "lb/y.h",
+            "lb/q.h",
+            "lx.h",
+            "lx.h/under.h",
+            "dangling",
+            "dangling/under.h",
+            "bits/t.h",
+            "bits/none/deep.h",
+            "u.h",
+            "./x.h",
+            "../a/x.h",
+            "b/../x.h",
+            "b//y.h",
+            "none/x.h",
+        ]
+        .map(String::from)
+        .to_vec();
+        spellings.extend((0..60).map(|i| format!("h{i}.h")));
+        let abs = root.display().to_string();
+        let mut all_dirs: Vec<String> = dirs.map(String::from).to_vec();
+        all_dirs.push(format!("{abs}/a"));
+        all_dirs.push(format!("{abs}/gone"));
+        // Several subsets, so that listing thresholds fall differently.
+        for (k, step) in [1usize, 2, 3, 7].into_iter().enumerate() {
+            let mut c = Candidates::default();
+            for (i, dir) in all_dirs.iter().enumerate() {
+                let chosen: Vec<&str> = spellings
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| (i + j + k) % step == 0)
+                    .map(|(_, s)| s.as_str())
+                    .collect();
+                let mut chosen = chosen;
+                chosen.sort_unstable();
+                c.by_dir.insert(dir.clone(), chosen);
+            }
+            let paths = c.paths();
+            assert_eq!(
+                absent_roots(root, &c),
+                reference_roots(root, &paths),
+                "subset {step}"
+            );
+        }
     }
 
     #[test]
@@ -369,7 +573,7 @@ mod tests {
         let files: Vec<String> = ["src/m.c", "/usr/include/stdio.h", "inc/g.h"]
             .map(String::from)
             .to_vec();
-        let c = shadow_candidates(&search, &files, &files[1..]);
+        let c = shadow_candidates(&search, &files, &files[1..]).paths();
         // <stdio.h> could be shadowed from inc/ and from the includers'
         // directories; inc/g.h from the source's directory.
         assert!(c.contains(&"inc/stdio.h".to_string()));
@@ -382,6 +586,8 @@ mod tests {
         // A quoted include next to the source: candidates only from other
         // includer directories.
         let files: Vec<String> = ["m.c", "a.h"].map(String::from).to_vec();
-        assert!(shadow_candidates(&search, &files, &files[1..]).is_empty());
+        assert!(shadow_candidates(&search, &files, &files[1..])
+            .paths()
+            .is_empty());
     }
 }
