@@ -185,7 +185,8 @@ void repocc_frontend_free(RepoccFrontendOutput *out) {
 // mode come from it). header_list: null, or the CC_PRINT_HEADERS_FILE.
 void repocc_frontend_run(const char *clang_path, const char *prog_name,
                          const char *const *args, size_t nargs,
-                         const char *header_list, RepoccFrontendOutput *out) {
+                         const char *header_list, int disable_free,
+                         RepoccFrontendOutput *out) {
   using namespace clang;
   std::memset(out, 0, sizeof *out);
   out->status = -1;
@@ -286,8 +287,9 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     return;
   }
   // The driver asks the compiler proper not to free what process exit
-  // reclaims; here the process goes on.
-  fe.DisableFree = false;
+  // reclaims; here only when the process ends with this unit (the caller
+  // says so), as it usually goes on to optimize and store it.
+  fe.DisableFree = disable_free != 0;
 
   // The driver's diagnostics are in `text`; the compiler proper's follow,
   // in its own options' colours, as on clang's stderr.

@@ -436,6 +436,9 @@ fn execute(
     };
 
     let results: Vec<UnitResult> = if p.units.len() == 1 {
+        // What is left to do after the unit (composing, a link) needs none
+        // of its AST or IR.
+        crate::llvm_shim::leave_unit_memory_to_exit();
         vec![compile_one((0, &p.units[0]))]
     } else {
         let threads = cfg.jobs().min(p.units.len()).max(1);

@@ -161,7 +161,12 @@ fn run_stages(
     } = *input;
     let mut times = StageTimes::default();
     let t = Instant::now();
-    let unit = canonical::load(context, bitcode, source_name, settings)?;
+    let unit = crate::llvm_shim::FreedUnlessExiting::new(canonical::load(
+        context,
+        bitcode,
+        source_name,
+        settings,
+    )?);
     times.parse_and_mem2reg = t.elapsed();
 
     // Debug info in fragments costs more than it saves (see
@@ -187,7 +192,12 @@ fn run_stages(
         let as_written;
         let code_unit = if debug_info && settings.opt == settings::OptLevel::O0 {
             let t = Instant::now();
-            as_written = canonical::load_as_written(context, bitcode, source_name, settings)?;
+            as_written = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_as_written(
+                context,
+                bitcode,
+                source_name,
+                settings,
+            )?);
             crate::llvm_shim::strip_file_checksums(&as_written.module);
             times.parse_and_mem2reg += t.elapsed();
             &as_written
