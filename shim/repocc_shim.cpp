@@ -897,3 +897,93 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
       CUs->setOperand(I, Mapper.mapMDNode(*CUs->getOperand(I)));
   return Stripped;
 }
+
+// ---------------------------------------------------------------------------
+// The optimization pipeline with a hook where the module optimization half
+// starts (after the inliner and the function simplification pipeline): as
+// LLVMRunPasses, plus one module pass there that calls back into repocc.
+// repocc optimizes a unit's statics as hidden external definitions, so the
+// optimizer cannot delete one whose calls were all inlined; the hook lets
+// repocc delete those before the vectorizers, unrolling and the late
+// simplification passes spend time on bodies that would be dropped after.
+
+#include <llvm/Analysis/GlobalsModRef.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
+#include <llvm/Support/Error.h>
+#include <llvm-c/Error.h>
+
+namespace {
+
+struct RepoccTuning {
+  int loop_vectorization;
+  int slp_vectorization;
+  int loop_unrolling;
+  int loop_interleaving;
+  int call_graph_profile;
+  int merge_functions;
+};
+
+using RepoccModuleHook = void (*)(void *ctx, LLVMModuleRef module);
+
+// Calls the hook. It may delete functions and change linkage, so nothing
+// is preserved: the function analysis manager is cleared (as the proxy's
+// contract for deleted functions requires) and GlobalsAA, which the
+// optimization half's function passes only use when cached, is computed
+// again right after (see the pipeline below).
+struct ModuleHookPass : llvm::PassInfoMixin<ModuleHookPass> {
+  RepoccModuleHook hook;
+  void *ctx;
+  llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &) {
+    hook(ctx, llvm::wrap(&M));
+    return llvm::PreservedAnalyses::none();
+  }
+  static bool isRequired() { return true; }
+};
+
+} // namespace
+
+extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTargetMachineRef tm_ref,
+                                            const char *pipeline, const RepoccTuning *tuning,
+                                            RepoccModuleHook optimizer_early, void *ctx) {
+  using namespace llvm;
+  Module *M = unwrap(module_ref);
+  TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm_ref);
+  PipelineTuningOptions PTO;
+  PTO.LoopVectorization = tuning->loop_vectorization != 0;
+  PTO.SLPVectorization = tuning->slp_vectorization != 0;
+  PTO.LoopUnrolling = tuning->loop_unrolling != 0;
+  PTO.LoopInterleaving = tuning->loop_interleaving != 0;
+  PTO.CallGraphProfile = tuning->call_graph_profile != 0;
+  PTO.MergeFunctions = tuning->merge_functions != 0;
+
+  PassInstrumentationCallbacks PIC;
+  PassBuilder PB(TM, PTO, std::nullopt, &PIC);
+  LoopAnalysisManager LAM;
+  FunctionAnalysisManager FAM;
+  CGSCCAnalysisManager CGAM;
+  ModuleAnalysisManager MAM;
+  PB.registerLoopAnalyses(LAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerModuleAnalyses(MAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  StandardInstrumentations SI(M->getContext(), /*DebugLogging=*/false, /*VerifyEach=*/false);
+  SI.registerCallbacks(PIC, &MAM);
+  if (optimizer_early) {
+    PB.registerOptimizerEarlyEPCallback(
+        [=](ModulePassManager &MPM, OptimizationLevel) {
+          ModuleHookPass pass;
+          pass.hook = optimizer_early;
+          pass.ctx = ctx;
+          MPM.addPass(std::move(pass));
+          MPM.addPass(RequireAnalysisPass<GlobalsAA, Module>());
+        });
+  }
+  ModulePassManager MPM;
+  if (Error err = PB.parsePassPipeline(MPM, pipeline))
+    return wrap(std::move(err));
+  MPM.run(*M, MAM);
+  return LLVMErrorSuccess;
+}

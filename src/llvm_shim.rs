@@ -28,6 +28,11 @@
 //!   created before the context and dropped after it (or neither is ever
 //!   dropped, when the exit reclaims them), so the address stays valid for
 //!   every call.
+//! - `run_pipeline_with_hook`: the shim runs the new pass manager on the
+//!   module (as `LLVMRunPasses`) and calls `hook` once, on this thread,
+//!   from inside a module pass; the hook may change the module through
+//!   inkwell (the shim then clears every cached analysis). A panic in the
+//!   hook is caught before it reaches C++ and reported as an error.
 //! - `FreedUnlessExiting`: the value it holds is dropped exactly once, by
 //!   its own `Drop`, or never (the process exits first); nothing else can
 //!   reach the inner value to drop it.
@@ -197,6 +202,14 @@ extern "C" {
         count: usize,
         copy_module_asm: c_int,
     ) -> llvm_sys::prelude::LLVMModuleRef;
+    fn repocc_run_pipeline(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        machine: llvm_sys::target_machine::LLVMTargetMachineRef,
+        pipeline: *const c_char,
+        tuning: *const PipelineTuning,
+        hook: extern "C" fn(*mut c_void, llvm_sys::prelude::LLVMModuleRef),
+        ctx: *mut c_void,
+    ) -> llvm_sys::error::LLVMErrorRef;
     fn repocc_frontend_run(
         clang_path: *const c_char,
         prog_name: *const c_char,
@@ -617,6 +630,79 @@ pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -
         drop(sink);
     }
     result
+}
+
+/// How the optimization pipeline is tuned (LLVM's `PipelineTuningOptions`
+/// that clang sets from the command line).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PipelineTuning {
+    pub loop_vectorization: c_int,
+    pub slp_vectorization: c_int,
+    pub loop_unrolling: c_int,
+    pub loop_interleaving: c_int,
+    pub call_graph_profile: c_int,
+    pub merge_functions: c_int,
+}
+
+/// Runs `pipeline` (e.g. `default<O2>`) on `module`, calling `hook` where
+/// the module optimization half of LLVM's default pipeline starts (after
+/// inlining and function simplification, before vectorization and the
+/// late passes).
+pub fn run_pipeline_with_hook(
+    module: &inkwell::module::Module,
+    machine: &TargetMachine,
+    pipeline: &str,
+    tuning: &PipelineTuning,
+    hook: &mut dyn FnMut(),
+) -> Result<(), String> {
+    struct HookState<'a> {
+        hook: &'a mut dyn FnMut(),
+        panicked: bool,
+    }
+    extern "C" fn call_hook(ctx: *mut c_void, _module: llvm_sys::prelude::LLVMModuleRef) {
+        // SAFETY: `ctx` is the `HookState` below, alive and not otherwise
+        // borrowed while the shim runs the pipeline.
+        let state = unsafe { &mut *(ctx as *mut HookState) };
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut state.hook)).is_err() {
+            state.panicked = true;
+        }
+    }
+    let pipeline = CString::new(pipeline).map_err(|_| "a NUL byte in the pipeline".to_string())?;
+    let mut state = HookState {
+        hook,
+        panicked: false,
+    };
+    // SAFETY: the module and target machine are live inkwell objects; the
+    // strings and `tuning` outlive the call; `call_hook` gets back the
+    // pointer to `state` given here.
+    let error = unsafe {
+        repocc_run_pipeline(
+            module.as_mut_ptr(),
+            machine.as_mut_ptr(),
+            pipeline.as_ptr(),
+            tuning,
+            call_hook,
+            &mut state as *mut HookState as *mut c_void,
+        )
+    };
+    if !error.is_null() {
+        // SAFETY: a non-null error from the shim is owned here; its message
+        // is copied, then disposed of by LLVM's own function.
+        let text = unsafe {
+            let message = llvm_sys::error::LLVMGetErrorMessage(error);
+            let text = std::ffi::CStr::from_ptr(message)
+                .to_string_lossy()
+                .into_owned();
+            llvm_sys::error::LLVMDisposeErrorMessage(message);
+            text
+        };
+        return Err(text);
+    }
+    if state.panicked {
+        return Err("the pipeline's hook panicked".into());
+    }
+    Ok(())
 }
 
 /// Set once the process is known to exit as soon as its one unit is done.

@@ -219,7 +219,7 @@ fn run_stages(
 
     let definitions = split::count_definitions(&unit.module);
     let t = Instant::now();
-    optimize::run(&unit, settings)?;
+    optimize::run(&unit, settings, &optimize::StoredCode::default())?;
     times.optimize = t.elapsed();
 
     let t = Instant::now();
@@ -285,7 +285,7 @@ fn repository_stages(
     times.metadata += t.elapsed();
 
     let t = Instant::now();
-    optimize::run(unit, settings)?;
+    optimize::run(unit, settings, &pruned.stored_code)?;
     times.optimize = t.elapsed();
     let t = Instant::now();
     let merged = if options.merge_functions {
@@ -574,7 +574,7 @@ mod split_measurement {
         let context = inkwell::context::Context::create();
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();
-        optimize::run(&unit, &settings).unwrap();
+        optimize::run(&unit, &settings, &optimize::StoredCode::default()).unwrap();
         eprintln!("optimize {:.2}s", t.elapsed().as_secs_f64());
         let mut names: Vec<String> = Vec::new();
         for f in unit.module.get_functions() {
