@@ -136,6 +136,20 @@ python3 -c "print('int f(int a) { return ' + '+'.join(['a'] * 20000) + '; }')" >
 (ulimit -s 2048 && "$REPOCC" -O1 -c chain.c -o chain.o) || fail "a 20000-term expression under ulimit -s 2048"
 has " T f" < <(nm chain.o) || fail "chain.o lacks f"
 note "a 20000-term expression compiles in process under a 2 MiB stack limit"
+#    Under the usual limits (8 MiB soft, a hard limit that allows 64 MiB)
+#    the frontend runs on the main thread instead, the soft limit raised
+#    as clang's cc1 raises it: a one-source compile starts no thread, and a
+#    100000-term expression (which overflows clang-19's own 8 MiB stack)
+#    compiles.
+hard=$(ulimit -H -s)
+if [ "$hard" = unlimited ] || [ "$hard" -ge 65536 ]; then
+  python3 -c "print('int f(int a) { return ' + '+'.join(['a'] * 100000) + '; }')" > chain100k.c
+  (ulimit -S -s 8192 && REPOCC_JOBS=1 strace -f -qq -e trace=clone,clone3 -o threads.out \
+    "$REPOCC" -O1 -c chain100k.c -o chain100k.o) || fail "a 100000-term expression under ulimit -S -s 8192"
+  has " T f" < <(nm chain100k.o) || fail "chain100k.o lacks f"
+  assert_eq "threads started by a one-source compile" 0 "$(grep -c CLONE_THREAD threads.out || true)"
+  note "the frontend on the main thread: no thread started, a 100000-term expression compiles"
+fi
 
 # 6. An -MMD unit through the unit cache: its headers are listed while it
 #    compiles in process (no preprocessing run after the compile), its
