@@ -27,6 +27,7 @@ median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+
 
 for i in $(seq 1 "$RUNS"); do
   run clang clang-19 -O2 -c sqlite3.c -o clang.o
+  rm -rf "$REPOCC_DIR" # every run cold: an empty repository
   run repocc "$root/target/release/repocc" -O2 -c sqlite3.c -o repocc.o
   echo "run $i: clang $(cut -d' ' -f1 < clang.one)s, repocc $(cut -d' ' -f1 < repocc.one)s"
 done
@@ -37,4 +38,5 @@ printf "  clang-19  %7.2f s   peak %6d MiB\n" "$c" $((${cm%.*} / 1024))
 printf "  repocc    %7.2f s   peak %6d MiB\n" "$r" $((${rm_%.*} / 1024))
 awk -v r="$r" -v c="$c" 'BEGIN { printf "  ratio repocc/clang-19: %.3f\n", r / c }'
 echo "repocc stage timings (one more run):"
+rm -rf "$REPOCC_DIR"
 REPOCC_TIMINGS=1 "$root/target/release/repocc" -O2 -c sqlite3.c -o repocc.o 2>&1 | sed 's/^/  /'
