@@ -83,12 +83,18 @@ pub fn join(dir: &str, rest: &str) -> String {
     }
 }
 
-fn dir_of(path: &str) -> String {
+/// `path` as (directory, last name): "/" for names at the top, "" (the
+/// working directory) for a path without a slash.
+fn split_last(path: &str) -> (&str, &str) {
     match path.rfind('/') {
-        Some(0) => "/".to_string(),
-        Some(i) => path[..i].to_string(),
-        None => String::new(),
+        Some(0) => ("/", &path[1..]),
+        Some(i) => (&path[..i], &path[i + 1..]),
+        None => ("", path),
     }
+}
+
+fn dir_of(path: &str) -> String {
+    split_last(path).0.to_string()
 }
 
 /// The paths that would shadow one of a unit's headers if created,
@@ -233,14 +239,10 @@ fn walk_components(
     }
 }
 
-/// A root path as (directory, name): "/" and "" (the working directory)
-/// for names at the top.
+/// A root path as (directory, name), owned.
 fn split_root(root: &str) -> (String, String) {
-    match root.rfind('/') {
-        Some(0) => ("/".to_string(), root[1..].to_string()),
-        Some(i) => (root[..i].to_string(), root[i + 1..].to_string()),
-        None => (String::new(), root.to_string()),
-    }
+    let (dir, name) = split_last(root);
+    (dir.to_string(), name.to_string())
 }
 
 /// Whether paths exist (as `lstat` would say), answered from a listing of
@@ -271,11 +273,7 @@ impl<'a> Listings<'a> {
     }
 
     fn present(&mut self, path: &str) -> bool {
-        let (dir, name) = match path.rfind('/') {
-            Some(0) => ("/", &path[1..]),
-            Some(i) => (&path[..i], &path[i + 1..]),
-            None => ("", path),
-        };
+        let (dir, name) = split_last(path);
         // `.` and `..` are in no listing `read_dir` returns.
         if name.is_empty() || name == "." || name == ".." {
             return !is_absent(&self.cwd.join(path));
