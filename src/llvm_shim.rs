@@ -33,6 +33,11 @@
 //!   from inside a module pass; the hook may change the module through
 //!   inkwell (the shim then clears every cached analysis). A panic in the
 //!   hook is caught before it reaches C++ and reported as an error.
+//! - `remove_file_on_interrupt` and the rest of the interrupt table: the
+//!   shim copies the path (LLVM's list and its own table own their
+//!   copies), installs its SIGINT/SIGTERM/SIGHUP handler once (never over
+//!   an ignored signal), and the handler only calls unlink, rmdir,
+//!   sigaction and raise, all async-signal-safe.
 //! - `FreedUnlessExiting`: the value it holds is dropped exactly once, by
 //!   its own `Drop`, or never (the process exits first); nothing else can
 //!   reach the inner value to drop it.
@@ -220,6 +225,11 @@ extern "C" {
         out: *mut ShimFrontendOutput,
     );
     fn repocc_frontend_free(out: *mut ShimFrontendOutput);
+    fn repocc_remove_file_on_interrupt(path: *const c_char, len: usize);
+    fn repocc_keep_file_on_interrupt(path: *const c_char, len: usize);
+    fn repocc_remove_interrupt_files();
+    fn repocc_remove_directory_on_interrupt(path: *const c_char) -> c_int;
+    fn repocc_keep_directory_on_interrupt(path: *const c_char);
     fn repocc_set_target_options(
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
@@ -526,6 +536,50 @@ pub fn install_fatal_error_handler(hook: fn(&str) -> !) {
     unsafe {
         FATAL_HOOK = Some(hook);
         llvm_sys::error_handling::LLVMInstallFatalErrorHandler(Some(on_llvm_fatal_error));
+    }
+}
+
+/// Puts `file` on the list of files an interrupt (SIGINT, SIGTERM,
+/// SIGHUP) removes before the process dies of it: LLVM's, which removes
+/// regular files only.
+pub fn remove_file_on_interrupt(file: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = file.as_os_str().as_bytes();
+    // SAFETY: the shim copies the `len` bytes; see the module comment.
+    unsafe { repocc_remove_file_on_interrupt(bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// Removes now what an interrupt would (the process is about to exec).
+pub fn remove_interrupt_files() {
+    // SAFETY: the shim walks its lists as the handler would.
+    unsafe { repocc_remove_interrupt_files() }
+}
+
+/// Takes `file` off the interrupt's list.
+pub fn keep_file_on_interrupt(file: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = file.as_os_str().as_bytes();
+    // SAFETY: as `remove_file_on_interrupt`.
+    unsafe { repocc_keep_file_on_interrupt(bytes.as_ptr().cast(), bytes.len()) }
+}
+
+/// Has an interrupt remove the (by then empty) directory `dir`, after the
+/// files on the list; false when it cannot (the shim's table is full).
+pub fn remove_directory_on_interrupt(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: the shim copies the string; see the module comment.
+    unsafe { repocc_remove_directory_on_interrupt(c.as_ptr()) != 0 }
+}
+
+/// Takes `dir` off the interrupt's list.
+pub fn keep_directory_on_interrupt(dir: &std::path::Path) {
+    use std::os::unix::ffi::OsStrExt;
+    if let Ok(c) = CString::new(dir.as_os_str().as_bytes()) {
+        // SAFETY: the shim only compares the string.
+        unsafe { repocc_keep_directory_on_interrupt(c.as_ptr()) }
     }
 }
 

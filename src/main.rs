@@ -10,6 +10,7 @@ mod driver;
 mod llvm_shim;
 mod pipeline;
 mod repo;
+mod temporaries;
 mod unit_cache;
 
 use std::ffi::OsString;

@@ -4,7 +4,8 @@
 # non-regular entries, repositories writable by others, a changed repocc
 # binary, bad input as clang handles it, per-key configuration errors,
 # honest statistics, byte-identical objects from a partly emptied
-# repository, and SIGKILLs during parallel builds.
+# repository, SIGKILLs during parallel builds, and interrupts (SIGINT,
+# SIGTERM, SIGHUP) that leave none of repocc's temporary files behind.
 source "$(dirname "$0")/lib.sh"
 # This test is about the fragment store: unchanged rebuilds must reach it,
 # not the unit cache in front of it (t-unit-cache tests that one).
@@ -328,4 +329,62 @@ lua_build "after the kills"
 check_objects "after the kills"
 out=$(src/lua "$P/checks.lua") || fail "checks.lua: $out"
 assert_contains "lua after the kills" "lua checks: 31 passed, 0 failed" "$out"
+
+# ---------------------------------------------------------------------------
+note "11. an interrupted compile leaves no temporary file behind, and dies of the signal"
+# A unit that takes seconds (the pipeline's stages are all under way at some
+# point); the signal comes once the invocation's scratch directory exists,
+# then again later, and for a compile-and-link once a temporary object does.
+# The unit cache is on: its header lists are scratch files too.
+mkdir -p "$SCRATCH/interrupt"
+cd "$SCRATCH/interrupt"
+export REPOCC_UNIT_CACHE=true REPOCC_DIR="$SCRATCH/interrupt/repo"
+python3 - > big.c <<'PY'
+for i in range(1000):
+    print(f"int f{i}(int x, int *a) {{ int s = {i}; for (int k = 0; k < x; k++) s = s * 31 + (a[k] ^ {i}) + (s >> 3); return s; }}")
+PY
+echo 'int main(void) { return 0; }' > small.c
+interrupt() { # signal, delay after the first temporary, what must exist first, command...
+  local sig=$1 delay=$2 first=$3; shift 3
+  rm -rf itmp; mkdir itmp
+  TMPDIR="$PWD/itmp" python3 - "$sig" "$delay" "$first" "$@" <<'PY'
+import glob, os, signal, subprocess, sys, time
+sig, delay, first, cmd = getattr(signal, sys.argv[1]), float(sys.argv[2]), sys.argv[3], sys.argv[4:]
+# The child gets the signal's default action even where this test runs with
+# it ignored (a background job of a shell).
+p = subprocess.Popen(cmd, preexec_fn=lambda: signal.signal(sig, signal.SIG_DFL))
+deadline = time.time() + 60
+while not glob.glob(os.path.join(os.environ["TMPDIR"], first)) and p.poll() is None and time.time() < deadline:
+    time.sleep(0.005)
+time.sleep(delay)
+p.send_signal(sig)
+print(p.wait())
+PY
+}
+for case in "SIGINT 0 repocc-dep-*" "SIGTERM 0.5 repocc-dep-*" "SIGHUP 1.5 repocc-dep-*"; do
+  set -- $case
+  rm -f big.o .big.o.*
+  rc=$(interrupt "$1" "$2" "$3" "$REPOCC" -O2 -c big.c -o big.o 2>/dev/null)
+  [ "$rc" = "-$(python3 -c "import signal; print(int(signal.$1))")" ] \
+    || fail "$1 after $2 s: exit $rc, not death by the signal"
+  left=$(ls -A itmp; ls -A | grep -e '^\.big\.o\.' -e '^big\.o$' || true)
+  [ -z "$left" ] || fail "$1 after $2 s left: $left"
+done
+rc=$(interrupt SIGTERM 0.3 'big-*.o' "$REPOCC" -O2 big.c small.c -o prog 2>/dev/null)
+[ "$rc" = -15 ] || fail "SIGTERM during a compile-and-link: exit $rc"
+[ -z "$(ls -A itmp)" ] || fail "SIGTERM during a compile-and-link left: $(ls -A itmp)"
+# An ignored signal stays ignored (nohup): the compile finishes.
+rm -rf itmp; mkdir itmp
+TMPDIR="$PWD/itmp" python3 - "$REPOCC" <<'PY' > nohup.out
+import signal, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "-O2", "-c", "small.c", "-o", "small.o"],
+                     preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+time.sleep(0.02)
+p.send_signal(signal.SIGHUP)
+print(p.wait())
+PY
+assert_contains "an ignored SIGHUP" "0" "$(cat nohup.out)"
+[ -s small.o ] || fail "the compile with SIGHUP ignored wrote no object"
+[ -z "$(ls -A itmp)" ] || fail "the compile with SIGHUP ignored left: $(ls -A itmp)"
+
 note "all safety checks passed"

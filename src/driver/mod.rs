@@ -50,6 +50,8 @@ fn on_llvm_fatal_error(reason: &str) -> ! {
         let _ = stats::record(repo, &c);
     }
     if let Some((clang, args)) = FALLBACK_COMMAND.get() {
+        // exec keeps no destructor: repocc's temporaries go first.
+        crate::llvm_shim::remove_interrupt_files();
         let err = Command::new(clang)
             .args(args)
             .env(RECURSION_GUARD, "1")
@@ -206,7 +208,7 @@ fn exec_clang(clang: &Path, args: &[OsString]) -> i32 {
 /// (`$TMPDIR/<stem>-XXXXXX.o`) and removed when the invocation ends.
 #[derive(Default)]
 struct LazyTemps {
-    files: std::sync::Mutex<Vec<tempfile::TempPath>>,
+    files: std::sync::Mutex<Vec<crate::temporaries::TemporaryPath>>,
 }
 
 impl TempObjects for LazyTemps {
@@ -215,15 +217,15 @@ impl TempObjects for LazyTemps {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "unit".into());
-        let made = tempfile::Builder::new()
-            .prefix(&format!("{stem}-"))
-            .suffix(".o")
-            .rand_bytes(6)
-            .tempfile();
+        let made = crate::temporaries::TemporaryPath::create(
+            tempfile::Builder::new()
+                .prefix(&format!("{stem}-"))
+                .suffix(".o")
+                .rand_bytes(6),
+        );
         match made {
-            Ok(f) => {
-                let path = f.into_temp_path();
-                let p = path.to_path_buf();
+            Ok(path) => {
+                let p = path.path().to_path_buf();
                 if let Ok(mut files) = self.files.lock() {
                     files.push(path);
                 }
@@ -386,10 +388,7 @@ fn execute(
             storage,
             clang_identity,
         });
-    let scratch = tempfile::Builder::new()
-        .prefix("repocc-dep-")
-        .tempdir()
-        .ok();
+    let scratch = crate::temporaries::ScratchDir::new("repocc-dep-").ok();
     let unit_cache =
         storage
             .filter(|_| unit_cache_on && scratch.is_some())
@@ -414,13 +413,11 @@ fn execute(
     let compile_one = |(n, unit): (usize, &plan::UnitPlan)| -> UnitResult {
         let _token = tokens.acquire();
         let discard = if unit.discard_dependency_file {
-            scratch.as_ref().map(|d| d.path().join(format!("{n}.d")))
+            scratch.as_ref().map(|d| d.file(&format!("{n}.d")))
         } else {
             None
         };
-        let header_list = scratch
-            .as_ref()
-            .map(|d| d.path().join(format!("{n}.headers")));
+        let header_list = scratch.as_ref().map(|d| d.file(&format!("{n}.headers")));
         let cx = UnitContext {
             options: &options,
             repository,

@@ -124,13 +124,11 @@ pub fn write_object(
     // result in place.
     let special = super::output::is_special(output);
     let tmp = if special {
-        let mut t = tempfile::Builder::new()
-            .prefix("repocc-object")
-            .suffix(".o")
-            .tempfile()
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("repocc-object").suffix(".o");
+        let mut t = crate::temporaries::TemporaryFile::new_in(&builder, &std::env::temp_dir())
             .context("creating a temporary object")?;
         t.write_all(object)?;
-        t.flush()?;
         t
     } else {
         super::output::temporary_beside(output, object)?

@@ -14,6 +14,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use crate::temporaries::TemporaryFile;
+
 /// The output's directory refused a new file (a read-only or virtual file
 /// system, no permission): clang, run instead, says so in its own words.
 #[derive(Debug)]
@@ -37,7 +39,7 @@ impl std::error::Error for OutputRefused {}
 
 /// A temporary file in `path`'s directory holding `bytes`, to be renamed
 /// onto `path` (`persist`) once it is complete.
-pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<TemporaryFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -46,18 +48,18 @@ pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<tempfile::NamedTemp
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
+    let prefix = format!(".{name}.");
+    let mut builder = tempfile::Builder::new();
+    builder
+        .prefix(&prefix)
         .suffix(".tmp")
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
-        .map_err(|error| OutputRefused {
-            dir: dir.to_path_buf(),
-            error,
-        })?;
+        .permissions(std::fs::Permissions::from_mode(0o666));
+    let mut tmp = TemporaryFile::new_in(&builder, dir).map_err(|error| OutputRefused {
+        dir: dir.to_path_buf(),
+        error,
+    })?;
     tmp.write_all(bytes)
         .with_context(|| format!("writing {}", path.display()))?;
-    tmp.flush()?;
     Ok(tmp)
 }
 
