@@ -1,6 +1,6 @@
 # Bad input gets clang-19's diagnostics and exit code, and leaves no output
 # file behind: a syntax error, a missing file, an unknown option, an
-# unwritable output directory, a -Werror warning, a link error.
+# unwritable output directory, a full disk, a -Werror warning, a link error.
 source "$(dirname "$0")/lib.sh"
 cd "$SCRATCH"
 
@@ -37,6 +37,22 @@ compare "unknown option" -c ok.c --bogus-option -o ok.o
 MAY_SUCCEED=1 compare "read-only output directory" -c ok.c -o "$SCRATCH/ro/ok.o"
 compare "unwritable output location" -c ok.c -o /proc/ok.o
 compare "output under a file" -c ok.c -o ok.c/ok.o
+# A full disk under the output: clang's failure, exit code and words (its
+# crash report names its own command line, so only the essentials are
+# compared), no line from repocc and no temporary left behind.
+if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
+  mkdir -p full
+  unshare -m sh -c "mount -t tmpfs -o size=64k none full && head -c 1M /dev/zero > full/fill 2>/dev/null;
+    clang-19 -O2 -c ok.c -o full/ok.o 2> full-clang.err; echo \$? > full-clang.rc;
+    '$REPOCC' -O2 -c ok.c -o full/ok.o 2> full-repocc.err; echo \$? > full-repocc.rc;
+    ls -A full > full.files" || fail "a full disk in a mount namespace"
+  assert_eq "full disk: exit code" "$(cat full-clang.rc)" "$(cat full-repocc.rc)"
+  [ "$(cat full-repocc.rc)" != 0 ] || fail "full disk: repocc succeeded"
+  grep -q "No space left on device" full-repocc.err || fail "full disk: $(cat full-repocc.err)"
+  grep -q "^repocc:" full-repocc.err && fail "full disk: a line from repocc: $(cat full-repocc.err)"
+  assert_eq "full disk: files left" "fill" "$(cat full.files)"
+  note "full disk: exit $(cat full-repocc.rc), clang's words, nothing left"
+fi
 compare "missing output directory" -c ok.c -o "$SCRATCH/nodir/ok.o"
 compare "-Werror" -Wall -Werror -c warn.c -o warn.o
 compare "undefined reference at link" -O2 undef.c -o prog

@@ -17,7 +17,8 @@ use anyhow::{Context, Result};
 use crate::temporaries::TemporaryFile;
 
 /// The output's directory refused a new file (a read-only or virtual file
-/// system, no permission): clang, run instead, says so in its own words.
+/// system, no permission, no space left): clang, run instead, says so in
+/// its own words.
 #[derive(Debug)]
 pub struct OutputRefused {
     pub dir: std::path::PathBuf,
@@ -28,7 +29,7 @@ impl std::fmt::Display for OutputRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "creating a temporary file in {}: {}",
+            "writing a temporary file in {}: {}",
             self.dir.display(),
             self.error
         )
@@ -58,8 +59,12 @@ pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<TemporaryFile> {
         dir: dir.to_path_buf(),
         error,
     })?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
+    // A full or failing disk is the user's to hear about in clang's words
+    // too (clang, run instead, meets it as well).
+    tmp.write_all(bytes).map_err(|error| OutputRefused {
+        dir: dir.to_path_buf(),
+        error,
+    })?;
     Ok(tmp)
 }
 
