@@ -53,6 +53,15 @@ if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
   assert_eq "full disk: files left" "fill" "$(cat full.files)"
   note "full disk: exit $(cat full-repocc.rc), clang's words, nothing left"
 fi
+if [ -c /dev/full ]; then
+  crc=0; clang-19 -O2 -c ok.c -o /dev/full 2> devfull-clang.err || crc=$?
+  rrc=0; "$REPOCC" -O2 -c ok.c -o /dev/full 2> devfull-repocc.err || rrc=$?
+  assert_eq "-o /dev/full: exit code" "$crc" "$rrc"
+  grep -q "No space left on device" devfull-repocc.err || fail "-o /dev/full: $(cat devfull-repocc.err)"
+  grep -q "^repocc:" devfull-repocc.err && fail "-o /dev/full: a line from repocc: $(cat devfull-repocc.err)"
+  [ -c /dev/full ] || fail "-o /dev/full replaced the device"
+  note "-o /dev/full: exit $rrc, clang's words"
+fi
 compare "missing output directory" -c ok.c -o "$SCRATCH/nodir/ok.o"
 compare "-Werror" -Wall -Werror -c warn.c -o warn.o
 compare "undefined reference at link" -O2 undef.c -o prog

@@ -16,23 +16,20 @@ use anyhow::{Context, Result};
 
 use crate::temporaries::TemporaryFile;
 
-/// The output's directory refused a new file (a read-only or virtual file
-/// system, no permission, no space left): clang, run instead, says so in
-/// its own words.
+/// The output refused its bytes: its directory refused a new file (a
+/// read-only or virtual file system, no permission), or the write failed
+/// (no space left, a device such as `/dev/full`). clang, run instead,
+/// meets the same and says so in its own words.
 #[derive(Debug)]
 pub struct OutputRefused {
-    pub dir: std::path::PathBuf,
+    /// The directory of the temporary file, or the device written in place.
+    pub path: std::path::PathBuf,
     pub error: std::io::Error,
 }
 
 impl std::fmt::Display for OutputRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "writing a temporary file in {}: {}",
-            self.dir.display(),
-            self.error
-        )
+        write!(f, "writing in {}: {}", self.path.display(), self.error)
     }
 }
 
@@ -55,16 +52,12 @@ pub fn temporary_beside(path: &Path, bytes: &[u8]) -> Result<TemporaryFile> {
         .prefix(&prefix)
         .suffix(".tmp")
         .permissions(std::fs::Permissions::from_mode(0o666));
-    let mut tmp = TemporaryFile::new_in(&builder, dir).map_err(|error| OutputRefused {
-        dir: dir.to_path_buf(),
+    let refused = |error| OutputRefused {
+        path: dir.to_path_buf(),
         error,
-    })?;
-    // A full or failing disk is the user's to hear about in clang's words
-    // too (clang, run instead, meets it as well).
-    tmp.write_all(bytes).map_err(|error| OutputRefused {
-        dir: dir.to_path_buf(),
-        error,
-    })?;
+    };
+    let mut tmp = TemporaryFile::new_in(&builder, dir).map_err(refused)?;
+    tmp.write_all(bytes).map_err(refused)?;
     Ok(tmp)
 }
 
@@ -76,12 +69,15 @@ pub fn is_special(path: &Path) -> bool {
 
 /// Writes `bytes` to the existing special file `path` in place.
 pub fn write_in_place(path: &Path, bytes: &[u8]) -> Result<()> {
+    let refused = |error| OutputRefused {
+        path: path.to_path_buf(),
+        error,
+    };
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .with_context(|| format!("opening {}", path.display()))?;
-    f.write_all(bytes)
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(refused)?;
+    f.write_all(bytes).map_err(refused)?;
     Ok(())
 }
 
