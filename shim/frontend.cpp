@@ -10,7 +10,10 @@
 // dependency file alone), the
 // compiler proper's diagnostics and its "N errors generated." line, and
 // clang's exit code (0, or 1 on errors). The bitcode is written by clang's
-// own EmitBCAction into memory, so it is byte for byte what `-o -` prints.
+// own EmitBCAction into memory, so it is byte for byte what `-o -` prints;
+// or, when the caller asks for it, clang's module is handed over in a
+// context of the caller's (EmitLLVMOnlyAction: the same code generation,
+// without writing the bitcode and parsing it back).
 //
 // Whatever it does not reproduce it declines (status -1) before running
 // anything that writes: the caller then runs clang as a process. Declined:
@@ -38,7 +41,10 @@
 #include <clang/Lex/Lexer.h>
 #include <clang/Lex/PPCallbacks.h>
 #include <clang/Lex/Preprocessor.h>
+#include <llvm-c/Core.h>
 #include <llvm/ADT/SmallString.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/Option/ArgList.h>
 #include <llvm/Option/OptTable.h>
@@ -115,11 +121,13 @@ private:
   bool past_predefines_ = false;
 };
 
-// clang's bitcode action, with the header list written along the way.
-class EmitBitcodeListingHeaders : public clang::EmitBCAction {
+// A clang code generation action (`Base`: the bitcode action, or the one
+// that leaves the module in memory), with the header list written along
+// the way.
+template <class Base> class ListingHeaders : public Base {
 public:
-  explicit EmitBitcodeListingHeaders(const char *header_list)
-      : header_list_(header_list) {}
+  ListingHeaders(const char *header_list, llvm::LLVMContext *context)
+      : Base(context), header_list_(header_list) {}
 
 protected:
   bool BeginSourceFileAction(clang::CompilerInstance &ci) override {
@@ -133,11 +141,11 @@ protected:
         ci.getPreprocessor().addPPCallbacks(
             std::make_unique<HeaderListCallbacks>(ci.getSourceManager(), *list_));
     }
-    return clang::EmitBCAction::BeginSourceFileAction(ci);
+    return Base::BeginSourceFileAction(ci);
   }
 
   void EndSourceFileAction() override {
-    clang::EmitBCAction::EndSourceFileAction();
+    Base::EndSourceFileAction();
     if (list_)
       list_->flush();
   }
@@ -162,6 +170,9 @@ extern "C" {
 struct RepoccFrontendOutput {
   // clang's exit code; -1 when the unit was declined (nothing ran).
   int status;
+  // The module, when the caller gave a context (status 0 only): owned by
+  // the caller from here on.
+  LLVMModuleRef module;
   // The bitcode (status 0 only) and the diagnostics clang printed, both
   // malloc'd; released with repocc_frontend_free.
   char *bitcode;
@@ -183,10 +194,14 @@ void repocc_frontend_free(RepoccFrontendOutput *out) {
 // finds its resource directory and tools next to it). prog_name: argv[0]
 // as repocc would have run it (the diagnostics' prefix and the driver
 // mode come from it). header_list: null, or the CC_PRINT_HEADERS_FILE.
+// context: null for bitcode, or the context the module is to be built in
+// (the module is then handed over instead of written: the same module, as
+// clang's bitcode writer would have written it, without the write and the
+// parse back).
 void repocc_frontend_run(const char *clang_path, const char *prog_name,
                          const char *const *args, size_t nargs,
                          const char *header_list, int disable_free,
-                         RepoccFrontendOutput *out) {
+                         LLVMContextRef context, RepoccFrontendOutput *out) {
   using namespace clang;
   std::memset(out, 0, sizeof *out);
   out->status = -1;
@@ -309,19 +324,48 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
   compiler.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(bitcode));
 
   bool ok;
-  {
-    EmitBitcodeListingHeaders action(header_list);
+  std::unique_ptr<llvm::Module> module;
+  // An optimization record is written through a stream the context would
+  // keep after clang's action ends: such units are written as bitcode.
+  if (!invocation->getCodeGenOpts().OptRecordFile.empty())
+    context = nullptr;
+  if (context) {
+    // A function made while its context discards value names has no
+    // symbol table, and names given later (mem2reg's, the optimizer's)
+    // are then not made unique: two values could print alike. So names
+    // are kept while clang generates the code (the pipeline takes every
+    // local name off once mem2reg ran, see canonical.rs), and every
+    // function has its symbol table.
+    invocation->getCodeGenOpts().DiscardValueNames = false;
+    ListingHeaders<EmitLLVMOnlyAction> action(header_list, llvm::unwrap(context));
+    ok = compiler.ExecuteAction(action);
+    if (ok)
+      module = action.takeModule();
+  } else {
+    ListingHeaders<EmitBCAction> action(header_list, nullptr);
     ok = compiler.ExecuteAction(action);
   }
   ok = ok && !compiler.getDiagnostics().hasErrorOccurred();
+  if (context && ok && !module)
+    ok = false;
   compiler.getDiagnostics().getClient()->finish();
   text_stream.flush();
 
   out->declined = nullptr;
   out->status = ok ? 0 : 1;
   out->diagnostics = copy_out(text, &out->diagnostics_len);
-  if (ok)
+  if (ok && module) {
+    // The context as a fresh one is (what the bitcode is read into): clang
+    // set some of its state for its own code generation.
+    llvm::LLVMContext &ctx = module->getContext();
+    ctx.setDiscardValueNames(false);
+    ctx.disableDebugTypeODRUniquing();
+    ctx.setDiagnosticsHotnessRequested(false);
+    ctx.setMisExpectWarningRequested(false);
+    out->module = llvm::wrap(module.release());
+  } else if (ok) {
     out->bitcode = copy_out(bitcode.str(), &out->bitcode_len);
+  }
 }
 
 } // extern "C"

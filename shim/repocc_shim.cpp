@@ -988,6 +988,24 @@ extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTarget
   return LLVMErrorSuccess;
 }
 
+// Takes the name off every argument, block and instruction of `module`'s
+// functions (see canonical.rs: the digests' text then numbers them, the
+// same whatever names the frontend or mem2reg gave).
+extern "C" void repocc_strip_local_names(LLVMModuleRef module_ref) {
+  for (llvm::Function &f : *llvm::unwrap(module_ref)) {
+    for (llvm::Argument &a : f.args())
+      if (a.hasName())
+        a.setName("");
+    for (llvm::BasicBlock &b : f) {
+      if (b.hasName())
+        b.setName("");
+      for (llvm::Instruction &i : b)
+        if (i.hasName())
+          i.setName("");
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Interrupted builds (SIGINT, SIGTERM, SIGHUP): repocc's own temporary files
 // and directories are removed, as clang removes its own, and the process

@@ -74,6 +74,7 @@ pub struct ShimTargetOptions {
 #[repr(C)]
 struct ShimFrontendOutput {
     status: c_int,
+    module: llvm_sys::prelude::LLVMModuleRef,
     bitcode: *mut c_char,
     bitcode_len: usize,
     diagnostics: *mut c_char,
@@ -87,7 +88,10 @@ pub enum InProcessFrontend {
     /// clang printed.
     Ran {
         status: i32,
+        /// Empty when the module was asked for.
         bitcode: Vec<u8>,
+        /// The module (on success), when it was asked for.
+        module: Option<FrontendModule>,
         diagnostics: Vec<u8>,
     },
     /// It declined before anything ran, for this reason: clang must run as
@@ -97,12 +101,15 @@ pub enum InProcessFrontend {
 
 /// Runs clang-19's driver and compiler proper in this process on `args`
 /// (as `prog_name ARGS`), with `clang_path` the compiler's resolved
-/// executable; `header_list` as `CC_PRINT_HEADERS_FILE`.
+/// executable; `header_list` as `CC_PRINT_HEADERS_FILE`. With
+/// `want_module`, clang's module is handed over in a context of its own
+/// (see [`FrontendModule`]) instead of written as bitcode.
 pub fn run_clang_frontend(
     clang_path: &std::path::Path,
     prog_name: &str,
     args: &[String],
     header_list: Option<&std::path::Path>,
+    want_module: bool,
 ) -> InProcessFrontend {
     use std::os::unix::ffi::OsStrExt;
     let c = |bytes: &[u8]| CString::new(bytes).ok();
@@ -129,6 +136,7 @@ pub fn run_clang_frontend(
     let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
     let mut out = ShimFrontendOutput {
         status: -1,
+        module: std::ptr::null_mut(),
         bitcode: std::ptr::null_mut(),
         bitcode_len: 0,
         diagnostics: std::ptr::null_mut(),
@@ -138,7 +146,9 @@ pub fn run_clang_frontend(
     // SAFETY: every pointer refers to a NUL-terminated string owned above
     // and alive for the call; `out` is a valid, initialized struct the shim
     // overwrites. The buffers it returns are read once, then freed by the
-    // shim's own free function (they were malloc'd there).
+    // shim's own free function (they were malloc'd there). The module it
+    // returns is in `home`'s context, and `home` takes it over.
+    let home = want_module.then(FrontendModule::home);
     unsafe {
         repocc_frontend_run(
             path.as_ptr(),
@@ -147,6 +157,8 @@ pub fn run_clang_frontend(
             ptrs.len(),
             list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
             c_int::from(exit_reclaims_memory()),
+            home.as_ref()
+                .map_or(std::ptr::null_mut(), |h| h.context.raw()),
             &mut out,
         );
         let take = |p: *mut c_char, len: usize| {
@@ -169,6 +181,9 @@ pub fn run_clang_frontend(
             InProcessFrontend::Ran {
                 status: out.status,
                 bitcode: take(out.bitcode, out.bitcode_len),
+                module: home
+                    .filter(|_| !out.module.is_null())
+                    .map(|h| h.holding(out.module)),
                 diagnostics: take(out.diagnostics, out.diagnostics_len),
             }
         };
@@ -222,12 +237,14 @@ extern "C" {
         nargs: usize,
         header_list: *const c_char,
         disable_free: c_int,
+        context: llvm_sys::prelude::LLVMContextRef,
         out: *mut ShimFrontendOutput,
     );
     fn repocc_frontend_free(out: *mut ShimFrontendOutput);
     fn repocc_remove_file_on_interrupt(path: *const c_char, len: usize);
     fn repocc_keep_file_on_interrupt(path: *const c_char, len: usize);
     fn repocc_remove_interrupt_files();
+    fn repocc_strip_local_names(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_remove_directory_on_interrupt(path: *const c_char) -> c_int;
     fn repocc_keep_directory_on_interrupt(path: *const c_char);
     fn repocc_set_target_options(
@@ -549,6 +566,13 @@ pub fn remove_file_on_interrupt(file: &std::path::Path) {
     unsafe { repocc_remove_file_on_interrupt(bytes.as_ptr().cast(), bytes.len()) }
 }
 
+/// Takes the name off every argument, block and instruction of `module`.
+pub fn strip_local_names(module: &inkwell::module::Module) {
+    // SAFETY: `module` is a live module used by this thread only; the shim
+    // only renames values in it.
+    unsafe { repocc_strip_local_names(module.as_mut_ptr()) }
+}
+
 /// Removes now what an interrupt would (the process is about to exec).
 pub fn remove_interrupt_files() {
     // SAFETY: the shim walks its lists as the handler would.
@@ -659,13 +683,12 @@ extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut c_void) {
     }
 }
 
-/// Runs `f` with a fresh context whose diagnostics go to a sink.
-pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -> R {
+/// A fresh context whose diagnostics go to `sink`.
+fn context_with_sink() -> (Box<DiagnosticSink>, Context) {
     let sink = Box::new(DiagnosticSink::default());
     let context = Context::create();
     // SAFETY: see the module invariants: `sink` (boxed, so its address is
-    // stable) outlives `context`, which is dropped at the end of this scope
-    // before `sink`.
+    // stable) outlives `context`; both callers drop the context first.
     unsafe {
         LLVMContextSetDiagnosticHandler(
             context.raw(),
@@ -673,7 +696,11 @@ pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -
             &*sink as *const DiagnosticSink as *mut c_void,
         );
     }
-    let result = f(&context, &sink);
+    (sink, context)
+}
+
+/// Drops `context`, then `sink`, unless the exit will reclaim them.
+fn release_context(context: Context, sink: Box<DiagnosticSink>) {
     if exit_reclaims_memory() {
         // Every type, constant and metadata node of the unit lives in the
         // context: the exit frees them faster.
@@ -683,7 +710,101 @@ pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -
         drop(context);
         drop(sink);
     }
+}
+
+/// Runs `f` with a fresh context whose diagnostics go to a sink.
+pub fn with_diagnostic_sink<R>(f: impl FnOnce(&Context, &DiagnosticSink) -> R) -> R {
+    let (sink, context) = context_with_sink();
+    let result = f(&context, &sink);
+    release_context(context, sink);
     result
+}
+
+/// clang's module for a unit, handed over by the in-process frontend, in a
+/// context of its own whose diagnostics go to a sink (as
+/// [`with_diagnostic_sink`]'s).
+pub struct FrontendModule {
+    module: llvm_sys::prelude::LLVMModuleRef,
+    context: ManuallyDrop<Context>,
+    sink: ManuallyDrop<Box<DiagnosticSink>>,
+}
+
+impl std::fmt::Debug for FrontendModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FrontendModule")
+    }
+}
+
+// SAFETY: the context and module are only ever used by one thread at a
+// time: the frontend's thread hands them over when it is joined.
+unsafe impl Send for FrontendModule {}
+
+impl FrontendModule {
+    /// The context a module is to be made in (no module yet).
+    fn home() -> FrontendModule {
+        let (sink, context) = context_with_sink();
+        FrontendModule {
+            module: std::ptr::null_mut(),
+            context: ManuallyDrop::new(context),
+            sink: ManuallyDrop::new(sink),
+        }
+    }
+
+    fn holding(mut self, module: llvm_sys::prelude::LLVMModuleRef) -> FrontendModule {
+        self.module = module;
+        self
+    }
+
+    /// The module as bitcode (for keys: not byte for byte what clang would
+    /// write, but always the same for the same module).
+    pub fn bitcode(&self) -> Vec<u8> {
+        // SAFETY: `module` is a live module owned by `self`; the buffer is
+        // copied, then disposed of as the C API requires.
+        unsafe {
+            let buffer = llvm_sys::bit_writer::LLVMWriteBitcodeToMemoryBuffer(self.module);
+            let start = llvm_sys::core::LLVMGetBufferStart(buffer) as *const u8;
+            let len = llvm_sys::core::LLVMGetBufferSize(buffer);
+            let bytes = std::slice::from_raw_parts(start, len).to_vec();
+            llvm_sys::core::LLVMDisposeMemoryBuffer(buffer);
+            bytes
+        }
+    }
+
+    /// Runs `f` on the module, named `name` (as a module parsed from a
+    /// buffer of that name would be), with its context and sink; they are
+    /// released afterwards (or left to the exit).
+    pub fn run<R>(
+        mut self,
+        name: &str,
+        f: impl for<'ctx> FnOnce(&'ctx Context, &DiagnosticSink, inkwell::module::Module<'ctx>) -> R,
+    ) -> R {
+        let raw = std::mem::replace(&mut self.module, std::ptr::null_mut());
+        // SAFETY: `raw` is the module the shim built in `self.context`,
+        // owned by nobody else; the Module (and whatever it is moved into)
+        // cannot outlive the borrow of the context, which is released only
+        // after `f` returns.
+        let module = unsafe {
+            llvm_sys::core::LLVMSetModuleIdentifier(raw, name.as_ptr().cast(), name.len());
+            inkwell::module::Module::new(raw)
+        };
+        f(&self.context, &self.sink, module)
+    }
+}
+
+impl Drop for FrontendModule {
+    fn drop(&mut self) {
+        // SAFETY: the module (if still here) and the context are owned by
+        // `self` alone and dropped once, the module before its context, the
+        // sink after it.
+        unsafe {
+            if !self.module.is_null() && !exit_reclaims_memory() {
+                llvm_sys::core::LLVMDisposeModule(self.module);
+            }
+            let context = ManuallyDrop::take(&mut self.context);
+            let sink = ManuallyDrop::take(&mut self.sink);
+            release_context(context, sink);
+        }
+    }
 }
 
 /// How the optimization pipeline is tuned (LLVM's `PipelineTuningOptions`

@@ -804,14 +804,16 @@ fn compile_unit(
     }
     let start = Instant::now();
     let fe_args = frontend::frontend_args(&unit.frontend_args, p.codegen.opt, discard_dep);
-    let fe = match clang.run_frontend(&fe_args, cx.force_color, header_list) {
+    // clang's module itself where clang runs in this process: no bitcode
+    // written and read back.
+    let mut fe = match clang.run_frontend(&fe_args, cx.force_color, header_list, true) {
         Ok(fe) => fe,
         Err(e) => {
             pipeline::output::remove_failed_output(&unit.output);
             return UnitResult::failed(1, format!("repocc: error: {e:#}\n").into_bytes(), false);
         }
     };
-    let mut stderr = fe.stderr;
+    let mut stderr = std::mem::take(&mut fe.stderr);
     if fe.status != 0 {
         // As clang's driver: a failed compile leaves no stale object.
         pipeline::output::remove_failed_output(&unit.output);
@@ -828,10 +830,19 @@ fn compile_unit(
 
     // A unit clang compiled before, remembered by the repository.
     let clang_unit = cx.repository.map(|r| {
+        // A module's own bitcode stands for clang's (the same module).
+        let written;
+        let bitcode = match &fe.module {
+            Some(module) => {
+                written = module.bitcode();
+                &written
+            }
+            None => &fe.bitcode,
+        };
         let key = cx
             .options
             .key
-            .clang_unit_key(r.clang_identity, &unit.frontend_args, &fe.bitcode);
+            .clang_unit_key(r.clang_identity, &unit.frontend_args, bitcode);
         (r.storage, key)
     });
     let remembered = match &clang_unit {
@@ -855,9 +866,13 @@ fn compile_unit(
             pipeline::BackendDiagnostic("remembered from an earlier compile".into()),
         )),
         pipeline::clang_units::Remembered::Nothing => {
+            let ir = match fe.module.take() {
+                Some(module) => pipeline::FrontendIr::Module(module),
+                None => pipeline::FrontendIr::Bitcode(&fe.bitcode),
+            };
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pipeline::compile_bitcode(
-                    &fe.bitcode,
+                pipeline::compile_frontend_ir(
+                    ir,
                     &unit.source,
                     &p.codegen,
                     cx.options,

@@ -72,44 +72,74 @@ pub fn init_targets() {
     });
 }
 
-/// Parses `bitcode`, builds the TargetMachine and runs mem2reg.
+/// [`load_code`] of `bitcode`, with mem2reg.
+#[cfg(test)]
 pub fn load<'ctx>(
     context: &'ctx Context,
     bitcode: &[u8],
     source_name: &str,
     settings: &CodegenSettings,
 ) -> Result<Unit<'ctx>> {
-    load_with(context, bitcode, source_name, settings, true)
+    load_code(
+        context,
+        FrontendCode::Bitcode(bitcode),
+        source_name,
+        settings,
+        true,
+    )
 }
 
-/// The unit as clang wrote it — constants named and locals externalized
-/// exactly as [`load`] does, so every definition has the same name, but
-/// without mem2reg. At `-O0` with debug info this is the code that is
-/// generated: mem2reg turns a local's stack slot into SSA values whose
-/// debug records describe them only where they are live, so gdb would
-/// print `<optimized out>` where clang's build shows the value. Digests
-/// are still made of the canonical form: mem2reg is a function of this
-/// body, so whatever changes this body changes the canonical one's.
+/// [`load_code`] of `bitcode`, as written (without mem2reg).
+#[cfg(test)]
 pub fn load_as_written<'ctx>(
     context: &'ctx Context,
     bitcode: &[u8],
     source_name: &str,
     settings: &CodegenSettings,
 ) -> Result<Unit<'ctx>> {
-    load_with(context, bitcode, source_name, settings, false)
+    load_code(
+        context,
+        FrontendCode::Bitcode(bitcode),
+        source_name,
+        settings,
+        false,
+    )
 }
 
-fn load_with<'ctx>(
+/// The unit's code as the frontend produced it: bitcode to parse, or
+/// clang's module itself, already in the context it is loaded into.
+pub enum FrontendCode<'a, 'ctx> {
+    Bitcode(&'a [u8]),
+    Module(Module<'ctx>),
+}
+
+/// Reads `code` (bitcode is parsed into `context`), builds the
+/// TargetMachine and, with `promote`, runs mem2reg.
+///
+/// Without `promote`, the unit as clang wrote it — constants named and
+/// locals externalized exactly as with it, so every definition has the
+/// same name, but without mem2reg. At `-O0` with debug info this is the
+/// code that is generated: mem2reg turns a local's stack slot into SSA
+/// values whose debug records describe them only where they are live, so
+/// gdb would print `<optimized out>` where clang's build shows the value.
+/// Digests are still made of the canonical form: mem2reg is a function of
+/// this body, so whatever changes this body changes the canonical one's.
+pub fn load_code<'ctx>(
     context: &'ctx Context,
-    bitcode: &[u8],
+    code: FrontendCode<'_, 'ctx>,
     source_name: &str,
     settings: &CodegenSettings,
     promote: bool,
 ) -> Result<Unit<'ctx>> {
     init_targets();
-    let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, source_name);
-    let module = Module::parse_bitcode_from_buffer(&buffer, context)
-        .map_err(|e| anyhow!("reading the bitcode of {source_name}: {e}"))?;
+    let module = match code {
+        FrontendCode::Bitcode(bitcode) => {
+            let buffer = MemoryBuffer::create_from_memory_range_copy(bitcode, source_name);
+            Module::parse_bitcode_from_buffer(&buffer, context)
+                .map_err(|e| anyhow!("reading the bitcode of {source_name}: {e}"))?
+        }
+        FrontendCode::Module(module) => module,
+    };
     let target_machine = target_machine_for(&module, settings)
         .with_context(|| format!("building the target machine for {source_name}"))?;
     if promote {
@@ -121,6 +151,11 @@ fn load_with<'ctx>(
             )
             .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
     }
+    // Local values print as numbers in the digests' text: the names
+    // mem2reg gives (`%.01`) depend on what else a function's symbol table
+    // held, which differs between a module clang hands over (whose code it
+    // generated with names) and one read from bitcode (without).
+    llvm_shim::strip_local_names(&module);
     name_constants_by_content(&module);
     // While statics are still internal (see `externalize_locals`).
     if settings.opt != OptLevel::O0 {

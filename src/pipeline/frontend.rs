@@ -29,8 +29,11 @@ pub const RECURSION_GUARD: &str = "REPOCC_RECURSION_GUARD";
 pub struct FrontendOutput {
     /// clang's exit code (0 on success).
     pub status: i32,
-    /// The bitcode (empty if `status != 0`).
+    /// The bitcode (empty if `status != 0`, or when `module` is there).
     pub bitcode: Vec<u8>,
+    /// clang's module itself, where it was asked for and clang ran in this
+    /// process (`status == 0` only).
+    pub module: Option<crate::llvm_shim::FrontendModule>,
     /// clang's stderr, captured: the driver prints it once the unit is
     /// done (or clang's own compile replaces it, see `driver`).
     pub stderr: Vec<u8>,
@@ -46,12 +49,15 @@ pub trait Clang: Sync {
     /// Runs the frontend with its stderr captured; `force_color` adds
     /// `-fcolor-diagnostics` (our stderr is a colour terminal); clang
     /// appends the headers it opens to `header_list` (see [`list_headers`])
-    /// where it can without changing the unit's dependency file.
+    /// where it can without changing the unit's dependency file;
+    /// `want_module` asks for the module in memory instead of bitcode
+    /// (only clang in this process can hand it over).
     fn run_frontend(
         &self,
         args: &[String],
         force_color: bool,
         header_list: Option<&Path>,
+        want_module: bool,
     ) -> Result<FrontendOutput>;
 }
 
@@ -70,6 +76,7 @@ impl Clang for RealClang {
         args: &[String],
         force_color: bool,
         header_list: Option<&Path>,
+        _want_module: bool,
     ) -> Result<FrontendOutput> {
         let mut cmd = Command::new(&self.path);
         let headers_listed = list_headers_where_listable(&mut cmd, header_list, args);
@@ -88,6 +95,7 @@ impl Clang for RealClang {
         Ok(FrontendOutput {
             status,
             bitcode: if status == 0 { out.stdout } else { Vec::new() },
+            module: None,
             stderr: out.stderr,
             process_reason: None,
             headers_listed,
@@ -200,6 +208,7 @@ impl Clang for InProcessClang {
         args: &[String],
         force_color: bool,
         header_list: Option<&Path>,
+        want_module: bool,
     ) -> Result<FrontendOutput> {
         use crate::llvm_shim::{run_clang_frontend, InProcessFrontend};
         let mut all = args.to_vec();
@@ -211,7 +220,7 @@ impl Clang for InProcessClang {
         // the pipeline would.
         crate::pipeline::canonical::init_targets();
         let prog_name = self.process.path.display().to_string();
-        let run = || run_clang_frontend(&self.resolved, &prog_name, &all, header_list);
+        let run = || run_clang_frontend(&self.resolved, &prog_name, &all, header_list, want_module);
         let ran = match on_main_thread(run) {
             Some(ran) => ran,
             // Elsewhere on a thread of its own with a generous stack:
@@ -237,16 +246,20 @@ impl Clang for InProcessClang {
             InProcessFrontend::Ran {
                 status,
                 bitcode,
+                module,
                 diagnostics,
             } => Ok(FrontendOutput {
                 status,
                 bitcode,
+                module,
                 stderr: diagnostics,
                 process_reason: None,
                 headers_listed: header_list.is_some(),
             }),
             InProcessFrontend::Declined(why) => {
-                let mut out = self.process.run_frontend(args, force_color, header_list)?;
+                let mut out =
+                    self.process
+                        .run_frontend(args, force_color, header_list, want_module)?;
                 out.process_reason = Some(why);
                 Ok(out)
             }
@@ -360,8 +373,11 @@ mod tests {
             source.display().to_string(),
         ];
         let args = frontend_args(&unit, OptLevel::O2, None);
-        let a = in_process.run_frontend(&args, false, None).unwrap();
-        let b = in_process.process.run_frontend(&args, false, None).unwrap();
+        let a = in_process.run_frontend(&args, false, None, false).unwrap();
+        let b = in_process
+            .process
+            .run_frontend(&args, false, None, false)
+            .unwrap();
         assert_eq!(a.status, 0);
         assert!(a.process_reason.is_none(), "{:?}", a.process_reason);
         assert_eq!(a.bitcode, b.bitcode);
@@ -381,7 +397,9 @@ mod tests {
         let run_in = |unit: &[String], list: &Path| {
             let args = frontend_args(unit, OptLevel::O2, None);
             let _ = std::fs::remove_file(list);
-            let a = in_process.run_frontend(&args, false, Some(list)).unwrap();
+            let a = in_process
+                .run_frontend(&args, false, Some(list), false)
+                .unwrap();
             assert_eq!(a.status, 0, "{}", String::from_utf8_lossy(&a.stderr));
             assert!(a.headers_listed && a.process_reason.is_none());
             std::fs::read(list).unwrap()
@@ -397,7 +415,7 @@ mod tests {
         let _ = std::fs::remove_file(&list);
         let b = in_process
             .process
-            .run_frontend(&args, false, Some(&list))
+            .run_frontend(&args, false, Some(&list), false)
             .unwrap();
         assert!(b.headers_listed);
         let clangs = std::fs::read(&list).unwrap();
@@ -425,6 +443,7 @@ mod tests {
                 &frontend_args(&mmd("out.d"), OptLevel::O2, None),
                 false,
                 Some(&list),
+                false,
             )
             .unwrap();
         assert!(
@@ -441,10 +460,62 @@ mod tests {
         // A command line the driver rejects is clang's to report.
         let mut bad = args.clone();
         bad.push("--no-such-option".into());
-        let a = in_process.run_frontend(&bad, false, None).unwrap();
+        let a = in_process.run_frontend(&bad, false, None, false).unwrap();
         assert_eq!(a.status, 1);
         assert!(a.process_reason.is_some());
         assert!(String::from_utf8_lossy(&a.stderr).contains("unknown argument"));
+    }
+
+    #[test]
+    fn a_module_handed_over_reads_as_its_bitcode() {
+        use crate::pipeline::canonical::{load_code, FrontendCode};
+        use crate::pipeline::settings::CodegenSettings;
+        use inkwell::context::Context;
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("unit.c");
+        // Loops and branches (mem2reg's phis and their names), statics,
+        // string constants, a switch.
+        std::fs::write(
+            &source,
+            "static int t[4] = {1, 2, 3, 4};\n\
+             static int pick(int k) { switch (k) { case 0: return 5; case 1: return 7; default: return k; } }\n\
+             const char *name(int k) { return k ? \"one\" : \"zero\"; }\n\
+             int sum(int n, int *a) { int s = 0, p = 1; for (int i = 0; i < n; i++) { if (a[i] > 0) s += a[i] * p; else p = pick(i); } return s + t[n & 3]; }\n",
+        )
+        .unwrap();
+        let clang = Path::new(LLVM_PREFIX).join("bin/clang");
+        let Some(in_process) = InProcessClang::for_compiler(&clang) else {
+            return; // REPOCC_EXTERNAL_FRONTEND is set for this run
+        };
+        let args = frontend_args(
+            &["-O2".to_string(), source.display().to_string()],
+            OptLevel::O2,
+            None,
+        );
+        let handed = in_process.run_frontend(&args, false, None, true).unwrap();
+        assert_eq!(handed.status, 0);
+        assert!(handed.bitcode.is_empty());
+        let module = handed.module.expect("the module");
+        let written = in_process
+            .process
+            .run_frontend(&args, false, None, true)
+            .unwrap();
+        assert!(written.module.is_none() && !written.bitcode.is_empty());
+
+        fn canonical<'ctx>(code: FrontendCode<'_, 'ctx>, context: &'ctx Context) -> String {
+            let settings = CodegenSettings::plain_o2();
+            let unit = load_code(context, code, "unit.c", &settings, true).unwrap();
+            unit.module.verify().unwrap();
+            unit.module.print_to_string().to_string()
+        }
+        let from_module = module.run("unit.c", |context, _, m| {
+            canonical(FrontendCode::Module(m), context)
+        });
+        let from_bitcode = crate::llvm_shim::with_diagnostic_sink(|context, _| {
+            canonical(FrontendCode::Bitcode(&written.bitcode), context)
+        });
+        assert_eq!(from_module, from_bitcode);
+        assert!(from_module.contains(" phi "), "{from_module}");
     }
 
     #[test]

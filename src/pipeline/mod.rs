@@ -1,9 +1,12 @@
 //! The per-translation-unit pipeline, one stage a file, in flow order:
 //!
-//! 1. [`frontend`]: clang-19 with the user's flags emits unoptimized bitcode
-//!    (diagnostics go to the user exactly as clang prints them).
-//! 2. [`canonical`]: the bitcode is read in memory into a fresh LLVM context
-//!    and mem2reg runs — the canonical form the repository stages digest.
+//! 1. [`frontend`]: clang-19 with the user's flags emits unoptimized IR
+//!    (diagnostics go to the user exactly as clang prints them): clang in
+//!    this process hands its module over in a fresh LLVM context, clang as
+//!    a process writes bitcode.
+//! 2. [`canonical`]: bitcode is read into a fresh context, mem2reg runs
+//!    and local names go — the canonical form the repository stages
+//!    digest, the same from either frontend.
 //! 3. [`digest`]: repository metadata — a digest per definition, the
 //!    contribution/dependency graph and final digests (pruning comes next)
 //! 4. [`optimize`]: the pass pipeline of the user's `-O` level.
@@ -115,57 +118,86 @@ pub struct UnitReport {
     pub explain: Vec<String>,
 }
 
-/// Runs stages 2–7 on the frontend's bitcode and writes `output`. With
+/// What the frontend produced, for the pipeline: bitcode, or clang's
+/// module itself (clang in this process).
+pub enum FrontendIr<'a> {
+    Bitcode(&'a [u8]),
+    Module(crate::llvm_shim::FrontendModule),
+}
+
+/// Runs stages 2–7 on the frontend's output and writes `output`. With
 /// `storage` (and `fragments` on), through the program repository.
-pub fn compile_bitcode(
-    bitcode: &[u8],
+pub fn compile_frontend_ir(
+    ir: FrontendIr,
     source_name: &str,
     settings: &CodegenSettings,
     options: &PipelineOptions,
     storage: Option<&dyn Storage>,
     output: &Path,
 ) -> Result<UnitReport> {
-    crate::llvm_shim::with_diagnostic_sink(|context, sink| {
-        let unit = UnitInput {
-            bitcode,
-            source_name,
-            settings,
-            options,
-            output,
-        };
-        run_stages(context, sink, &unit, storage)
-    })
+    let unit = UnitInput {
+        source_name,
+        settings,
+        options,
+        output,
+    };
+    match ir {
+        FrontendIr::Bitcode(bitcode) => crate::llvm_shim::with_diagnostic_sink(|context, sink| {
+            let code = canonical::FrontendCode::Bitcode(bitcode);
+            run_stages(context, sink, code, &unit, storage)
+        }),
+        FrontendIr::Module(module) => module.run(source_name, |context, sink, module| {
+            let code = canonical::FrontendCode::Module(module);
+            run_stages(context, sink, code, &unit, storage)
+        }),
+    }
 }
 
-/// What one unit's pipeline run is given.
+/// What one unit's pipeline run is given besides its code.
 struct UnitInput<'a> {
-    bitcode: &'a [u8],
     source_name: &'a str,
     settings: &'a CodegenSettings,
     options: &'a PipelineOptions,
     output: &'a Path,
 }
 
-fn run_stages(
-    context: &inkwell::context::Context,
+fn run_stages<'ctx>(
+    context: &'ctx inkwell::context::Context,
     sink: &crate::llvm_shim::DiagnosticSink,
+    code: canonical::FrontendCode<'_, 'ctx>,
     input: &UnitInput,
     storage: Option<&dyn Storage>,
 ) -> Result<UnitReport> {
     let UnitInput {
-        bitcode,
         source_name,
         settings,
         options,
         output,
     } = *input;
+    let storage = storage.filter(|_| options.fragments);
+    // At -O0 with debug info the code comes from clang's own body (see
+    // `canonical::load_code` without mem2reg): a module handed over is copied before
+    // it becomes the canonical one (bitcode is simply read twice).
+    let written_code = match &code {
+        canonical::FrontendCode::Module(m)
+            if settings.opt == settings::OptLevel::O0
+                && storage.is_some()
+                && options.debug_fragments
+                && m.get_global_metadata_size("llvm.dbg.cu") > 0 =>
+        {
+            Some(canonical::FrontendCode::Module(m.clone()))
+        }
+        canonical::FrontendCode::Bitcode(b) => Some(canonical::FrontendCode::Bitcode(b)),
+        canonical::FrontendCode::Module(_) => None,
+    };
     let mut times = StageTimes::default();
     let t = Instant::now();
-    let unit = crate::llvm_shim::FreedUnlessExiting::new(canonical::load(
+    let unit = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_code(
         context,
-        bitcode,
+        code,
         source_name,
         settings,
+        true,
     )?);
     times.parse_and_mem2reg = t.elapsed();
 
@@ -173,7 +205,6 @@ fn run_stages(
     // `debug_fragments` in the configuration): such units are compiled
     // whole unless asked otherwise.
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
-    let storage = storage.filter(|_| options.fragments);
     if let Some(store) = storage.filter(|_| !debug_info || options.debug_fragments) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit.
@@ -188,15 +219,18 @@ fn run_stages(
             .filter(|d| d.kind != digest::DefKind::Glue)
             .count() as u64;
         // At -O0 with debug info the code comes from clang's own body (see
-        // `canonical::load_as_written`); the digests from the canonical one.
+        // `canonical::load_code` without mem2reg); the digests from the canonical one.
         let as_written;
         let code_unit = if debug_info && settings.opt == settings::OptLevel::O0 {
             let t = Instant::now();
-            as_written = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_as_written(
+            let written_code = written_code
+                .ok_or_else(|| anyhow::anyhow!("{source_name}: clang's module was not kept"))?;
+            as_written = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_code(
                 context,
-                bitcode,
+                written_code,
                 source_name,
                 settings,
+                false,
             )?);
             crate::llvm_shim::strip_file_checksums(&as_written.module);
             times.parse_and_mem2reg += t.elapsed();
