@@ -65,6 +65,7 @@ fi
 compare "missing output directory" -c ok.c -o "$SCRATCH/nodir/ok.o"
 compare "-Werror" -Wall -Werror -c warn.c -o warn.o
 compare "undefined reference at link" -O2 undef.c -o prog
+TMPDIR="$SCRATCH/no-such-tmpdir" compare "a compile-and-link without \$TMPDIR" -O2 ok.c -o prog
 compare "invalid -O value" -Oq -c ok.c -o ok.o
 compare "inline asm error from the backend" -O2 -c badasm.c -o badasm.o
 MAY_SUCCEED=1 compare "backend warning (-Wframe-larger-than)" -O2 -Wframe-larger-than=64 -c bigframe.c -o bigframe.o

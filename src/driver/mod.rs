@@ -168,6 +168,9 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             record(&c);
             exec_clang(&clang, &args)
         }
+        Plan::Compile(_) if temps.failed.load(std::sync::atomic::Ordering::Relaxed) => passthrough(
+            Reason::new(Category::OutputLocation, "no temporary file for an object"),
+        ),
         Plan::Compile(p) => {
             let repo = match repo {
                 Ok(r) => Some(r),
@@ -209,6 +212,9 @@ fn exec_clang(clang: &Path, args: &[OsString]) -> i32 {
 #[derive(Default)]
 struct LazyTemps {
     files: std::sync::Mutex<Vec<crate::temporaries::TemporaryPath>>,
+    /// One could not be made (`$TMPDIR` missing or full): clang, run
+    /// instead, reports it in its own words.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl TempObjects for LazyTemps {
@@ -232,6 +238,8 @@ impl TempObjects for LazyTemps {
                 p
             }
             Err(_) => {
+                self.failed
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 std::env::temp_dir().join(format!("repocc-{}-{index}-{stem}.o", std::process::id()))
             }
         }
