@@ -23,6 +23,14 @@
 //!   freed by `repocc_frontend_free` once copied. Clang's process-wide
 //!   state (LLVM's option registry, plugins, timers) is never touched: the
 //!   shim declines such units.
+//! - `FrontendModule`: the shim builds clang's module in a context made
+//!   here (with its diagnostic sink, as `with_diagnostic_sink` makes one)
+//!   and hands the module over; the module is disposed of before its
+//!   context, the sink after it, or all are left to the exit. clang puts
+//!   its own diagnostic handler on the context while it generates code and
+//!   puts ours back; the shim resets the rest of the context's state clang
+//!   set (value names, ODR uniquing, hotness) and never hands over a
+//!   module whose context would keep clang's optimization-record stream.
 //! - `with_diagnostic_sink`: LLVM keeps the sink's address in the context
 //!   and calls the handler from the thread using that context; the sink is
 //!   created before the context and dropped after it (or neither is ever
