@@ -146,16 +146,24 @@ cmp -s we.err wce.err || fail "-Werror diagnostics differ from clang's"
 build -O2 -Iinc -DEXTRA=5 > /dev/null
 build -O2 -Iinc -DEXTRA=5 > /dev/null
 python3 - "$REPOCC_DIR" <<'EOF'
-import os, sys
+import os, struct, sys
+# A unit's result and manifest are one pack with two names: the entry a
+# name stands for is found in the pack's table (key, offset, length).
 n = 0
 for root, _, files in os.walk(sys.argv[1]):
     for f in files:
         p = os.path.join(root, f)
-        with open(p, 'rb') as fh:
-            head = fh.read(13)
-        if len(head) == 13 and head[:8] == b'RPCCFRAG' and head[12] in (4, 5):
-            data = bytearray(open(p, 'rb').read())
-            data[-1] ^= 0xff
+        data = bytearray(open(p, 'rb').read())
+        at, size = 0, len(data)
+        if data[:8] == b'RPCCPACK':
+            key = bytes.fromhex(f) if len(f) == 64 else None
+            count = struct.unpack_from('<I', data, 12)[0]
+            for i in range(count):
+                rec = 16 + 48 * i
+                if data[rec:rec + 32] == key:
+                    at, size = struct.unpack_from('<QQ', data, rec + 32)
+        if size >= 13 and data[at:at + 8] == b'RPCCFRAG' and data[at + 12] in (4, 5):
+            data[at + size - 1] ^= 0xff
             open(p, 'wb').write(data)
             n += 1
 print(f"corrupted {n} unit entries", file=sys.stderr)

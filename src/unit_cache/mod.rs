@@ -296,14 +296,16 @@ impl UnitCache<'_> {
             None => (dep_file, stderr),
         };
         let result_key = result_key.unwrap_or_else(|| files_result_key(&p.key, &files));
-        let stored = self
-            .storage
-            .put(
-                &result_key,
-                &encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
-            )
-            .map_err(|e| e.to_string())?;
-        Ok(stored + self.add_to_manifest(p, &files, absent, &result_key)?)
+        // One write for both (a pack with two names): the result is named
+        // first, so a manifest never points to a result not yet there.
+        let entries = [
+            (
+                result_key,
+                encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
+            ),
+            (p.key, self.manifest_with(p, &files, absent, &result_key)),
+        ];
+        self.storage.put_many(&entries).map_err(|e| e.to_string())
     }
 
     /// Adds a result found by preprocessor mode to the unit's manifest, so
@@ -326,6 +328,20 @@ impl UnitCache<'_> {
         absent: Vec<manifest::AbsentNames>,
         result_key: &FragmentDigest,
     ) -> Result<u64, String> {
+        self.storage
+            .put(&p.key, &self.manifest_with(p, files, absent, result_key))
+            .map_err(|e| e.to_string())
+    }
+
+    /// The unit's manifest (as stored, or a new one) with `result_key`
+    /// added for `files` and `absent`.
+    fn manifest_with(
+        &self,
+        p: &Prepared,
+        files: &[FileState],
+        absent: Vec<manifest::AbsentNames>,
+        result_key: &FragmentDigest,
+    ) -> Entry {
         let mut m = match self.storage.get(&p.key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
                 Manifest::decode(&e.payload).unwrap_or_default()
@@ -333,16 +349,11 @@ impl UnitCache<'_> {
             _ => Manifest::default(),
         };
         m.add(files, absent, hex(result_key));
-        self.storage
-            .put(
-                &p.key,
-                &Entry {
-                    kind: EntryKind::UnitManifest,
-                    metadata: Vec::new(),
-                    payload: m.encode(),
-                },
-            )
-            .map_err(|e| e.to_string())
+        Entry {
+            kind: EntryKind::UnitManifest,
+            metadata: Vec::new(),
+            payload: m.encode(),
+        }
     }
 
     /// The files the unit read (source first, then the headers clang
