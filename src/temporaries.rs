@@ -17,7 +17,17 @@ use crate::llvm_shim;
 /// empty directory) before the process dies of it.
 pub struct RemovedOnInterrupt {
     path: PathBuf,
-    directory: bool,
+    list: InterruptList,
+}
+
+/// Which list a path is on.
+enum InterruptList {
+    /// LLVM's, of files.
+    Files,
+    /// The shim's, of directories.
+    Directories,
+    /// None (the shim's table of directories was full).
+    Neither,
 }
 
 impl RemovedOnInterrupt {
@@ -25,27 +35,31 @@ impl RemovedOnInterrupt {
         llvm_shim::remove_file_on_interrupt(path);
         RemovedOnInterrupt {
             path: path.to_path_buf(),
-            directory: false,
+            list: InterruptList::Files,
         }
     }
 
     /// For a directory whose files are each on the list too (an interrupt
     /// removes the files first).
     pub fn directory(path: &Path) -> RemovedOnInterrupt {
-        let directory = llvm_shim::remove_directory_on_interrupt(path);
+        let list = if llvm_shim::remove_directory_on_interrupt(path) {
+            InterruptList::Directories
+        } else {
+            InterruptList::Neither
+        };
         RemovedOnInterrupt {
             path: path.to_path_buf(),
-            directory,
+            list,
         }
     }
 }
 
 impl Drop for RemovedOnInterrupt {
     fn drop(&mut self) {
-        if self.directory {
-            llvm_shim::keep_directory_on_interrupt(&self.path);
-        } else {
-            llvm_shim::keep_file_on_interrupt(&self.path);
+        match self.list {
+            InterruptList::Files => llvm_shim::keep_file_on_interrupt(&self.path),
+            InterruptList::Directories => llvm_shim::keep_directory_on_interrupt(&self.path),
+            InterruptList::Neither => {}
         }
     }
 }

@@ -354,18 +354,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn in_process_bitcode_and_diagnostics_are_the_process_ones() {
+    /// `text` as `unit.c` in a new directory, and the in-process clang;
+    /// `None` when `REPOCC_EXTERNAL_FRONTEND` is set for this run.
+    fn unit_for_in_process(
+        text: &str,
+    ) -> Option<(tempfile::TempDir, std::path::PathBuf, InProcessClang)> {
         let dir = tempfile::tempdir().unwrap();
         let source = dir.path().join("unit.c");
-        std::fs::write(
-            &source,
-            "static int twice(int x) { return 2 * x; }\nint f(int y) { int unused; return twice(y); }\n",
-        )
-        .unwrap();
+        std::fs::write(&source, text).unwrap();
         let clang = Path::new(LLVM_PREFIX).join("bin/clang");
-        let Some(in_process) = InProcessClang::for_compiler(&clang) else {
-            return; // REPOCC_EXTERNAL_FRONTEND is set for this run
+        let in_process = InProcessClang::for_compiler(&clang)?;
+        Some((dir, source, in_process))
+    }
+
+    #[test]
+    fn in_process_bitcode_and_diagnostics_are_the_process_ones() {
+        let Some((dir, source, in_process)) = unit_for_in_process(
+            "static int twice(int x) { return 2 * x; }\nint f(int y) { int unused; return twice(y); }\n",
+        ) else {
+            return;
         };
         let unit = vec![
             "-O2".to_string(),
@@ -471,21 +478,15 @@ mod tests {
         use crate::pipeline::canonical::{load_code, FrontendCode};
         use crate::pipeline::settings::CodegenSettings;
         use inkwell::context::Context;
-        let dir = tempfile::tempdir().unwrap();
-        let source = dir.path().join("unit.c");
         // Loops and branches (mem2reg's phis and their names), statics,
         // string constants, a switch.
-        std::fs::write(
-            &source,
+        let Some((_dir, source, in_process)) = unit_for_in_process(
             "static int t[4] = {1, 2, 3, 4};\n\
              static int pick(int k) { switch (k) { case 0: return 5; case 1: return 7; default: return k; } }\n\
              const char *name(int k) { return k ? \"one\" : \"zero\"; }\n\
              int sum(int n, int *a) { int s = 0, p = 1; for (int i = 0; i < n; i++) { if (a[i] > 0) s += a[i] * p; else p = pick(i); } return s + t[n & 3]; }\n",
-        )
-        .unwrap();
-        let clang = Path::new(LLVM_PREFIX).join("bin/clang");
-        let Some(in_process) = InProcessClang::for_compiler(&clang) else {
-            return; // REPOCC_EXTERNAL_FRONTEND is set for this run
+        ) else {
+            return;
         };
         let args = frontend_args(
             &["-O2".to_string(), source.display().to_string()],
