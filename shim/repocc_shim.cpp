@@ -1109,3 +1109,459 @@ extern "C" void repocc_keep_directory_on_interrupt(const char *path) {
     }
   }
 }
+
+// ---------------------------------------------------------------------------
+// Relative lines in memory (see src/pipeline/debug_lines.rs): a fragment is
+// stored with the lines of its leader's own file made relative to the
+// leader's line, `base + line - own`. This does to the module what
+// `digest::rebase_relative_lines` does to its printed text, without printing
+// and parsing it: every metadata node whose file (its `file:`, else its
+// scope's) is the leader's gets its nonzero `line:` and `scopeLine:` moved,
+// and every node that refers to a moved one is rebuilt to refer to the new
+// one. It runs on a fragment's module in a context of its own (a code
+// generation worker's), so distinct nodes are changed in place; nothing in
+// the module changes unless every node could be rebuilt.
+
+#include <llvm/IR/DebugProgramInstruction.h>
+#include <llvm/IR/Instructions.h>
+
+namespace {
+
+using namespace llvm;
+
+// The raw `file:` and `scope:` operands, as the IR printer names them.
+std::pair<Metadata *, Metadata *> fileAndScope(const MDNode *N) {
+  if (auto *L = dyn_cast<DILocation>(N))
+    return {nullptr, L->getRawScope()};
+  if (auto *S = dyn_cast<DIScope>(N))
+    return {S->getRawFile(), isa<DIFile>(S) ? nullptr : S->getScope()};
+  if (auto *V = dyn_cast<DIVariable>(N))
+    return {V->getRawFile(), V->getRawScope()};
+  if (auto *L = dyn_cast<DILabel>(N))
+    return {L->getRawFile(), L->getRawScope()};
+  if (auto *I = dyn_cast<DIImportedEntity>(N))
+    return {I->getRawFile(), I->getRawScope()};
+  if (auto *P = dyn_cast<DIObjCProperty>(N))
+    return {P->getRawFile(), nullptr};
+  if (auto *F = dyn_cast<DIMacroFile>(N))
+    return {F->getRawFile(), nullptr};
+  return {nullptr, nullptr};
+}
+
+// The node's `line:` and `scopeLine:` values (0: none).
+std::pair<unsigned, unsigned> linesOf(const MDNode *N) {
+  if (auto *L = dyn_cast<DILocation>(N))
+    return {L->getLine(), 0};
+  if (auto *SP = dyn_cast<DISubprogram>(N))
+    return {SP->getLine(), SP->getScopeLine()};
+  if (auto *B = dyn_cast<DILexicalBlock>(N))
+    return {B->getLine(), 0};
+  if (auto *V = dyn_cast<DIVariable>(N))
+    return {V->getLine(), 0};
+  if (auto *L = dyn_cast<DILabel>(N))
+    return {L->getLine(), 0};
+  if (auto *T = dyn_cast<DIType>(N))
+    return {T->getLine(), 0};
+  if (auto *I = dyn_cast<DIImportedEntity>(N))
+    return {I->getLine(), 0};
+  if (auto *C = dyn_cast<DICommonBlock>(N))
+    return {C->getLineNo(), 0};
+  if (auto *M = dyn_cast<DIModule>(N))
+    return {M->getLineNo(), 0};
+  if (auto *M = dyn_cast<DIMacroNode>(N)) {
+    if (auto *D = dyn_cast<DIMacro>(M))
+      return {D->getLine(), 0};
+    if (auto *F = dyn_cast<DIMacroFile>(M))
+      return {F->getLine(), 0};
+  }
+  if (auto *P = dyn_cast<DIObjCProperty>(N))
+    return {P->getLine(), 0};
+  return {0, 0};
+}
+
+template <class T, class... Args> T *makeNode(bool Distinct, LLVMContext &C, Args &&...A) {
+  return Distinct ? T::getDistinct(C, std::forward<Args>(A)...) : T::get(C, std::forward<Args>(A)...);
+}
+
+struct LineRebaser {
+  LLVMContext &C;
+  const Metadata *File;
+  uint64_t Own;
+  uint64_t Base;
+  DenseMap<const MDNode *, const Metadata *> FileMemo;
+  DenseMap<const MDNode *, MDNode *> Map;
+  SmallPtrSet<const MDNode *, 16> InProgress;
+  std::vector<MDNode *> Reachable;
+  std::vector<std::pair<MDNode *, SmallVector<Metadata *, 8>>> InPlace;
+  bool Failed = false;
+
+  // What LLVM uniques by name and scope alone (MDNodeSubsetEqualImpl).
+  static bool isODRMember(const MDNode *N) {
+    auto *T = dyn_cast<DIDerivedType>(N);
+    if (!T || T->getTag() != dwarf::DW_TAG_member || !T->getRawName())
+      return false;
+    auto *Scope = dyn_cast_or_null<DICompositeType>(T->getRawScope());
+    return Scope && Scope->getRawIdentifier();
+  }
+
+  const Metadata *fileOf(const MDNode *N) {
+    SmallVector<const MDNode *, 8> Chain;
+    const Metadata *Found = nullptr;
+    const MDNode *At = N;
+    for (int i = 0; i < 256 && At; i++) {
+      auto It = FileMemo.find(At);
+      if (It != FileMemo.end()) {
+        Found = It->second;
+        break;
+      }
+      Chain.push_back(At);
+      if (isa<DIFile>(At)) {
+        Found = At;
+        break;
+      }
+      auto [F, S] = fileAndScope(At);
+      if (F) {
+        Found = F;
+        break;
+      }
+      At = dyn_cast_or_null<MDNode>(S);
+    }
+    for (const MDNode *M : Chain)
+      FileMemo[M] = Found;
+    return Found;
+  }
+
+  unsigned moved(unsigned Line) {
+    if (Line == 0)
+      return 0;
+    uint64_t L = Base + Line - Own;
+    if (L > UINT32_MAX || Base + Line < Own) {
+      Failed = true;
+      return Line;
+    }
+    return unsigned(L);
+  }
+
+  bool movesLines(const MDNode *N) {
+    auto [L, S] = linesOf(N);
+    return (L || S) && fileOf(N) == File;
+  }
+
+  // `N` with its lines moved and each operand `op` as `O(op)`; null when
+  // its kind is not one this knows how to rebuild. A uniqued node is made
+  // with its final operands, never rebuilt from one with the old ones: a
+  // member of a type with an identifier is uniqued by name and scope
+  // alone, so getting it with the old scope would give the old member.
+  template <class MapOperand> MDNode *withMovedLines(MDNode *N, MapOperand &&O) {
+    bool D = N->isDistinct();
+    if (auto *L = dyn_cast<DILocation>(N))
+      return makeNode<DILocation>(D, C, moved(L->getLine()), L->getColumn(), O(L->getRawScope()),
+                                  O(L->getRawInlinedAt()), L->isImplicitCode());
+    if (auto *SP = dyn_cast<DISubprogram>(N))
+      return makeNode<DISubprogram>(
+          D, C, O(SP->getRawScope()), SP->getRawName(), SP->getRawLinkageName(), O(SP->getRawFile()),
+          moved(SP->getLine()), O(SP->getRawType()), moved(SP->getScopeLine()),
+          O(SP->getRawContainingType()), SP->getVirtualIndex(), SP->getThisAdjustment(),
+          SP->getFlags(), SP->getSPFlags(), O(SP->getRawUnit()), O(SP->getRawTemplateParams()),
+          O(SP->getRawDeclaration()), O(SP->getRawRetainedNodes()), O(SP->getRawThrownTypes()),
+          O(SP->getRawAnnotations()), SP->getRawTargetFuncName());
+    if (auto *B = dyn_cast<DILexicalBlock>(N))
+      return makeNode<DILexicalBlock>(D, C, O(B->getRawScope()), O(B->getRawFile()),
+                                      moved(B->getLine()), B->getColumn());
+    if (auto *V = dyn_cast<DILocalVariable>(N))
+      return makeNode<DILocalVariable>(D, C, O(V->getRawScope()), V->getRawName(), O(V->getRawFile()),
+                                       moved(V->getLine()), O(V->getRawType()), V->getArg(),
+                                       V->getFlags(), V->getAlignInBits(),
+                                       O(V->getRawAnnotations()));
+    if (auto *V = dyn_cast<DIGlobalVariable>(N))
+      return makeNode<DIGlobalVariable>(
+          D, C, O(V->getRawScope()), V->getRawName(), V->getRawLinkageName(), O(V->getRawFile()),
+          moved(V->getLine()), O(V->getRawType()), V->isLocalToUnit(), V->isDefinition(),
+          O(V->getRawStaticDataMemberDeclaration()), O(V->getRawTemplateParams()),
+          V->getAlignInBits(), O(V->getRawAnnotations()));
+    if (auto *L = dyn_cast<DILabel>(N))
+      return makeNode<DILabel>(D, C, O(L->getRawScope()), L->getRawName(), O(L->getRawFile()),
+                               moved(L->getLine()));
+    if (auto *T = dyn_cast<DIDerivedType>(N))
+      return makeNode<DIDerivedType>(
+          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(T->getLine()),
+          O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
+          T->getOffsetInBits(), T->getDWARFAddressSpace(), T->getPtrAuthData(), T->getFlags(),
+          O(T->getRawExtraData()), O(T->getRawAnnotations()));
+    if (auto *T = dyn_cast<DICompositeType>(N))
+      return makeNode<DICompositeType>(
+          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(T->getLine()),
+          O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
+          T->getOffsetInBits(), T->getFlags(), O(T->getRawElements()), T->getRuntimeLang(),
+          O(T->getRawVTableHolder()), O(T->getRawTemplateParams()), T->getRawIdentifier(),
+          O(T->getRawDiscriminator()), O(T->getRawDataLocation()), O(T->getRawAssociated()),
+          O(T->getRawAllocated()), O(T->getRawRank()), O(T->getRawAnnotations()));
+    if (auto *I = dyn_cast<DIImportedEntity>(N))
+      return makeNode<DIImportedEntity>(D, C, I->getTag(), O(I->getRawScope()), O(I->getRawEntity()),
+                                        O(I->getRawFile()), moved(I->getLine()), I->getRawName(),
+                                        O(I->getRawElements()));
+    if (auto *B = dyn_cast<DICommonBlock>(N))
+      return makeNode<DICommonBlock>(D, C, O(B->getRawScope()), O(B->getRawDecl()), B->getRawName(),
+                                     O(B->getRawFile()), moved(B->getLineNo()));
+    return nullptr;
+  }
+
+  void collect(Metadata *Root) {
+    SmallVector<MDNode *, 32> Stack;
+    if (auto *N = dyn_cast_or_null<MDNode>(Root))
+      Stack.push_back(N);
+    while (!Stack.empty()) {
+      MDNode *N = Stack.pop_back_val();
+      if (!Map.try_emplace(N, nullptr).second)
+        continue;
+      Reachable.push_back(N);
+      for (const MDOperand &Op : N->operands())
+        if (auto *O = dyn_cast_or_null<MDNode>(Op.get()))
+          Stack.push_back(O);
+    }
+  }
+
+  Metadata *mapped(Metadata *MD) {
+    auto *N = dyn_cast_or_null<MDNode>(MD);
+    if (!N)
+      return MD;
+    auto It = Map.find(N);
+    return It == Map.end() ? MD : It->second;
+  }
+
+  // A uniqued node, rebuilt when its lines move or an operand was
+  // rebuilt. Every distinct node is already mapped, so the recursion ends
+  // at them; a cycle of uniqued nodes alone fails.
+  MDNode *mapUniqued(MDNode *N) {
+    // Every reachable node has its entry already (no insertion, no
+    // rehash while recursing).
+    if (MDNode *Done = Map.lookup(N))
+      return Done;
+    if (!InProgress.insert(N).second) {
+      Failed = true;
+      return N;
+    }
+    SmallVector<Metadata *, 8> Ops;
+    bool Changed = false;
+    for (const MDOperand &Op : N->operands()) {
+      Metadata *O = Op.get();
+      Metadata *M = O;
+      if (auto *ON = dyn_cast_or_null<MDNode>(O))
+        M = ON->isDistinct() ? Map[ON] : mapUniqued(ON);
+      Changed |= M != O;
+      Ops.push_back(M);
+    }
+    InProgress.erase(N);
+    bool Moves = movesLines(N);
+    MDNode *New = N;
+    if (Moves) {
+      New = withMovedLines(N, [&](Metadata *Op) { return mapped(Op); });
+      if (!New || New->getNumOperands() != N->getNumOperands()) {
+        Failed = true;
+        return N;
+      }
+    }
+    // What the getter could not be given (and a node whose lines stay):
+    // its operands replaced.
+    Changed = false;
+    for (unsigned i = 0; i < Ops.size(); i++)
+      Changed |= New->getOperand(i) != Ops[i];
+    if (Changed) {
+      TempMDNode T = New->clone();
+      for (unsigned i = 0; i < Ops.size(); i++)
+        if (T->getOperand(i) != Ops[i])
+          T->replaceOperandWith(i, Ops[i]);
+      New = MDNode::replaceWithUniqued(std::move(T));
+    }
+    // Uniquing may hand back an equal node that is not what was asked for
+    // (an identifier type's member is equal to any member of that name):
+    // then the printed text is the way.
+    auto [L, S] = linesOf(N);
+    std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(L), moved(S)) : linesOf(N);
+    bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
+    for (unsigned i = 0; Same && i < Ops.size(); i++)
+      Same = New->getOperand(i) == Ops[i];
+    if (!Same && !Moves && isODRMember(N)) {
+      // A member of an identifier type whose lines stay but whose type
+      // was rebuilt (a pointer to a struct of the leader's file): changed
+      // in place once nothing else can fail (`InPlace`), which keeps it
+      // unique — no other member has its name in its type.
+      InPlace.push_back({N, std::move(Ops)});
+      Map[N] = N;
+      return N;
+    }
+    if (!Same)
+      Failed = true;
+    Map[N] = New;
+    return New;
+  }
+};
+
+// Every metadata root of the module, handed to `visit(Metadata *)` to read
+// and to `replace` callbacks to write back.
+template <class Visit> void forEachRoot(Module &M, Visit &&visit) {
+  for (NamedMDNode &NMD : M.named_metadata())
+    for (unsigned i = 0; i < NMD.getNumOperands(); i++)
+      visit(NMD.getOperand(i));
+  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
+  auto objectMetadata = [&](GlobalObject &GO) {
+    MDs.clear();
+    GO.getAllMetadata(MDs);
+    for (auto &KM : MDs)
+      visit(KM.second);
+  };
+  for (GlobalVariable &G : M.globals())
+    objectMetadata(G);
+  for (Function &F : M) {
+    objectMetadata(F);
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB) {
+        MDs.clear();
+        I.getAllMetadata(MDs);
+        for (auto &KM : MDs)
+          visit(KM.second);
+        for (Value *Op : I.operand_values())
+          if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
+            visit(MAV->getMetadata());
+        for (DbgRecord &DR : I.getDbgRecordRange()) {
+          visit(DR.getDebugLoc().getAsMDNode());
+          if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
+            visit(DVR->getRawLocation());
+            visit(DVR->getRawVariable());
+            visit(DVR->getRawExpression());
+            if (DVR->isDbgAssign()) {
+              visit(DVR->getRawAddress());
+              visit(DVR->getRawAddressExpression());
+              visit(DVR->getRawAssignID());
+            }
+          } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
+            visit(DLR->getRawLabel());
+          }
+        }
+      }
+  }
+}
+
+} // namespace
+
+extern "C" {
+
+// 1: rebased; 0: the leader has no position (nothing to do); -1: a node
+// could not be rebuilt (the module is unchanged; the caller goes through
+// the printed text instead).
+int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base) {
+  Module *M = unwrap(module);
+  MDNode *OwnNode = nullptr;
+  if (Function *F = M->getFunction(leader)) {
+    OwnNode = F->getMetadata(LLVMContext::MD_dbg);
+  } else if (GlobalVariable *G = M->getGlobalVariable(leader, /*AllowInternal=*/true)) {
+    OwnNode = G->getMetadata(LLVMContext::MD_dbg);
+    if (auto *GVE = dyn_cast_or_null<DIGlobalVariableExpression>(OwnNode))
+      OwnNode = dyn_cast_or_null<MDNode>(GVE->getRawVariable());
+  }
+  if (!OwnNode)
+    return 0;
+  LineRebaser R{M->getContext(), nullptr, 0, base, {}, {}, {}, {}, {}, false};
+  unsigned OwnLine = linesOf(OwnNode).first;
+  const Metadata *File = R.fileOf(OwnNode);
+  if (OwnLine == 0 || !File)
+    return 0;
+  R.File = File;
+  R.Own = OwnLine;
+
+  // Everything reachable, and whether each node that moves can be rebuilt,
+  // before anything changes.
+  forEachRoot(*M, [&](Metadata *MD) { R.collect(MD); });
+  for (MDNode *N : R.Reachable)
+    if (R.movesLines(N) && !isa<DILocation, DISubprogram, DILexicalBlock, DILocalVariable,
+                               DIGlobalVariable, DILabel, DIDerivedType, DICompositeType,
+                               DIImportedEntity, DICommonBlock>(N))
+      return -1;
+  // Distinct nodes first: new ones for those whose lines move (operands
+  // set below), themselves otherwise.
+  for (MDNode *N : R.Reachable)
+    if (N->isDistinct()) {
+      MDNode *New = R.movesLines(N) ? R.withMovedLines(N, [](Metadata *Op) { return Op; }) : N;
+      if (!New || New->getNumOperands() != N->getNumOperands())
+        return -1;
+      R.Map[N] = New;
+    } else {
+      R.Map[N] = nullptr;
+    }
+  for (MDNode *N : R.Reachable)
+    if (!N->isDistinct())
+      R.mapUniqued(N);
+  if (R.Failed)
+    return -1;
+  // From here on the module changes: operands of distinct nodes, then the
+  // roots.
+  for (MDNode *N : R.Reachable) {
+    if (!N->isDistinct())
+      continue;
+    MDNode *New = R.Map[N];
+    for (unsigned i = 0; i < N->getNumOperands(); i++) {
+      Metadata *O = N->getOperand(i);
+      Metadata *Mp = R.mapped(O);
+      if (Mp != New->getOperand(i))
+        New->replaceOperandWith(i, Mp);
+    }
+  }
+  for (auto &[N, Ops] : R.InPlace)
+    for (unsigned i = 0; i < Ops.size(); i++)
+      N->replaceOperandWith(i, Ops[i]);
+  auto node = [&](MDNode *N) { return cast_or_null<MDNode>(R.mapped(N)); };
+  for (NamedMDNode &NMD : M->named_metadata())
+    for (unsigned i = 0; i < NMD.getNumOperands(); i++)
+      if (MDNode *New = node(NMD.getOperand(i)); New != NMD.getOperand(i))
+        NMD.setOperand(i, New);
+  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
+  auto objectMetadata = [&](GlobalObject &GO) {
+    MDs.clear();
+    GO.getAllMetadata(MDs);
+    bool Changed = false;
+    for (auto &KM : MDs)
+      Changed |= node(KM.second) != KM.second;
+    if (!Changed)
+      return;
+    GO.clearMetadata();
+    for (auto &KM : MDs)
+      GO.addMetadata(KM.first, *node(KM.second));
+  };
+  for (GlobalVariable &G : M->globals())
+    objectMetadata(G);
+  for (Function &F : *M) {
+    objectMetadata(F);
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB) {
+        MDs.clear();
+        I.getAllMetadata(MDs);
+        for (auto &KM : MDs)
+          if (MDNode *New = node(KM.second); New != KM.second)
+            I.setMetadata(KM.first, New);
+        for (unsigned i = 0; i < I.getNumOperands(); i++)
+          if (auto *MAV = dyn_cast<MetadataAsValue>(I.getOperand(i)))
+            if (Metadata *New = R.mapped(MAV->getMetadata()); New != MAV->getMetadata())
+              I.setOperand(i, MetadataAsValue::get(M->getContext(), New));
+        for (DbgRecord &DR : I.getDbgRecordRange()) {
+          if (MDNode *Loc = DR.getDebugLoc().getAsMDNode())
+            if (MDNode *New = node(Loc); New != Loc)
+              DR.setDebugLoc(DebugLoc(New));
+          if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
+            if (MDNode *V = DVR->getRawVariable(); node(V) != V)
+              DVR->setVariable(cast<DILocalVariable>(node(V)));
+            if (MDNode *E = DVR->getRawExpression(); node(E) != E)
+              DVR->setExpression(cast<DIExpression>(node(E)));
+            if (DVR->isDbgAssign())
+              if (MDNode *E = DVR->getRawAddressExpression(); node(E) != E)
+                DVR->setAddressExpression(cast<DIExpression>(node(E)));
+          } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
+            if (MDNode *L = DLR->getRawLabel(); node(L) != L)
+              DLR->setLabel(cast<DILabel>(node(L)));
+          }
+        }
+      }
+  }
+  return 1;
+}
+
+} // extern "C"

@@ -209,6 +209,11 @@ extern "C" {
     fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
+    fn repocc_rebase_relative_lines(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        leader: *const c_char,
+        base: u64,
+    ) -> c_int;
     fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_strip_file_checksums(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
     fn repocc_blockaddress_function(
@@ -456,6 +461,38 @@ unsafe fn user_pairs(
         .filter_map(|l| l.split_once('\t'))
         .map(|(f, u)| (f.to_string(), u.to_string()))
         .collect()
+}
+
+/// What [`rebase_relative_lines`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rebased {
+    /// The leader's own-file lines are relative now.
+    Done,
+    /// The leader has no position (no debug location or line): nothing
+    /// to do, as `digest::rebase_relative_lines` would do nothing.
+    NoPosition,
+    /// A node of a kind the shim cannot rebuild, or lines that do not fit:
+    /// the module is unchanged, and the printed text is the way.
+    Unsupported,
+}
+
+/// Makes the lines of `leader`'s own file relative to its line (`base +
+/// line - own line`) in a fragment module, in memory: the same module as
+/// printing it, `digest::rebase_relative_lines` and parsing the text
+/// back give. The module must be the only user of its metadata (one
+/// parsed in a context of its own): distinct nodes are changed in place.
+pub fn rebase_relative_lines(module: &inkwell::module::Module, leader: &str, base: u64) -> Rebased {
+    let Ok(leader) = std::ffi::CString::new(leader) else {
+        return Rebased::Unsupported;
+    };
+    // SAFETY: the module is alive and not being iterated; it owns its
+    // context's metadata (see above), so the distinct nodes the shim
+    // changes are this module's alone. `leader` outlives the call.
+    match unsafe { repocc_rebase_relative_lines(module.as_mut_ptr(), leader.as_ptr(), base) } {
+        1 => Rebased::Done,
+        0 => Rebased::NoPosition,
+        _ => Rebased::Unsupported,
+    }
 }
 
 /// Trims the compile units of a fragment module to what the fragment

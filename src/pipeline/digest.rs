@@ -1529,6 +1529,72 @@ mod tests {
             .is_none());
     }
 
+    /// The module `llvm_shim::rebase_relative_lines` leaves in memory
+    /// prints as the text `rebase_relative_lines` gives, parsed back.
+    #[test]
+    fn lines_are_rebased_in_memory_as_in_the_text() {
+        use inkwell::context::Context;
+        use inkwell::memory_buffer::MemoryBuffer;
+        let src = "#line 40 \"other.h\"\n\
+            static inline int twice(int v) {\n  return v * 2;\n}\n\
+            struct pair { int a;\n  int b; };\n\
+            struct local;\n\
+            struct chain { struct local *next;\n  int depth; };\n\
+            #line 100 \"t.c\"\n\
+            struct local { struct pair p;\n  struct chain c;\n  int n; };\n\
+            typedef struct local local_t;\n\
+            int counter = 3;\n\
+            int api(int x) {\n  static int calls;\n  local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
+              for (int i = 0; i < x; i++) {\n    int y = twice(i);\n    l.n += y;\n  }\n\
+              if (x > 9) goto out;\n  calls++;\n out:\n  return twice(x) + l.p.a + calls + counter;\n}\n";
+        let base = crate::pipeline::debug_lines::RELATIVE_LINE_BASE;
+        fn parse<'c>(context: &'c Context, text: &str) -> inkwell::module::Module<'c> {
+            context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    text.as_bytes(),
+                    "t",
+                ))
+                .unwrap()
+        }
+        for (flags, identified) in [(&["-g"][..], false), (&["-g", "-O0"][..], true)] {
+            let mut ir = ir_of(src, flags);
+            if identified {
+                // As the pipeline has it: structs with identifiers, whose
+                // members LLVM uniques by name and scope alone.
+                let context = Context::create();
+                let module = parse(&context, &ir);
+                crate::llvm_shim::identify_debug_types(&module);
+                ir = module.print_to_string().to_string();
+                assert!(ir.contains("identifier: "));
+            }
+            for leader in ["api", "counter", "twice"] {
+                let expected = {
+                    let context = Context::create();
+                    let rebased = rebase_relative_lines(&ir, leader).unwrap().unwrap();
+                    let text = parse(&context, &rebased).print_to_string().to_string();
+                    text
+                };
+                let context = Context::create();
+                let module = parse(&context, &ir);
+                assert_eq!(
+                    crate::llvm_shim::rebase_relative_lines(&module, leader, base),
+                    crate::llvm_shim::Rebased::Done
+                );
+                assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
+                let got = module.print_to_string().to_string();
+                assert_eq!(got, expected, "{leader} {flags:?}");
+                assert_ne!(got, parse(&context, &ir).print_to_string().to_string());
+            }
+        }
+        // No debug info: no position, nothing changes.
+        let context = Context::create();
+        let module = parse(&context, &ir_of(src, &[]));
+        assert_eq!(
+            crate::llvm_shim::rebase_relative_lines(&module, "api", base),
+            crate::llvm_shim::Rebased::NoPosition
+        );
+    }
+
     #[test]
     fn edges_follow_the_hazards() {
         let src = r#"

@@ -347,47 +347,57 @@ fn emit_in_workers(
     let bitcodes: Vec<Vec<u8>> = items
         .iter()
         .map(|(members, glue)| {
-            let m = extract(unit, members, *glue);
-            // With relative lines (see `digest::Lines`), the fragment is
-            // compiled from its text with its own file's lines rebased.
-            if relative_lines && !*glue {
-                if let Some(leader) = members.first() {
-                    let text = m.print_to_string().to_string();
-                    if let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)? {
-                        return Ok(rebased.into_bytes());
-                    }
-                }
-            }
-            Ok(m.write_bitcode_to_memory().as_slice().to_vec())
+            extract(unit, members, *glue)
+                .write_bitcode_to_memory()
+                .as_slice()
+                .to_vec()
         })
-        .collect::<Result<_>>()?;
+        .collect();
     type Work<'a> = (&'a (Vec<String>, bool), Vec<u8>);
     let work: Vec<Work> = items.iter().copied().zip(bitcodes).collect();
     run_workers(&work, jobs, |((members, glue), bc)| {
         let what = members.join(",");
-        let (object, references) = compile_bitcode(bc, &what, target, settings, Some(*glue))?;
+        // With relative lines (see `digest::Lines`), the fragment is
+        // compiled with its own file's lines rebased on its leader's.
+        let leader = members.first().filter(|_| relative_lines && !*glue);
+        let fragment = FragmentModule {
+            glue: *glue,
+            rebase_on: leader.map(String::as_str),
+        };
+        let (object, references) = compile_bitcode(bc, &what, target, settings, Some(fragment))?;
         Ok(Fragment::compiled(members, *glue, object, references))
     })
 }
 
-/// Compiles a module given as bitcode in a context of its own; with
-/// `trim` (a fragment module: is it the glue?), its debug compile units
-/// are trimmed first. The object and the module's references.
+/// How a module compiled by [`compile_bitcode`] is a fragment's.
+#[derive(Clone, Copy)]
+struct FragmentModule<'a> {
+    /// The glue keeps its compile units' unit-wide lists.
+    glue: bool,
+    /// The leader whose own-file lines become relative, if they do.
+    rebase_on: Option<&'a str>,
+}
+
+/// Compiles a module given as bitcode in a context of its own; for a
+/// fragment's module, its lines are rebased (if asked) and its debug
+/// compile units trimmed first. The object and the module's references.
 fn compile_bitcode(
     bc: &[u8],
     what: &str,
     target: &TargetSpec,
     settings: &CodegenSettings,
-    trim: Option<bool>,
+    fragment: Option<FragmentModule>,
 ) -> Result<(Vec<u8>, Vec<String>)> {
     llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
-        // Bitcode, or the text of a fragment with rebased lines.
         let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
-        let module = context
+        let mut module = context
             .create_module_from_ir(buffer)
             .map_err(|e| anyhow!("reading {what}: {e}"))?;
-        if let Some(glue) = trim {
-            llvm_shim::trim_debug_units(&module, glue);
+        if let Some(fragment) = fragment {
+            if let Some(leader) = fragment.rebase_on {
+                module = rebase_lines(context, module, leader, what)?;
+            }
+            llvm_shim::trim_debug_units(&module, fragment.glue);
         }
         let references = references_of(&module);
         let object = target
@@ -399,6 +409,62 @@ fn compile_bitcode(
         }
         Ok((object.as_slice().to_vec(), references))
     })
+}
+
+/// `module` with the lines of `leader`'s own file relative to its line:
+/// in memory, or (for metadata the shim does not rebuild) through the
+/// printed text, which gives the same module.
+fn rebase_lines<'ctx>(
+    context: &'ctx Context,
+    module: Module<'ctx>,
+    leader: &str,
+    what: &str,
+) -> Result<Module<'ctx>> {
+    use super::debug_lines::RELATIVE_LINE_BASE;
+    if std::env::var_os("REPOCC_CHECK_REBASE").is_some() {
+        let text = module.print_to_string().to_string();
+        let expected = super::digest::rebase_relative_lines(&text, leader)?;
+        let c2 = Context::create();
+        let m2 = c2
+            .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                text.as_bytes(),
+                "fragment",
+            ))
+            .unwrap();
+        let r = llvm_shim::rebase_relative_lines(&m2, leader, RELATIVE_LINE_BASE);
+        let got = m2.print_to_string().to_string();
+        let exp = expected
+            .map(|e| {
+                c2.create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    e.as_bytes(),
+                    "fragment",
+                ))
+                .unwrap()
+                .print_to_string()
+                .to_string()
+            })
+            .unwrap_or(text.clone());
+        if got != exp {
+            let n = leader.replace('/', "_");
+            std::fs::write(format!("/tmp/rb-{n}.got"), &got).ok();
+            std::fs::write(format!("/tmp/rb-{n}.exp"), &exp).ok();
+            eprintln!("REBASE MISMATCH {leader} {r:?}");
+        }
+    }
+    match llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE) {
+        llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition => Ok(module),
+        llvm_shim::Rebased::Unsupported => {
+            let text = module.print_to_string().to_string();
+            let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)? else {
+                return Ok(module);
+            };
+            let buffer =
+                MemoryBuffer::create_from_memory_range_copy(rebased.as_bytes(), "fragment");
+            context
+                .create_module_from_ir(buffer)
+                .map_err(|e| anyhow!("reading {what} with rebased lines: {e}"))
+        }
+    }
 }
 
 /// `work(item)` for every item on up to `jobs` threads; results in order.
