@@ -1118,9 +1118,9 @@ extern "C" void repocc_keep_directory_on_interrupt(const char *path) {
 // and parsing it: every metadata node whose file (its `file:`, else its
 // scope's) is the leader's gets its nonzero `line:` and `scopeLine:` moved,
 // and every node that refers to a moved one is rebuilt to refer to the new
-// one. It runs on a fragment's module in a context of its own (a code
-// generation worker's), so distinct nodes are changed in place; nothing in
-// the module changes unless every node could be rebuilt.
+// one. Existing nodes are never changed (a fragment extracted in the unit's
+// context shares them with the unit), and nothing in the module changes
+// unless every node could be rebuilt.
 
 #include <llvm/IR/DebugProgramInstruction.h>
 #include <llvm/IR/Instructions.h>
@@ -1192,17 +1192,10 @@ struct LineRebaser {
   DenseMap<const MDNode *, MDNode *> Map;
   SmallPtrSet<const MDNode *, 16> InProgress;
   std::vector<MDNode *> Reachable;
-  std::vector<std::pair<MDNode *, SmallVector<Metadata *, 8>>> InPlace;
+  // The nodes that change: those whose lines move and, transitively,
+  // every node that refers to one.
+  SmallPtrSet<const MDNode *, 32> Changes;
   bool Failed = false;
-
-  // What LLVM uniques by name and scope alone (MDNodeSubsetEqualImpl).
-  static bool isODRMember(const MDNode *N) {
-    auto *T = dyn_cast<DIDerivedType>(N);
-    if (!T || T->getTag() != dwarf::DW_TAG_member || !T->getRawName())
-      return false;
-    auto *Scope = dyn_cast_or_null<DICompositeType>(T->getRawScope());
-    return Scope && Scope->getRawIdentifier();
-  }
 
   const Metadata *fileOf(const MDNode *N) {
     SmallVector<const MDNode *, 8> Chain;
@@ -1374,22 +1367,14 @@ struct LineRebaser {
       New = MDNode::replaceWithUniqued(std::move(T));
     }
     // Uniquing may hand back an equal node that is not what was asked for
-    // (an identifier type's member is equal to any member of that name):
-    // then the printed text is the way.
+    // (LLVM takes a member of a type with an identifier to be any member
+    // of that name in that type; a changed member's type is a new node,
+    // so this should not happen): then the printed text is the way.
     auto [L, S] = linesOf(N);
     std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(L), moved(S)) : linesOf(N);
     bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
     for (unsigned i = 0; Same && i < Ops.size(); i++)
       Same = New->getOperand(i) == Ops[i];
-    if (!Same && !Moves && isODRMember(N)) {
-      // A member of an identifier type whose lines stay but whose type
-      // was rebuilt (a pointer to a struct of the leader's file): changed
-      // in place once nothing else can fail (`InPlace`), which keeps it
-      // unique — no other member has its name in its type.
-      InPlace.push_back({N, std::move(Ops)});
-      Map[N] = N;
-      return N;
-    }
     if (!Same)
       Failed = true;
     Map[N] = New;
@@ -1477,38 +1462,56 @@ int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint6
                                DIGlobalVariable, DILabel, DIDerivedType, DICompositeType,
                                DIImportedEntity, DICommonBlock>(N))
       return -1;
-  // Distinct nodes first: new ones for those whose lines move (operands
-  // set below), themselves otherwise.
-  for (MDNode *N : R.Reachable)
-    if (N->isDistinct()) {
-      MDNode *New = R.movesLines(N) ? R.withMovedLines(N, [](Metadata *Op) { return Op; }) : N;
-      if (!New || New->getNumOperands() != N->getNumOperands())
-        return -1;
-      R.Map[N] = New;
-    } else {
-      R.Map[N] = nullptr;
+  // What changes: the movers, then their users, theirs, and so on.
+  DenseMap<const MDNode *, SmallVector<MDNode *, 2>> Users;
+  SmallVector<MDNode *, 64> Work;
+  for (MDNode *N : R.Reachable) {
+    for (const MDOperand &Op : N->operands())
+      if (auto *O = dyn_cast_or_null<MDNode>(Op.get()))
+        Users[O].push_back(N);
+    if (R.movesLines(N) && R.Changes.insert(N).second)
+      Work.push_back(N);
+  }
+  while (!Work.empty()) {
+    MDNode *N = Work.pop_back_val();
+    auto It = Users.find(N);
+    if (It != Users.end())
+      for (MDNode *U : It->second)
+        if (R.Changes.insert(U).second)
+          Work.push_back(U);
+  }
+  // Nothing existing is changed (its other users, in this module's
+  // context, keep it as it is): a distinct node that changes gets a new
+  // copy, with its lines moved if they move (operands set below).
+  for (MDNode *N : R.Reachable) {
+    if (!R.Changes.count(N)) {
+      R.Map[N] = N;
+      continue;
     }
+    if (!N->isDistinct())
+      continue;
+    MDNode *New = R.movesLines(N) ? R.withMovedLines(N, [](Metadata *Op) { return Op; })
+                                  : MDNode::replaceWithDistinct(N->clone());
+    if (!New || New->getNumOperands() != N->getNumOperands())
+      return -1;
+    R.Map[N] = New;
+  }
   for (MDNode *N : R.Reachable)
     if (!N->isDistinct())
       R.mapUniqued(N);
   if (R.Failed)
     return -1;
-  // From here on the module changes: operands of distinct nodes, then the
-  // roots.
+  // The new distinct nodes' operands, then the module's references.
   for (MDNode *N : R.Reachable) {
-    if (!N->isDistinct())
+    if (!N->isDistinct() || !R.Changes.count(N))
       continue;
     MDNode *New = R.Map[N];
     for (unsigned i = 0; i < N->getNumOperands(); i++) {
-      Metadata *O = N->getOperand(i);
-      Metadata *Mp = R.mapped(O);
+      Metadata *Mp = R.mapped(N->getOperand(i));
       if (Mp != New->getOperand(i))
         New->replaceOperandWith(i, Mp);
     }
   }
-  for (auto &[N, Ops] : R.InPlace)
-    for (unsigned i = 0; i < Ops.size(); i++)
-      N->replaceOperandWith(i, Ops[i]);
   auto node = [&](MDNode *N) { return cast_or_null<MDNode>(R.mapped(N)); };
   for (NamedMDNode &NMD : M->named_metadata())
     for (unsigned i = 0; i < NMD.getNumOperands(); i++)

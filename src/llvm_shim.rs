@@ -479,15 +479,15 @@ pub enum Rebased {
 /// Makes the lines of `leader`'s own file relative to its line (`base +
 /// line - own line`) in a fragment module, in memory: the same module as
 /// printing it, `digest::rebase_relative_lines` and parsing the text
-/// back give. The module must be the only user of its metadata (one
-/// parsed in a context of its own): distinct nodes are changed in place.
+/// back give. Nodes the module shares with others (a fragment extracted
+/// in its unit's context) are left as they are: what changes is copied.
 pub fn rebase_relative_lines(module: &inkwell::module::Module, leader: &str, base: u64) -> Rebased {
     let Ok(leader) = std::ffi::CString::new(leader) else {
         return Rebased::Unsupported;
     };
-    // SAFETY: the module is alive and not being iterated; it owns its
-    // context's metadata (see above), so the distinct nodes the shim
-    // changes are this module's alone. `leader` outlives the call.
+    // SAFETY: the module is alive and not being iterated; the shim only
+    // creates metadata nodes and repoints this module's own references
+    // (attachments, records, named metadata). `leader` outlives the call.
     match unsafe { repocc_rebase_relative_lines(module.as_mut_ptr(), leader.as_ptr(), base) } {
         1 => Rebased::Done,
         0 => Rebased::NoPosition,

@@ -267,18 +267,23 @@ pub fn emit_groups(
     if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
         emit_carved(unit, settings, &target, jobs, &plan, &mut done)?;
     }
-    let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
-    let compiled = if jobs <= 1 && !debug_info {
+    if jobs <= 1 {
         // One worker (the other cores are busy with other units): right
         // here, in the unit's context with its target machine — no bitcode
-        // round trip, no target machine per fragment.
-        rest.iter()
-            .map(|&i| emit_in_unit(unit, &plan[i]))
-            .collect::<Result<Vec<_>>>()?
-    } else {
-        let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
-        emit_in_workers(unit, settings, &target, jobs, &items, relative_lines)?
-    };
+        // round trip, no target machine per fragment. Not the glue with
+        // debug info: its compile unit is the unit's own, which trimming
+        // would change.
+        for (i, item) in plan.iter().enumerate() {
+            if done[i].is_none()
+                && !(debug_info && (item.1 || takes_block_addresses(unit, &item.0)))
+            {
+                done[i] = emit_in_unit(unit, item, debug_info, relative_lines)?;
+            }
+        }
+    }
+    let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
+    let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
+    let compiled = emit_in_workers(unit, settings, &target, jobs, &items, relative_lines)?;
     for (i, f) in rest.into_iter().zip(compiled) {
         done[i] = Some(f);
     }
@@ -319,19 +324,52 @@ impl Fragment {
     }
 }
 
-/// One fragment extracted and compiled in the unit's context.
-fn emit_in_unit(unit: &Unit, (members, glue): &(Vec<String>, bool)) -> Result<Fragment> {
+/// Whether a member is a variable holding block addresses (a computed
+/// goto's label table). Compiled in the unit's context with debug info,
+/// such a fragment loses its labels ("Undefined temporary symbol"); a
+/// worker compiles it from bitcode.
+fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
+    members.iter().any(|m| {
+        unit.module
+            .get_global(m)
+            .is_some_and(|g| llvm_shim::blockaddress_function(&g).is_some())
+    })
+}
+
+/// One fragment extracted and compiled in the unit's context. With debug
+/// info, its lines are rebased first (with `relative_lines`) and its
+/// compile unit trimmed, as a worker does (see [`compile_bitcode`]); the
+/// rebase copies what it changes, the trim changes the fragment's own
+/// compile unit (not the glue's, which is the unit's). `None`: its lines
+/// need the printed text, which a worker's context is for.
+fn emit_in_unit(
+    unit: &Unit,
+    (members, glue): &(Vec<String>, bool),
+    debug_info: bool,
+    relative_lines: bool,
+) -> Result<Option<Fragment>> {
     let module = extract(unit, members, *glue);
+    if debug_info {
+        debug_assert!(!*glue);
+        if let Some(leader) = members.first().filter(|_| relative_lines) {
+            use super::debug_lines::RELATIVE_LINE_BASE;
+            let rebased = llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE);
+            if rebased == llvm_shim::Rebased::Unsupported {
+                return Ok(None);
+            }
+        }
+        llvm_shim::trim_debug_units(&module, false);
+    }
     let object = unit
         .target_machine
         .write_to_memory_buffer(&module, FileType::Object)
         .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
-    Ok(Fragment::compiled(
+    Ok(Some(Fragment::compiled(
         members,
         *glue,
         object.as_slice().to_vec(),
         references_of(&module),
-    ))
+    )))
 }
 
 /// Fragments extracted one module each and compiled by `jobs` workers,
@@ -344,6 +382,9 @@ fn emit_in_workers(
     items: &[&(Vec<String>, bool)],
     relative_lines: bool,
 ) -> Result<Vec<Fragment>> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
     let bitcodes: Vec<Vec<u8>> = items
         .iter()
         .map(|(members, glue)| {
