@@ -74,6 +74,8 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 #include <llvm/IR/Module.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
+#include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/IR/DebugProgramInstruction.h>
 
 namespace {
 
@@ -167,6 +169,97 @@ struct DeclarationMaterializer final : ValueMaterializer {
   }
 };
 
+// Debug types a fragment can share with its unit. Cloning into another
+// module copies every distinct node it reaches (DifferentModule), so each
+// fragment got its own copy of every struct it uses, and of everything
+// those reach. A type that reaches nothing the clone maps elsewhere (the
+// compile unit, a subprogram or scope, a global, another copied distinct
+// node) is the same node either way: mapping it to itself gives the same
+// module, without the copies.
+void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap) {
+  SmallPtrSet<const Metadata *, 32> Seen;
+  SmallVector<const Metadata *, 64> Reached;
+  SmallVector<const Metadata *, 32> Stack;
+  auto visit = [&](const Metadata *MD) {
+    if (MD && Seen.insert(MD).second)
+      Stack.push_back(MD);
+  };
+  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
+  for (GlobalValue *GV : Kept) {
+    auto *GO = dyn_cast<GlobalObject>(GV);
+    if (!GO)
+      continue;
+    MDs.clear();
+    GO->getAllMetadata(MDs);
+    for (auto &KM : MDs)
+      visit(KM.second);
+    if (auto *F = dyn_cast<Function>(GO))
+      for (const BasicBlock &BB : *F)
+        for (const Instruction &I : BB) {
+          MDs.clear();
+          I.getAllMetadata(MDs);
+          for (auto &KM : MDs)
+            visit(KM.second);
+          for (const Value *Op : I.operand_values())
+            if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
+              visit(MAV->getMetadata());
+          for (const DbgRecord &DR : I.getDbgRecordRange()) {
+            visit(DR.getDebugLoc().getAsMDNode());
+            if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
+              visit(DVR->getRawVariable());
+              visit(DVR->getRawExpression());
+              visit(DVR->getRawLocation());
+              if (DVR->isDbgAssign()) {
+                visit(DVR->getRawAddress());
+                visit(DVR->getRawAddressExpression());
+                visit(DVR->getRawAssignID());
+              }
+            } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
+              visit(DLR->getRawLabel());
+            }
+          }
+        }
+  }
+  // Everything reachable, with its users.
+  DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> Users;
+  while (!Stack.empty()) {
+    const Metadata *MD = Stack.pop_back_val();
+    Reached.push_back(MD);
+    if (auto *N = dyn_cast<MDNode>(MD))
+      for (const MDOperand &Op : N->operands())
+        if (const Metadata *O = Op.get()) {
+          Users[O].push_back(MD);
+          visit(O);
+        }
+  }
+  // What the clone would map elsewhere: values other than plain numbers,
+  // and distinct nodes that are not types; then whatever reaches those.
+  SmallPtrSet<const Metadata *, 32> Mapped;
+  SmallVector<const Metadata *, 64> Work;
+  for (const Metadata *MD : Reached) {
+    bool Elsewhere = false;
+    if (auto *C = dyn_cast<ConstantAsMetadata>(MD))
+      Elsewhere = !isa<ConstantInt, ConstantFP>(C->getValue());
+    else if (isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD))
+      Elsewhere = true;
+    else if (auto *N = dyn_cast<MDNode>(MD))
+      Elsewhere = N->isDistinct() && !isa<DIType>(N);
+    if (Elsewhere && Mapped.insert(MD).second)
+      Work.push_back(MD);
+  }
+  while (!Work.empty()) {
+    const Metadata *MD = Work.pop_back_val();
+    auto It = Users.find(MD);
+    if (It != Users.end())
+      for (const Metadata *U : It->second)
+        if (Mapped.insert(U).second)
+          Work.push_back(U);
+  }
+  for (const Metadata *MD : Reached)
+    if (auto *T = dyn_cast<DIType>(MD); T && T->isDistinct() && !Mapped.count(T))
+      VMap.MD()[T].reset(const_cast<DIType *>(T));
+}
+
 } // namespace
 
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
@@ -254,6 +347,8 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       Kept.push_back(A);
     }
   }
+  if (!copy_module_asm)
+    shareContextFreeTypes(Kept, VMap);
   // Pass 2: bodies, initializers, aliasees.
   for (GlobalValue *GV : Kept) {
     if (auto *F = dyn_cast<Function>(GV)) {
