@@ -462,36 +462,6 @@ fn rebase_lines<'ctx>(
     what: &str,
 ) -> Result<Module<'ctx>> {
     use super::debug_lines::RELATIVE_LINE_BASE;
-    if std::env::var_os("REPOCC_CHECK_REBASE").is_some() {
-        let text = module.print_to_string().to_string();
-        let expected = super::digest::rebase_relative_lines(&text, leader)?;
-        let c2 = Context::create();
-        let m2 = c2
-            .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                text.as_bytes(),
-                "fragment",
-            ))
-            .unwrap();
-        let r = llvm_shim::rebase_relative_lines(&m2, leader, RELATIVE_LINE_BASE);
-        let got = m2.print_to_string().to_string();
-        let exp = expected
-            .map(|e| {
-                c2.create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    e.as_bytes(),
-                    "fragment",
-                ))
-                .unwrap()
-                .print_to_string()
-                .to_string()
-            })
-            .unwrap_or(text.clone());
-        if got != exp {
-            let n = leader.replace('/', "_");
-            std::fs::write(format!("/tmp/rb-{n}.got"), &got).ok();
-            std::fs::write(format!("/tmp/rb-{n}.exp"), &exp).ok();
-            eprintln!("REBASE MISMATCH {leader} {r:?}");
-        }
-    }
     match llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE) {
         llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition => Ok(module),
         llvm_shim::Rebased::Unsupported => {
