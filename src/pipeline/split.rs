@@ -11,9 +11,12 @@
 //! symbols. The *glue* fragment holds what belongs to the unit as a whole:
 //! `llvm.global_ctors`/`dtors`, `llvm.used`, module assembly and the
 //! compiler ident. Extraction runs in the unit's context (the shim's
-//! `extract_definitions`); the extracted modules cross to the workers as
-//! bitcode, each worker parsing into a context of its own (DESIGN.md: LLVM
-//! modules are not `Send`).
+//! `extract_definitions`). With one worker (other units keep the other
+//! cores busy) a fragment is compiled right there, debug fragments too
+//! (their lines rebased and compile unit trimmed in place); otherwise, and
+//! for a debug unit's glue and computed-goto label tables, the extracted
+//! modules cross to the workers as bitcode, each worker parsing into a
+//! context of its own (DESIGN.md: LLVM modules are not `Send`).
 
 use std::collections::HashMap;
 
