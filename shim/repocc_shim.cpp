@@ -169,6 +169,44 @@ struct DeclarationMaterializer final : ValueMaterializer {
   }
 };
 
+// The metadata a global object holds: its attachments and, for a
+// function, each instruction's attachments, metadata operands and debug
+// records; handed to `visit(Metadata *)`, nulls included.
+template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&visit) {
+  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
+  GO.getAllMetadata(MDs);
+  for (auto &KM : MDs)
+    visit(KM.second);
+  auto *F = dyn_cast<Function>(&GO);
+  if (!F)
+    return;
+  for (const BasicBlock &BB : *F)
+    for (const Instruction &I : BB) {
+      MDs.clear();
+      I.getAllMetadata(MDs);
+      for (auto &KM : MDs)
+        visit(KM.second);
+      for (const Value *Op : I.operand_values())
+        if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
+          visit(MAV->getMetadata());
+      for (const DbgRecord &DR : I.getDbgRecordRange()) {
+        visit(DR.getDebugLoc().getAsMDNode());
+        if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
+          visit(DVR->getRawLocation());
+          visit(DVR->getRawVariable());
+          visit(DVR->getRawExpression());
+          if (DVR->isDbgAssign()) {
+            visit(DVR->getRawAddress());
+            visit(DVR->getRawAddressExpression());
+            visit(DVR->getRawAssignID());
+          }
+        } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
+          visit(DLR->getRawLabel());
+        }
+      }
+    }
+}
+
 // Debug types a fragment can share with its unit. Cloning into another
 // module copies every distinct node it reaches (DifferentModule), so each
 // fragment got its own copy of every struct it uses, and of everything
@@ -184,42 +222,9 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
     if (MD && Seen.insert(MD).second)
       Stack.push_back(MD);
   };
-  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
-  for (GlobalValue *GV : Kept) {
-    auto *GO = dyn_cast<GlobalObject>(GV);
-    if (!GO)
-      continue;
-    MDs.clear();
-    GO->getAllMetadata(MDs);
-    for (auto &KM : MDs)
-      visit(KM.second);
-    if (auto *F = dyn_cast<Function>(GO))
-      for (const BasicBlock &BB : *F)
-        for (const Instruction &I : BB) {
-          MDs.clear();
-          I.getAllMetadata(MDs);
-          for (auto &KM : MDs)
-            visit(KM.second);
-          for (const Value *Op : I.operand_values())
-            if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
-              visit(MAV->getMetadata());
-          for (const DbgRecord &DR : I.getDbgRecordRange()) {
-            visit(DR.getDebugLoc().getAsMDNode());
-            if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
-              visit(DVR->getRawVariable());
-              visit(DVR->getRawExpression());
-              visit(DVR->getRawLocation());
-              if (DVR->isDbgAssign()) {
-                visit(DVR->getRawAddress());
-                visit(DVR->getRawAddressExpression());
-                visit(DVR->getRawAssignID());
-              }
-            } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
-              visit(DLR->getRawLabel());
-            }
-          }
-        }
-  }
+  for (GlobalValue *GV : Kept)
+    if (auto *GO = dyn_cast<GlobalObject>(GV))
+      forEachObjectRoot(*GO, visit);
   // Everything reachable, with its users.
   DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> Users;
   while (!Stack.empty()) {
@@ -1430,13 +1435,10 @@ struct LineRebaser {
       return N;
     }
     SmallVector<Metadata *, 8> Ops;
-    bool Changed = false;
     for (const MDOperand &Op : N->operands()) {
-      Metadata *O = Op.get();
-      Metadata *M = O;
-      if (auto *ON = dyn_cast_or_null<MDNode>(O))
-        M = ON->isDistinct() ? Map[ON] : mapUniqued(ON);
-      Changed |= M != O;
+      Metadata *M = Op.get();
+      if (auto *ON = dyn_cast_or_null<MDNode>(M))
+        M = ON->isDistinct() ? Map.lookup(ON) : mapUniqued(ON);
       Ops.push_back(M);
     }
     InProgress.erase(N);
@@ -1451,7 +1453,7 @@ struct LineRebaser {
     }
     // What the getter could not be given (and a node whose lines stay):
     // its operands replaced.
-    Changed = false;
+    bool Changed = false;
     for (unsigned i = 0; i < Ops.size(); i++)
       Changed |= New->getOperand(i) != Ops[i];
     if (Changed) {
@@ -1466,7 +1468,8 @@ struct LineRebaser {
     // of that name in that type; a changed member's type is a new node,
     // so this should not happen): then the printed text is the way.
     auto [L, S] = linesOf(N);
-    std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(L), moved(S)) : linesOf(N);
+    std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(L), moved(S))
+                                                : std::make_pair(L, S);
     bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
     for (unsigned i = 0; Same && i < Ops.size(); i++)
       Same = New->getOperand(i) == Ops[i];
@@ -1477,49 +1480,16 @@ struct LineRebaser {
   }
 };
 
-// Every metadata root of the module, handed to `visit(Metadata *)` to read
-// and to `replace` callbacks to write back.
+// Every metadata root of the module (named metadata, then each global
+// object's), handed to `visit(Metadata *)`.
 template <class Visit> void forEachRoot(Module &M, Visit &&visit) {
   for (NamedMDNode &NMD : M.named_metadata())
     for (unsigned i = 0; i < NMD.getNumOperands(); i++)
       visit(NMD.getOperand(i));
-  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
-  auto objectMetadata = [&](GlobalObject &GO) {
-    MDs.clear();
-    GO.getAllMetadata(MDs);
-    for (auto &KM : MDs)
-      visit(KM.second);
-  };
   for (GlobalVariable &G : M.globals())
-    objectMetadata(G);
-  for (Function &F : M) {
-    objectMetadata(F);
-    for (BasicBlock &BB : F)
-      for (Instruction &I : BB) {
-        MDs.clear();
-        I.getAllMetadata(MDs);
-        for (auto &KM : MDs)
-          visit(KM.second);
-        for (Value *Op : I.operand_values())
-          if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
-            visit(MAV->getMetadata());
-        for (DbgRecord &DR : I.getDbgRecordRange()) {
-          visit(DR.getDebugLoc().getAsMDNode());
-          if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
-            visit(DVR->getRawLocation());
-            visit(DVR->getRawVariable());
-            visit(DVR->getRawExpression());
-            if (DVR->isDbgAssign()) {
-              visit(DVR->getRawAddress());
-              visit(DVR->getRawAddressExpression());
-              visit(DVR->getRawAssignID());
-            }
-          } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
-            visit(DLR->getRawLabel());
-          }
-        }
-      }
-  }
+    forEachObjectRoot(G, visit);
+  for (Function &F : M)
+    forEachObjectRoot(F, visit);
 }
 
 } // namespace
