@@ -207,6 +207,25 @@ template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&vi
     }
 }
 
+} // namespace
+
+// What the fragments of one unit learn about its metadata, for the next
+// fragment: the nodes that reach nothing a fragment maps elsewhere (no
+// compile unit, subprogram or other distinct node but types, no value).
+// Such a node is the same in every fragment, whatever it is extracted
+// with, and no fragment's rebase changes it (what it rebases belongs to a
+// function, and so reaches a distinct scope). The nodes live as long as
+// the unit's context: uniqued and distinct nodes are never freed before
+// it, so a pointer here never names another node.
+struct RepoccSharedTypes {
+  DenseSet<const Metadata *> Clean;
+};
+
+extern "C" RepoccSharedTypes *repocc_shared_types_new() { return new RepoccSharedTypes; }
+extern "C" void repocc_shared_types_free(RepoccSharedTypes *Shared) { delete Shared; }
+
+namespace {
+
 // Debug types a fragment can share with its unit. Cloning into another
 // module copies every distinct node it reaches (DifferentModule), so each
 // fragment got its own copy of every struct it uses, and of everything
@@ -214,12 +233,20 @@ template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&vi
 // compile unit, a subprogram or scope, a global, another copied distinct
 // node) is the same node either way: mapping it to itself gives the same
 // module, without the copies.
-void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap) {
+void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
+                           RepoccSharedTypes *Shared) {
   SmallPtrSet<const Metadata *, 32> Seen;
   SmallVector<const Metadata *, 64> Reached;
   SmallVector<const Metadata *, 32> Stack;
+  // Nodes an earlier fragment of the unit found to reach nothing mapped
+  // elsewhere: not walked again.
+  SmallVector<const Metadata *, 32> KnownClean;
   auto visit = [&](const Metadata *MD) {
-    if (MD && Seen.insert(MD).second)
+    if (!MD || !Seen.insert(MD).second)
+      return;
+    if (Shared && Shared->Clean.count(MD))
+      KnownClean.push_back(MD);
+    else
       Stack.push_back(MD);
   };
   for (GlobalValue *GV : Kept)
@@ -260,9 +287,26 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
         if (Mapped.insert(U).second)
           Work.push_back(U);
   }
+  // What is mapped already (by an earlier call for the same fragment)
+  // stays as it is.
+  auto toSelf = [&](const Metadata *MD) {
+    auto [It, New] = VMap.MD().try_emplace(MD);
+    if (New)
+      It->second.reset(const_cast<Metadata *>(MD));
+  };
   for (const Metadata *MD : Reached)
     if (auto *T = dyn_cast<DIType>(MD); T && T->isDistinct() && !Mapped.count(T))
-      VMap.MD()[T].reset(const_cast<DIType *>(T));
+      toSelf(T);
+  // A known clean node, distinct or uniqued, maps to itself (what cloning
+  // would make of it, as nothing under it changes), so that the mapper
+  // does not walk it either.
+  for (const Metadata *MD : KnownClean)
+    if (isa<MDNode>(MD))
+      toSelf(MD);
+  if (Shared)
+    for (const Metadata *MD : Reached)
+      if (isa<MDNode>(MD) && !Mapped.count(MD))
+        Shared->Clean.insert(MD);
 }
 
 } // namespace
@@ -270,7 +314,8 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
                                                     const char *const *names,
                                                     size_t count,
-                                                    int copy_module_asm) {
+                                                    int copy_module_asm,
+                                                    RepoccSharedTypes *shared) {
   Module &Src = *unwrap(src_ref);
   auto *Dst = new Module(Src.getModuleIdentifier(), Src.getContext());
   // Only the glue names the source file (the STT_FILE symbol): a fragment
@@ -353,7 +398,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     }
   }
   if (!copy_module_asm)
-    shareContextFreeTypes(Kept, VMap);
+    shareContextFreeTypes(Kept, VMap, shared);
   // Pass 2: bodies, initializers, aliasees.
   for (GlobalValue *GV : Kept) {
     if (auto *F = dyn_cast<Function>(GV)) {
@@ -374,10 +419,15 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       NA->setAliasee(MapValue(A->getAliasee(), VMap, RF_None, nullptr, &Mat));
     }
   }
-  // Pass 3: bodies of the local copies (which may pull in more).
+  // Pass 3: bodies of the local copies (which may pull in more), their
+  // types shared as the kept definitions' are: a type under a node known
+  // clean was not walked above, and must not be cloned when a local copy
+  // reaches it by another way.
   for (size_t i = 0; i < Mat.LocalCopies.size(); i++) {
     auto [From, To] = Mat.LocalCopies[i];
     if (auto *F = dyn_cast<Function>(From)) {
+      if (!copy_module_asm)
+        shareContextFreeTypes({From}, VMap, shared);
       cloneBody(cast<Function>(To), F, VMap, &Mat);
     } else if (auto *G = dyn_cast<GlobalVariable>(From)) {
       if (G->hasInitializer())
@@ -1212,15 +1262,20 @@ extern "C" void repocc_keep_directory_on_interrupt(const char *path) {
 
 // ---------------------------------------------------------------------------
 // Relative lines in memory (see src/pipeline/debug_lines.rs): a fragment is
-// stored with the lines of its leader's own file made relative to the
-// leader's line, `base + line - own`. This does to the module what
-// `digest::rebase_relative_lines` does to its printed text, without printing
-// and parsing it: every metadata node whose file (its `file:`, else its
-// scope's) is the leader's gets its nonzero `line:` and `scopeLine:` moved,
-// and every node that refers to a moved one is rebuilt to refer to the new
-// one. Existing nodes are never changed (a fragment extracted in the unit's
-// context shares them with the unit), and nothing in the module changes
-// unless every node could be rebuilt.
+// stored with what belongs to a definition in its leader's own file relative
+// to the leader's line, `base + line - own`, and the unit's file-level nodes
+// (types, typedefs, declarations) of its source file relative to
+// the unit's anchor. This does to the module what `digest`'s text rebases
+// do to its printed text, without printing and parsing it: every metadata
+// node of the kind being rebased gets its nonzero `line:` and `scopeLine:`
+// moved, and every node that refers to a moved one is rebuilt to refer to
+// the new one. Existing nodes are never changed (a fragment extracted in
+// the unit's context shares them with the unit), and nothing in the module
+// changes unless every node could be rebuilt.
+//
+// The anchored lines are rebased once per unit, in the unit's module,
+// before fragments are extracted: fragments then share those nodes as they
+// are, and each fragment's rebase moves only its function's own nodes.
 
 #include <llvm/IR/DebugProgramInstruction.h>
 #include <llvm/IR/Instructions.h>
@@ -1296,6 +1351,55 @@ struct LineRebaser {
   // every node that refers to one.
   SmallPtrSet<const MDNode *, 32> Changes;
   bool Failed = false;
+  // Which nodes move: those that belong to a definition (false), or the
+  // file-level ones of the kinds `anchoredKind` names (true).
+  bool Anchored = false;
+  DenseMap<const MDNode *, bool> LevelMemo;
+  // Nodes known to change in no fragment's rebase (see RepoccSharedTypes):
+  // mapped to themselves, not walked.
+  const DenseSet<const Metadata *> *Clean = nullptr;
+
+  // Whether `N` belongs to a definition: a subprogram that is a definition,
+  // a scope, variable, label or location inside one, a global variable's
+  // own node, or anything scoped in one of those
+  // (`digest::definition_level` says the same of the text).
+  bool definitionLevel(const MDNode *N) {
+    SmallVector<const MDNode *, 8> Chain;
+    bool Found = false;
+    const MDNode *At = N;
+    for (int i = 0; i < 256 && At; i++) {
+      auto It = LevelMemo.find(At);
+      if (It != LevelMemo.end()) {
+        Found = It->second;
+        break;
+      }
+      Chain.push_back(At);
+      if (isa<DILocation, DILexicalBlockBase, DILocalVariable, DILabel>(At)) {
+        Found = true;
+        break;
+      }
+      if (auto *SP = dyn_cast<DISubprogram>(At)) {
+        Found = SP->isDefinition();
+        break;
+      }
+      // A global variable's own node (its fragment's leader, placed with
+      // it), and a string literal's (no name: where the function that holds
+      // the literal is).
+      if (auto *GV = dyn_cast<DIGlobalVariable>(At)) {
+        Found = GV->isDefinition();
+        break;
+      }
+      At = dyn_cast_or_null<MDNode>(fileAndScope(At).second);
+    }
+    for (const MDNode *M : Chain)
+      LevelMemo[M] = Found;
+    return Found;
+  }
+
+  static bool anchoredKind(const MDNode *N) {
+    return isa<DISubprogram, DIGlobalVariable, DIDerivedType, DICompositeType, DIImportedEntity,
+               DICommonBlock>(N);
+  }
 
   const Metadata *fileOf(const MDNode *N) {
     SmallVector<const MDNode *, 8> Chain;
@@ -1337,7 +1441,35 @@ struct LineRebaser {
 
   bool movesLines(const MDNode *N) {
     auto [L, S] = linesOf(N);
-    return (L || S) && fileOf(N) == File;
+    if (!(L || S))
+      return false;
+    if (Anchored)
+      return anchoredKind(N) && unitFile(fileOf(N)) && !definitionLevel(N);
+    return fileOf(N) == File && definitionLevel(N);
+  }
+
+  // With `Anchored`: the path of the unit's source, and whether a file
+  // node names it (clang gives the compile unit a file node of its own
+  // when the source is named by an absolute path; `digest::unit_anchor`
+  // compares the same paths).
+  std::string UnitPath;
+  DenseMap<const Metadata *, bool> UnitFileMemo;
+
+  static std::string pathOf(const DIFile *F) {
+    StringRef Name = F->getFilename(), Dir = F->getDirectory();
+    if (Name.starts_with("/") || Dir.empty())
+      return Name.str();
+    return (Dir + "/" + Name).str();
+  }
+
+  bool unitFile(const Metadata *F) {
+    auto *DF = dyn_cast_or_null<DIFile>(F);
+    if (!DF)
+      return false;
+    auto [It, New] = UnitFileMemo.try_emplace(F, false);
+    if (New)
+      It->second = pathOf(DF) == UnitPath;
+    return It->second;
   }
 
   // `N` with its lines moved and each operand `op` as `O(op)`; null when
@@ -1405,6 +1537,10 @@ struct LineRebaser {
       Stack.push_back(N);
     while (!Stack.empty()) {
       MDNode *N = Stack.pop_back_val();
+      if (Clean && Clean->count(N)) {
+        Map.try_emplace(N, N);
+        continue;
+      }
       if (!Map.try_emplace(N, nullptr).second)
         continue;
       Reachable.push_back(N);
@@ -1492,33 +1628,10 @@ template <class Visit> void forEachRoot(Module &M, Visit &&visit) {
     forEachObjectRoot(F, visit);
 }
 
-} // namespace
-
-extern "C" {
-
-// 1: rebased; 0: the leader has no position (nothing to do); -1: a node
-// could not be rebuilt (the module is unchanged; the caller goes through
-// the printed text instead).
-int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base) {
-  Module *M = unwrap(module);
-  MDNode *OwnNode = nullptr;
-  if (Function *F = M->getFunction(leader)) {
-    OwnNode = F->getMetadata(LLVMContext::MD_dbg);
-  } else if (GlobalVariable *G = M->getGlobalVariable(leader, /*AllowInternal=*/true)) {
-    OwnNode = G->getMetadata(LLVMContext::MD_dbg);
-    if (auto *GVE = dyn_cast_or_null<DIGlobalVariableExpression>(OwnNode))
-      OwnNode = dyn_cast_or_null<MDNode>(GVE->getRawVariable());
-  }
-  if (!OwnNode)
-    return 0;
-  LineRebaser R{M->getContext(), nullptr, 0, base, {}, {}, {}, {}, {}, false};
-  unsigned OwnLine = linesOf(OwnNode).first;
-  const Metadata *File = R.fileOf(OwnNode);
-  if (OwnLine == 0 || !File)
-    return 0;
-  R.File = File;
-  R.Own = OwnLine;
-
+// Moves the lines `R` says move, in every node reachable from `Mod`'s
+// roots; 1, or -1 (nothing changed) when a node could not be rebuilt.
+int rebaseLines(Module &Mod, LineRebaser &R) {
+  Module *M = &Mod;
   // Everything reachable, and whether each node that moves can be rebuilt,
   // before anything changes.
   forEachRoot(*M, [&](Metadata *MD) { R.collect(MD); });
@@ -1632,4 +1745,54 @@ int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint6
   return 1;
 }
 
+} // namespace
+
+extern "C" {
+
+// 1: rebased; 0: the leader has no position (nothing to do); -1: a node
+// could not be rebuilt (the module is unchanged; the caller goes through
+// the printed text instead).
+int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base,
+                                 const RepoccSharedTypes *shared) {
+  Module *M = unwrap(module);
+  MDNode *OwnNode = nullptr;
+  if (Function *F = M->getFunction(leader)) {
+    OwnNode = F->getMetadata(LLVMContext::MD_dbg);
+  } else if (GlobalVariable *G = M->getGlobalVariable(leader, /*AllowInternal=*/true)) {
+    OwnNode = G->getMetadata(LLVMContext::MD_dbg);
+    if (auto *GVE = dyn_cast_or_null<DIGlobalVariableExpression>(OwnNode))
+      OwnNode = dyn_cast_or_null<MDNode>(GVE->getRawVariable());
+  }
+  if (!OwnNode)
+    return 0;
+  LineRebaser R{M->getContext(), nullptr, 0, base, {}, {}, {}, {}, {}, false};
+  unsigned OwnLine = linesOf(OwnNode).first;
+  const Metadata *File = R.fileOf(OwnNode);
+  if (OwnLine == 0 || !File)
+    return 0;
+  R.File = File;
+  R.Own = OwnLine;
+  if (shared)
+    R.Clean = &shared->Clean;
+  return rebaseLines(*M, R);
+}
+
+// 1: rebased; 0: not one compile unit (nothing to do); -1: a node could
+// not be rebuilt (the module is unchanged).
+int repocc_rebase_anchor_lines(LLVMModuleRef module, uint64_t anchor, uint64_t base) {
+  Module *M = unwrap(module);
+  auto CUs = M->debug_compile_units();
+  if (CUs.empty() || std::next(CUs.begin()) != CUs.end())
+    return 0;
+  DICompileUnit *CU = *CUs.begin();
+  if (!CU->getFile())
+    return 0;
+  LineRebaser R{M->getContext(), nullptr, anchor, base, {}, {}, {}, {}, {}, false};
+  R.Anchored = true;
+  R.UnitPath = LineRebaser::pathOf(CU->getFile());
+  return rebaseLines(*M, R);
+}
+
 } // extern "C"
+
+

@@ -213,6 +213,12 @@ extern "C" {
         module: llvm_sys::prelude::LLVMModuleRef,
         leader: *const c_char,
         base: u64,
+        shared: *const c_void,
+    ) -> c_int;
+    fn repocc_rebase_anchor_lines(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        anchor: u64,
+        base: u64,
     ) -> c_int;
     fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_strip_file_checksums(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
@@ -234,7 +240,10 @@ extern "C" {
         names: *const *const c_char,
         count: usize,
         copy_module_asm: c_int,
+        shared: *mut c_void,
     ) -> llvm_sys::prelude::LLVMModuleRef;
+    fn repocc_shared_types_new() -> *mut c_void;
+    fn repocc_shared_types_free(shared: *mut c_void);
     fn repocc_run_pipeline(
         module: llvm_sys::prelude::LLVMModuleRef,
         machine: llvm_sys::target_machine::LLVMTargetMachineRef,
@@ -287,13 +296,36 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
     out
 }
 
+/// What the fragments of one unit learn about its debug metadata for the
+/// next one (the nodes no fragment copies or rebases; see the shim's
+/// `RepoccSharedTypes`), so that each fragment's extraction and rebase walk
+/// only what is its own. Made per unit, used in its context only (the
+/// thread that extracts), dropped before the context.
+pub struct SharedTypes(*mut c_void);
+
+impl Default for SharedTypes {
+    fn default() -> Self {
+        // SAFETY: the shim allocates an empty set; freed once, in `drop`.
+        SharedTypes(unsafe { repocc_shared_types_new() })
+    }
+}
+
+impl Drop for SharedTypes {
+    fn drop(&mut self) {
+        // SAFETY: made by `repocc_shared_types_new`, freed only here.
+        unsafe { repocc_shared_types_free(self.0) }
+    }
+}
+
 /// A new module (same context) with the bodies of the named definitions and
 /// declarations of what they reference. Names not defined in `module` are
 /// skipped. `with_module_asm` copies the module-level inline assembly.
+/// `shared`: what earlier fragments of the same unit (same module) found.
 pub fn extract_definitions<'ctx>(
     module: &inkwell::module::Module<'ctx>,
     names: &[&str],
     with_module_asm: bool,
+    shared: Option<&SharedTypes>,
 ) -> inkwell::module::Module<'ctx> {
     let owned: Vec<CString> = names.iter().filter_map(|n| CString::new(*n).ok()).collect();
     let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
@@ -305,6 +337,7 @@ pub fn extract_definitions<'ctx>(
             ptrs.as_ptr(),
             ptrs.len(),
             c_int::from(with_module_asm),
+            shared.map_or(std::ptr::null_mut(), |s| s.0),
         );
         inkwell::module::Module::new(raw)
     }
@@ -476,19 +509,45 @@ pub enum Rebased {
     Unsupported,
 }
 
-/// Makes the lines of `leader`'s own file relative to its line (`base +
-/// line - own line`) in a fragment module, in memory: the same module as
+/// Makes the file-level lines of the unit's source file (types,
+/// typedefs, declarations; see `debug_lines`) relative to the unit's
+/// `anchor` (`base + line - anchor`), in the unit's module, before its
+/// fragments are extracted: what `digest` holds of them. `NoPosition`: the
+/// module has no single compile unit (nothing to do); `Unsupported`: a node
+/// could not be rebuilt, and the module is unchanged.
+pub fn rebase_anchor_lines(module: &inkwell::module::Module, anchor: u64, base: u64) -> Rebased {
+    // SAFETY: as for `rebase_relative_lines`: the module is alive and not
+    // being iterated; the shim creates metadata nodes and repoints this
+    // module's own references.
+    match unsafe { repocc_rebase_anchor_lines(module.as_mut_ptr(), anchor, base) } {
+        1 => Rebased::Done,
+        0 => Rebased::NoPosition,
+        _ => Rebased::Unsupported,
+    }
+}
+
+/// Makes the lines of what belongs to a definition in `leader`'s own file
+/// relative to its line (`base + line - own line`) in a fragment module,
+/// in memory: the same module as
 /// printing it, `digest::rebase_relative_lines` and parsing the text
 /// back give. Nodes the module shares with others (a fragment extracted
 /// in its unit's context) are left as they are: what changes is copied.
-pub fn rebase_relative_lines(module: &inkwell::module::Module, leader: &str, base: u64) -> Rebased {
+pub fn rebase_relative_lines(
+    module: &inkwell::module::Module,
+    leader: &str,
+    base: u64,
+    shared: Option<&SharedTypes>,
+) -> Rebased {
     let Ok(leader) = std::ffi::CString::new(leader) else {
         return Rebased::Unsupported;
     };
     // SAFETY: the module is alive and not being iterated; the shim only
     // creates metadata nodes and repoints this module's own references
     // (attachments, records, named metadata). `leader` outlives the call.
-    match unsafe { repocc_rebase_relative_lines(module.as_mut_ptr(), leader.as_ptr(), base) } {
+    let shared = shared.map_or(std::ptr::null(), |s| s.0.cast_const());
+    match unsafe {
+        repocc_rebase_relative_lines(module.as_mut_ptr(), leader.as_ptr(), base, shared)
+    } {
         1 => Rebased::Done,
         0 => Rebased::NoPosition,
         _ => Rebased::Unsupported,
@@ -1074,7 +1133,7 @@ mod tests {
         let buf =
             inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
         let module = context.create_module_from_ir(buf).unwrap();
-        let part = extract_definitions(&module, &["g", "table"], false);
+        let part = extract_definitions(&module, &["g", "table"], false, None);
         part.verify().unwrap();
         let text = part.print_to_string().to_string();
         assert!(
@@ -1086,14 +1145,14 @@ mod tests {
         assert!(!text.contains("unrelated"), "{text}");
         assert!(!text.contains("@counter"), "{text}");
         assert!(text.contains("PIC Level"), "{text}");
-        let f = extract_definitions(&module, &["f"], false);
+        let f = extract_definitions(&module, &["f"], false, None);
         f.verify().unwrap();
         let text = f.print_to_string().to_string();
         assert!(
             text.contains("@counter = external hidden global i32"),
             "{text}"
         );
-        let p = extract_definitions(&module, &["uses_private"], false);
+        let p = extract_definitions(&module, &["uses_private"], false, None);
         p.verify().unwrap();
         let text = p.print_to_string().to_string();
         assert!(

@@ -1,18 +1,33 @@
 //! Moving a fragment's debug lines to where its definition now is.
 //!
-//! A fragment compiled with debug info is to be stored with the lines of
-//! its own source file *relative* to its definition: `RELATIVE_LINE_BASE +
-//! (line - own line)`, while lines in other files (an inlined header
-//! function) stay as they are. Such a fragment does not change when lines
-//! are added above it; when it is composed, `place_relative_lines` puts
-//! the absolute lines back, in place, in a copy of its object:
+//! A fragment compiled with debug info is stored with the lines of its
+//! unit's source file made relative, so that it does not change when lines
+//! are added above it; when it is composed, `place_relative_lines` puts the
+//! absolute lines back, in place, in a copy of its object. Two kinds of
+//! lines are relative, each to its own point:
+//!
+//! - what belongs to a definition (its subprogram, scopes, variables,
+//!   locations, a global variable's own node; see `digest`'s
+//!   `definition_level`), in the leader's own file: relative to the
+//!   leader's line, `RELATIVE_LINE_BASE + line - own line`;
+//! - everything else declared at file level of the unit's source file
+//!   (types, typedefs, declarations): relative to the unit's
+//!   *anchor*, the first line of the file that any of those is on,
+//!   `ANCHOR_LINE_BASE + line - anchor`. These are the same in every
+//!   fragment of the unit (they are rebased once, in the unit's module), so
+//!   fragments share them instead of copying the types they reach, and a
+//!   line added inside one function moves no type that another fragment
+//!   refers to.
+//!
+//! Lines in other files (an inlined header function, a header's types) stay
+//! as they are. Where the placing happens:
 //!
 //! - the line program (`.debug_line`): a relative line is never reached by
-//!   a special opcode from an absolute one (the two are more than 2^27
-//!   apart), so only `DW_LNS_advance_line` operands that cross between the
-//!   two change; the new operand is written as a padded SLEB128 of the
-//!   original length (a valid encoding every consumer reads), so no offset
-//!   in the section moves;
+//!   a special opcode from an absolute one or one of the other kind (they
+//!   are more than 2^27 apart), so only `DW_LNS_advance_line` operands that
+//!   cross between them change; the new operand is written as a padded
+//!   SLEB128 of the original length (a valid encoding every consumer
+//!   reads), so no offset in the section moves;
 //! - the DIEs (`.debug_info`, type units included): `DW_AT_decl_line` and
 //!   `DW_AT_call_line` values at or above the threshold, which LLVM writes
 //!   as `DW_FORM_data4` (the smallest form that holds them), patched in
@@ -21,8 +36,9 @@
 //! Nothing else in DWARF holds a line. Anything not understood (DWARF64, a
 //! form this does not know, a relative line in a form that cannot be
 //! patched in place, a program whose registers cross the threshold by a
-//! special opcode) returns `None`: the fragment must then not be stored
-//! with relative lines.
+//! special opcode, a line relative to a point the caller did not give)
+//! returns `None`: the fragment must then not be stored with relative
+//! lines.
 
 use super::dwarf::{form_value, read_sleb, ObjectDwarf, DW_FORM_IMPLICIT_CONST};
 use super::relocatable::{c_str, parse, read_uleb, slice, u32_at};
@@ -33,6 +49,25 @@ pub const RELATIVE_LINE_BASE: u64 = 1 << 28;
 /// Lines at or above this are relative; real sources stay far below it
 /// (a unit with a line this high is not stored with relative lines).
 pub const RELATIVE_LINE_THRESHOLD: u64 = 1 << 27;
+/// Where a unit's file-level lines sit while stored: line `l` of the
+/// source, in a unit whose anchor is `a` (never above `l`), is
+/// `ANCHOR_LINE_BASE + l - a`.
+pub const ANCHOR_LINE_BASE: u64 = 1 << 30;
+/// Relative lines at or above this are relative to the anchor; below it,
+/// to the leader's line.
+pub const ANCHOR_LINE_THRESHOLD: u64 = 1 << 29;
+
+/// Which point a stored line is relative to (0: none, it is absolute; 1:
+/// the leader's line; 2: the unit's anchor).
+fn line_kind(line: i64) -> u8 {
+    if line < RELATIVE_LINE_THRESHOLD as i64 {
+        0
+    } else if line < ANCHOR_LINE_THRESHOLD as i64 {
+        1
+    } else {
+        2
+    }
+}
 
 const DW_AT_DECL_LINE: u64 = 0x3b;
 const DW_AT_CALL_LINE: u64 = 0x59;
@@ -49,16 +84,24 @@ pub struct LinesPlaced {
 }
 
 /// A copy of the relocatable `object` with every relative line placed for
-/// a definition that now starts at `own_line`; `None`: not understood.
-pub fn place_relative_lines(object: &[u8], own_line: u64) -> Option<(Vec<u8>, LinesPlaced)> {
+/// a definition that now starts at `own_line` (none for the glue), in a
+/// unit whose anchor is now `anchor`; `None`: not understood, or a line
+/// relative to a point not given.
+pub fn place_relative_lines(
+    object: &[u8],
+    own_line: Option<u64>,
+    anchor: Option<u64>,
+) -> Option<(Vec<u8>, LinesPlaced)> {
     let input = parse(object)?;
     let place = |line: u64| -> Option<u64> {
-        if line < RELATIVE_LINE_THRESHOLD {
-            return Some(line);
-        }
+        let (base, point) = match line_kind(i64::try_from(line).ok()?) {
+            0 => return Some(line),
+            1 => (RELATIVE_LINE_BASE, own_line?),
+            _ => (ANCHOR_LINE_BASE, anchor?),
+        };
         let placed = (line as i64)
-            .checked_sub(RELATIVE_LINE_BASE as i64)?
-            .checked_add(i64::try_from(own_line).ok()?)?;
+            .checked_sub(base as i64)?
+            .checked_add(i64::try_from(point).ok()?)?;
         u64::try_from(placed).ok().filter(|&l| l >= 1)
     };
     let mut out = object.to_vec();
@@ -201,7 +244,6 @@ fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
 /// Rewrites the line advances of every line program in `section`; the
 /// number rewritten.
 fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>) -> Option<usize> {
-    let threshold = RELATIVE_LINE_THRESHOLD as i64;
     let mut patches: Vec<(usize, usize, i64)> = Vec::new();
     let mut unit = 0usize;
     while unit < section.len() {
@@ -211,7 +253,7 @@ fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>
             match op {
                 LineOp::Special(advance) => {
                     let after = line + advance;
-                    if (line >= threshold) != (after >= threshold) {
+                    if line_kind(line) != line_kind(after) {
                         return None;
                     }
                     line = after;
@@ -441,7 +483,7 @@ mod tests {
             &["-O0", "-gdwarf-4", "-fdebug-types-section"],
         ] {
             let object = object_of(dir.path(), RELATIVE_UNIT, flags);
-            let (placed, done) = place_relative_lines(&object, 500).unwrap();
+            let (placed, done) = place_relative_lines(&object, Some(500), None).unwrap();
             assert!(
                 done.line_advances >= 1 && done.attributes >= 2,
                 "{flags:?}: {done:?}"
@@ -482,8 +524,40 @@ mod tests {
             "int helper(int x) {\n  int y = x * 3;\n  return y + 1;\n}\n",
             &["-O0"],
         );
-        let (placed, done) = place_relative_lines(&object, 500).unwrap();
+        let (placed, done) = place_relative_lines(&object, Some(500), None).unwrap();
         assert_eq!(done, LinesPlaced::default());
         assert_eq!(placed, object);
+    }
+
+    /// File-level lines (a struct, its members) relative to the unit's
+    /// anchor, the function's relative to its own line.
+    #[test]
+    fn anchor_relative_lines_are_placed_for_the_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = "#line 1073741824 \"unit.c\"\n\
+            struct pt {\n\
+              int a;\n\
+              int b;\n\
+            };\n\
+            #line 268435456 \"unit.c\"\n\
+            int helper(struct pt *p) {\n\
+              return p->a + p->b;\n\
+            }\n";
+        for flags in [&["-O0"][..], &["-O0", "-fdebug-types-section"]] {
+            let object = object_of(dir.path(), src, flags);
+            assert!(place_relative_lines(&object, Some(500), None).is_none());
+            let (placed, done) = place_relative_lines(&object, Some(500), Some(10)).unwrap();
+            assert!(done.attributes >= 4, "{flags:?}: {done:?}");
+            let verify = dwarfdump(dir.path(), &placed, "--verify");
+            assert!(verify.contains("No errors."), "{flags:?}: {verify}");
+            let info = dwarfdump(dir.path(), &placed, "--debug-info");
+            for line in ["(500)", "(10)", "(11)", "(12)"] {
+                assert!(
+                    info.contains(&format!("DW_AT_decl_line\t{line}")),
+                    "{flags:?}: {line} {info}"
+                );
+            }
+            assert!(!info.contains("(10737"), "{flags:?}: {info}");
+        }
     }
 }

@@ -41,14 +41,14 @@
 //! edges are determined by the definitions' contents (references are by
 //! name), so that set fixes the whole reachable graph.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use anyhow::{bail, Result};
 
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 3;
+pub const DIGEST_FORMAT_VERSION: u32 = 4;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -104,6 +104,11 @@ pub struct ModuleDigests {
     /// The digests hold the lines of each definition's own file relative
     /// to the definition's line (see `Lines`), and so must its fragment.
     pub relative_lines: bool,
+    /// With relative lines: the unit's anchor, the first line of its
+    /// source file that a file-level node is on (see `debug_lines`); the
+    /// lines of those nodes are relative to it in every digest and
+    /// fragment. `None`: there are none.
+    pub anchor: Option<u64>,
 }
 
 impl ModuleDigests {
@@ -229,6 +234,10 @@ struct Canonicalizer<'a> {
     /// Set when a metadata text just made depends on `own`'s line.
     depends_on_own: bool,
     file_memo: HashMap<&'a str, Option<&'a str>>,
+    /// With relative lines: the unit's source file node and its anchor;
+    /// file-level nodes of that file have their lines relative to it.
+    unit_anchor: Option<(HashSet<&'a str>, u64)>,
+    level_memo: HashMap<&'a str, bool>,
 }
 
 /// How a global is used on one line.
@@ -251,6 +260,8 @@ impl<'a> Canonicalizer<'a> {
             md_memo_own: HashMap::new(),
             depends_on_own: false,
             file_memo: HashMap::new(),
+            unit_anchor: None,
+            level_memo: HashMap::new(),
         }
     }
 
@@ -304,14 +315,25 @@ impl<'a> Canonicalizer<'a> {
         let mut out = String::new();
         let mut cyclic = false;
         self.canonical_into_md(body, &mut out, &mut cyclic);
-        if let Some((file, line)) = self.own {
-            if node_file(self.p, id, &mut self.file_memo) == Some(file) {
+        match line_kind(
+            self.p,
+            id,
+            self.own,
+            self.unit_anchor.as_ref(),
+            &mut self.file_memo,
+            &mut self.level_memo,
+        ) {
+            LineKind::Own(line) => {
                 let relative = map_line_fields(&out, &|n| format!("R{}", n as i64 - line as i64));
                 if relative != out {
                     out = relative;
                     self.depends_on_own = true;
                 }
             }
+            LineKind::Anchor(anchor) => {
+                out = map_line_fields(&out, &|n| format!("A{}", n as i64 - anchor as i64));
+            }
+            LineKind::Absolute => {}
         }
         self.md_stack.pop();
         debug_assert_eq!(before - 1, self.md_stack.len());
@@ -559,6 +581,197 @@ fn node_file<'a>(
     found
 }
 
+/// Whether a metadata node belongs to a definition: a subprogram that is a
+/// definition, a scope, variable, label or location inside one, a global
+/// variable's own node (a string literal's too: clang gives it the line of
+/// the literal), or anything whose scope is one of those (a type declared
+/// in a function). Everything else (types, typedefs, declarations) is
+/// file-level.
+/// `llvm_shim`'s `definitionLevel` says the same of the module in memory.
+fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str, bool>) -> bool {
+    let mut chain: Vec<&'a str> = Vec::new();
+    let mut at = id;
+    let mut found = false;
+    for _ in 0..256 {
+        if let Some(&f) = memo.get(at) {
+            found = f;
+            break;
+        }
+        chain.push(at);
+        let Some(body) = p.metadata.get(at).copied() else {
+            break;
+        };
+        let kind = body.strip_prefix("distinct ").unwrap_or(body);
+        if [
+            "!DILocation(",
+            "!DILexicalBlock(",
+            "!DILexicalBlockFile(",
+            "!DILocalVariable(",
+            "!DILabel(",
+        ]
+        .iter()
+        .any(|k| kind.starts_with(k))
+        {
+            found = true;
+            break;
+        }
+        if kind.starts_with("!DISubprogram(") {
+            found = md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
+            break;
+        }
+        // A global variable's own node (its fragment's leader, placed with
+        // it), and a string literal's (no name: where the function that
+        // holds the literal is).
+        if kind.starts_with("!DIGlobalVariable(") {
+            found = md_field(body, "isDefinition") != Some("false");
+            break;
+        }
+        match md_field(body, "scope")
+            .and_then(|v| v.strip_prefix('!'))
+            .and_then(|v| p.metadata.get_key_value(v).map(|(k, _)| *k))
+        {
+            Some(scope) => at = scope,
+            None => break,
+        }
+    }
+    for c in chain {
+        memo.insert(c, found);
+    }
+    found
+}
+
+/// The node kinds whose file-level lines are relative to the unit's
+/// anchor (those `llvm_shim` can rebuild with moved lines); other kinds
+/// keep their lines.
+fn anchored_kind(body: &str) -> bool {
+    let kind = body.strip_prefix("distinct ").unwrap_or(body);
+    [
+        "!DISubprogram(",
+        "!DIGlobalVariable(",
+        "!DIDerivedType(",
+        "!DICompositeType(",
+        "!DIImportedEntity(",
+        "!DICommonBlock(",
+    ]
+    .iter()
+    .any(|k| kind.starts_with(k))
+}
+
+/// How a node's lines are held with relative lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LineKind {
+    /// Relative to the definition's own line (it belongs to a definition and
+    /// is in the definition's file).
+    Own(u64),
+    /// Relative to the unit's anchor (file-level, in the unit's source).
+    Anchor(u64),
+    Absolute,
+}
+
+fn line_kind<'a>(
+    p: &Parsed<'a>,
+    id: &'a str,
+    own: Option<(&'a str, u64)>,
+    unit_anchor: Option<&(HashSet<&'a str>, u64)>,
+    file_memo: &mut HashMap<&'a str, Option<&'a str>>,
+    level_memo: &mut HashMap<&'a str, bool>,
+) -> LineKind {
+    if own.is_none() && unit_anchor.is_none() {
+        return LineKind::Absolute;
+    }
+    let Some(file) = node_file(p, id, file_memo) else {
+        return LineKind::Absolute;
+    };
+    if definition_level(p, id, level_memo) {
+        return match own {
+            Some((own_file, line)) if own_file == file => LineKind::Own(line),
+            _ => LineKind::Absolute,
+        };
+    }
+    match unit_anchor {
+        Some((unit_files, anchor))
+            if unit_files.contains(file)
+                && p.metadata.get(id).is_some_and(|b| anchored_kind(b)) =>
+        {
+            LineKind::Anchor(*anchor)
+        }
+        _ => LineKind::Absolute,
+    }
+}
+
+/// A quoted string field of a printed node, as printed (escapes kept).
+fn md_string_field<'b>(body: &'b str, name: &str) -> Option<&'b str> {
+    let at = body
+        .find(&format!(" {name}: \""))
+        .or_else(|| body.find(&format!("({name}: \"")))?;
+    let value = &body[at + name.len() + 4..];
+    Some(&value[..value.find('"')?])
+}
+
+/// The path a `DIFile` names: its file name, under its directory unless
+/// absolute (as printed: comparing two such paths compares the names).
+fn file_path(body: &str) -> Option<String> {
+    let kind = body.strip_prefix("distinct ").unwrap_or(body);
+    if !kind.starts_with("!DIFile(") {
+        return None;
+    }
+    let name = md_string_field(body, "filename")?;
+    let dir = md_string_field(body, "directory").unwrap_or("");
+    Some(if name.starts_with('/') || dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{dir}/{name}")
+    })
+}
+
+/// The unit's source files (every file node naming the path its one
+/// compile unit names: clang gives the compile unit a node of its own when
+/// the source is named by an absolute path) and its anchor: the lowest line
+/// of a file-level node of those (see `debug_lines`). `None` with no
+/// compile unit, several, or no such node. `llvm_shim`'s
+/// `repocc_rebase_anchor_lines` finds the same files.
+fn unit_anchor<'a>(p: &Parsed<'a>) -> Option<(HashSet<&'a str>, u64)> {
+    let mut units = p.metadata.values().filter(|b| {
+        b.strip_prefix("distinct ")
+            .unwrap_or(b)
+            .starts_with("!DICompileUnit(")
+    });
+    let unit = units.next()?;
+    if units.next().is_some() {
+        return None;
+    }
+    let file = md_field(unit, "file")?.strip_prefix('!')?;
+    let path = file_path(p.metadata.get(file)?)?;
+    let files: HashSet<&'a str> = p
+        .metadata
+        .iter()
+        .filter(|(_, b)| file_path(b).as_deref() == Some(path.as_str()))
+        .map(|(&id, _)| id)
+        .collect();
+    let (mut file_memo, mut level_memo) = (HashMap::new(), HashMap::new());
+    let mut anchor: Option<u64> = None;
+    for (&id, body) in &p.metadata {
+        if !anchored_kind(body) {
+            continue;
+        }
+        let lines = ["line", "scopeLine"]
+            .iter()
+            .filter_map(|f| md_field(body, f)?.parse::<u64>().ok())
+            .filter(|&n| n > 0)
+            .min();
+        let Some(line) = lines else { continue };
+        if anchor.is_some_and(|a| a <= line) {
+            continue;
+        }
+        if node_file(p, id, &mut file_memo).is_some_and(|f| files.contains(f))
+            && !definition_level(p, id, &mut level_memo)
+        {
+            anchor = Some(line);
+        }
+    }
+    Some((files, anchor?))
+}
+
 /// The `!dbg !N` attachment of a definition's line, as a metadata id.
 fn dbg_attachment<'a>(p: &Parsed<'a>, line: &str) -> Option<&'a str> {
     let mut in_str = false;
@@ -606,14 +819,17 @@ fn has_line_at_or_above(p: &Parsed, threshold: u64) -> bool {
 }
 
 /// The printed `module_text` of a fragment whose leader is `leader`, with
-/// the lines of the leader's own file made relative to its line, as its
-/// digest holds them: `RELATIVE_LINE_BASE + line - own line` (see
-/// `debug_lines`, which places them again). `None`: the leader has no
-/// position, its fragment's lines stay as they are.
+/// the lines of what belongs to a definition in the leader's own file made
+/// relative to its line, as its digest holds them: `RELATIVE_LINE_BASE +
+/// line - own line` (see `debug_lines`, which places them again). The
+/// file-level lines relative to the unit's anchor are already so (the
+/// unit's module was rebased before fragments were extracted). `None`: the
+/// leader has no position, its fragment's lines stay as they are.
 pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<String>> {
     use super::debug_lines::RELATIVE_LINE_BASE;
     let p = parse(module_text)?;
     let mut memo = HashMap::new();
+    let mut levels = HashMap::new();
     let header = p
         .functions
         .iter()
@@ -637,7 +853,9 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<S
             .filter(|id| id.bytes().all(|c| c.is_ascii_digit()));
         let mine = id
             .and_then(|id| p.metadata.get_key_value(id).map(|(k, _)| *k))
-            .is_some_and(|id| node_file(&p, id, &mut memo) == Some(file));
+            .is_some_and(|id| {
+                node_file(&p, id, &mut memo) == Some(file) && definition_level(&p, id, &mut levels)
+            });
         if mine {
             out.push_str(&map_line_fields(line, &|n| {
                 (RELATIVE_LINE_BASE + n - own_line).to_string()
@@ -648,6 +866,34 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<S
         out.push('\n');
     }
     Ok(Some(out))
+}
+
+/// What `llvm_shim::rebase_anchor_lines` does to a unit's module, done to
+/// its printed text: the unit's anchor, and the text with the lines of the
+/// file-level nodes of its source relative to it.
+#[cfg(test)]
+fn rebase_anchor_lines(module_text: &str) -> Option<(u64, String)> {
+    use super::debug_lines::ANCHOR_LINE_BASE;
+    let p = parse(module_text).ok()?;
+    let unit = unit_anchor(&p)?;
+    let (mut files, mut levels) = (HashMap::new(), HashMap::new());
+    let mut out = String::new();
+    for line in module_text.lines() {
+        let id = line
+            .strip_prefix('!')
+            .and_then(|r| r.split_once(" = "))
+            .and_then(|(id, _)| p.metadata.get_key_value(id).map(|(k, _)| *k));
+        let kind = id.map(|id| line_kind(&p, id, None, Some(&unit), &mut files, &mut levels));
+        if kind == Some(LineKind::Anchor(unit.1)) {
+            out.push_str(&map_line_fields(line, &|n| {
+                (ANCHOR_LINE_BASE + n - unit.1).to_string()
+            }));
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    Some((unit.1, out))
 }
 
 /// Classifies the uses of globals on one instruction line of a body.
@@ -803,6 +1049,10 @@ fn compute_parsed<'a>(
     lines: Lines,
 ) -> Result<ModuleDigests> {
     let mut c = Canonicalizer::new(p);
+    if lines == Lines::Relative {
+        c.unit_anchor = unit_anchor(p);
+    }
+    let anchor = c.unit_anchor.as_ref().map(|(_, a)| *a);
     let mut files = HashMap::new();
     // Sets the definition being digested; its position, if it has one.
     let mut locate = |c: &mut Canonicalizer<'a>, header: &str| -> Option<Position> {
@@ -973,6 +1223,7 @@ fn compute_parsed<'a>(
         defs,
         edges,
         relative_lines: lines == Lines::Relative,
+        anchor,
     })
 }
 
@@ -1445,6 +1696,7 @@ mod tests {
         );
         assert!(a.relative_lines);
         assert!(a.defs.iter().any(|d| d.position.is_some()));
+        assert!(a.anchor.is_some() && b.anchor == a.anchor.map(|l| l + 3));
         for d in &a.defs {
             let same = d.final_digest == fin(&b, &d.name);
             // `where` returns its line: its code changed.
@@ -1478,14 +1730,21 @@ mod tests {
         let e = with_lines(&unit.replace("int user(", "\n\nint user("), Lines::Relative);
         assert_eq!(fin(&d, "helper"), fin(&e, "helper"));
         assert_ne!(fin(&d, "user"), fin(&e, "user"));
-        // A struct declared in the file: its line is in `api`'s debug info,
-        // and `api` moved away from it.
-        let c = with_lines(
-            &DEBUG_UNIT.replace("static int leaf(", "\nstatic int leaf("),
+        // Types of the file are placed relative to the unit's anchor, not
+        // to each function: a line added in one function moves no type
+        // another one refers to, while one added inside a struct does.
+        let types = "struct pt {\n  int x;\n  int y;\n};\n\
+                     int first(struct pt *p) {\n  return p->x;\n}\n\
+                     int second(struct pt *p) {\n  return p->y;\n}\n";
+        let t = with_lines(types, Lines::Relative);
+        let u = with_lines(
+            &types.replace("  return p->x;", "  int z = p->x;\n  return z;"),
             Lines::Relative,
         );
-        assert_ne!(fin(&a, "api"), fin(&c, "api"));
-        assert_eq!(fin(&a, "unrelated"), fin(&c, "unrelated"));
+        assert_ne!(fin(&t, "first"), fin(&u, "first"));
+        assert_eq!(fin(&t, "second"), fin(&u, "second"));
+        let v = with_lines(&types.replace("  int y;", "\n  int y;"), Lines::Relative);
+        assert_ne!(fin(&t, "second"), fin(&v, "second"));
     }
 
     #[test]
@@ -1577,7 +1836,7 @@ mod tests {
                 let context = Context::create();
                 let module = parse(&context, &ir);
                 assert_eq!(
-                    crate::llvm_shim::rebase_relative_lines(&module, leader, base),
+                    crate::llvm_shim::rebase_relative_lines(&module, leader, base, None),
                     crate::llvm_shim::Rebased::Done
                 );
                 assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
@@ -1590,9 +1849,120 @@ mod tests {
         let context = Context::create();
         let module = parse(&context, &ir_of(src, &[]));
         assert_eq!(
-            crate::llvm_shim::rebase_relative_lines(&module, "api", base),
+            crate::llvm_shim::rebase_relative_lines(&module, "api", base, None),
             crate::llvm_shim::Rebased::NoPosition
         );
+    }
+
+    /// The anchored lines: the unit's module rebased in memory prints as
+    /// its text rebased by the digest's classification, and a fragment's
+    /// own lines rebased after that too.
+    #[test]
+    fn anchored_lines_are_rebased_in_memory_as_in_the_text() {
+        use inkwell::context::Context;
+        use inkwell::memory_buffer::MemoryBuffer;
+        let src = "struct pair { int a;\n  int b; };\n\
+            struct local;\n\
+            struct chain { struct local *next;\n  int depth; };\n\
+            struct local { struct pair p;\n  struct chain c;\n  int n; };\n\
+            typedef struct local local_t;\n\
+            extern int declared(local_t *);\n\
+            int counter = 3;\n\
+            static int twice(int v) {\n  return v * 2;\n}\n\
+            int api(int x) {\n  static int calls;\n  struct inner { int q; } in = { x };\n\
+              local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
+              calls += declared(&l);\n  return twice(x) + l.p.a + calls + counter + in.q;\n}\n";
+        fn parse<'c>(context: &'c Context, text: &str) -> inkwell::module::Module<'c> {
+            context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    text.as_bytes(),
+                    "t",
+                ))
+                .unwrap()
+        }
+        let (anchor_base, own_base) = (
+            crate::pipeline::debug_lines::ANCHOR_LINE_BASE,
+            crate::pipeline::debug_lines::RELATIVE_LINE_BASE,
+        );
+        for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
+            let context = Context::create();
+            let module = parse(&context, &ir_of(src, flags));
+            crate::llvm_shim::identify_debug_types(&module);
+            let ir = module.print_to_string().to_string();
+            let (anchor, text) = rebase_anchor_lines(&ir).unwrap();
+            assert_eq!(anchor, 1, "{flags:?}");
+            assert!(
+                text.contains(&format!("line: {}", anchor_base + 3)),
+                "{text}"
+            );
+            let text_context = Context::create();
+            let expected = parse(&text_context, &text).print_to_string().to_string();
+            assert_eq!(
+                crate::llvm_shim::rebase_anchor_lines(&module, anchor, anchor_base),
+                crate::llvm_shim::Rebased::Done
+            );
+            assert!(module.verify().is_ok(), "{:?}", module.verify());
+            let got = module.print_to_string().to_string();
+            assert_eq!(got, expected, "{flags:?}");
+            // The local struct belongs to `api`: not anchored.
+            assert!(got.contains("name: \"inner\", scope:"), "{got}");
+            assert!(!got
+                .lines()
+                .any(|l| l.contains("name: \"inner\"")
+                    && l.contains(&format!("line: {anchor_base}"))));
+            // Then a fragment's own lines, on top.
+            let other = Context::create();
+            let rebased = rebase_relative_lines(&got, "api").unwrap().unwrap();
+            let expected = parse(&other, &rebased).print_to_string().to_string();
+            assert_eq!(
+                crate::llvm_shim::rebase_relative_lines(&module, "api", own_base, None),
+                crate::llvm_shim::Rebased::Done
+            );
+            assert_eq!(module.print_to_string().to_string(), expected, "{flags:?}");
+        }
+    }
+
+    /// A fragment extracted after others of its unit (with the types they
+    /// found shared, `llvm_shim::SharedTypes`) is the module it is when
+    /// extracted alone: a static it copies reaches, by a way of its own,
+    /// types the kept function reaches under a node found clean before.
+    #[test]
+    fn extraction_is_the_same_whatever_was_extracted_before() {
+        use inkwell::context::Context;
+        use inkwell::memory_buffer::MemoryBuffer;
+        let src = "struct node;\n\
+            struct chain { struct node *next;\n  int depth; };\n\
+            struct node { struct chain c;\n  int n; };\n\
+            typedef struct node node_t;\n\
+            static int depth(struct chain *c, struct node *n) {\n  return c->depth + n->n;\n}\n\
+            int first(node_t *n) {\n  return n->n;\n}\n\
+            int second(node_t *n) {\n  node_t local = *n;\n  return depth(&local.c, n);\n}\n\
+            int third(struct chain *c) {\n  return depth(c, c->next);\n}\n";
+        for flags in [&["-g", "-O0"][..], &["-g", "-O1"]] {
+            let ir = ir_of(src, flags);
+            let context = Context::create();
+            let module = context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    ir.as_bytes(),
+                    "t",
+                ))
+                .unwrap();
+            crate::llvm_shim::identify_debug_types(&module);
+            let shared = crate::llvm_shim::SharedTypes::default();
+            for name in ["first", "second", "third"] {
+                let alone = crate::llvm_shim::extract_definitions(&module, &[name], false, None)
+                    .print_to_string()
+                    .to_string();
+                let after =
+                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+                assert!(after.verify().is_ok(), "{name}: {:?}", after.verify());
+                assert_eq!(
+                    after.print_to_string().to_string(),
+                    alone,
+                    "{name} {flags:?}"
+                );
+            }
+        }
     }
 
     #[test]

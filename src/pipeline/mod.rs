@@ -340,6 +340,19 @@ fn repository_stages(
     let t = Instant::now();
     if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0 {
         crate::llvm_shim::identify_debug_types(&unit.module);
+        // The file-level lines, relative to the unit's anchor once for
+        // every fragment (see `debug_lines`), as the digests hold them.
+        if let Some(anchor) = digests.anchor.filter(|_| digests.relative_lines) {
+            let base = debug_lines::ANCHOR_LINE_BASE;
+            if crate::llvm_shim::rebase_anchor_lines(&unit.module, anchor, base)
+                == crate::llvm_shim::Rebased::Unsupported
+            {
+                anyhow::bail!(
+                    "{}: debug info the anchored line rebase cannot rebuild",
+                    unit.source_name
+                );
+            }
+        }
     }
     let mut post = split::plan(&unit.module);
     let glue = match post.first() {
@@ -440,6 +453,7 @@ fn repository_stages(
         .filter_map(|d| Some((d.name.as_str(), d.position.as_ref()?.line)))
         .collect();
     let line_of = |leader: Option<&String>| lines.get(leader?.as_str()).copied();
+    let anchor = digests.anchor.filter(|_| digests.relative_lines);
     let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
         .map(|part| {
@@ -452,19 +466,18 @@ fn repository_stages(
                     (stored_payload(i), pruned.fragments[i].members.first())
                 }
             };
-            match line_of(leader) {
-                Some(line) if !object.is_empty() => {
-                    let (placed, _) =
-                        debug_lines::place_relative_lines(object, line).ok_or_else(|| {
-                            anyhow::anyhow!(
-                                "placing the debug lines of {} (line {line})",
-                                leader.map_or("?", |l| l.as_str())
-                            )
-                        })?;
-                    Ok(std::borrow::Cow::Owned(placed))
-                }
-                _ => Ok(std::borrow::Cow::Borrowed(object)),
+            let own = line_of(leader);
+            if object.is_empty() || (own.is_none() && anchor.is_none()) {
+                return Ok(std::borrow::Cow::Borrowed(object));
             }
+            let (placed, _) =
+                debug_lines::place_relative_lines(object, own, anchor).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "placing the debug lines of {} (line {own:?}, anchor {anchor:?})",
+                        leader.map_or("the glue", |l| l.as_str())
+                    )
+                })?;
+            Ok(std::borrow::Cow::Owned(placed))
         })
         .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
         .collect::<Result<_>>()?;
@@ -638,7 +651,7 @@ mod split_measurement {
         let (mut extract, mut emit, mut bytes) = (Duration::ZERO, Duration::ZERO, 0usize);
         for n in &names {
             let t = Instant::now();
-            let m = crate::llvm_shim::extract_definitions(&unit.module, &[n.as_str()], false);
+            let m = crate::llvm_shim::extract_definitions(&unit.module, &[n.as_str()], false, None);
             extract += t.elapsed();
             let t = Instant::now();
             let o = unit

@@ -265,6 +265,9 @@ pub fn emit_groups(
     let jobs = workers_now(jobs);
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     let mut done: Vec<Option<Fragment>> = plan.iter().map(|_| None).collect();
+    // With debug info, what one fragment's extraction learns of the unit's
+    // types spares the next one the walk (see `llvm_shim::SharedTypes`).
+    let shared = debug_info.then(llvm_shim::SharedTypes::default);
     // Not with debug info: a fragment's compile unit must be its own to be
     // trimmed (see `llvm_shim::trim_debug_units`).
     if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
@@ -280,13 +283,21 @@ pub fn emit_groups(
             if done[i].is_none()
                 && !(debug_info && (item.1 || takes_block_addresses(unit, &item.0)))
             {
-                done[i] = emit_in_unit(unit, item, debug_info, relative_lines)?;
+                done[i] = emit_in_unit(unit, item, debug_info, relative_lines, shared.as_ref())?;
             }
         }
     }
     let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
     let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
-    let compiled = emit_in_workers(unit, settings, &target, jobs, &items, relative_lines)?;
+    let compiled = emit_in_workers(
+        unit,
+        settings,
+        &target,
+        jobs,
+        &items,
+        relative_lines,
+        shared.as_ref(),
+    )?;
     for (i, f) in rest.into_iter().zip(compiled) {
         done[i] = Some(f);
     }
@@ -301,9 +312,10 @@ fn extract<'a, 'ctx>(
     unit: &Unit<'ctx>,
     members: impl IntoIterator<Item = &'a String>,
     glue: bool,
+    shared: Option<&llvm_shim::SharedTypes>,
 ) -> Module<'ctx> {
     let names: Vec<&str> = members.into_iter().map(String::as_str).collect();
-    llvm_shim::extract_definitions(&unit.module, &names, glue)
+    llvm_shim::extract_definitions(&unit.module, &names, glue, shared)
 }
 
 impl Fragment {
@@ -350,13 +362,15 @@ fn emit_in_unit(
     (members, glue): &(Vec<String>, bool),
     debug_info: bool,
     relative_lines: bool,
+    shared: Option<&llvm_shim::SharedTypes>,
 ) -> Result<Option<Fragment>> {
-    let module = extract(unit, members, *glue);
+    let module = extract(unit, members, *glue, shared);
     if debug_info {
         debug_assert!(!*glue);
         if let Some(leader) = members.first().filter(|_| relative_lines) {
             use super::debug_lines::RELATIVE_LINE_BASE;
-            let rebased = llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE);
+            let rebased =
+                llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE, shared);
             if rebased == llvm_shim::Rebased::Unsupported {
                 return Ok(None);
             }
@@ -384,6 +398,7 @@ fn emit_in_workers(
     jobs: usize,
     items: &[&(Vec<String>, bool)],
     relative_lines: bool,
+    shared: Option<&llvm_shim::SharedTypes>,
 ) -> Result<Vec<Fragment>> {
     if items.is_empty() {
         return Ok(Vec::new());
@@ -391,7 +406,7 @@ fn emit_in_workers(
     let bitcodes: Vec<Vec<u8>> = items
         .iter()
         .map(|(members, glue)| {
-            extract(unit, members, *glue)
+            extract(unit, members, *glue, shared)
                 .write_bitcode_to_memory()
                 .as_slice()
                 .to_vec()
@@ -465,7 +480,7 @@ fn rebase_lines<'ctx>(
     what: &str,
 ) -> Result<Module<'ctx>> {
     use super::debug_lines::RELATIVE_LINE_BASE;
-    match llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE) {
+    match llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE, None) {
         llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition => Ok(module),
         llvm_shim::Rebased::Unsupported => {
             let text = module.print_to_string().to_string();
@@ -547,7 +562,7 @@ fn emit_carved(
     let mut weights = Vec::with_capacity(own.len());
     for &i in &own {
         let members = &plan[i].0;
-        let module = extract(unit, members, false);
+        let module = extract(unit, members, false, None);
         references.push(references_of(&module));
         weights.push(
             1 + module
@@ -598,7 +613,12 @@ fn emit_carved(
         groups.push(data);
     }
     let group_module = |group: &[usize]| {
-        let module = extract(unit, group.iter().flat_map(|&p| &specs[p].members), false);
+        let module = extract(
+            unit,
+            group.iter().flat_map(|&p| &specs[p].members),
+            false,
+            None,
+        );
         add_last_unwind_record(&module);
         module
     };
