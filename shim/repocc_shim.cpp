@@ -69,6 +69,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/Module.h>
@@ -82,6 +83,55 @@ namespace {
 using namespace llvm;
 
 // CloneFunctionInto expects the arguments to be mapped already.
+// The compile unit a debug scope belongs to (its subprogram's), or null.
+const DICompileUnit *unitOfScope(const DIScope *S) {
+  for (int i = 0; i < 256 && S; i++) {
+    if (auto *SP = dyn_cast<DISubprogram>(S))
+      return SP->getUnit();
+    if (auto *CU = dyn_cast<DICompileUnit>(S))
+      return CU;
+    S = S->getScope();
+  }
+  return nullptr;
+}
+
+// Whether `F`'s instructions lead to the compile unit `CU`: by a location
+// (or one it is inlined at) or a variable of a debug record or intrinsic.
+bool reachesUnit(const Function &F, const DICompileUnit *CU) {
+  auto byLocation = [&](const DILocation *L) {
+    for (int i = 0; i < 256 && L; i++, L = L->getInlinedAt())
+      if (unitOfScope(L->getScope()) == CU)
+        return true;
+    return false;
+  };
+  for (const BasicBlock &BB : F)
+    for (const Instruction &I : BB) {
+      if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I))
+        if (unitOfScope(DVI->getVariable()->getScope()) == CU)
+          return true;
+      if (byLocation(I.getDebugLoc().get()))
+        return true;
+      for (const DbgRecord &DR : I.getDbgRecordRange()) {
+        if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR))
+          if (unitOfScope(DVR->getVariable()->getScope()) == CU)
+            return true;
+        if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR))
+          if (unitOfScope(DLR->getLabel()->getScope()) == CU)
+            return true;
+        if (byLocation(DR.getDebugLoc().get()))
+          return true;
+      }
+    }
+  return false;
+}
+
+// Clones `From`'s body into `To` (another module). LLVM's DifferentModule
+// cloning runs a DebugInfoFinder over every instruction only to list the
+// compile units the new module must name in llvm.dbg.cu, and it walks the
+// whole unit's compile unit (every global's and retained type) for each
+// function cloned. A unit from clang has one compile unit: cloned as
+// "ClonedModule" (the same cloning, without that search), and the unit
+// added here when the body leads to it, as the search would find it.
 void cloneBody(Function *To, const Function *From, ValueToValueMapTy &VMap,
                ValueMaterializer *Mat) {
   auto NewArg = To->arg_begin();
@@ -90,8 +140,23 @@ void cloneBody(Function *To, const Function *From, ValueToValueMapTy &VMap,
     VMap[&A] = &*NewArg++;
   }
   SmallVector<ReturnInst *, 8> Returns;
-  CloneFunctionInto(To, From, VMap, CloneFunctionChangeType::DifferentModule,
-                    Returns, "", nullptr, nullptr, Mat);
+  const Module &Src = *From->getParent();
+  auto CUs = Src.debug_compile_units();
+  if (!CUs.empty() && std::next(CUs.begin()) != CUs.end()) {
+    CloneFunctionInto(To, From, VMap, CloneFunctionChangeType::DifferentModule, Returns, "",
+                      nullptr, nullptr, Mat);
+    return;
+  }
+  CloneFunctionInto(To, From, VMap, CloneFunctionChangeType::ClonedModule, Returns, "", nullptr,
+                    nullptr, Mat);
+  if (CUs.empty() || !reachesUnit(*From, *CUs.begin()))
+    return;
+  auto *Mapped = MapMetadata(*CUs.begin(), VMap, RF_None, nullptr, Mat);
+  NamedMDNode *NMD = To->getParent()->getOrInsertNamedMetadata("llvm.dbg.cu");
+  for (const MDNode *Op : NMD->operands())
+    if (Op == Mapped)
+      return;
+  NMD->addOperand(Mapped);
 }
 
 void copyComdat(Module &Dst, const GlobalObject &From, GlobalObject &To) {
