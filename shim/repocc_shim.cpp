@@ -317,24 +317,15 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
   for (GlobalValue *GV : Kept)
     if (auto *GO = dyn_cast<GlobalObject>(GV))
       forEachObjectRoot(*GO, visit);
-  // Everything reachable, with its users. A location, local variable or
-  // label (most of what a function's body holds) always reaches its
-  // function's distinct scope, so it is mapped elsewhere without asking
-  // what it refers to: its own operands' users are not recorded.
+  // Everything reachable, with its users.
   DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> Users;
-  SmallVector<const Metadata *, 64> Locals;
   while (!Stack.empty()) {
     const Metadata *MD = Stack.pop_back_val();
-    bool Local = isa<DILocation, DILocalVariable, DILabel>(MD);
-    if (Local)
-      Locals.push_back(MD);
-    else
-      Reached.push_back(MD);
+    Reached.push_back(MD);
     if (auto *N = dyn_cast<MDNode>(MD))
       for (const MDOperand &Op : N->operands())
         if (const Metadata *O = Op.get()) {
-          if (!Local)
-            Users[O].push_back(MD);
+          Users[O].push_back(MD);
           visit(O);
         }
   }
@@ -353,9 +344,6 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
     if (Elsewhere && Mapped.insert(MD).second)
       Work.push_back(MD);
   }
-  for (const Metadata *MD : Locals)
-    if (Mapped.insert(MD).second)
-      Work.push_back(MD);
   while (!Work.empty()) {
     const Metadata *MD = Work.pop_back_val();
     auto It = Users.find(MD);
