@@ -500,6 +500,23 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
             MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
     }
   }
+  // A function declared elsewhere keeps the subprogram clang attached to
+  // its declaration (at -O1 and above, for call-site information), so that
+  // calls to it get their DW_TAG_call_site entries as in clang's object;
+  // the callers' digests cover it (see `digest`'s declared callees).
+  if (!copy_module_asm) {
+    std::vector<std::pair<Function *, Function *>> Declared;
+    for (Function &NF : *Dst)
+      if (NF.isDeclaration() && !NF.getSubprogram())
+        if (Function *F = Src.getFunction(NF.getName()); F && F->isDeclaration())
+          if (DISubprogram *SP = F->getSubprogram(); SP && !SP->isDefinition())
+            Declared.emplace_back(F, &NF);
+    for (auto [F, NF] : Declared) {
+      shareContextFreeTypes({F}, VMap, shared);
+      NF->setSubprogram(
+          cast<DISubprogram>(MapMetadata(F->getSubprogram(), VMap, RF_None, nullptr, &Mat)));
+    }
+  }
   // Cloning into another module registers compile units in llvm.dbg.cu even
   // when there are none; an empty list without a "Debug Info Version" flag
   // makes the bitcode reader warn and strip.

@@ -131,6 +131,9 @@ struct Parsed<'a> {
     functions: Vec<(String, String)>,
     variables: Vec<(String, &'a str)>,
     aliases: Vec<(String, &'a str)>,
+    /// Functions declared with a debug subprogram (`declare !dbg !N`):
+    /// name → the subprogram's metadata id.
+    declared: HashMap<String, &'a str>,
 }
 
 /// Reads an identifier after a sigil (`@`, `%`, `$`): a quoted string or
@@ -153,6 +156,13 @@ fn parse(text: &str) -> Result<Parsed<'_>> {
     let mut lines = text.lines();
     while let Some(line) = lines.next() {
         if line.is_empty() || line.starts_with(';') {
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("declare !dbg !") {
+            let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if let (Some(name), true) = (global_name_in(line), n > 0) {
+                p.declared.insert(name, &rest[..n]);
+            }
             continue;
         }
         if line.starts_with("define ") {
@@ -1042,6 +1052,26 @@ pub fn compute(module_text: &str, context: &[u8; 32], inlining: Inlining) -> Res
     compute_parsed(&parse(module_text)?, context, inlining, Lines::Absolute)
 }
 
+/// Appends to a definition's canonical text the debug subprograms of the
+/// functions it refers to that are declared with one: its fragment declares
+/// them with it (for the call-site information of calls to them), so their
+/// lines, names and types are part of its bytes.
+fn declared_callees<'a>(c: &mut Canonicalizer<'a>, uses: &[(String, Use)], out: &mut String) {
+    let p = c.p;
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, _) in uses {
+        let Some((name, id)) = p.declared.get_key_value(name) else {
+            continue;
+        };
+        if seen.contains(&name.as_str()) {
+            continue;
+        }
+        seen.push(name);
+        let text = c.md_text(*id);
+        out.push_str(&format!("\ndeclared @{name} {text}"));
+    }
+}
+
 fn compute_parsed<'a>(
     p: &'a Parsed<'a>,
     context: &[u8; 32],
@@ -1101,6 +1131,7 @@ fn compute_parsed<'a>(
                 uses.push((g.to_string(), Use::Other));
             }
         });
+        declared_callees(&mut c, &uses, &mut out);
         // `global` or `constant` ends the list of leading keywords.
         let constant = after
             .split_whitespace()
@@ -1137,6 +1168,7 @@ fn compute_parsed<'a>(
                 .filter(|(n, _)| n != name)
                 .map(|(n, _)| (n, Use::Other)),
         );
+        declared_callees(&mut c, &uses, &mut out);
         let after_define = header.strip_prefix("define ").unwrap_or(header);
         let canonical_header = out.lines().next().unwrap_or("");
         if canonical_header.contains("alwaysinline") {
@@ -1963,6 +1995,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A caller's fragment declares the functions it calls with their debug
+    /// subprograms (call-site information at -O1 and above): its digest
+    /// changes with them, not with an unrelated line.
+    #[test]
+    fn callers_cover_the_subprograms_of_what_they_call() {
+        let src = "struct s { int x; };\nextern void use(int);\n\
+                   int f(struct s *p) {\n  use(p->x);\n  use(p->x + 1);\n  return p->x;\n}\n";
+        let digests = |src: &str| {
+            let ir: String = ir_of(src, &["-g", "-O2"])
+                .lines()
+                .map(|l| match l.find(", checksumkind: ") {
+                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            assert!(ir.contains("declare !dbg !"), "{ir}");
+            digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
+        };
+        let a = digests(src);
+        // The declaration moved against the unit's anchor (the struct).
+        let b = digests(&src.replace("extern void use", "\nextern void use"));
+        assert_ne!(fin(&a, "f"), fin(&b, "f"));
+        // Both moved: nothing changed for `f`.
+        let c = digests(&format!("\n\n{src}"));
+        assert_eq!(fin(&a, "f"), fin(&c, "f"));
     }
 
     #[test]
