@@ -1067,7 +1067,7 @@ fn declared_callees<'a>(c: &mut Canonicalizer<'a>, uses: &[(String, Use)], out: 
             continue;
         }
         seen.push(name);
-        let text = c.md_text(*id);
+        let text = c.md_text(id);
         out.push_str(&format!("\ndeclared @{name} {text}"));
     }
 }
