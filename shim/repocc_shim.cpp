@@ -70,6 +70,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/IntrinsicInst.h>
+#include <optional>
 #include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/Module.h>
@@ -1441,41 +1442,49 @@ struct LineRebaser {
   // mapped to themselves, not walked.
   const DenseSet<const Metadata *> *Clean = nullptr;
 
-  // Whether `N` belongs to a definition: a subprogram that is a definition,
-  // a scope, variable, label or location inside one, a global variable's
-  // own node, or anything scoped in one of those
-  // (`digest::definition_level` says the same of the text).
-  bool definitionLevel(const MDNode *N) {
+  // Walks up from `N` asking `Step` at each node: an answer (for that node
+  // and every one walked through, remembered in `Memo`), or nothing, to go
+  // on to its scope; `None` when the chain ends first.
+  template <class T, class StepFn>
+  static T upScopes(const MDNode *N, DenseMap<const MDNode *, T> &Memo, T None, StepFn &&Step) {
     SmallVector<const MDNode *, 8> Chain;
-    bool Found = false;
+    T Found = None;
     const MDNode *At = N;
     for (int i = 0; i < 256 && At; i++) {
-      auto It = LevelMemo.find(At);
-      if (It != LevelMemo.end()) {
+      auto It = Memo.find(At);
+      if (It != Memo.end()) {
         Found = It->second;
         break;
       }
       Chain.push_back(At);
-      if (isa<DILocation, DILexicalBlockBase, DILocalVariable, DILabel>(At)) {
-        Found = true;
-        break;
-      }
-      if (auto *SP = dyn_cast<DISubprogram>(At)) {
-        Found = SP->isDefinition();
-        break;
-      }
-      // A global variable's own node (its fragment's leader, placed with
-      // it), and a string literal's (no name: where the function that holds
-      // the literal is).
-      if (auto *GV = dyn_cast<DIGlobalVariable>(At)) {
-        Found = GV->isDefinition();
+      if (std::optional<T> Answer = Step(At)) {
+        Found = *Answer;
         break;
       }
       At = dyn_cast_or_null<MDNode>(fileAndScope(At).second);
     }
     for (const MDNode *M : Chain)
-      LevelMemo[M] = Found;
+      Memo[M] = Found;
     return Found;
+  }
+
+  // Whether `N` belongs to a definition: a subprogram that is a definition,
+  // a scope, variable, label or location inside one, a global variable's
+  // own node, or anything scoped in one of those
+  // (`digest::definition_level` says the same of the text).
+  bool definitionLevel(const MDNode *N) {
+    return upScopes(N, LevelMemo, false, [](const MDNode *At) -> std::optional<bool> {
+      if (isa<DILocation, DILexicalBlockBase, DILocalVariable, DILabel>(At))
+        return true;
+      if (auto *SP = dyn_cast<DISubprogram>(At))
+        return SP->isDefinition();
+      // A global variable's own node (its fragment's leader, placed with
+      // it), and a string literal's (no name: where the function that holds
+      // the literal is).
+      if (auto *GV = dyn_cast<DIGlobalVariable>(At))
+        return GV->isDefinition();
+      return std::nullopt;
+    });
   }
 
   static bool anchoredKind(const MDNode *N) {
@@ -1484,30 +1493,14 @@ struct LineRebaser {
   }
 
   const Metadata *fileOf(const MDNode *N) {
-    SmallVector<const MDNode *, 8> Chain;
-    const Metadata *Found = nullptr;
-    const MDNode *At = N;
-    for (int i = 0; i < 256 && At; i++) {
-      auto It = FileMemo.find(At);
-      if (It != FileMemo.end()) {
-        Found = It->second;
-        break;
-      }
-      Chain.push_back(At);
-      if (isa<DIFile>(At)) {
-        Found = At;
-        break;
-      }
-      auto [F, S] = fileAndScope(At);
-      if (F) {
-        Found = F;
-        break;
-      }
-      At = dyn_cast_or_null<MDNode>(S);
-    }
-    for (const MDNode *M : Chain)
-      FileMemo[M] = Found;
-    return Found;
+    return upScopes(N, FileMemo, static_cast<const Metadata *>(nullptr),
+                    [](const MDNode *At) -> std::optional<const Metadata *> {
+                      if (isa<DIFile>(At))
+                        return At;
+                      if (Metadata *F = fileAndScope(At).first)
+                        return F;
+                      return std::nullopt;
+                    });
   }
 
   unsigned moved(unsigned Line) {

@@ -548,16 +548,34 @@ fn map_line_fields(text: &str, map: &dyn Fn(u64) -> String) -> String {
     out
 }
 
-/// The file node (`!N`'s id) a metadata node belongs to: its `file:`, or
-/// its scope's (a `DILocation`, through its scope chain).
-fn node_file<'a>(
+/// Where a walk up a node's scope chain goes from one node.
+enum ScopeStep<'a, T> {
+    /// The answer, for this node and every one below it on the walk.
+    Found(T),
+    /// Not known here: ask this node (the scope).
+    Up(&'a str),
+}
+
+/// The node `field: !N` of a printed node names.
+fn md_reference<'a>(p: &Parsed<'a>, body: &str, field: &str) -> Option<&'a str> {
+    md_field(body, field)
+        .and_then(|v| v.strip_prefix('!'))
+        .and_then(|v| p.metadata.get_key_value(v).map(|(k, _)| *k))
+}
+
+/// Walks up from `id` asking `step` (the node's id and text) at each node,
+/// until it answers; `none` when the chain ends first. Every node walked
+/// through is given the answer in `memo`.
+fn up_scopes<'a, T: Copy>(
     p: &Parsed<'a>,
     id: &'a str,
-    memo: &mut HashMap<&'a str, Option<&'a str>>,
-) -> Option<&'a str> {
+    memo: &mut HashMap<&'a str, T>,
+    none: T,
+    step: impl Fn(&'a str, &'a str) -> Option<ScopeStep<'a, T>>,
+) -> T {
     let mut chain: Vec<&'a str> = Vec::new();
     let mut at = id;
-    let mut found = None;
+    let mut found = none;
     for _ in 0..256 {
         if let Some(&f) = memo.get(at) {
             found = f;
@@ -567,21 +585,12 @@ fn node_file<'a>(
         let Some(body) = p.metadata.get(at).copied() else {
             break;
         };
-        if body.starts_with("!DIFile(") || body.starts_with("distinct !DIFile(") {
-            found = Some(at);
-            break;
-        }
-        let reference = |field: &str| {
-            md_field(body, field)
-                .and_then(|v| v.strip_prefix('!'))
-                .and_then(|v| p.metadata.get_key_value(v).map(|(k, _)| *k))
-        };
-        if let Some(file) = reference("file") {
-            found = Some(file);
-            break;
-        }
-        match reference("scope") {
-            Some(scope) => at = scope,
+        match step(at, body) {
+            Some(ScopeStep::Found(f)) => {
+                found = f;
+                break;
+            }
+            Some(ScopeStep::Up(scope)) => at = scope,
             None => break,
         }
     }
@@ -589,6 +598,24 @@ fn node_file<'a>(
         memo.insert(c, found);
     }
     found
+}
+
+/// The file node (`!N`'s id) a metadata node belongs to: its `file:`, or
+/// its scope's (a `DILocation`, through its scope chain).
+fn node_file<'a>(
+    p: &Parsed<'a>,
+    id: &'a str,
+    memo: &mut HashMap<&'a str, Option<&'a str>>,
+) -> Option<&'a str> {
+    up_scopes(p, id, memo, None, |at, body| {
+        if body.starts_with("!DIFile(") || body.starts_with("distinct !DIFile(") {
+            return Some(ScopeStep::Found(Some(at)));
+        }
+        if let Some(file) = md_reference(p, body, "file") {
+            return Some(ScopeStep::Found(Some(file)));
+        }
+        md_reference(p, body, "scope").map(ScopeStep::Up)
+    })
 }
 
 /// Whether a metadata node belongs to a definition: a subprogram that is a
@@ -599,18 +626,7 @@ fn node_file<'a>(
 /// file-level.
 /// `llvm_shim`'s `definitionLevel` says the same of the module in memory.
 fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str, bool>) -> bool {
-    let mut chain: Vec<&'a str> = Vec::new();
-    let mut at = id;
-    let mut found = false;
-    for _ in 0..256 {
-        if let Some(&f) = memo.get(at) {
-            found = f;
-            break;
-        }
-        chain.push(at);
-        let Some(body) = p.metadata.get(at).copied() else {
-            break;
-        };
+    up_scopes(p, id, memo, false, |_, body| {
         let kind = body.strip_prefix("distinct ").unwrap_or(body);
         if [
             "!DILocation(",
@@ -622,32 +638,23 @@ fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str,
         .iter()
         .any(|k| kind.starts_with(k))
         {
-            found = true;
-            break;
+            return Some(ScopeStep::Found(true));
         }
         if kind.starts_with("!DISubprogram(") {
-            found = md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
-            break;
+            let definition =
+                md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
+            return Some(ScopeStep::Found(definition));
         }
         // A global variable's own node (its fragment's leader, placed with
         // it), and a string literal's (no name: where the function that
         // holds the literal is).
         if kind.starts_with("!DIGlobalVariable(") {
-            found = md_field(body, "isDefinition") != Some("false");
-            break;
+            return Some(ScopeStep::Found(
+                md_field(body, "isDefinition") != Some("false"),
+            ));
         }
-        match md_field(body, "scope")
-            .and_then(|v| v.strip_prefix('!'))
-            .and_then(|v| p.metadata.get_key_value(v).map(|(k, _)| *k))
-        {
-            Some(scope) => at = scope,
-            None => break,
-        }
-    }
-    for c in chain {
-        memo.insert(c, found);
-    }
-    found
+        md_reference(p, body, "scope").map(ScopeStep::Up)
+    })
 }
 
 /// The node kinds whose file-level lines are relative to the unit's
@@ -750,8 +757,7 @@ fn unit_anchor<'a>(p: &Parsed<'a>) -> Option<(HashSet<&'a str>, u64)> {
     if units.next().is_some() {
         return None;
     }
-    let file = md_field(unit, "file")?.strip_prefix('!')?;
-    let path = file_path(p.metadata.get(file)?)?;
+    let path = file_path(p.metadata.get(md_reference(p, unit, "file")?)?)?;
     let files: HashSet<&'a str> = p
         .metadata
         .iter()
