@@ -1441,6 +1441,17 @@ struct LineRebaser {
   // Nodes known to change in no fragment's rebase (see RepoccSharedTypes):
   // mapped to themselves, not walked.
   const DenseSet<const Metadata *> *Clean = nullptr;
+  // Per fragment: the subprogram the leader belongs to (its own; null for
+  // a variable), and the other definitions of the unit's source whose
+  // inlined code the fragment holds, with their index (in the order of
+  // their keys): their nodes' lines are relative to their own line
+  // (`debug_lines::DEFINITION_LINE_BASE`).
+  const DISubprogram *LeaderOwner = nullptr;
+  DenseMap<const MDNode *, const DISubprogram *> OwnerMemo;
+  DenseMap<const DISubprogram *, unsigned> OwnerIndex;
+  uint64_t DefinitionBase = 0, DefinitionSpan = 0;
+  unsigned MaxOwners = 0;
+  std::vector<std::string> OwnerKeys;
 
   // Walks up from `N` asking `Step` at each node: an answer (for that node
   // and every one walked through, remembered in `Memo`), or nothing, to go
@@ -1487,6 +1498,47 @@ struct LineRebaser {
     });
   }
 
+  // The subprogram (a definition) `N` is in: the first one up its scope
+  // chain, null at a global variable or a declaration
+  // (`digest::owner_subprogram` says the same of the text).
+  const DISubprogram *ownerOf(const MDNode *N) {
+    return upScopes(N, OwnerMemo, static_cast<const DISubprogram *>(nullptr),
+                    [](const MDNode *At) -> std::optional<const DISubprogram *> {
+                      if (auto *SP = dyn_cast<DISubprogram>(At))
+                        return SP->isDefinition() ? SP : nullptr;
+                      if (isa<DIGlobalVariable>(At))
+                        return static_cast<const DISubprogram *>(nullptr);
+                      return std::nullopt;
+                    });
+  }
+
+  // Whether `SP` is in its compile unit's own source file.
+  static bool inUnitSource(const DISubprogram *SP) {
+    auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
+    auto *CU = SP->getUnit();
+    auto *UF = CU ? dyn_cast_or_null<DIFile>(CU->getRawFile()) : nullptr;
+    return F && UF && pathOf(F) == pathOf(UF);
+  }
+
+  // Per fragment: the other definition `N` belongs to, when its lines are
+  // relative to that definition's (it is in the unit's source, and has a
+  // line); null otherwise.
+  const DISubprogram *otherOwner(const MDNode *N) {
+    if (Anchored || !DefinitionBase || !fileOf(N) || !definitionLevel(N))
+      return nullptr;
+    const DISubprogram *O = ownerOf(N);
+    if (!O || O == LeaderOwner || O->getLine() == 0 || !inUnitSource(O))
+      return nullptr;
+    return O;
+  }
+
+  // The key an inlined definition is known by when placed: its linkage
+  // name, else its name (`digest::owner_key`).
+  static StringRef ownerKey(const DISubprogram *SP) {
+    StringRef K = SP->getLinkageName();
+    return K.empty() ? SP->getName() : K;
+  }
+
   static bool anchoredKind(const MDNode *N) {
     return isa<DISubprogram, DIGlobalVariable, DIDerivedType, DICompositeType, DIImportedEntity,
                DICommonBlock>(N);
@@ -1503,9 +1555,19 @@ struct LineRebaser {
                     });
   }
 
-  unsigned moved(unsigned Line) {
+  unsigned moved(const MDNode *N, unsigned Line) {
     if (Line == 0)
       return 0;
+    if (const DISubprogram *O = otherOwner(N)) {
+      auto It = OwnerIndex.find(O);
+      int64_t Offset = int64_t(Line) - int64_t(O->getLine());
+      int64_t Half = int64_t(DefinitionSpan / 2);
+      if (It == OwnerIndex.end() || It->second >= MaxOwners || Offset <= -Half || Offset >= Half) {
+        Failed = true;
+        return Line;
+      }
+      return unsigned(DefinitionBase + uint64_t(It->second) * DefinitionSpan + uint64_t(Half + Offset));
+    }
     uint64_t L = Base + Line - Own;
     if (L > UINT32_MAX || Base + Line < Own) {
       Failed = true;
@@ -1520,7 +1582,7 @@ struct LineRebaser {
       return false;
     if (Anchored)
       return anchoredKind(N) && unitFile(fileOf(N)) && !definitionLevel(N);
-    return fileOf(N) == File && definitionLevel(N);
+    return (fileOf(N) == File && definitionLevel(N)) || otherOwner(N);
   }
 
   // With `Anchored`: the path of the unit's source, and whether a file
@@ -1555,42 +1617,42 @@ struct LineRebaser {
   template <class MapOperand> MDNode *withMovedLines(MDNode *N, MapOperand &&O) {
     bool D = N->isDistinct();
     if (auto *L = dyn_cast<DILocation>(N))
-      return makeNode<DILocation>(D, C, moved(L->getLine()), L->getColumn(), O(L->getRawScope()),
+      return makeNode<DILocation>(D, C, moved(N, L->getLine()), L->getColumn(), O(L->getRawScope()),
                                   O(L->getRawInlinedAt()), L->isImplicitCode());
     if (auto *SP = dyn_cast<DISubprogram>(N))
       return makeNode<DISubprogram>(
           D, C, O(SP->getRawScope()), SP->getRawName(), SP->getRawLinkageName(), O(SP->getRawFile()),
-          moved(SP->getLine()), O(SP->getRawType()), moved(SP->getScopeLine()),
+          moved(N, SP->getLine()), O(SP->getRawType()), moved(N, SP->getScopeLine()),
           O(SP->getRawContainingType()), SP->getVirtualIndex(), SP->getThisAdjustment(),
           SP->getFlags(), SP->getSPFlags(), O(SP->getRawUnit()), O(SP->getRawTemplateParams()),
           O(SP->getRawDeclaration()), O(SP->getRawRetainedNodes()), O(SP->getRawThrownTypes()),
           O(SP->getRawAnnotations()), SP->getRawTargetFuncName());
     if (auto *B = dyn_cast<DILexicalBlock>(N))
       return makeNode<DILexicalBlock>(D, C, O(B->getRawScope()), O(B->getRawFile()),
-                                      moved(B->getLine()), B->getColumn());
+                                      moved(N, B->getLine()), B->getColumn());
     if (auto *V = dyn_cast<DILocalVariable>(N))
       return makeNode<DILocalVariable>(D, C, O(V->getRawScope()), V->getRawName(), O(V->getRawFile()),
-                                       moved(V->getLine()), O(V->getRawType()), V->getArg(),
+                                       moved(N, V->getLine()), O(V->getRawType()), V->getArg(),
                                        V->getFlags(), V->getAlignInBits(),
                                        O(V->getRawAnnotations()));
     if (auto *V = dyn_cast<DIGlobalVariable>(N))
       return makeNode<DIGlobalVariable>(
           D, C, O(V->getRawScope()), V->getRawName(), V->getRawLinkageName(), O(V->getRawFile()),
-          moved(V->getLine()), O(V->getRawType()), V->isLocalToUnit(), V->isDefinition(),
+          moved(N, V->getLine()), O(V->getRawType()), V->isLocalToUnit(), V->isDefinition(),
           O(V->getRawStaticDataMemberDeclaration()), O(V->getRawTemplateParams()),
           V->getAlignInBits(), O(V->getRawAnnotations()));
     if (auto *L = dyn_cast<DILabel>(N))
       return makeNode<DILabel>(D, C, O(L->getRawScope()), L->getRawName(), O(L->getRawFile()),
-                               moved(L->getLine()));
+                               moved(N, L->getLine()));
     if (auto *T = dyn_cast<DIDerivedType>(N))
       return makeNode<DIDerivedType>(
-          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(T->getLine()),
+          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
           O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
           T->getOffsetInBits(), T->getDWARFAddressSpace(), T->getPtrAuthData(), T->getFlags(),
           O(T->getRawExtraData()), O(T->getRawAnnotations()));
     if (auto *T = dyn_cast<DICompositeType>(N))
       return makeNode<DICompositeType>(
-          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(T->getLine()),
+          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
           O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
           T->getOffsetInBits(), T->getFlags(), O(T->getRawElements()), T->getRuntimeLang(),
           O(T->getRawVTableHolder()), O(T->getRawTemplateParams()), T->getRawIdentifier(),
@@ -1598,11 +1660,11 @@ struct LineRebaser {
           O(T->getRawAllocated()), O(T->getRawRank()), O(T->getRawAnnotations()));
     if (auto *I = dyn_cast<DIImportedEntity>(N))
       return makeNode<DIImportedEntity>(D, C, I->getTag(), O(I->getRawScope()), O(I->getRawEntity()),
-                                        O(I->getRawFile()), moved(I->getLine()), I->getRawName(),
+                                        O(I->getRawFile()), moved(N, I->getLine()), I->getRawName(),
                                         O(I->getRawElements()));
     if (auto *B = dyn_cast<DICommonBlock>(N))
       return makeNode<DICommonBlock>(D, C, O(B->getRawScope()), O(B->getRawDecl()), B->getRawName(),
-                                     O(B->getRawFile()), moved(B->getLineNo()));
+                                     O(B->getRawFile()), moved(N, B->getLineNo()));
     return nullptr;
   }
 
@@ -1679,7 +1741,7 @@ struct LineRebaser {
     // of that name in that type; a changed member's type is a new node,
     // so this should not happen): then the printed text is the way.
     auto [L, S] = linesOf(N);
-    std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(L), moved(S))
+    std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(N, L), moved(N, S))
                                                 : std::make_pair(L, S);
     bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
     for (unsigned i = 0; Same && i < Ops.size(); i++)
@@ -1710,6 +1772,27 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
   // Everything reachable, and whether each node that moves can be rebuilt,
   // before anything changes.
   forEachRoot(*M, [&](Metadata *MD) { R.collect(MD); });
+  // The inlined definitions, indexed in the order of their keys (the same
+  // whatever order they are reached in); two with one key could not be
+  // told apart when placed.
+  if (!R.Anchored && R.DefinitionBase) {
+    SmallVector<std::pair<StringRef, const DISubprogram *>, 8> Owners;
+    SmallPtrSet<const DISubprogram *, 8> Seen;
+    for (MDNode *N : R.Reachable) {
+      auto [L, S] = linesOf(N);
+      if (!(L || S))
+        continue;
+      if (const DISubprogram *O = R.otherOwner(N); O && Seen.insert(O).second)
+        Owners.push_back({LineRebaser::ownerKey(O), O});
+    }
+    llvm::sort(Owners, [](const auto &A, const auto &B) { return A.first < B.first; });
+    for (unsigned i = 0; i < Owners.size(); i++) {
+      if (i > 0 && Owners[i].first == Owners[i - 1].first)
+        return -1;
+      R.OwnerIndex[Owners[i].second] = i;
+      R.OwnerKeys.push_back(Owners[i].first.str());
+    }
+  }
   for (MDNode *N : R.Reachable)
     if (R.movesLines(N) && !isa<DILocation, DISubprogram, DILexicalBlock, DILocalVariable,
                                DIGlobalVariable, DILabel, DIDerivedType, DICompositeType,
@@ -1827,8 +1910,15 @@ extern "C" {
 // 1: rebased; 0: the leader has no position (nothing to do); -1: a node
 // could not be rebuilt (the module is unchanged; the caller goes through
 // the printed text instead).
+// With `definitions` (base, span and how many): the lines of other
+// definitions' inlined code relative to theirs (see LineRebaser); their
+// keys, one per line in index order, are put in `*inlined` (a message the
+// caller disposes of) when rebased.
 int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base,
-                                 const RepoccSharedTypes *shared) {
+                                 const RepoccSharedTypes *shared, uint64_t definition_base,
+                                 uint64_t definition_span, unsigned max_definitions,
+                                 char **inlined) {
+  *inlined = nullptr;
   Module *M = unwrap(module);
   MDNode *OwnNode = nullptr;
   if (Function *F = M->getFunction(leader)) {
@@ -1849,7 +1939,18 @@ int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint6
   R.Own = OwnLine;
   if (shared)
     R.Clean = &shared->Clean;
-  return rebaseLines(*M, R);
+  R.LeaderOwner = R.ownerOf(OwnNode);
+  R.DefinitionBase = definition_base;
+  R.DefinitionSpan = definition_span;
+  R.MaxOwners = max_definitions;
+  int Result = rebaseLines(*M, R);
+  if (Result == 1) {
+    std::string Keys;
+    for (const std::string &K : R.OwnerKeys)
+      Keys += K + "\n";
+    *inlined = LLVMCreateMessage(Keys.c_str());
+  }
+  return Result;
 }
 
 // 1: rebased; 0: not one compile unit (nothing to do); -1: a node could

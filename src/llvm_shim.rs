@@ -214,6 +214,10 @@ extern "C" {
         leader: *const c_char,
         base: u64,
         shared: *const c_void,
+        definition_base: u64,
+        definition_span: u64,
+        max_definitions: std::ffi::c_uint,
+        inlined: *mut *mut c_char,
     ) -> c_int;
     fn repocc_rebase_anchor_lines(
         module: llvm_sys::prelude::LLVMModuleRef,
@@ -527,30 +531,57 @@ pub fn rebase_anchor_lines(module: &inkwell::module::Module, anchor: u64, base: 
 }
 
 /// Makes the lines of what belongs to a definition in `leader`'s own file
-/// relative to its line (`base + line - own line`) in a fragment module,
-/// in memory: the same module as
-/// printing it, `digest::rebase_relative_lines` and parsing the text
-/// back give. Nodes the module shares with others (a fragment extracted
-/// in its unit's context) are left as they are: what changes is copied.
+/// relative to its line (`RELATIVE_LINE_BASE + line - own line`), and
+/// those of other definitions of the unit's source inlined into it
+/// relative to theirs (`DEFINITION_LINE_BASE`..., see `debug_lines`), in a
+/// fragment module, in memory: the same module as printing it,
+/// `digest::rebase_relative_lines` and parsing the text back give. Nodes
+/// the module shares with others (a fragment extracted in its unit's
+/// context) are left as they are: what changes is copied. With `Done`, the
+/// keys of the inlined definitions, by index.
 pub fn rebase_relative_lines(
     module: &inkwell::module::Module,
     leader: &str,
-    base: u64,
     shared: Option<&SharedTypes>,
-) -> Rebased {
+) -> (Rebased, Vec<String>) {
+    use crate::pipeline::debug_lines as lines;
     let Ok(leader) = std::ffi::CString::new(leader) else {
-        return Rebased::Unsupported;
+        return (Rebased::Unsupported, Vec::new());
     };
+    let shared = shared.map_or(std::ptr::null(), |s| s.0.cast_const());
+    let mut inlined: *mut c_char = std::ptr::null_mut();
     // SAFETY: the module is alive and not being iterated; the shim only
     // creates metadata nodes and repoints this module's own references
-    // (attachments, records, named metadata). `leader` outlives the call.
-    let shared = shared.map_or(std::ptr::null(), |s| s.0.cast_const());
-    match unsafe {
-        repocc_rebase_relative_lines(module.as_mut_ptr(), leader.as_ptr(), base, shared)
-    } {
-        1 => Rebased::Done,
-        0 => Rebased::NoPosition,
-        _ => Rebased::Unsupported,
+    // (attachments, records, named metadata). `leader` outlives the call;
+    // `inlined` is set to null or to a message we dispose of here.
+    let result = unsafe {
+        repocc_rebase_relative_lines(
+            module.as_mut_ptr(),
+            leader.as_ptr(),
+            lines::RELATIVE_LINE_BASE,
+            shared,
+            lines::DEFINITION_LINE_BASE,
+            lines::DEFINITION_LINE_SPAN,
+            lines::MAX_INLINED_DEFINITIONS as std::ffi::c_uint,
+            &mut inlined,
+        )
+    };
+    let keys = if inlined.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: a NUL-terminated message made by LLVMCreateMessage.
+        unsafe {
+            let text = std::ffi::CStr::from_ptr(inlined)
+                .to_string_lossy()
+                .into_owned();
+            llvm_sys::core::LLVMDisposeMessage(inlined);
+            text.lines().map(str::to_string).collect()
+        }
+    };
+    match result {
+        1 => (Rebased::Done, keys),
+        0 => (Rebased::NoPosition, Vec::new()),
+        _ => (Rebased::Unsupported, Vec::new()),
     }
 }
 

@@ -19,6 +19,15 @@
 //!   line added inside one function moves no type that another fragment
 //!   refers to.
 //!
+//! - what belongs to another definition of the unit's source whose code
+//!   the fragment holds inlined (a static function inlined into the
+//!   leader, its scopes, variables and locations): relative to that
+//!   definition's own line, with the definition's index in the fragment's
+//!   list of them (see `split::Fragment::inlined`), `DEFINITION_LINE_BASE +
+//!   index * DEFINITION_LINE_SPAN + DEFINITION_LINE_SPAN / 2 + line -
+//!   definition's line`. So an inliner does not change when lines are
+//!   added between it and what it inlined.
+//!
 //! Lines in other files (an inlined header function, a header's types) stay
 //! as they are. Where the placing happens:
 //!
@@ -57,15 +66,60 @@ pub const ANCHOR_LINE_BASE: u64 = 1 << 30;
 /// to the leader's line.
 pub const ANCHOR_LINE_THRESHOLD: u64 = 1 << 29;
 
+/// Where the lines of inlined definitions sit while stored (see the
+/// module's comment); at or above it, a line is relative to one of them.
+pub const DEFINITION_LINE_BASE: u64 = 1 << 31;
+/// The range of lines of one inlined definition, centred on its line.
+pub const DEFINITION_LINE_SPAN: u64 = 1 << 22;
+/// How many inlined definitions a fragment can hold lines of.
+pub const MAX_INLINED_DEFINITIONS: u64 =
+    (u32::MAX as u64 + 1 - DEFINITION_LINE_BASE) / DEFINITION_LINE_SPAN;
+
 /// Which point a stored line is relative to (0: none, it is absolute; 1:
-/// the leader's line; 2: the unit's anchor).
-fn line_kind(line: i64) -> u8 {
+/// the leader's line; 2: the unit's anchor; 3 + i: the `i`th inlined
+/// definition's line).
+fn line_kind(line: i64) -> u64 {
     if line < RELATIVE_LINE_THRESHOLD as i64 {
         0
     } else if line < ANCHOR_LINE_THRESHOLD as i64 {
         1
-    } else {
+    } else if line < DEFINITION_LINE_BASE as i64 {
         2
+    } else {
+        3 + (line as u64 - DEFINITION_LINE_BASE) / DEFINITION_LINE_SPAN
+    }
+}
+
+/// The points a fragment's relative lines are placed on: where its
+/// definition (none for the glue), the unit's anchor and the definitions it
+/// holds inlined code of now are.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinePoints<'a> {
+    pub own: Option<u64>,
+    pub anchor: Option<u64>,
+    /// By index (see `DEFINITION_LINE_BASE`).
+    pub inlined: &'a [u64],
+}
+
+impl LinePoints<'_> {
+    /// Where a stored `line` is; `None`: relative to a point not given, or
+    /// placed below line 1.
+    fn place(&self, line: u64) -> Option<u64> {
+        let (base, point) = match line_kind(i64::try_from(line).ok()?) {
+            0 => return Some(line),
+            1 => (RELATIVE_LINE_BASE, self.own?),
+            2 => (ANCHOR_LINE_BASE, self.anchor?),
+            k => {
+                let index = k - 3;
+                let base =
+                    DEFINITION_LINE_BASE + index * DEFINITION_LINE_SPAN + DEFINITION_LINE_SPAN / 2;
+                (base, *self.inlined.get(usize::try_from(index).ok()?)?)
+            }
+        };
+        let placed = (line as i64)
+            .checked_sub(base as i64)?
+            .checked_add(i64::try_from(point).ok()?)?;
+        u64::try_from(placed).ok().filter(|&l| l >= 1)
     }
 }
 
@@ -83,27 +137,12 @@ pub struct LinesPlaced {
     pub attributes: usize,
 }
 
-/// A copy of the relocatable `object` with every relative line placed for
-/// a definition that now starts at `own_line` (none for the glue), in a
-/// unit whose anchor is now `anchor`; `None`: not understood, or a line
-/// relative to a point not given.
-pub fn place_relative_lines(
-    object: &[u8],
-    own_line: Option<u64>,
-    anchor: Option<u64>,
-) -> Option<(Vec<u8>, LinesPlaced)> {
+/// A copy of the relocatable `object` with every relative line placed on
+/// `points`; `None`: not understood, or a line relative to a point not
+/// given.
+pub fn place_relative_lines(object: &[u8], points: LinePoints) -> Option<(Vec<u8>, LinesPlaced)> {
     let input = parse(object)?;
-    let place = |line: u64| -> Option<u64> {
-        let (base, point) = match line_kind(i64::try_from(line).ok()?) {
-            0 => return Some(line),
-            1 => (RELATIVE_LINE_BASE, own_line?),
-            _ => (ANCHOR_LINE_BASE, anchor?),
-        };
-        let placed = (line as i64)
-            .checked_sub(base as i64)?
-            .checked_add(i64::try_from(point).ok()?)?;
-        u64::try_from(placed).ok().filter(|&l| l >= 1)
-    };
+    let place = |line: u64| points.place(line);
     let mut out = object.to_vec();
     let mut done = LinesPlaced::default();
     let dwarf = ObjectDwarf::new(&input);
@@ -427,6 +466,14 @@ mod tests {
         assert!(write_sleb_padded(&mut one, -64).is_some());
     }
 
+    fn at(own: Option<u64>, anchor: Option<u64>, inlined: &[u64]) -> LinePoints<'_> {
+        LinePoints {
+            own,
+            anchor,
+            inlined,
+        }
+    }
+
     /// clang's object of `source`, as `-c -g` with `flags`.
     fn object_of(dir: &std::path::Path, source: &str, flags: &[&str]) -> Vec<u8> {
         let c = dir.join("unit.c");
@@ -483,7 +530,7 @@ mod tests {
             &["-O0", "-gdwarf-4", "-fdebug-types-section"],
         ] {
             let object = object_of(dir.path(), RELATIVE_UNIT, flags);
-            let (placed, done) = place_relative_lines(&object, Some(500), None).unwrap();
+            let (placed, done) = place_relative_lines(&object, at(Some(500), None, &[])).unwrap();
             assert!(
                 done.line_advances >= 1 && done.attributes >= 2,
                 "{flags:?}: {done:?}"
@@ -524,7 +571,7 @@ mod tests {
             "int helper(int x) {\n  int y = x * 3;\n  return y + 1;\n}\n",
             &["-O0"],
         );
-        let (placed, done) = place_relative_lines(&object, Some(500), None).unwrap();
+        let (placed, done) = place_relative_lines(&object, at(Some(500), None, &[])).unwrap();
         assert_eq!(done, LinesPlaced::default());
         assert_eq!(placed, object);
     }
@@ -545,8 +592,9 @@ mod tests {
             }\n";
         for flags in [&["-O0"][..], &["-O0", "-fdebug-types-section"]] {
             let object = object_of(dir.path(), src, flags);
-            assert!(place_relative_lines(&object, Some(500), None).is_none());
-            let (placed, done) = place_relative_lines(&object, Some(500), Some(10)).unwrap();
+            assert!(place_relative_lines(&object, at(Some(500), None, &[])).is_none());
+            let (placed, done) =
+                place_relative_lines(&object, at(Some(500), Some(10), &[])).unwrap();
             assert!(done.attributes >= 4, "{flags:?}: {done:?}");
             let verify = dwarfdump(dir.path(), &placed, "--verify");
             assert!(verify.contains("No errors."), "{flags:?}: {verify}");
@@ -558,6 +606,62 @@ mod tests {
                 );
             }
             assert!(!info.contains("(10737"), "{flags:?}: {info}");
+        }
+    }
+
+    /// Inlined definitions' lines relative to each one's own line, by
+    /// index: placed on the lines given for them.
+    #[test]
+    fn inlined_definitions_lines_are_placed_on_theirs() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = DEFINITION_LINE_BASE + DEFINITION_LINE_SPAN / 2;
+        let second = first + DEFINITION_LINE_SPAN;
+        let src = format!(
+            "#line {first} \"unit.c\"\n\
+            static inline __attribute__((always_inline)) int twice(int v) {{\n\
+              return v * 2;\n\
+            }}\n\
+            #line {second} \"unit.c\"\n\
+            static inline __attribute__((always_inline)) int thrice(int v) {{\n\
+              return v * 3;\n\
+            }}\n\
+            #line 268435456 \"unit.c\"\n\
+            int helper(int x) {{\n\
+              int y = twice(x);\n\
+              return thrice(y);\n\
+            }}\n"
+        );
+        for flags in [&["-O0"][..], &["-O2"]] {
+            let object = object_of(dir.path(), &src, flags);
+            assert!(place_relative_lines(&object, at(Some(500), None, &[40])).is_none());
+            let (placed, done) =
+                place_relative_lines(&object, at(Some(500), None, &[40, 70])).unwrap();
+            assert!(done.attributes >= 3, "{flags:?}: {done:?}");
+            let verify = dwarfdump(dir.path(), &placed, "--verify");
+            assert!(verify.contains("No errors."), "{flags:?}: {verify}");
+            let info = dwarfdump(dir.path(), &placed, "--debug-info");
+            // At -O2, `twice` folds into the multiplication: no trace of it.
+            let (decl, rows_at) = if flags[0] == "-O0" {
+                (&["(500)", "(40)", "(70)"][..], &[41, 71, 501][..])
+            } else {
+                (&["(500)", "(70)"][..], &[71][..])
+            };
+            for line in decl {
+                assert!(
+                    info.contains(&format!("DW_AT_decl_line\t{line}")),
+                    "{flags:?}: {line} {info}"
+                );
+            }
+            let lines = dwarfdump(dir.path(), &placed, "--debug-line");
+            let rows: Vec<u64> = lines
+                .lines()
+                .filter(|l| l.starts_with("0x0000"))
+                .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+                .collect();
+            assert!(rows.iter().all(|&l| l < 600), "{flags:?}: {rows:?}");
+            for line in rows_at {
+                assert!(rows.contains(line), "{flags:?}: {line} {rows:?}");
+            }
         }
     }
 }

@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 4;
+pub const DIGEST_FORMAT_VERSION: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -82,6 +82,11 @@ pub struct Position {
     /// module.
     file_key: String,
     pub line: u64,
+    /// A function of the unit's source: where its code is inlined (or
+    /// carried in another's fragment), its lines are relative to its own
+    /// (see `debug_lines`), so where it lies is not part of the other's
+    /// digest.
+    pub placed_in_inliners: bool,
 }
 
 impl Position {
@@ -109,6 +114,10 @@ pub struct ModuleDigests {
     /// lines of those nodes are relative to it in every digest and
     /// fragment. `None`: there are none.
     pub anchor: Option<u64>,
+    /// With relative lines: the line of each function of the unit's source
+    /// by the key fragments that inline it know it by (see
+    /// `split::Fragment::inlined`); keys two functions share are left out.
+    pub inlined_lines: HashMap<String, u64>,
 }
 
 impl ModuleDigests {
@@ -237,17 +246,35 @@ struct Canonicalizer<'a> {
     /// Work budget for metadata; past it, metadata is hashed coarsely.
     budget: usize,
     /// With relative lines: the definition being digested (its file's
-    /// node and its line). `md_memo` holds texts valid for `own`'s file,
-    /// `md_memo_own` those that also depend on its line.
-    own: Option<(&'a str, u64)>,
+    /// node, its line and the subprogram it belongs to). `md_memo` holds
+    /// texts valid for `own`'s file, `md_memo_own` those that also depend
+    /// on its line or subprogram.
+    own: Option<Own<'a>>,
     md_memo_own: HashMap<&'a str, String>,
     /// Set when a metadata text just made depends on `own`'s line.
     depends_on_own: bool,
-    file_memo: HashMap<&'a str, Option<&'a str>>,
+    memos: LineMemos<'a>,
     /// With relative lines: the unit's source file node and its anchor;
     /// file-level nodes of that file have their lines relative to it.
     unit_anchor: Option<(HashSet<&'a str>, u64)>,
-    level_memo: HashMap<&'a str, bool>,
+}
+
+/// Where the definition being digested is (see `Canonicalizer::own`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Own<'a> {
+    file: &'a str,
+    line: u64,
+    /// The subprogram its node belongs to (`owner_subprogram`).
+    owner: Option<&'a str>,
+}
+
+/// The memos of the walks that say how a node's lines are held.
+#[derive(Default)]
+struct LineMemos<'a> {
+    files: HashMap<&'a str, Option<&'a str>>,
+    levels: HashMap<&'a str, bool>,
+    owners: HashMap<&'a str, Option<&'a str>>,
+    unit_source: HashMap<&'a str, bool>,
 }
 
 /// How a global is used on one line.
@@ -269,16 +296,15 @@ impl<'a> Canonicalizer<'a> {
             own: None,
             md_memo_own: HashMap::new(),
             depends_on_own: false,
-            file_memo: HashMap::new(),
+            memos: LineMemos::default(),
             unit_anchor: None,
-            level_memo: HashMap::new(),
         }
     }
 
     /// Digests from here on are of a definition at `own` (file node, line):
     /// its file's lines are made relative to its line.
-    fn set_own(&mut self, own: Option<(&'a str, u64)>) {
-        if own.map(|o| o.0) != self.own.map(|o| o.0) {
+    fn set_own(&mut self, own: Option<Own<'a>>) {
+        if own.map(|o| o.file) != self.own.map(|o| o.file) {
             self.md_memo.clear();
             self.md_memo_own.clear();
         } else if own != self.own {
@@ -330,9 +356,15 @@ impl<'a> Canonicalizer<'a> {
             id,
             self.own,
             self.unit_anchor.as_ref(),
-            &mut self.file_memo,
-            &mut self.level_memo,
+            &mut self.memos,
         ) {
+            LineKind::Inlined(line) => {
+                // Relative to the definition it is inlined from; depends
+                // on which definition is being digested (its own nodes
+                // are relative to its line).
+                out = map_line_fields(&out, &|n| format!("D{}", n as i64 - line as i64));
+                self.depends_on_own = true;
+            }
             LineKind::Own(line) => {
                 let relative = map_line_fields(&out, &|n| format!("R{}", n as i64 - line as i64));
                 if relative != out {
@@ -657,6 +689,85 @@ fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str,
     })
 }
 
+/// The subprogram (a definition) a node belongs to: the first one up its
+/// scope chain; none at a global variable or a declaration.
+/// `llvm_shim`'s `ownerOf` says the same of the module in memory.
+fn owner_subprogram<'a>(
+    p: &Parsed<'a>,
+    id: &'a str,
+    memo: &mut HashMap<&'a str, Option<&'a str>>,
+) -> Option<&'a str> {
+    up_scopes(p, id, memo, None, |at, body| {
+        let kind = body.strip_prefix("distinct ").unwrap_or(body);
+        if kind.starts_with("!DISubprogram(") {
+            let definition =
+                md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
+            return Some(ScopeStep::Found(definition.then_some(at)));
+        }
+        if kind.starts_with("!DIGlobalVariable(") {
+            return Some(ScopeStep::Found(None));
+        }
+        md_reference(p, body, "scope").map(ScopeStep::Up)
+    })
+}
+
+/// Whether a subprogram is in its compile unit's own source file (by
+/// path, as `llvm_shim`'s `inUnitSource`).
+fn in_unit_source<'a>(p: &Parsed<'a>, sp: &'a str, memo: &mut HashMap<&'a str, bool>) -> bool {
+    if let Some(&known) = memo.get(sp) {
+        return known;
+    }
+    let path_of = |body: &str, field: &str| {
+        md_reference(p, body, field)
+            .and_then(|f| p.metadata.get(f))
+            .and_then(|f| file_path(f))
+    };
+    let found = p.metadata.get(sp).is_some_and(|body| {
+        let unit = md_reference(p, body, "unit").and_then(|u| p.metadata.get(u));
+        match (path_of(body, "file"), unit.and_then(|u| path_of(u, "file"))) {
+            (Some(file), Some(unit)) => file == unit,
+            _ => false,
+        }
+    });
+    memo.insert(sp, found);
+    found
+}
+
+/// The key a definition inlined into a fragment is known by when its
+/// lines are placed: its linkage name, else its name (`llvm_shim`'s
+/// `ownerKey`).
+fn owner_key(body: &str) -> Option<&str> {
+    md_string_field(body, "linkageName")
+        .filter(|k| !k.is_empty())
+        .or_else(|| md_string_field(body, "name"))
+}
+
+/// The line of a subprogram's node (0: none).
+fn node_line(p: &Parsed, id: &str) -> u64 {
+    p.metadata
+        .get(id)
+        .and_then(|b| md_field(b, "line"))
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The other definition a definition-level node belongs to, when its lines
+/// are relative to that definition's (see `debug_lines`): a subprogram of
+/// the unit's source with a line, not the one of the definition being
+/// digested. `llvm_shim`'s `otherOwner` says the same.
+fn other_owner<'a>(
+    p: &Parsed<'a>,
+    id: &'a str,
+    own: Own<'a>,
+    memos: &mut LineMemos<'a>,
+) -> Option<&'a str> {
+    let owner = owner_subprogram(p, id, &mut memos.owners)?;
+    (Some(owner) != own.owner
+        && node_line(p, owner) > 0
+        && in_unit_source(p, owner, &mut memos.unit_source))
+    .then_some(owner)
+}
+
 /// The node kinds whose file-level lines are relative to the unit's
 /// anchor (those `llvm_shim` can rebuild with moved lines); other kinds
 /// keep their lines.
@@ -682,27 +793,36 @@ enum LineKind {
     Own(u64),
     /// Relative to the unit's anchor (file-level, in the unit's source).
     Anchor(u64),
+    /// Relative to the line of another definition inlined into the one
+    /// being digested (it belongs to that one).
+    Inlined(u64),
     Absolute,
 }
 
 fn line_kind<'a>(
     p: &Parsed<'a>,
     id: &'a str,
-    own: Option<(&'a str, u64)>,
+    own: Option<Own<'a>>,
     unit_anchor: Option<&(HashSet<&'a str>, u64)>,
-    file_memo: &mut HashMap<&'a str, Option<&'a str>>,
-    level_memo: &mut HashMap<&'a str, bool>,
+    memos: &mut LineMemos<'a>,
 ) -> LineKind {
     if own.is_none() && unit_anchor.is_none() {
         return LineKind::Absolute;
     }
-    let Some(file) = node_file(p, id, file_memo) else {
+    let Some(file) = node_file(p, id, &mut memos.files) else {
         return LineKind::Absolute;
     };
-    if definition_level(p, id, level_memo) {
-        return match own {
-            Some((own_file, line)) if own_file == file => LineKind::Own(line),
-            _ => LineKind::Absolute,
+    if definition_level(p, id, &mut memos.levels) {
+        let Some(own) = own else {
+            return LineKind::Absolute;
+        };
+        if let Some(owner) = other_owner(p, id, own, memos) {
+            return LineKind::Inlined(node_line(p, owner));
+        }
+        return if own.file == file {
+            LineKind::Own(own.line)
+        } else {
+            LineKind::Absolute
         };
     }
     match unit_anchor {
@@ -807,11 +927,7 @@ fn dbg_attachment<'a>(p: &Parsed<'a>, line: &str) -> Option<&'a str> {
 
 /// Where a definition is, from its `!dbg` attachment: the file node and
 /// the line of its `DISubprogram` (a function) or `DIGlobalVariable`.
-fn own_position<'a>(
-    p: &Parsed<'a>,
-    header: &str,
-    memo: &mut HashMap<&'a str, Option<&'a str>>,
-) -> Option<(&'a str, u64)> {
+fn own_position<'a>(p: &Parsed<'a>, header: &str, memos: &mut LineMemos<'a>) -> Option<Own<'a>> {
     let mut node = dbg_attachment(p, header)?;
     let body = p.metadata.get(node)?;
     if body.contains("!DIGlobalVariableExpression(") {
@@ -819,8 +935,9 @@ fn own_position<'a>(
         node = p.metadata.get_key_value(var)?.0;
     }
     let line: u64 = md_field(p.metadata.get(node)?, "line")?.parse().ok()?;
-    let file = node_file(p, node, memo)?;
-    (line > 0).then_some((file, line))
+    let file = node_file(p, node, &mut memos.files)?;
+    let owner = owner_subprogram(p, node, &mut memos.owners);
+    (line > 0).then_some(Own { file, line, owner })
 }
 
 /// Whether any metadata line of the module is too high for relative lines.
@@ -834,18 +951,29 @@ fn has_line_at_or_above(p: &Parsed, threshold: u64) -> bool {
     })
 }
 
+/// A fragment rebased by `rebase_relative_lines`: its printed module, and
+/// the keys of the definitions inlined into it whose lines are relative to
+/// theirs, by index.
+pub struct RebasedText {
+    pub text: String,
+    pub inlined: Vec<String>,
+}
+
 /// The printed `module_text` of a fragment whose leader is `leader`, with
 /// the lines of what belongs to a definition in the leader's own file made
 /// relative to its line, as its digest holds them: `RELATIVE_LINE_BASE +
-/// line - own line` (see `debug_lines`, which places them again). The
-/// file-level lines relative to the unit's anchor are already so (the
-/// unit's module was rebased before fragments were extracted). `None`: the
-/// leader has no position, its fragment's lines stay as they are.
-pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<String>> {
-    use super::debug_lines::RELATIVE_LINE_BASE;
+/// line - own line`, and those of other definitions of the unit's source
+/// inlined into it relative to theirs (see `debug_lines`, which places them
+/// again). The file-level lines relative to the unit's anchor are already
+/// so (the unit's module was rebased before fragments were extracted).
+/// `None`: the leader has no position, its fragment's lines stay as they
+/// are.
+pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<RebasedText>> {
+    use super::debug_lines::{
+        DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, MAX_INLINED_DEFINITIONS, RELATIVE_LINE_BASE,
+    };
     let p = parse(module_text)?;
-    let mut memo = HashMap::new();
-    let mut levels = HashMap::new();
+    let mut memos = LineMemos::default();
     let header = p
         .functions
         .iter()
@@ -857,31 +985,86 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<S
                 .find(|(n, _)| n == leader)
                 .map(|(_, text)| *text)
         });
-    let Some((file, own_line)) = header.and_then(|h| own_position(&p, h, &mut memo)) else {
+    let Some(own) = header.and_then(|h| own_position(&p, h, &mut memos)) else {
         return Ok(None);
     };
-    let mut out = String::with_capacity(module_text.len() + module_text.len() / 8);
-    for line in module_text.lines() {
-        let id = line
-            .strip_prefix('!')
+    let node_of = |line: &str| {
+        line.strip_prefix('!')
             .and_then(|r| r.split_once(" = "))
             .map(|(id, _)| id)
-            .filter(|id| id.bytes().all(|c| c.is_ascii_digit()));
-        let mine = id
+            .filter(|id| id.bytes().all(|c| c.is_ascii_digit()))
             .and_then(|id| p.metadata.get_key_value(id).map(|(k, _)| *k))
-            .is_some_and(|id| {
-                node_file(&p, id, &mut memo) == Some(file) && definition_level(&p, id, &mut levels)
-            });
-        if mine {
-            out.push_str(&map_line_fields(line, &|n| {
+    };
+    // How each node's lines are held, then the inlined definitions by key.
+    let mut kinds: Vec<(&str, LineKind, Option<&str>)> = Vec::new();
+    let mut owners: Vec<(&str, &str)> = Vec::new();
+    for line in module_text.lines() {
+        let Some(id) = node_of(line) else {
+            kinds.push((line, LineKind::Absolute, None));
+            continue;
+        };
+        let kind = match line_kind(&p, id, Some(own), None, &mut memos) {
+            LineKind::Anchor(_) => LineKind::Absolute,
+            k => k,
+        };
+        let owner = match kind {
+            LineKind::Inlined(_) => other_owner(&p, id, own, &mut memos),
+            _ => None,
+        };
+        if let Some(o) = owner.filter(|_| line.contains("line: ")) {
+            let key = p.metadata.get(o).and_then(|b| owner_key(b)).unwrap_or("");
+            if !owners.iter().any(|&(_, id)| id == o) {
+                owners.push((key, o));
+            }
+        }
+        kinds.push((line, kind, owner));
+    }
+    owners.sort_unstable();
+    if owners.windows(2).any(|w| w[0].0 == w[1].0) {
+        bail!(
+            "two definitions inlined into {leader} are both known as {:?}",
+            owners
+        );
+    }
+    if owners.len() as u64 > MAX_INLINED_DEFINITIONS {
+        bail!(
+            "{} definitions inlined into {leader}: too many for relative lines",
+            owners.len()
+        );
+    }
+    let mut out = String::with_capacity(module_text.len() + module_text.len() / 8);
+    let too_far = std::cell::Cell::new(false);
+    for (line, kind, owner) in kinds {
+        match kind {
+            LineKind::Own(own_line) => out.push_str(&map_line_fields(line, &|n| {
                 (RELATIVE_LINE_BASE + n - own_line).to_string()
-            }));
-        } else {
-            out.push_str(line);
+            })),
+            LineKind::Inlined(at) => {
+                let index = owners
+                    .iter()
+                    .position(|&(_, o)| Some(o) == owner)
+                    .unwrap_or(0) as u64;
+                let half = DEFINITION_LINE_SPAN as i64 / 2;
+                let base = DEFINITION_LINE_BASE + index * DEFINITION_LINE_SPAN;
+                out.push_str(&map_line_fields(line, &|n| {
+                    let offset = n as i64 - at as i64;
+                    if offset <= -half || offset >= half {
+                        too_far.set(true);
+                    }
+                    (base as i64 + half + offset).to_string()
+                }));
+            }
+            _ => out.push_str(line),
         }
         out.push('\n');
     }
-    Ok(Some(out))
+    if too_far.get() {
+        bail!("a line of a definition inlined into {leader} is too far from its own");
+    }
+    Ok(Some(RebasedText {
+        text: out,
+        inlined: owners.into_iter().map(|(k, _)| k.to_string()).collect(),
+    }))
 }
 
 /// What `llvm_shim::rebase_anchor_lines` does to a unit's module, done to
@@ -892,14 +1075,14 @@ fn rebase_anchor_lines(module_text: &str) -> Option<(u64, String)> {
     use super::debug_lines::ANCHOR_LINE_BASE;
     let p = parse(module_text).ok()?;
     let unit = unit_anchor(&p)?;
-    let (mut files, mut levels) = (HashMap::new(), HashMap::new());
+    let mut memos = LineMemos::default();
     let mut out = String::new();
     for line in module_text.lines() {
         let id = line
             .strip_prefix('!')
             .and_then(|r| r.split_once(" = "))
             .and_then(|(id, _)| p.metadata.get_key_value(id).map(|(k, _)| *k));
-        let kind = id.map(|id| line_kind(&p, id, None, Some(&unit), &mut files, &mut levels));
+        let kind = id.map(|id| line_kind(&p, id, None, Some(&unit), &mut memos));
         if kind == Some(LineKind::Anchor(unit.1)) {
             out.push_str(&map_line_fields(line, &|n| {
                 (ANCHOR_LINE_BASE + n - unit.1).to_string()
@@ -1089,20 +1272,23 @@ fn compute_parsed<'a>(
         c.unit_anchor = unit_anchor(p);
     }
     let anchor = c.unit_anchor.as_ref().map(|(_, a)| *a);
-    let mut files = HashMap::new();
+    let mut memos = LineMemos::default();
     // Sets the definition being digested; its position, if it has one.
     let mut locate = |c: &mut Canonicalizer<'a>, header: &str| -> Option<Position> {
         if lines == Lines::Absolute {
             return None;
         }
-        let own = own_position(p, header, &mut files);
+        let own = own_position(p, header, &mut memos);
         c.set_own(own);
-        let (file, line) = own?;
-        let file_key = c.md_text(file);
+        let own = own?;
+        let file_key = c.md_text(own.file);
         Some(Position {
-            file: file.to_string(),
+            file: own.file.to_string(),
             file_key,
-            line,
+            line: own.line,
+            placed_in_inliners: own
+                .owner
+                .is_some_and(|sp| in_unit_source(p, sp, &mut memos.unit_source)),
         })
     };
     let mut defs: Vec<Definition> = Vec::new();
@@ -1257,12 +1443,51 @@ fn compute_parsed<'a>(
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
     }
+    let inlined_lines = if lines == Lines::Relative {
+        unit_function_lines(p)
+    } else {
+        HashMap::new()
+    };
     Ok(ModuleDigests {
         defs,
         edges,
         relative_lines: lines == Lines::Relative,
         anchor,
+        inlined_lines,
     })
+}
+
+/// The line of every function (subprogram definition) of the unit's
+/// source, by its key (`owner_key`), for placing the lines of fragments
+/// that inline it; a key two of them share is left out.
+fn unit_function_lines(p: &Parsed) -> HashMap<String, u64> {
+    let mut memo = HashMap::new();
+    let mut lines: HashMap<String, Option<u64>> = HashMap::new();
+    for (&id, body) in &p.metadata {
+        let kind = body.strip_prefix("distinct ").unwrap_or(body);
+        if !kind.starts_with("!DISubprogram(")
+            || !md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"))
+        {
+            continue;
+        }
+        let line = node_line(p, id);
+        let Some(key) = owner_key(body) else { continue };
+        if line == 0 || !in_unit_source(p, id, &mut memo) {
+            continue;
+        }
+        lines
+            .entry(key.to_string())
+            .and_modify(|l| {
+                if *l != Some(line) {
+                    *l = None;
+                }
+            })
+            .or_insert(Some(line));
+    }
+    lines
+        .into_iter()
+        .filter_map(|(k, l)| Some((k, l?)))
+        .collect()
 }
 
 /// Strongly connected components (iterative Tarjan), in reverse
@@ -1423,7 +1648,7 @@ fn layout_of(defs: &[Definition], reach: &[u64]) -> Vec<FileLayout> {
         while bits != 0 {
             let d = &defs[w * 64 + bits.trailing_zeros() as usize];
             bits &= bits - 1;
-            if let Some(p) = &d.position {
+            if let Some(p) = d.position.as_ref().filter(|p| !p.placed_in_inliners) {
                 by_file
                     .entry(&p.file)
                     .or_default()
@@ -1752,22 +1977,33 @@ mod tests {
     #[test]
     fn relative_lines_change_what_moved_against_what_it_reaches() {
         let a = with_lines(DEBUG_UNIT, Lines::Relative);
-        // Lines between `leaf` and `api`: `api` may hold `leaf`'s code
-        // (inlined) at lines relative to its own, which moved.
+        // Lines between `leaf` and `api`: `api` may carry the static
+        // `counter` (which `leaf` reads), at lines relative to its own.
         let b = with_lines(
             &DEBUG_UNIT.replace("int api(int x)", "\n\nint api(int x)"),
             Lines::Relative,
         );
         assert_ne!(fin(&a, "api"), fin(&b, "api"));
         assert_eq!(fin(&a, "unrelated"), fin(&b, "unrelated"));
-        // A static above the new lines keeps its digest: what its own
-        // fragment can hold (its code) did not move; its caller's did.
+        // Lines between a static function and its caller change neither:
+        // the caller holds the static's code (inlined) at lines relative
+        // to the static's own line, placed where it is when composed.
         let unit = "static int helper(int x) {\n  return x + 1;\n}\n\
                     int user(int y) {\n  return helper(y) * 2;\n}\n";
         let d = with_lines(unit, Lines::Relative);
         let e = with_lines(&unit.replace("int user(", "\n\nint user("), Lines::Relative);
         assert_eq!(fin(&d, "helper"), fin(&e, "helper"));
-        assert_ne!(fin(&d, "user"), fin(&e, "user"));
+        assert_eq!(fin(&d, "user"), fin(&e, "user"));
+        assert_eq!(d.inlined_lines.get("helper"), Some(&1));
+        assert_eq!(e.inlined_lines.get("user"), Some(&6));
+        // A line added inside the static changes both: its lines moved
+        // against its own.
+        let f = with_lines(
+            &unit.replace("  return x + 1;", "\n  return x + 1;"),
+            Lines::Relative,
+        );
+        assert_ne!(fin(&d, "helper"), fin(&f, "helper"));
+        assert_ne!(fin(&d, "user"), fin(&f, "user"));
         // Types of the file are placed relative to the unit's anchor, not
         // to each function: a line added in one function moves no type
         // another one refers to, while one added inside a struct does.
@@ -1807,6 +2043,8 @@ mod tests {
             int api(int x) {\n  return twice(x) + 1;\n}\n";
         let ir = ir_of(src, &["-g"]);
         let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
+        assert!(rebased.inlined.is_empty());
+        let rebased = rebased.text;
         let base = crate::pipeline::debug_lines::RELATIVE_LINE_BASE;
         let subprogram = |text: &str, name: &str| -> String {
             text.lines()
@@ -1844,7 +2082,6 @@ mod tests {
             int api(int x) {\n  static int calls;\n  local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
               for (int i = 0; i < x; i++) {\n    int y = twice(i);\n    l.n += y;\n  }\n\
               if (x > 9) goto out;\n  calls++;\n out:\n  return twice(x) + l.p.a + calls + counter;\n}\n";
-        let base = crate::pipeline::debug_lines::RELATIVE_LINE_BASE;
         fn parse<'c>(context: &'c Context, text: &str) -> inkwell::module::Module<'c> {
             context
                 .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
@@ -1868,14 +2105,15 @@ mod tests {
                 let expected = {
                     let context = Context::create();
                     let rebased = rebase_relative_lines(&ir, leader).unwrap().unwrap();
-                    let text = parse(&context, &rebased).print_to_string().to_string();
+                    assert!(rebased.inlined.is_empty(), "{leader}");
+                    let text = parse(&context, &rebased.text).print_to_string().to_string();
                     text
                 };
                 let context = Context::create();
                 let module = parse(&context, &ir);
                 assert_eq!(
-                    crate::llvm_shim::rebase_relative_lines(&module, leader, base, None),
-                    crate::llvm_shim::Rebased::Done
+                    crate::llvm_shim::rebase_relative_lines(&module, leader, None),
+                    (crate::llvm_shim::Rebased::Done, Vec::new())
                 );
                 assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
                 let got = module.print_to_string().to_string();
@@ -1887,8 +2125,8 @@ mod tests {
         let context = Context::create();
         let module = parse(&context, &ir_of(src, &[]));
         assert_eq!(
-            crate::llvm_shim::rebase_relative_lines(&module, "api", base, None),
-            crate::llvm_shim::Rebased::NoPosition
+            crate::llvm_shim::rebase_relative_lines(&module, "api", None),
+            (crate::llvm_shim::Rebased::NoPosition, Vec::new())
         );
     }
 
@@ -1918,10 +2156,7 @@ mod tests {
                 ))
                 .unwrap()
         }
-        let (anchor_base, own_base) = (
-            crate::pipeline::debug_lines::ANCHOR_LINE_BASE,
-            crate::pipeline::debug_lines::RELATIVE_LINE_BASE,
-        );
+        let anchor_base = crate::pipeline::debug_lines::ANCHOR_LINE_BASE;
         for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
             let context = Context::create();
             let module = parse(&context, &ir_of(src, flags));
@@ -1951,13 +2186,87 @@ mod tests {
             // Then a fragment's own lines, on top.
             let other = Context::create();
             let rebased = rebase_relative_lines(&got, "api").unwrap().unwrap();
-            let expected = parse(&other, &rebased).print_to_string().to_string();
+            // The whole unit: `twice`'s lines, relative to its own.
+            assert_eq!(rebased.inlined, ["twice"]);
+            let expected = parse(&other, &rebased.text).print_to_string().to_string();
             assert_eq!(
-                crate::llvm_shim::rebase_relative_lines(&module, "api", own_base, None),
-                crate::llvm_shim::Rebased::Done
+                crate::llvm_shim::rebase_relative_lines(&module, "api", None),
+                (crate::llvm_shim::Rebased::Done, vec!["twice".to_string()])
             );
             assert_eq!(module.print_to_string().to_string(), expected, "{flags:?}");
         }
+    }
+
+    /// Static functions inlined into a fragment: their lines relative to
+    /// their own, indexed by key, the same in memory as in the text; a
+    /// header's inlined function keeps its lines.
+    #[test]
+    fn inlined_definitions_are_rebased_in_memory_as_in_the_text() {
+        use crate::pipeline::debug_lines::{
+            DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, RELATIVE_LINE_BASE,
+        };
+        use inkwell::context::Context;
+        use inkwell::memory_buffer::MemoryBuffer;
+        let src = "#line 40 \"other.h\"\n\
+            static inline int header(int v) {\n  return v - 7;\n}\n\
+            #line 10 \"/src/t.c\"\n\
+            struct pair { int a;\n  int b; };\n\
+            static int twice(int v) {\n  int w = v * 2;\n  return w + header(v);\n}\n\
+            static int thrice(int v) {\n  return twice(v) * 3;\n}\n\
+            int api(struct pair *p) {\n  int s = thrice(p->a);\n  return s + twice(p->b);\n}\n";
+        // Inlined, as the optimizer leaves the unit.
+        let optimized = |ir: &str| -> String {
+            use std::io::Write;
+            let mut opt = std::process::Command::new("opt-19")
+                .args(["-O2", "-S", "-o", "-"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("opt-19");
+            opt.stdin.take().unwrap().write_all(ir.as_bytes()).unwrap();
+            let out = opt.wait_with_output().unwrap();
+            assert!(out.status.success());
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let ir = optimized(&ir_of(src, &["-g"]));
+        assert!(!ir.contains("define internal"), "inlined and dropped: {ir}");
+        let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
+        assert_eq!(rebased.inlined, ["thrice", "twice"]);
+        let context = Context::create();
+        let parse = |text: &str| {
+            context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    text.as_bytes(),
+                    "t",
+                ))
+                .unwrap()
+        };
+        let expected = parse(&rebased.text).print_to_string().to_string();
+        let module = parse(&ir);
+        assert_eq!(
+            crate::llvm_shim::rebase_relative_lines(&module, "api", None),
+            (
+                crate::llvm_shim::Rebased::Done,
+                vec!["thrice".to_string(), "twice".to_string()]
+            )
+        );
+        assert!(module.verify().is_ok(), "{:?}", module.verify());
+        let got = module.print_to_string().to_string();
+        assert_eq!(got, expected);
+        let subprogram = |name: &str| -> &str {
+            got.lines()
+                .find(|l| l.contains("!DISubprogram(") && l.contains(&format!("name: \"{name}\"")))
+                .unwrap()
+        };
+        let centre = DEFINITION_LINE_BASE + DEFINITION_LINE_SPAN / 2;
+        assert!(subprogram("api").contains(&format!("line: {RELATIVE_LINE_BASE},")));
+        assert!(subprogram("thrice").contains(&format!("line: {centre},")));
+        assert!(subprogram("twice").contains(&format!("line: {},", centre + DEFINITION_LINE_SPAN)));
+        // `w`, a line below `twice`'s own.
+        assert!(got.contains("name: \"w\", scope: "));
+        assert!(got.lines().any(|l| l.contains("name: \"w\"")
+            && l.contains(&format!("line: {},", centre + DEFINITION_LINE_SPAN + 1))));
+        assert!(subprogram("header").contains("line: 40,"));
     }
 
     /// A fragment extracted after others of its unit (with the types they

@@ -48,13 +48,21 @@ pub fn fragment_key(
         }
     }
     // With relative lines the fragment's lines are relative to its first
-    // member's: where the others lie relative to it is in its bytes.
+    // member's: where the others lie relative to it is in its bytes (not
+    // for functions of the unit's source, whose lines are relative to
+    // their own, see `debug_lines`).
     let position = |m: &String| {
         let i = *index.get(m.as_str())?;
         digests.defs[i].position.as_ref()
     };
     if let Some(leader) = members.first().and_then(position) {
-        for p in members.iter().skip(1).filter_map(position) {
+        let held_relative_to_leader = |p: &&super::digest::Position| !p.placed_in_inliners;
+        for p in members
+            .iter()
+            .skip(1)
+            .filter_map(position)
+            .filter(held_relative_to_leader)
+        {
             parts.push(format!("line {}", p.relative_to(leader)).into_bytes());
         }
     }
@@ -100,6 +108,11 @@ struct Metadata {
     /// fragment they name must be in the composed object too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     references: Vec<String>,
+    /// The definitions whose inlined code the object holds with lines
+    /// relative to theirs, by index (see `debug_lines`): placed where they
+    /// are when composed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    inlined: Vec<String>,
 }
 
 fn metadata_of(entry: &Entry) -> Option<Metadata> {
@@ -121,6 +134,9 @@ pub struct Found {
     pub usable: Option<Entry>,
     /// The symbols the usable entry's code refers to without defining them.
     pub references: Vec<String>,
+    /// The definitions inlined into the usable entry's code with lines
+    /// relative to theirs, by index.
+    pub inlined: Vec<String>,
     /// The primary entry, when it exists but is not usable (a new variant
     /// is listed in it after compiling).
     pub primary: Option<Entry>,
@@ -150,6 +166,7 @@ pub fn lookup(
     if holds(&meta.requires, digests, index) {
         found.usable = Some(primary);
         found.references = meta.references;
+        found.inlined = meta.inlined;
         return found;
     }
     for requires in meta.variants.iter().rev() {
@@ -161,6 +178,7 @@ pub fn lookup(
                 Some(m) if m.requires == *requires => {
                     found.usable = Some(v);
                     found.references = m.references;
+                    found.inlined = m.inlined;
                     break;
                 }
                 _ => {}
@@ -199,15 +217,16 @@ pub fn object_entries(
     primary: Option<&Entry>,
     members: &[String],
     requires: Requirements,
-    references: Vec<String>,
-    object: Vec<u8>,
+    compiled: &super::split::Fragment,
 ) -> Vec<(FragmentDigest, Entry)> {
     let own = Metadata {
         members: members.to_vec(),
         requires,
         variants: Vec::new(),
-        references,
+        references: compiled.references.clone(),
+        inlined: compiled.inlined.clone(),
     };
+    let object = compiled.object.clone();
     let primary_meta = primary
         .filter(|p| p.kind == EntryKind::Object)
         .and_then(|p| metadata_of(p).map(|m| (p, m)));

@@ -457,21 +457,42 @@ fn repository_stages(
     let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
         .map(|part| {
-            let (object, leader) = match part {
+            let (object, leader, inlined) = match part {
                 assemble::Part::Emitted(e) => (
                     emitted[e].object.as_slice(),
                     emitted[e].members.first().filter(|_| !emitted[e].glue),
+                    &emitted[e].inlined,
                 ),
-                assemble::Part::Stored(i) => {
-                    (stored_payload(i), pruned.fragments[i].members.first())
-                }
+                assemble::Part::Stored(i) => (
+                    stored_payload(i),
+                    pruned.fragments[i].members.first(),
+                    &pruned.fragments[i].inlined,
+                ),
             };
             let own = line_of(leader);
             if object.is_empty() || (own.is_none() && anchor.is_none()) {
                 return Ok(std::borrow::Cow::Borrowed(object));
             }
+            // Where the definitions it holds inlined code of are now.
+            let inlined = inlined
+                .iter()
+                .map(|key| {
+                    digests.inlined_lines.get(key).copied().ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "placing the debug lines of {}: no single function {key} in {}",
+                            leader.map_or("the glue", |l| l.as_str()),
+                            unit.source_name
+                        )
+                    })
+                })
+                .collect::<Result<Vec<u64>>>()?;
+            let points = debug_lines::LinePoints {
+                own,
+                anchor,
+                inlined: &inlined,
+            };
             let (placed, _) =
-                debug_lines::place_relative_lines(object, own, anchor).ok_or_else(|| {
+                debug_lines::place_relative_lines(object, points).ok_or_else(|| {
                     anyhow::anyhow!(
                         "placing the debug lines of {} (line {own:?}, anchor {anchor:?})",
                         leader.map_or("the glue", |l| l.as_str())
@@ -508,8 +529,7 @@ fn repository_stages(
             f.primary.as_ref(),
             &f.members,
             requires,
-            emitted[e].references.clone(),
-            emitted[e].object.clone(),
+            &emitted[e],
         ));
         fragments_new += 1;
     }

@@ -54,6 +54,9 @@ pub struct PlannedFragment {
     pub discardable: bool,
     /// The symbols the stored code refers to without defining them.
     pub references: Vec<String>,
+    /// The definitions inlined into the stored code with lines relative to
+    /// theirs, by index (see `debug_lines`).
+    pub inlined: Vec<String>,
 }
 
 impl PlannedFragment {
@@ -126,6 +129,7 @@ pub fn prune_known_definitions(
             primary: found.primary,
             discardable,
             references: found.references,
+            inlined: found.inlined,
         });
     }
     for i in compile_deleted_but_referenced(&mut plan.fragments) {

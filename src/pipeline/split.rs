@@ -39,6 +39,10 @@ pub struct Fragment {
     pub object: Vec<u8>,
     /// The symbols its code refers to and does not define.
     pub references: Vec<String>,
+    /// With relative lines: the keys of the definitions whose inlined code
+    /// it holds with lines relative to theirs, by index (see
+    /// `debug_lines::DEFINITION_LINE_BASE`).
+    pub inlined: Vec<String>,
 }
 
 /// The globals a (fragment) module refers to without defining them.
@@ -326,6 +330,7 @@ impl Fragment {
         glue: bool,
         mut object: Vec<u8>,
         references: Vec<String>,
+        inlined: Vec<String>,
     ) -> Fragment {
         if !glue {
             unname_file_symbols(&mut object);
@@ -335,6 +340,7 @@ impl Fragment {
             glue,
             object,
             references,
+            inlined,
         }
     }
 }
@@ -365,12 +371,12 @@ fn emit_in_unit(
     shared: Option<&llvm_shim::SharedTypes>,
 ) -> Result<Option<Fragment>> {
     let module = extract(unit, members, *glue, shared);
+    let mut inlined = Vec::new();
     if debug_info {
         debug_assert!(!*glue);
         if let Some(leader) = members.first().filter(|_| relative_lines) {
-            use super::debug_lines::RELATIVE_LINE_BASE;
-            let rebased =
-                llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE, shared);
+            let rebased;
+            (rebased, inlined) = llvm_shim::rebase_relative_lines(&module, leader, shared);
             if rebased == llvm_shim::Rebased::Unsupported {
                 return Ok(None);
             }
@@ -386,6 +392,7 @@ fn emit_in_unit(
         *glue,
         object.as_slice().to_vec(),
         references_of(&module),
+        inlined,
     )))
 }
 
@@ -423,8 +430,11 @@ fn emit_in_workers(
             glue: *glue,
             rebase_on: leader.map(String::as_str),
         };
-        let (object, references) = compile_bitcode(bc, &what, target, settings, Some(fragment))?;
-        Ok(Fragment::compiled(members, *glue, object, references))
+        let (object, references, inlined) =
+            compile_bitcode(bc, &what, target, settings, Some(fragment))?;
+        Ok(Fragment::compiled(
+            members, *glue, object, references, inlined,
+        ))
     })
 }
 
@@ -439,22 +449,24 @@ struct FragmentModule<'a> {
 
 /// Compiles a module given as bitcode in a context of its own; for a
 /// fragment's module, its lines are rebased (if asked) and its debug
-/// compile units trimmed first. The object and the module's references.
+/// compile units trimmed first. The object, the module's references and
+/// the keys of the definitions inlined with relative lines.
 fn compile_bitcode(
     bc: &[u8],
     what: &str,
     target: &TargetSpec,
     settings: &CodegenSettings,
     fragment: Option<FragmentModule>,
-) -> Result<(Vec<u8>, Vec<String>)> {
+) -> Result<(Vec<u8>, Vec<String>, Vec<String>)> {
     llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
         let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
         let mut module = context
             .create_module_from_ir(buffer)
             .map_err(|e| anyhow!("reading {what}: {e}"))?;
+        let mut inlined = Vec::new();
         if let Some(fragment) = fragment {
             if let Some(leader) = fragment.rebase_on {
-                module = rebase_lines(context, module, leader, what)?;
+                (module, inlined) = rebase_lines(context, module, leader, what)?;
             }
             llvm_shim::trim_debug_units(&module, fragment.glue);
         }
@@ -466,32 +478,37 @@ fn compile_bitcode(
         if let Some(d) = sink.first() {
             return Err(super::BackendDiagnostic(d).into());
         }
-        Ok((object.as_slice().to_vec(), references))
+        Ok((object.as_slice().to_vec(), references, inlined))
     })
 }
 
-/// `module` with the lines of `leader`'s own file relative to its line:
-/// in memory, or (for metadata the shim does not rebuild) through the
-/// printed text, which gives the same module.
+/// `module` with the lines of `leader`'s own file relative to its line,
+/// and the keys of the definitions inlined into it with lines relative to
+/// theirs: in memory, or (for metadata the shim does not rebuild) through
+/// the printed text, which gives the same module.
 fn rebase_lines<'ctx>(
     context: &'ctx Context,
     module: Module<'ctx>,
     leader: &str,
     what: &str,
-) -> Result<Module<'ctx>> {
-    use super::debug_lines::RELATIVE_LINE_BASE;
-    match llvm_shim::rebase_relative_lines(&module, leader, RELATIVE_LINE_BASE, None) {
-        llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition => Ok(module),
-        llvm_shim::Rebased::Unsupported => {
+) -> Result<(Module<'ctx>, Vec<String>)> {
+    match llvm_shim::rebase_relative_lines(&module, leader, None) {
+        (llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition, inlined) => {
+            Ok((module, inlined))
+        }
+        (llvm_shim::Rebased::Unsupported, _) => {
             let text = module.print_to_string().to_string();
-            let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)? else {
-                return Ok(module);
+            let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)
+                .map_err(|e| anyhow!("rebasing the lines of {what}: {e}"))?
+            else {
+                return Ok((module, Vec::new()));
             };
             let buffer =
-                MemoryBuffer::create_from_memory_range_copy(rebased.as_bytes(), "fragment");
-            context
+                MemoryBuffer::create_from_memory_range_copy(rebased.text.as_bytes(), "fragment");
+            let module = context
                 .create_module_from_ir(buffer)
-                .map_err(|e| anyhow!("reading {what} with rebased lines: {e}"))
+                .map_err(|e| anyhow!("reading {what} with rebased lines: {e}"))?;
+            Ok((module, rebased.inlined))
         }
     }
 }
@@ -645,7 +662,7 @@ fn emit_carved(
             .collect();
         run_workers(&bitcodes, jobs, |bc| {
             compile_bitcode(bc, "the unit's new fragments", target, &sectioned, None)
-                .map(|(object, _)| object)
+                .map(|(object, _, _)| object)
         })?
     };
     let naming = carve::SectionNaming {
@@ -665,6 +682,7 @@ fn emit_carved(
                     glue: false,
                     object,
                     references: std::mem::take(&mut references[pos]),
+                    inlined: Vec::new(),
                 });
             }
         }
