@@ -118,6 +118,9 @@ pub struct ModuleDigests {
     /// by the key fragments that inline it know it by (see
     /// `split::Fragment::inlined`); keys two functions share are left out.
     pub inlined_lines: HashMap<String, u64>,
+    /// Every use of a definition is an edge (`Inlining::Optimizing`): a
+    /// definition an unpruned one refers to is in its reach.
+    pub every_use_is_an_edge: bool,
 }
 
 impl ModuleDigests {
@@ -1454,6 +1457,7 @@ fn compute_parsed<'a>(
         relative_lines: lines == Lines::Relative,
         anchor,
         inlined_lines,
+        every_use_is_an_edge: inlining == Inlining::Optimizing,
     })
 }
 

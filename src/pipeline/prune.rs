@@ -200,9 +200,17 @@ pub fn prune_known_definitions(
         frontier = next;
     }
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
+    // What the optimizer deleted before is kept only where new code may
+    // come to need it (stored code that does is compiled, see above):
+    // with every use an edge, new code that refers to it reaches it; else
+    // wherever there is new code. Optimizing it again would be for nothing.
+    let anything_new = plan.fragments.iter().any(|f| f.stored.is_none());
+    let may_be_needed = |f: &PlannedFragment| {
+        anything_new && (!digests.every_use_is_an_edge || f.members.iter().any(|m| in_context(m)))
+    };
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
         let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
-        let kept_for_the_optimizer = f.discardable && f.stored_deletion();
+        let kept_for_the_optimizer = f.discardable && f.stored_deletion() && may_be_needed(f);
         if has_alias || kept_for_the_optimizer || f.members.iter().any(|m| in_context(m)) {
             continue;
         }
