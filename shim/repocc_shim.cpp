@@ -1521,13 +1521,17 @@ struct LineRebaser {
   }
 
   // Per fragment: the other definition `N` belongs to, when its lines are
-  // relative to that definition's (it is in the unit's source, and has a
-  // line); null otherwise.
+  // relative to that definition's (it is in the unit's source, has a line,
+  // and `N` is in its file); null otherwise.
   const DISubprogram *otherOwner(const MDNode *N) {
     if (Anchored || !DefinitionBase || !fileOf(N) || !definitionLevel(N))
       return nullptr;
     const DISubprogram *O = ownerOf(N);
     if (!O || O == LeaderOwner || O->getLine() == 0 || !inUnitSource(O))
+      return nullptr;
+    // Lines of another file inside it (an #include in a function body)
+    // stay as they are, as in the function's own digest.
+    if (fileOf(N) != fileOf(O))
       return nullptr;
     return O;
   }

@@ -137,27 +137,75 @@ pub struct LinesPlaced {
     pub attributes: usize,
 }
 
+/// Where an object's relative lines are, found by walking its DWARF once
+/// (`find_relative_lines`): enough to place them again, as often as the
+/// fragment is composed, without the walk (`place_found_lines`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RelativeLines {
+    /// Line-program advances between lines of different kinds (absolute,
+    /// or relative to different points): offset in the object, operand
+    /// length, the line before and the line after.
+    advances: Vec<[u64; 4]>,
+    /// Line attributes holding relative lines: offset in the object, size,
+    /// the value.
+    attributes: Vec<[u64; 3]>,
+}
+
+impl RelativeLines {
+    /// As numbers (for a repository entry): the advances' count, then the
+    /// advances and the attributes.
+    pub fn to_words(&self) -> Vec<u64> {
+        let mut out = Vec::with_capacity(1 + 4 * self.advances.len() + 3 * self.attributes.len());
+        out.push(self.advances.len() as u64);
+        out.extend(self.advances.iter().flatten());
+        out.extend(self.attributes.iter().flatten());
+        out
+    }
+
+    pub fn from_words(words: &[u64]) -> Option<RelativeLines> {
+        let (&count, rest) = words.split_first()?;
+        let split = usize::try_from(count).ok()?.checked_mul(4)?;
+        if split > rest.len() || (rest.len() - split) % 3 != 0 {
+            return None;
+        }
+        let (advances, attributes) = rest.split_at(split);
+        Some(RelativeLines {
+            advances: advances
+                .chunks_exact(4)
+                .map(|c| [c[0], c[1], c[2], c[3]])
+                .collect(),
+            attributes: attributes
+                .chunks_exact(3)
+                .map(|c| [c[0], c[1], c[2]])
+                .collect(),
+        })
+    }
+}
+
 /// A copy of the relocatable `object` with every relative line placed on
 /// `points`; `None`: not understood, or a line relative to a point not
 /// given.
 pub fn place_relative_lines(object: &[u8], points: LinePoints) -> Option<(Vec<u8>, LinesPlaced)> {
+    place_found_lines(object, &find_relative_lines(object)?, points)
+}
+
+/// Where `object`'s relative lines are; `None`: not understood (see the
+/// module's comment).
+pub fn find_relative_lines(object: &[u8]) -> Option<RelativeLines> {
     let input = parse(object)?;
-    let place = |line: u64| points.place(line);
-    let mut out = object.to_vec();
-    let mut done = LinesPlaced::default();
+    let mut found = RelativeLines::default();
     let dwarf = ObjectDwarf::new(&input);
     for (i, s) in input.shdrs.iter().enumerate() {
         let Some(name) = c_str(input.shstrtab, s.name) else {
             continue;
         };
-        let start = usize::try_from(s.offset).ok()?;
+        let start = u64::try_from(usize::try_from(s.offset).ok()?).ok()?;
+        let section = slice(object, s.offset, s.size)?;
         if name == b".debug_line" {
-            let end = start.checked_add(usize::try_from(s.size).ok()?)?;
-            done.line_advances += place_in_line_programs(out.get_mut(start..end)?, &place)?;
+            for [at, len, from, to] in relative_advances(section)? {
+                found.advances.push([start + at, len, from, to]);
+            }
         } else if name == b".debug_info" || name == b".debug_types" {
-            // The line attributes: found first, patched in place after.
-            let mut patches: Vec<(usize, usize, u64)> = Vec::new();
-            let section = slice(object, s.offset, s.size)?;
             dwarf.walk(
                 i,
                 &mut |a| {
@@ -175,22 +223,64 @@ pub fn place_relative_lines(object: &[u8], points: LinePoints) -> Option<(Vec<u8
                         if !matches!(a.form, DW_FORM_DATA4 | DW_FORM_DATA8) {
                             return None;
                         }
-                        patches.push((a.at, a.size, place(value)?));
+                        found
+                            .attributes
+                            .push([start + a.at as u64, a.size as u64, value]);
                     }
                     Some(())
                 },
                 &mut |_| Some(()),
             )?;
-            for (at, size, value) in patches {
-                let field = out.get_mut(start + at..start + at + size)?;
-                if size == 4 {
-                    field.copy_from_slice(&u32::try_from(value).ok()?.to_le_bytes());
-                } else {
-                    field.copy_from_slice(&value.to_le_bytes());
-                }
-                done.attributes += 1;
-            }
         }
+    }
+    Some(found)
+}
+
+/// A copy of `object` with the relative lines `found` says it has placed
+/// on `points`; `None` when a line is relative to a point not given, or
+/// `found` does not describe `object` (each place is checked to hold what
+/// it says: then `place_relative_lines` is the way).
+pub fn place_found_lines(
+    object: &[u8],
+    found: &RelativeLines,
+    points: LinePoints,
+) -> Option<(Vec<u8>, LinesPlaced)> {
+    let mut out = object.to_vec();
+    let mut done = LinesPlaced::default();
+    for &[at, len, from, to] in &found.advances {
+        let (at, len) = (usize::try_from(at).ok()?, usize::try_from(len).ok()?);
+        let field = out.get_mut(at..at.checked_add(len)?)?;
+        let delta = i64::try_from(to).ok()? - i64::try_from(from).ok()?;
+        if read_sleb(field) != Some((delta, len)) {
+            return None;
+        }
+        let placed = points.place(to)? as i64 - points.place(from)? as i64;
+        if placed != delta {
+            write_sleb_padded(field, placed)?;
+            done.line_advances += 1;
+        }
+    }
+    for &[at, size, value] in &found.attributes {
+        let at = usize::try_from(at).ok()?;
+        let placed = points.place(value)?;
+        match size {
+            4 => {
+                let field = out.get_mut(at..at.checked_add(4)?)?;
+                if u64::from(u32::from_le_bytes(field.try_into().ok()?)) != value {
+                    return None;
+                }
+                field.copy_from_slice(&u32::try_from(placed).ok()?.to_le_bytes());
+            }
+            8 => {
+                let field = out.get_mut(at..at.checked_add(8)?)?;
+                if u64::from_le_bytes(field.try_into().ok()?) != value {
+                    return None;
+                }
+                field.copy_from_slice(&placed.to_le_bytes());
+            }
+            _ => return None,
+        }
+        done.attributes += 1;
     }
     Some((out, done))
 }
@@ -280,10 +370,11 @@ fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
     Some(())
 }
 
-/// Rewrites the line advances of every line program in `section`; the
-/// number rewritten.
-fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>) -> Option<usize> {
-    let mut patches: Vec<(usize, usize, i64)> = Vec::new();
+/// The line advances of every line program in `section` between lines of
+/// different kinds: (offset in the section, operand length, line before,
+/// line after); `None` when a special opcode crosses kinds.
+fn relative_advances(section: &[u8]) -> Option<Vec<[u64; 4]>> {
+    let mut found = Vec::new();
     let mut unit = 0usize;
     while unit < section.len() {
         let p = line_program(section, unit)?;
@@ -299,10 +390,13 @@ fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>
                 }
                 LineOp::AdvanceLine { at, len, delta } => {
                     let target = line.checked_add(delta)?;
-                    let from = place(u64::try_from(line).ok()?)? as i64;
-                    let to = place(u64::try_from(target).ok()?)? as i64;
-                    if to - from != delta {
-                        patches.push((at, len, to - from));
+                    if line_kind(line) != line_kind(target) {
+                        found.push([
+                            at as u64,
+                            len as u64,
+                            u64::try_from(line).ok()?,
+                            u64::try_from(target).ok()?,
+                        ]);
                     }
                     line = target;
                 }
@@ -314,10 +408,7 @@ fn place_in_line_programs(section: &mut [u8], place: &dyn Fn(u64) -> Option<u64>
         })?;
         unit = p.end;
     }
-    for &(at, len, delta) in &patches {
-        write_sleb_padded(section.get_mut(at..at + len)?, delta)?;
-    }
-    Some(patches.len())
+    Some(found)
 }
 
 /// What decoding one line program needs of its header.
@@ -636,6 +727,15 @@ mod tests {
             assert!(place_relative_lines(&object, at(Some(500), None, &[40])).is_none());
             let (placed, done) =
                 place_relative_lines(&object, at(Some(500), None, &[40, 70])).unwrap();
+            // The places found once place the same, as numbers too; they
+            // do not fit another object.
+            let found = find_relative_lines(&object).unwrap();
+            let words = RelativeLines::from_words(&found.to_words()).unwrap();
+            assert_eq!(words, found);
+            let again = place_found_lines(&object, &words, at(Some(500), None, &[40, 70]));
+            assert_eq!(again, Some((placed.clone(), done)));
+            assert!(place_found_lines(&placed, &words, at(Some(500), None, &[40, 70])).is_none());
+            assert!(RelativeLines::from_words(&[3, 1, 2]).is_none());
             assert!(done.attributes >= 3, "{flags:?}: {done:?}");
             let verify = dwarfdump(dir.path(), &placed, "--verify");
             assert!(verify.contains("No errors."), "{flags:?}: {verify}");

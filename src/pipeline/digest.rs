@@ -756,8 +756,9 @@ fn node_line(p: &Parsed, id: &str) -> u64 {
 
 /// The other definition a definition-level node belongs to, when its lines
 /// are relative to that definition's (see `debug_lines`): a subprogram of
-/// the unit's source with a line, not the one of the definition being
-/// digested. `llvm_shim`'s `otherOwner` says the same.
+/// the unit's source with a line, in whose file the node is, not the one
+/// of the definition being digested. `llvm_shim`'s `otherOwner` says the
+/// same.
 fn other_owner<'a>(
     p: &Parsed<'a>,
     id: &'a str,
@@ -767,7 +768,10 @@ fn other_owner<'a>(
     let owner = owner_subprogram(p, id, &mut memos.owners)?;
     (Some(owner) != own.owner
         && node_line(p, owner) > 0
-        && in_unit_source(p, owner, &mut memos.unit_source))
+        && in_unit_source(p, owner, &mut memos.unit_source)
+        // Lines of another file inside it (an #include in a function
+        // body) stay as they are, as in the function's own digest.
+        && node_file(p, id, &mut memos.files) == node_file(p, owner, &mut memos.files))
     .then_some(owner)
 }
 
@@ -2215,7 +2219,9 @@ mod tests {
             static inline int header(int v) {\n  return v - 7;\n}\n\
             #line 10 \"/src/t.c\"\n\
             struct pair { int a;\n  int b; };\n\
-            static int twice(int v) {\n  int w = v * 2;\n  return w + header(v);\n}\n\
+            static int twice(int v) {\n  int w = v * 2;\n\
+            #line 70 \"inner.h\"\n  w += v >> 3;\n\
+            #line 15 \"/src/t.c\"\n  return w + header(v);\n}\n\
             static int thrice(int v) {\n  return twice(v) * 3;\n}\n\
             int api(struct pair *p) {\n  int s = thrice(p->a);\n  return s + twice(p->b);\n}\n";
         // Inlined, as the optimizer leaves the unit.
@@ -2271,6 +2277,8 @@ mod tests {
         assert!(got.lines().any(|l| l.contains("name: \"w\"")
             && l.contains(&format!("line: {},", centre + DEFINITION_LINE_SPAN + 1))));
         assert!(subprogram("header").contains("line: 40,"));
+        // A line of another file inside `twice` stays as it is.
+        assert!(got.contains("!DILocation(line: 70,"), "{got}");
     }
 
     /// A fragment extracted after others of its unit (with the types they

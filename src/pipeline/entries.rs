@@ -113,6 +113,10 @@ struct Metadata {
     /// are when composed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     inlined: Vec<String>,
+    /// Where the object's relative lines are (`debug_lines::RelativeLines`
+    /// as numbers), so that composing it need not walk its DWARF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lines: Option<Vec<u64>>,
 }
 
 fn metadata_of(entry: &Entry) -> Option<Metadata> {
@@ -137,6 +141,8 @@ pub struct Found {
     /// The definitions inlined into the usable entry's code with lines
     /// relative to theirs, by index.
     pub inlined: Vec<String>,
+    /// Where the usable entry's relative lines are, if recorded.
+    pub lines: Option<Vec<u64>>,
     /// The primary entry, when it exists but is not usable (a new variant
     /// is listed in it after compiling).
     pub primary: Option<Entry>,
@@ -167,6 +173,7 @@ pub fn lookup(
         found.usable = Some(primary);
         found.references = meta.references;
         found.inlined = meta.inlined;
+        found.lines = meta.lines;
         return found;
     }
     for requires in meta.variants.iter().rev() {
@@ -179,6 +186,7 @@ pub fn lookup(
                     found.usable = Some(v);
                     found.references = m.references;
                     found.inlined = m.inlined;
+                    found.lines = m.lines;
                     break;
                 }
                 _ => {}
@@ -218,6 +226,7 @@ pub fn object_entries(
     members: &[String],
     requires: Requirements,
     compiled: &super::split::Fragment,
+    lines: Option<&super::debug_lines::RelativeLines>,
 ) -> Vec<(FragmentDigest, Entry)> {
     let own = Metadata {
         members: members.to_vec(),
@@ -225,6 +234,7 @@ pub fn object_entries(
         variants: Vec::new(),
         references: compiled.references.clone(),
         inlined: compiled.inlined.clone(),
+        lines: lines.map(|l| l.to_words()),
     };
     let object = compiled.object.clone();
     let primary_meta = primary

@@ -454,19 +454,35 @@ fn repository_stages(
         .collect();
     let line_of = |leader: Option<&String>| lines.get(leader?.as_str()).copied();
     let anchor = digests.anchor.filter(|_| digests.relative_lines);
+    // Where the new fragments' relative lines are: found once, for placing
+    // them now and (stored with them) every time they are reused.
+    let emitted_lines: Vec<Option<debug_lines::RelativeLines>> = emitted
+        .iter()
+        .map(|f| {
+            (digests.relative_lines && !f.object.is_empty())
+                .then(|| debug_lines::find_relative_lines(&f.object))
+                .flatten()
+        })
+        .collect();
     let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
         .map(|part| {
-            let (object, leader, inlined) = match part {
+            let (object, leader, inlined, found) = match part {
                 assemble::Part::Emitted(e) => (
                     emitted[e].object.as_slice(),
                     emitted[e].members.first().filter(|_| !emitted[e].glue),
                     &emitted[e].inlined,
+                    emitted_lines[e].as_ref().map(std::borrow::Cow::Borrowed),
                 ),
                 assemble::Part::Stored(i) => (
                     stored_payload(i),
                     pruned.fragments[i].members.first(),
                     &pruned.fragments[i].inlined,
+                    pruned.fragments[i]
+                        .lines
+                        .as_deref()
+                        .and_then(debug_lines::RelativeLines::from_words)
+                        .map(std::borrow::Cow::Owned),
                 ),
             };
             let own = line_of(leader);
@@ -491,8 +507,11 @@ fn repository_stages(
                 anchor,
                 inlined: &inlined,
             };
-            let (placed, _) =
-                debug_lines::place_relative_lines(object, points).ok_or_else(|| {
+            // The recorded places, checked against the object; else the walk.
+            let (placed, _) = found
+                .and_then(|found| debug_lines::place_found_lines(object, &found, points))
+                .or_else(|| debug_lines::place_relative_lines(object, points))
+                .ok_or_else(|| {
                     anyhow::anyhow!(
                         "placing the debug lines of {} (line {own:?}, anchor {anchor:?})",
                         leader.map_or("the glue", |l| l.as_str())
@@ -530,6 +549,7 @@ fn repository_stages(
             &f.members,
             requires,
             &emitted[e],
+            emitted_lines[e].as_ref(),
         ));
         fragments_new += 1;
     }

@@ -57,6 +57,8 @@ pub struct PlannedFragment {
     /// The definitions inlined into the stored code with lines relative to
     /// theirs, by index (see `debug_lines`).
     pub inlined: Vec<String>,
+    /// Where the stored code's relative lines are, if recorded.
+    pub lines: Option<Vec<u64>>,
 }
 
 impl PlannedFragment {
@@ -130,6 +132,7 @@ pub fn prune_known_definitions(
             discardable,
             references: found.references,
             inlined: found.inlined,
+            lines: found.lines,
         });
     }
     for i in compile_deleted_but_referenced(&mut plan.fragments) {
