@@ -354,13 +354,20 @@ impl<'a> Canonicalizer<'a> {
         let mut out = String::new();
         let mut cyclic = false;
         self.canonical_into_md(body, &mut out, &mut cyclic);
-        match line_kind(
-            self.p,
-            id,
-            self.own,
-            self.unit_anchor.as_ref(),
-            &mut self.memos,
-        ) {
+        // Most nodes have no line (types without one, expressions, tuples,
+        // files): nothing to make relative, no walk up their scopes.
+        let kind = if body.contains("ine: ") {
+            line_kind(
+                self.p,
+                id,
+                self.own,
+                self.unit_anchor.as_ref(),
+                &mut self.memos,
+            )
+        } else {
+            LineKind::Absolute
+        };
+        match kind {
             LineKind::Inlined(line) => {
                 // Relative to the definition it is inlined from; depends
                 // on which definition is being digested (its own nodes

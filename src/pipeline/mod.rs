@@ -185,7 +185,9 @@ fn run_stages<'ctx>(
                 && options.debug_fragments
                 && m.get_global_metadata_size("llvm.dbg.cu") > 0 =>
         {
-            Some(canonical::FrontendCode::Module(m.clone()))
+            Some(canonical::FrontendCode::Module(
+                crate::llvm_shim::clone_module(m),
+            ))
         }
         canonical::FrontendCode::Bitcode(b) => Some(canonical::FrontendCode::Bitcode(b)),
         canonical::FrontendCode::Module(_) => None,
