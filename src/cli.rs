@@ -113,13 +113,13 @@ pub fn run(args: Vec<String>) -> i32 {
     };
     let loaded = config::load();
     for w in &loaded.warnings {
-        eprintln!("repocc: warning: {w}");
+        say!("repocc: warning: {w}");
     }
     let mut out = std::io::stdout().lock();
     // The repository for the commands that change it: only a trusted one.
     let usable_repo = || {
         loaded.config.usable_repo_dir().map_err(|e| {
-            eprintln!("repocc: error: {e}");
+            say!("repocc: error: {e}");
             1
         })
     };
@@ -155,11 +155,11 @@ pub fn run(args: Vec<String>) -> i32 {
         }
     } else if cli.show_stats {
         let Some(dir) = loaded.config.repo_dir() else {
-            eprintln!("repocc: error: no repository: HOME is not set; set REPOCC_DIR");
+            say!("repocc: error: no repository: HOME is not set; set REPOCC_DIR");
             return 1;
         };
         if let Err(e) = loaded.config.usable_repo_dir() {
-            eprintln!("repocc: warning: {e}");
+            say!("repocc: warning: {e}");
         }
         let s = stats::read(&dir);
         let (repo_bytes, repo_entries) = Store::new(&dir).size();
@@ -222,7 +222,7 @@ pub fn run(args: Vec<String>) -> i32 {
         };
         let st = Store::new(&dir);
         if let Err(e) = st.clear() {
-            eprintln!("repocc: error: clearing {}: {e}", st.root().display());
+            say!("repocc: error: clearing {}: {e}", st.root().display());
             return 1;
         }
         let _ = size::record_measured(&dir, 0);
@@ -241,7 +241,7 @@ pub fn run(args: Vec<String>) -> i32 {
         );
     } else if let Some(size) = &cli.max_size {
         let Some(bytes) = store::parse_size(size) else {
-            eprintln!("repocc: error: invalid size {size:?} (examples: 500M, 10G)");
+            say!("repocc: error: invalid size {size:?} (examples: 500M, 10G)");
             return 2;
         };
         match config::set_user_value("max_size", size.clone().into()) {
@@ -249,7 +249,7 @@ pub fn run(args: Vec<String>) -> i32 {
                 let _ = writeln!(out, "Set max_size = {size} in {}", path.display());
             }
             Err(e) => {
-                eprintln!("repocc: error: {e:#}");
+                say!("repocc: error: {e:#}");
                 return 1;
             }
         }
@@ -264,7 +264,7 @@ pub fn run(args: Vec<String>) -> i32 {
         }
     } else if let Some(age) = &cli.evict_older_than {
         let Some(age) = store::parse_age(age) else {
-            eprintln!("repocc: error: invalid age {age:?} (examples: 3600, 90m, 12h, 7d)");
+            say!("repocc: error: invalid age {age:?} (examples: 3600, 90m, 12h, 7d)");
             return 2;
         };
         let dir = match usable_repo() {
@@ -298,7 +298,7 @@ pub fn run(args: Vec<String>) -> i32 {
             Err(code) => return code,
         };
         if let Err(e) = stats::zero(&dir) {
-            eprintln!("repocc: error: {e:#}");
+            say!("repocc: error: {e:#}");
             return 1;
         }
         let _ = writeln!(out, "Statistics zeroed");

@@ -4,6 +4,16 @@
 //! prints clang's version text and then repocc's; anything else is a
 //! compiler invocation (`driver`).
 
+/// `eprintln!` that never panics: a stderr that cannot be written (closed,
+/// a broken pipe) loses the message, as clang's own messages would be
+/// lost, instead of failing the compile it was about.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod cli;
 mod config;
 mod driver;
@@ -31,7 +41,7 @@ fn print_version(argv0: &str) -> i32 {
             .map(|s| s.code().unwrap_or(1))
             .unwrap_or(1),
         Err(e) => {
-            eprintln!("repocc: error: {e:#}");
+            say!("repocc: error: {e:#}");
             1
         }
     };

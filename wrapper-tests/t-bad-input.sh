@@ -101,3 +101,24 @@ clang-19 -Wall -fdiagnostics-color=always -c warn.c warn2.c 2> m-clang
 "$REPOCC" -Wall -fdiagnostics-color=always -c warn.c warn2.c 2> m-repocc
 set -e
 cmp -s m-clang m-repocc || fail "multi-unit diagnostics differ: $(diff m-clang m-repocc)"
+
+note "stderr a broken pipe: repocc's own messages are lost, the compile is not"
+before=$(stat_value fallbacks)
+compiles=$(stat_value compiles)
+cat > piped.c <<'C'
+int twice(int x) { return x * 2; }
+int main(void) { return twice(0); }
+C
+# The reader is gone before anything is written: every write to stderr
+# fails with EPIPE (SIGPIPE is ignored by repocc).
+mkfifo dead-pipe
+( exec 3<dead-pipe; exec 3<&- ) &
+set +e
+REPOCC_UNIT_CACHE=false REPOCC_DIGEST_REPORT=1 "$REPOCC" -O2 -c piped.c -o piped.o 2>dead-pipe
+piped_status=$?
+set -e
+wait
+assert_eq "exit status with a broken stderr" 0 "$piped_status"
+[ -f piped.o ] || fail "no object with a broken stderr"
+assert_eq "no fallback with a broken stderr" 0 "$(delta fallbacks "$before")"
+assert_eq "compiled through the pipeline" 1 "$(delta compiles "$compiles")"

@@ -42,7 +42,7 @@ static FALLBACK_COMMAND: OnceLock<(PathBuf, Vec<OsString>)> = OnceLock::new();
 static STATS_REPO: OnceLock<PathBuf> = OnceLock::new();
 
 fn on_llvm_fatal_error(reason: &str) -> ! {
-    eprintln!("repocc: warning: LLVM error ({reason}); compiling with clang instead");
+    say!("repocc: warning: LLVM error ({reason}); compiling with clang instead");
     if let Some(repo) = STATS_REPO.get() {
         let mut c = Counters::default();
         c.add(key::FALLBACKS, 1);
@@ -56,13 +56,13 @@ fn on_llvm_fatal_error(reason: &str) -> ! {
             .args(args)
             .env(RECURSION_GUARD, "1")
             .exec();
-        eprintln!("repocc: error: running {}: {err}", clang.display());
+        say!("repocc: error: running {}: {err}", clang.display());
     }
     std::process::exit(1)
 }
 
 fn warn(msg: &str) {
-    eprintln!("repocc: warning: {msg}");
+    say!("repocc: warning: {msg}");
 }
 
 /// Runs one compiler invocation. `argv0` chooses C or C++; `args` are the
@@ -71,7 +71,7 @@ fn warn(msg: &str) {
 pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
     invocation_start();
     if std::env::var_os(RECURSION_GUARD).is_some() {
-        eprintln!(
+        say!(
             "repocc: error: recursive invocation: the compiler repocc runs started repocc \
              again (check REPOCC_CLANG / the clang key of the configuration)"
         );
@@ -113,7 +113,7 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
     let clang = match toolchain::resolve_compiler(&compiler_name) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("repocc: error: {e:#}");
+            say!("repocc: error: {e:#}");
             return 1;
         }
     };
@@ -203,7 +203,7 @@ fn exec_clang(clang: &Path, args: &[OsString]) -> i32 {
         .args(args)
         .env(RECURSION_GUARD, "1")
         .exec();
-    eprintln!("repocc: error: running {}: {err}", clang.display());
+    say!("repocc: error: running {}: {err}", clang.display());
     1
 }
 
@@ -373,7 +373,7 @@ fn execute(
             |settings| match crate::repo::remote::Remote::new(settings) {
                 Ok(r) => Some(r),
                 Err(why) => {
-                    eprintln!("repocc: warning: remote storage: {why}; going on without it");
+                    say!("repocc: warning: remote storage: {why}; going on without it");
                     None
                 }
             },
@@ -556,7 +556,7 @@ fn execute(
             {
                 Ok(s) => frontend::exit_code(&s),
                 Err(e) => {
-                    eprintln!("repocc: error: running {}: {e}", clang.path().display());
+                    say!("repocc: error: running {}: {e}", clang.path().display());
                     1
                 }
             };

@@ -602,7 +602,7 @@ fn metadata_stage(
     };
     let digests = digest::digest_module(&text, &extra, inlining, lines)?;
     if options.digest_report {
-        eprintln!("{}", digest_report(&unit.source_name, &digests));
+        say!("{}", digest_report(&unit.source_name, &digests));
     }
     Ok(digests)
 }
@@ -664,7 +664,7 @@ mod split_measurement {
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();
         optimize::run(&unit, &settings, &optimize::StoredCode::default()).unwrap();
-        eprintln!("optimize {:.2}s", t.elapsed().as_secs_f64());
+        say!("optimize {:.2}s", t.elapsed().as_secs_f64());
         let mut names: Vec<String> = Vec::new();
         for f in unit.module.get_functions() {
             if f.count_basic_blocks() > 0
@@ -703,7 +703,7 @@ mod split_measurement {
             emit += t.elapsed();
             bytes += o.get_size();
         }
-        eprintln!(
+        say!(
             "{} definitions: whole module {:.2}s ({} bytes); per definition: extract {:.2}s, emit {:.2}s ({} bytes)",
             names.len(),
             whole_time.as_secs_f64(),

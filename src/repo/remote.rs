@@ -221,7 +221,7 @@ impl Remote {
     /// The invocation's one warning line about the remote.
     fn warn(&self, what: &str) {
         if !self.warned.swap(true, Ordering::Relaxed) {
-            eprintln!(
+            say!(
                 "repocc: warning: remote storage {}: {what}; going on without it",
                 self.label
             );
