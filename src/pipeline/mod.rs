@@ -447,15 +447,8 @@ fn repository_stages(
             _ => Vec::new(),
         }));
     let included = prune::referenced_discardables(&pruned.fragments, seeds);
-    // Fragments with relative lines get their definition's lines back.
-    let lines: std::collections::HashMap<&str, u64> = digests
-        .defs
-        .iter()
-        .filter(|_| digests.relative_lines)
-        .filter_map(|d| Some((d.name.as_str(), d.position.as_ref()?.line)))
-        .collect();
-    let line_of = |leader: Option<&String>| lines.get(leader?.as_str()).copied();
-    let anchor = digests.anchor.filter(|_| digests.relative_lines);
+    // Fragments with relative lines get their lines back.
+    let placement = LinePlacement::of(digests, &unit.source_name);
     // Where the new fragments' relative lines are: found once, for placing
     // them now and (stored with them) every time they are reused.
     let emitted_lines: Vec<Option<debug_lines::RelativeLines>> = emitted
@@ -468,58 +461,25 @@ fn repository_stages(
         .collect();
     let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
         .into_iter()
-        .map(|part| {
-            let (object, leader, inlined, found) = match part {
-                assemble::Part::Emitted(e) => (
-                    emitted[e].object.as_slice(),
-                    emitted[e].members.first().filter(|_| !emitted[e].glue),
-                    &emitted[e].inlined,
-                    emitted_lines[e].as_ref().map(std::borrow::Cow::Borrowed),
-                ),
-                assemble::Part::Stored(i) => (
-                    stored_payload(i),
-                    pruned.fragments[i].members.first(),
-                    &pruned.fragments[i].inlined,
-                    pruned.fragments[i]
-                        .lines
-                        .as_deref()
-                        .and_then(debug_lines::RelativeLines::from_words)
-                        .map(std::borrow::Cow::Owned),
-                ),
-            };
-            let own = line_of(leader);
-            if object.is_empty() || (own.is_none() && anchor.is_none()) {
-                return Ok(std::borrow::Cow::Borrowed(object));
+        .map(|part| match part {
+            assemble::Part::Emitted(e) => {
+                let f = &emitted[e];
+                let leader = f.members.first().filter(|_| !f.glue);
+                placement.place(&f.object, leader, &f.inlined, emitted_lines[e].as_ref())
             }
-            // Where the definitions it holds inlined code of are now.
-            let inlined = inlined
-                .iter()
-                .map(|key| {
-                    digests.inlined_lines.get(key).copied().ok_or_else(|| {
-                        anyhow::anyhow!(
-                            "placing the debug lines of {}: no single function {key} in {}",
-                            leader.map_or("the glue", |l| l.as_str()),
-                            unit.source_name
-                        )
-                    })
-                })
-                .collect::<Result<Vec<u64>>>()?;
-            let points = debug_lines::LinePoints {
-                own,
-                anchor,
-                inlined: &inlined,
-            };
-            // The recorded places, checked against the object; else the walk.
-            let (placed, _) = found
-                .and_then(|found| debug_lines::place_found_lines(object, &found, points))
-                .or_else(|| debug_lines::place_relative_lines(object, points))
-                .ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "placing the debug lines of {} (line {own:?}, anchor {anchor:?})",
-                        leader.map_or("the glue", |l| l.as_str())
-                    )
-                })?;
-            Ok(std::borrow::Cow::Owned(placed))
+            assemble::Part::Stored(i) => {
+                let f = &pruned.fragments[i];
+                let found = f
+                    .lines
+                    .as_deref()
+                    .and_then(debug_lines::RelativeLines::from_words);
+                placement.place(
+                    stored_payload(i),
+                    f.members.first(),
+                    &f.inlined,
+                    found.as_ref(),
+                )
+            }
         })
         .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
         .collect::<Result<_>>()?;
@@ -573,6 +533,78 @@ fn repository_stages(
     times.store = t.elapsed();
     report.times = times;
     Ok(report)
+}
+
+/// What placing a fragment's relative lines needs of its unit (see
+/// `debug_lines`): where each definition, the anchor and each function
+/// fragments may hold inlined code of are now.
+struct LinePlacement<'a> {
+    lines: std::collections::HashMap<&'a str, u64>,
+    anchor: Option<u64>,
+    inlined_lines: &'a std::collections::HashMap<String, u64>,
+    source_name: &'a str,
+}
+
+impl<'a> LinePlacement<'a> {
+    fn of(digests: &'a digest::ModuleDigests, source_name: &'a str) -> Self {
+        LinePlacement {
+            lines: digests
+                .defs
+                .iter()
+                .filter(|_| digests.relative_lines)
+                .filter_map(|d| Some((d.name.as_str(), d.position.as_ref()?.line)))
+                .collect(),
+            anchor: digests.anchor.filter(|_| digests.relative_lines),
+            inlined_lines: &digests.inlined_lines,
+            source_name,
+        }
+    }
+
+    /// `object` (a fragment led by `leader`, none for the glue, holding
+    /// inlined code of the functions `inlined` names) with its lines
+    /// placed: at the places `found` records when they check out against
+    /// it, else found by walking its DWARF.
+    fn place<'o>(
+        &self,
+        object: &'o [u8],
+        leader: Option<&String>,
+        inlined: &[String],
+        found: Option<&debug_lines::RelativeLines>,
+    ) -> Result<std::borrow::Cow<'o, [u8]>> {
+        let what = || leader.map_or("the glue", |l| l.as_str());
+        let own = leader.and_then(|l| self.lines.get(l.as_str()).copied());
+        if object.is_empty() || (own.is_none() && self.anchor.is_none()) {
+            return Ok(std::borrow::Cow::Borrowed(object));
+        }
+        let inlined = inlined
+            .iter()
+            .map(|key| {
+                self.inlined_lines.get(key).copied().ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "placing the debug lines of {}: no single function {key} in {}",
+                        what(),
+                        self.source_name
+                    )
+                })
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        let points = debug_lines::LinePoints {
+            own,
+            anchor: self.anchor,
+            inlined: &inlined,
+        };
+        let (placed, _) = found
+            .and_then(|found| debug_lines::place_found_lines(object, found, points))
+            .or_else(|| debug_lines::place_relative_lines(object, points))
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "placing the debug lines of {} (line {own:?}, anchor {:?})",
+                    what(),
+                    self.anchor
+                )
+            })?;
+        Ok(std::borrow::Cow::Owned(placed))
+    }
 }
 
 /// Stage 3: digests of the canonical module.
