@@ -152,33 +152,74 @@ pub struct RelativeLines {
 }
 
 impl RelativeLines {
-    /// As numbers (for a repository entry): the advances' count, then the
-    /// advances and the attributes.
+    /// As small numbers (for a repository entry): the advances' count,
+    /// then per advance its offset (from the previous place's, zigzag),
+    /// operand length and the line before, then per attribute its offset
+    /// and size. The rest (an advance's delta, an attribute's value) is in
+    /// the object itself: `from_words` reads it back.
     pub fn to_words(&self) -> Vec<u64> {
-        let mut out = Vec::with_capacity(1 + 4 * self.advances.len() + 3 * self.attributes.len());
+        let mut out = Vec::with_capacity(1 + 3 * self.advances.len() + 2 * self.attributes.len());
         out.push(self.advances.len() as u64);
-        out.extend(self.advances.iter().flatten());
-        out.extend(self.attributes.iter().flatten());
+        let mut previous = 0u64;
+        let mut offset = |at: u64| {
+            let step = (at as i64).wrapping_sub(previous as i64);
+            previous = at;
+            ((step << 1) ^ (step >> 63)) as u64
+        };
+        for &[at, len, from, _] in &self.advances {
+            out.extend([offset(at), len, from]);
+        }
+        for &[at, size, _] in &self.attributes {
+            out.extend([offset(at), size]);
+        }
         out
     }
 
-    pub fn from_words(words: &[u64]) -> Option<RelativeLines> {
+    /// The places `words` (from `to_words`) name in `object`, with what
+    /// `object` holds there; `None` when they do not make sense for it.
+    pub fn from_words(words: &[u64], object: &[u8]) -> Option<RelativeLines> {
         let (&count, rest) = words.split_first()?;
-        let split = usize::try_from(count).ok()?.checked_mul(4)?;
-        if split > rest.len() || (rest.len() - split) % 3 != 0 {
+        let split = usize::try_from(count).ok()?.checked_mul(3)?;
+        if split > rest.len() || (rest.len() - split) % 2 != 0 {
             return None;
         }
         let (advances, attributes) = rest.split_at(split);
-        Some(RelativeLines {
-            advances: advances
-                .chunks_exact(4)
-                .map(|c| [c[0], c[1], c[2], c[3]])
-                .collect(),
-            attributes: attributes
-                .chunks_exact(3)
-                .map(|c| [c[0], c[1], c[2]])
-                .collect(),
-        })
+        let mut previous = 0u64;
+        let mut offset = |zigzag: u64| {
+            let step = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+            previous = (previous as i64)
+                .checked_add(step)
+                .and_then(|a| u64::try_from(a).ok())?;
+            Some(previous)
+        };
+        let mut found = RelativeLines::default();
+        for c in advances.chunks_exact(3) {
+            let (at, len, from) = (offset(c[0])?, c[1], c[2]);
+            let start = usize::try_from(at).ok()?;
+            let field = object.get(start..start.checked_add(usize::try_from(len).ok()?)?)?;
+            let (delta, used) = read_sleb(field)?;
+            if used as u64 != len {
+                return None;
+            }
+            let to = u64::try_from(i64::try_from(from).ok()?.checked_add(delta)?).ok()?;
+            found.advances.push([at, len, from, to]);
+        }
+        for c in attributes.chunks_exact(2) {
+            let (at, size) = (offset(c[0])?, c[1]);
+            let start = usize::try_from(at).ok()?;
+            let value = match size {
+                4 => u64::from(u32::from_le_bytes(
+                    object.get(start..start.checked_add(4)?)?.try_into().ok()?,
+                )),
+                8 => u64::from_le_bytes(object.get(start..start.checked_add(8)?)?.try_into().ok()?),
+                _ => return None,
+            };
+            if value < RELATIVE_LINE_THRESHOLD {
+                return None;
+            }
+            found.attributes.push([at, size, value]);
+        }
+        Some(found)
     }
 }
 
@@ -730,12 +771,13 @@ mod tests {
             // The places found once place the same, as numbers too; they
             // do not fit another object.
             let found = find_relative_lines(&object).unwrap();
-            let words = RelativeLines::from_words(&found.to_words()).unwrap();
+            let words = RelativeLines::from_words(&found.to_words(), &object).unwrap();
             assert_eq!(words, found);
             let again = place_found_lines(&object, &words, at(Some(500), None, &[40, 70]));
             assert_eq!(again, Some((placed.clone(), done)));
             assert!(place_found_lines(&placed, &words, at(Some(500), None, &[40, 70])).is_none());
-            assert!(RelativeLines::from_words(&[3, 1, 2]).is_none());
+            assert!(RelativeLines::from_words(&found.to_words(), &placed).is_none());
+            assert!(RelativeLines::from_words(&[3, 1, 2], &object).is_none());
             assert!(done.attributes >= 3, "{flags:?}: {done:?}");
             let verify = dwarfdump(dir.path(), &placed, "--verify");
             assert!(verify.contains("No errors."), "{flags:?}: {verify}");

@@ -115,7 +115,11 @@ struct Metadata {
     inlined: Vec<String>,
     /// Where the object's relative lines are (`debug_lines::RelativeLines`
     /// as numbers), so that composing it need not walk its DWARF.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "line_places",
+        skip_serializing_if = "Option::is_none"
+    )]
     lines: Option<Vec<u64>>,
 }
 

@@ -469,16 +469,12 @@ fn repository_stages(
             }
             assemble::Part::Stored(i) => {
                 let f = &pruned.fragments[i];
+                let object = stored_payload(i);
                 let found = f
                     .lines
                     .as_deref()
-                    .and_then(debug_lines::RelativeLines::from_words);
-                placement.place(
-                    stored_payload(i),
-                    f.members.first(),
-                    &f.inlined,
-                    found.as_ref(),
-                )
+                    .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
+                placement.place(object, f.members.first(), &f.inlined, found.as_ref())
             }
         })
         .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
