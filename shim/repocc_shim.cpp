@@ -1513,11 +1513,18 @@ struct LineRebaser {
   }
 
   // Whether `SP` is in its compile unit's own source file.
-  static bool inUnitSource(const DISubprogram *SP) {
-    auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
-    auto *CU = SP->getUnit();
-    auto *UF = CU ? dyn_cast_or_null<DIFile>(CU->getRawFile()) : nullptr;
-    return F && UF && pathOf(F) == pathOf(UF);
+  // (Asked for every line of every node a fragment holds of it: the paths
+  // are compared once per subprogram.)
+  DenseMap<const DISubprogram *, bool> UnitSourceMemo;
+  bool inUnitSource(const DISubprogram *SP) {
+    auto [It, New] = UnitSourceMemo.try_emplace(SP, false);
+    if (New) {
+      auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
+      auto *CU = SP->getUnit();
+      auto *UF = CU ? dyn_cast_or_null<DIFile>(CU->getRawFile()) : nullptr;
+      It->second = F && UF && pathOf(F) == pathOf(UF);
+    }
+    return It->second;
   }
 
   // Per fragment: the other definition `N` belongs to, when its lines are

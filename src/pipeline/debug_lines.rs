@@ -638,6 +638,14 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// The line of each row of `llvm-dwarfdump --debug-line`'s tables.
+    fn line_rows(dump: &str) -> Vec<u64> {
+        dump.lines()
+            .filter(|l| l.starts_with("0x0000"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .collect()
+    }
+
     /// A unit whose own lines are written relative (`#line`), calling an
     /// inlined function of another file at absolute lines.
     const RELATIVE_UNIT: &str = "#line 40 \"other.h\"\n\
@@ -674,11 +682,7 @@ mod tests {
             assert!(info.contains("DW_AT_decl_line\t(500)"), "{flags:?}: {info}");
             assert!(!info.contains("(2684355"), "{flags:?}: {info}");
             let lines = dwarfdump(dir.path(), &placed, "--debug-line");
-            let rows: Vec<u64> = lines
-                .lines()
-                .filter(|l| l.starts_with("0x0000"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .collect();
+            let rows = line_rows(&lines);
             assert!(rows.iter().all(|&l| l < 600), "{flags:?}: {rows:?}");
             assert!(
                 rows.iter().any(|l| (500..=504).contains(l)),
@@ -795,11 +799,7 @@ mod tests {
                 );
             }
             let lines = dwarfdump(dir.path(), &placed, "--debug-line");
-            let rows: Vec<u64> = lines
-                .lines()
-                .filter(|l| l.starts_with("0x0000"))
-                .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-                .collect();
+            let rows = line_rows(&lines);
             assert!(rows.iter().all(|&l| l < 600), "{flags:?}: {rows:?}");
             for line in rows_at {
                 assert!(rows.contains(line), "{flags:?}: {line} {rows:?}");

@@ -368,7 +368,7 @@ impl<'a> Canonicalizer<'a> {
             LineKind::Absolute
         };
         match kind {
-            LineKind::Inlined(line) => {
+            LineKind::Inlined(_, line) => {
                 // Relative to the definition it is inlined from; depends
                 // on which definition is being digested (its own nodes
                 // are relative to its line).
@@ -660,6 +660,11 @@ fn node_file<'a>(
     })
 }
 
+/// Whether a printed `DISubprogram` is a definition (not a declaration).
+fn defines_a_subprogram(body: &str) -> bool {
+    md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"))
+}
+
 /// Whether a metadata node belongs to a definition: a subprogram that is a
 /// definition, a scope, variable, label or location inside one, a global
 /// variable's own node (a string literal's too: clang gives it the line of
@@ -683,9 +688,7 @@ fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str,
             return Some(ScopeStep::Found(true));
         }
         if kind.starts_with("!DISubprogram(") {
-            let definition =
-                md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
-            return Some(ScopeStep::Found(definition));
+            return Some(ScopeStep::Found(defines_a_subprogram(body)));
         }
         // A global variable's own node (its fragment's leader, placed with
         // it), and a string literal's (no name: where the function that
@@ -710,9 +713,7 @@ fn owner_subprogram<'a>(
     up_scopes(p, id, memo, None, |at, body| {
         let kind = body.strip_prefix("distinct ").unwrap_or(body);
         if kind.starts_with("!DISubprogram(") {
-            let definition =
-                md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"));
-            return Some(ScopeStep::Found(definition.then_some(at)));
+            return Some(ScopeStep::Found(defines_a_subprogram(body).then_some(at)));
         }
         if kind.starts_with("!DIGlobalVariable(") {
             return Some(ScopeStep::Found(None));
@@ -801,15 +802,15 @@ fn anchored_kind(body: &str) -> bool {
 
 /// How a node's lines are held with relative lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum LineKind {
+enum LineKind<'a> {
     /// Relative to the definition's own line (it belongs to a definition and
     /// is in the definition's file).
     Own(u64),
     /// Relative to the unit's anchor (file-level, in the unit's source).
     Anchor(u64),
     /// Relative to the line of another definition inlined into the one
-    /// being digested (it belongs to that one).
-    Inlined(u64),
+    /// being digested (it belongs to that one): its subprogram and line.
+    Inlined(&'a str, u64),
     Absolute,
 }
 
@@ -819,7 +820,7 @@ fn line_kind<'a>(
     own: Option<Own<'a>>,
     unit_anchor: Option<&(HashSet<&'a str>, u64)>,
     memos: &mut LineMemos<'a>,
-) -> LineKind {
+) -> LineKind<'a> {
     if own.is_none() && unit_anchor.is_none() {
         return LineKind::Absolute;
     }
@@ -831,7 +832,7 @@ fn line_kind<'a>(
             return LineKind::Absolute;
         };
         if let Some(owner) = other_owner(p, id, own, memos) {
-            return LineKind::Inlined(node_line(p, owner));
+            return LineKind::Inlined(owner, node_line(p, owner));
         }
         return if own.file == file {
             LineKind::Own(own.line)
@@ -1010,28 +1011,22 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<R
             .and_then(|id| p.metadata.get_key_value(id).map(|(k, _)| *k))
     };
     // How each node's lines are held, then the inlined definitions by key.
-    let mut kinds: Vec<(&str, LineKind, Option<&str>)> = Vec::new();
+    let mut kinds: Vec<(&str, LineKind)> = Vec::new();
     let mut owners: Vec<(&str, &str)> = Vec::new();
     for line in module_text.lines() {
         let Some(id) = node_of(line) else {
-            kinds.push((line, LineKind::Absolute, None));
+            kinds.push((line, LineKind::Absolute));
             continue;
         };
-        let kind = match line_kind(&p, id, Some(own), None, &mut memos) {
-            LineKind::Anchor(_) => LineKind::Absolute,
-            k => k,
-        };
-        let owner = match kind {
-            LineKind::Inlined(_) => other_owner(&p, id, own, &mut memos),
-            _ => None,
-        };
-        if let Some(o) = owner.filter(|_| line.contains("line: ")) {
+        // No anchor given: the unit's file-level lines are already so.
+        let kind = line_kind(&p, id, Some(own), None, &mut memos);
+        if let LineKind::Inlined(o, _) = kind {
             let key = p.metadata.get(o).and_then(|b| owner_key(b)).unwrap_or("");
-            if !owners.iter().any(|&(_, id)| id == o) {
+            if line.contains("line: ") && !owners.iter().any(|&(_, id)| id == o) {
                 owners.push((key, o));
             }
         }
-        kinds.push((line, kind, owner));
+        kinds.push((line, kind));
     }
     owners.sort_unstable();
     if owners.windows(2).any(|w| w[0].0 == w[1].0) {
@@ -1048,16 +1043,13 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<R
     }
     let mut out = String::with_capacity(module_text.len() + module_text.len() / 8);
     let too_far = std::cell::Cell::new(false);
-    for (line, kind, owner) in kinds {
+    for (line, kind) in kinds {
         match kind {
             LineKind::Own(own_line) => out.push_str(&map_line_fields(line, &|n| {
                 (RELATIVE_LINE_BASE + n - own_line).to_string()
             })),
-            LineKind::Inlined(at) => {
-                let index = owners
-                    .iter()
-                    .position(|&(_, o)| Some(o) == owner)
-                    .unwrap_or(0) as u64;
+            LineKind::Inlined(owner, at) => {
+                let index = owners.iter().position(|&(_, o)| o == owner).unwrap_or(0) as u64;
                 let half = DEFINITION_LINE_SPAN as i64 / 2;
                 let base = DEFINITION_LINE_BASE + index * DEFINITION_LINE_SPAN;
                 out.push_str(&map_line_fields(line, &|n| {
@@ -1480,9 +1472,7 @@ fn unit_function_lines(p: &Parsed) -> HashMap<String, u64> {
     let mut lines: HashMap<String, Option<u64>> = HashMap::new();
     for (&id, body) in &p.metadata {
         let kind = body.strip_prefix("distinct ").unwrap_or(body);
-        if !kind.starts_with("!DISubprogram(")
-            || !md_field(body, "spFlags").is_some_and(|f| f.contains("DISPFlagDefinition"))
-        {
+        if !kind.starts_with("!DISubprogram(") || !defines_a_subprogram(body) {
             continue;
         }
         let line = node_line(p, id);
