@@ -77,6 +77,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 #include <llvm/Transforms/Utils/Cloning.h>
 #include <llvm/Transforms/Utils/ValueMapper.h>
 #include <llvm/ADT/SmallPtrSet.h>
+#include <llvm/BinaryFormat/Dwarf.h>
 #include <llvm/IR/DebugProgramInstruction.h>
 
 namespace {
@@ -283,11 +284,142 @@ template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&vi
 // function, and so reaches a distinct scope). The nodes live as long as
 // the unit's context: uniqued and distinct nodes are never freed before
 // it, so a pointer here never names another node.
+//
+// With `Stub` (a C unit with full debug info), a fragment holds its
+// file-scope structs, unions and enums as stubs: the same tag, name, size
+// and identifier (so the same type unit signature), nothing else. The
+// unit's glue holds every such type in full (`repocc_retain_unit_types`)
+// and comes first in the object, so the composer keeps its type units and
+// drops the stubs; a fragment's code generation no longer builds the
+// whole graph of types its functions reach (most of a `-O0 -g`
+// fragment's cost), and the repository no longer stores it with each.
 struct RepoccSharedTypes {
   DenseSet<const Metadata *> Clean;
+  bool Stub = false;
+  DenseMap<const DICompositeType *, DICompositeType *> Stubs;
 };
 
-extern "C" RepoccSharedTypes *repocc_shared_types_new() { return new RepoccSharedTypes; }
+namespace {
+
+// Whether the unit's fragments hold stubs of its types (see above): every
+// compile unit is C with full debug info. (C++ types carry their mangled
+// names as identifiers and members that fragments' skeleton declarations
+// need; they stay whole.)
+bool stubsUnitTypes(const Module &M) {
+  bool Any = false;
+  for (const DICompileUnit *CU : M.debug_compile_units()) {
+    Any = true;
+    if (CU->getEmissionKind() != DICompileUnit::FullDebug)
+      return false;
+    switch (CU->getSourceLanguage()) {
+    case dwarf::DW_LANG_C:
+    case dwarf::DW_LANG_C89:
+    case dwarf::DW_LANG_C99:
+    case dwarf::DW_LANG_C11:
+    case dwarf::DW_LANG_C17:
+      break;
+    default:
+      return false;
+    }
+  }
+  return Any;
+}
+
+// A type a fragment holds as a stub: a complete composite type that gets a
+// type unit of its own (an identifier; file scope, as every identified C
+// type is).
+bool stubbable(const Metadata *MD) {
+  auto *T = dyn_cast<DICompositeType>(MD);
+  if (!T || !T->getRawIdentifier() || T->isForwardDecl())
+    return false;
+  const Metadata *Scope = T->getRawScope();
+  return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
+}
+
+DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
+  auto [It, New] = Shared.Stubs.try_emplace(T, nullptr);
+  if (New) {
+    // No file, line or scope: the stub's own type unit is always dropped,
+    // and a stub with lines would need placing.
+    It->second = DICompositeType::get(
+        T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, nullptr, nullptr,
+        T->getSizeInBits(), T->getAlignInBits(), 0, T->getFlags(), nullptr,
+        T->getRuntimeLang(), nullptr, nullptr, T->getRawIdentifier());
+  }
+  return It->second;
+}
+
+} // namespace
+
+extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
+  auto *Shared = new RepoccSharedTypes;
+  Shared->Stub = stubsUnitTypes(*unwrap(module));
+  return Shared;
+}
+
+extern "C" int repocc_stubs_unit_types(LLVMModuleRef module) {
+  return stubsUnitTypes(*unwrap(module));
+}
+
+// Makes the unit's compile units retain every complete file-scope struct,
+// union and enum its definitions' debug info reaches, for the glue to hold
+// them in full (see RepoccSharedTypes). Called before pruning, so that the
+// list is the same whatever the repository holds: a type only a pruned
+// (reused) fragment uses is still there. Returns how many were added.
+extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
+  Module &M = *unwrap(module);
+  if (!stubsUnitTypes(M))
+    return 0;
+  DenseSet<const Metadata *> Seen;
+  SmallVector<const Metadata *, 64> Stack;
+  SmallVector<Metadata *, 64> Found;
+  auto visit = [&](const Metadata *MD) {
+    if (MD && Seen.insert(MD).second)
+      Stack.push_back(MD);
+  };
+  auto drain = [&] {
+    while (!Stack.empty()) {
+      const Metadata *MD = Stack.pop_back_val();
+      auto *N = dyn_cast<MDNode>(MD);
+      if (!N || isa<DICompileUnit>(N))
+        continue;
+      if (auto *T = dyn_cast<DICompositeType>(N);
+          T && !T->isForwardDecl() &&
+          (T->getTag() == dwarf::DW_TAG_structure_type ||
+           T->getTag() == dwarf::DW_TAG_union_type ||
+           T->getTag() == dwarf::DW_TAG_enumeration_type) &&
+          (!T->getRawScope() || isa<DIFile>(T->getRawScope()) ||
+           isa<DICompileUnit>(T->getRawScope())))
+        Found.push_back(const_cast<DICompositeType *>(T));
+      // Operands in reverse, so that the walk meets them in order.
+      for (unsigned I = N->getNumOperands(); I > 0; I--)
+        visit(N->getOperand(I - 1).get());
+    }
+  };
+  for (const GlobalVariable &G : M.globals()) {
+    forEachObjectRoot(G, visit);
+    drain();
+  }
+  for (const Function &F : M) {
+    forEachObjectRoot(F, visit);
+    drain();
+  }
+  unsigned Added = 0;
+  for (DICompileUnit *CU : M.debug_compile_units()) {
+    SmallVector<Metadata *, 64> Retained;
+    DenseSet<const Metadata *> Have;
+    for (auto *T : CU->getRetainedTypes())
+      if (Have.insert(T).second)
+        Retained.push_back(T);
+    for (Metadata *T : Found)
+      if (Have.insert(T).second) {
+        Retained.push_back(T);
+        Added++;
+      }
+    CU->replaceRetainedTypes(MDTuple::get(M.getContext(), Retained));
+  }
+  return Added;
+}
 extern "C" void repocc_shared_types_free(RepoccSharedTypes *Shared) { delete Shared; }
 
 namespace {
@@ -307,10 +439,16 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
   // Nodes an earlier fragment of the unit found to reach nothing mapped
   // elsewhere: not walked again.
   SmallVector<const Metadata *, 32> KnownClean;
+  // Types the fragment holds as stubs (see RepoccSharedTypes): not walked,
+  // mapped to the stub, and so everything reaching them is copied.
+  SmallVector<const DICompositeType *, 32> Stubbed;
+  bool Stub = Shared && Shared->Stub;
   auto visit = [&](const Metadata *MD) {
     if (!MD || !Seen.insert(MD).second)
       return;
-    if (Shared && Shared->Clean.count(MD))
+    if (Stub && stubbable(MD))
+      Stubbed.push_back(cast<DICompositeType>(MD));
+    else if (Shared && Shared->Clean.count(MD))
       KnownClean.push_back(MD);
     else
       Stack.push_back(MD);
@@ -345,6 +483,9 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
     if (Elsewhere && Mapped.insert(MD).second)
       Work.push_back(MD);
   }
+  for (const DICompositeType *T : Stubbed)
+    if (Mapped.insert(T).second)
+      Work.push_back(T);
   while (!Work.empty()) {
     const Metadata *MD = Work.pop_back_val();
     auto It = Users.find(MD);
@@ -363,6 +504,8 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
   for (const Metadata *MD : Reached)
     if (auto *T = dyn_cast<DIType>(MD); T && T->isDistinct() && !Mapped.count(T))
       toSelf(T);
+  for (const DICompositeType *T : Stubbed)
+    VMap.MD().try_emplace(T).first->second.reset(stubOf(T, *Shared));
   // A known clean node, distinct or uniqued, maps to itself (what cloning
   // would make of it, as nothing under it changes), so that the mapper
   // does not walk it either.

@@ -246,7 +246,9 @@ extern "C" {
         copy_module_asm: c_int,
         shared: *mut c_void,
     ) -> llvm_sys::prelude::LLVMModuleRef;
-    fn repocc_shared_types_new() -> *mut c_void;
+    fn repocc_shared_types_new(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_void;
+    fn repocc_stubs_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> c_int;
+    fn repocc_retain_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
     fn repocc_shared_types_free(shared: *mut c_void);
     fn repocc_run_pipeline(
         module: llvm_sys::prelude::LLVMModuleRef,
@@ -305,13 +307,36 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
 /// `RepoccSharedTypes`), so that each fragment's extraction and rebase walk
 /// only what is its own. Made per unit, used in its context only (the
 /// thread that extracts), dropped before the context.
+///
+/// In a C unit with full debug info, fragments hold the unit's file-scope
+/// structs, unions and enums as stubs (tag, name, size, identifier), and
+/// the glue holds them whole (see [`retain_unit_types`]).
 pub struct SharedTypes(*mut c_void);
 
-impl Default for SharedTypes {
-    fn default() -> Self {
-        // SAFETY: the shim allocates an empty set; freed once, in `drop`.
-        SharedTypes(unsafe { repocc_shared_types_new() })
+impl SharedTypes {
+    pub fn new(module: &inkwell::module::Module) -> Self {
+        // SAFETY: the shim reads the module's compile units and allocates
+        // an empty set; freed once, in `drop`.
+        SharedTypes(unsafe { repocc_shared_types_new(module.as_mut_ptr()) })
     }
+}
+
+/// Whether the unit's fragments hold stubs of its types (see
+/// [`SharedTypes`]): every compile unit is C with full debug info.
+pub fn stubs_unit_types(module: &inkwell::module::Module) -> bool {
+    // SAFETY: reads the module's compile units only.
+    unsafe { repocc_stubs_unit_types(module.as_mut_ptr()) != 0 }
+}
+
+/// Where fragments hold stubs of the unit's types, makes its compile units
+/// retain every file-scope struct, union and enum the definitions reach,
+/// so that the glue holds each whole. Run before pruning: the list must
+/// not depend on what the repository holds. Returns how many were added.
+pub fn retain_unit_types(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive and not being iterated; the shim replaces
+    // the retained-types list of the module's own compile units (distinct
+    // nodes of this module) and reads everything else.
+    unsafe { repocc_retain_unit_types(module.as_mut_ptr()) }
 }
 
 impl Drop for SharedTypes {

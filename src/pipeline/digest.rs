@@ -2304,11 +2304,15 @@ mod tests {
                 ))
                 .unwrap();
             crate::llvm_shim::identify_debug_types(&module);
-            let shared = crate::llvm_shim::SharedTypes::default();
+            let shared = crate::llvm_shim::SharedTypes::new(&module);
             for name in ["first", "second", "third"] {
-                let alone = crate::llvm_shim::extract_definitions(&module, &[name], false, None)
-                    .print_to_string()
-                    .to_string();
+                // What a fragment's extraction learns spares the next one
+                // work, never changes it: as extracted first.
+                let fresh = crate::llvm_shim::SharedTypes::new(&module);
+                let alone =
+                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&fresh))
+                        .print_to_string()
+                        .to_string();
                 let after =
                     crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
                 assert!(after.verify().is_ok(), "{name}: {:?}", after.verify());
@@ -2318,6 +2322,77 @@ mod tests {
                     "{name} {flags:?}"
                 );
             }
+        }
+    }
+
+    /// In a C unit, a fragment holds the structs it uses as stubs (name,
+    /// size and identifier: the same type unit signature), and the unit's
+    /// compile unit retains every struct its definitions reach, for the
+    /// glue to hold whole; C++ types stay whole in every fragment.
+    #[test]
+    fn c_fragments_hold_stubs_of_the_types_the_unit_retains() {
+        let src = "struct point { int x, y; };\nstruct box { struct point lo, hi; };\n\
+                   enum side { LEFT, RIGHT };\n\
+                   int area(struct box *b) { return (b->hi.x - b->lo.x) * (b->hi.y - b->lo.y); }\n\
+                   int pick(struct point *p, enum side s) { return s == LEFT ? p->x : p->y; }\n";
+        use inkwell::context::Context;
+        use inkwell::memory_buffer::MemoryBuffer;
+        fn parse<'c>(context: &'c Context, ir: &str) -> inkwell::module::Module<'c> {
+            context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    ir.as_bytes(),
+                    "t",
+                ))
+                .unwrap()
+        }
+        for flags in [&["-g", "-O0"][..], &["-g", "-O2"]] {
+            let context = Context::create();
+            let module = parse(&context, &ir_of(src, flags));
+            assert!(crate::llvm_shim::stubs_unit_types(&module));
+            assert_eq!(crate::llvm_shim::retain_unit_types(&module), 3, "{flags:?}");
+            // Retained once.
+            assert_eq!(crate::llvm_shim::retain_unit_types(&module), 0, "{flags:?}");
+            crate::llvm_shim::identify_debug_types(&module);
+            let unit = module.print_to_string().to_string();
+            let retained = unit
+                .lines()
+                .find(|l| l.contains("distinct !DICompileUnit("))
+                .and_then(|l| l.split("retainedTypes: ").nth(1))
+                .expect("retained types");
+            assert!(retained.starts_with('!'), "{retained}");
+            let shared = crate::llvm_shim::SharedTypes::new(&module);
+            for name in ["area", "pick"] {
+                let f =
+                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+                assert!(f.verify().is_ok(), "{name}: {:?}", f.verify());
+                let text = f.print_to_string().to_string();
+                assert!(!text.contains("DW_TAG_member"), "{name} {flags:?}: {text}");
+                assert!(!text.contains("DIEnumerator"), "{name} {flags:?}: {text}");
+                let stubs: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains("!DICompositeType(tag: DW_TAG_"))
+                    .collect();
+                assert!(!stubs.is_empty(), "{name}: {text}");
+                for stub in stubs {
+                    assert!(
+                        stub.contains("identifier: ") && stub.contains("size: "),
+                        "{stub}"
+                    );
+                    // The unit holds the same identifier whole.
+                    let id = stub.split("identifier: ").nth(1).unwrap();
+                    let id = &id[..id.find(')').unwrap_or(id.len())];
+                    let whole = unit
+                        .lines()
+                        .find(|l| l.contains(id) && l.contains("elements: "));
+                    assert!(whole.is_some(), "{id} not whole in the unit");
+                }
+            }
+            // C++: nothing retained, nothing stubbed.
+            let mut cxx_flags = flags.to_vec();
+            cxx_flags.extend(["-x", "c++"]);
+            let cxx = parse(&context, &ir_of(src, &cxx_flags));
+            assert!(!crate::llvm_shim::stubs_unit_types(&cxx));
+            assert_eq!(crate::llvm_shim::retain_unit_types(&cxx), 0);
         }
     }
 

@@ -315,6 +315,12 @@ fn repository_stages(
         ..UnitReport::default()
     };
     let t = Instant::now();
+    // Before pruning, so that the glue holds the same types whatever the
+    // repository holds (see `llvm_shim::SharedTypes`).
+    let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
+    if stubbed_types {
+        crate::llvm_shim::retain_unit_types(&unit.module);
+    }
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
@@ -480,6 +486,9 @@ fn repository_stages(
         .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
         .collect::<Result<_>>()?;
     let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
+    if stubbed_types {
+        every_type_unit_whole(&objects, &unit.source_name)?;
+    }
     compose::compose_fragments(
         &objects,
         &unit.originally_local,
@@ -529,6 +538,31 @@ fn repository_stages(
     times.store = t.elapsed();
     report.times = times;
     Ok(report)
+}
+
+/// Fragments hold their unit's types as stubs, and the glue (the first
+/// part) holds them whole, so that the composer keeps the glue's type
+/// units: a stub's type unit the glue lacks would be kept instead, and a
+/// debugger would see an empty struct. Never expected (the glue retains
+/// every type the unit's definitions reach); checked all the same.
+fn every_type_unit_whole(objects: &[&[u8]], source_name: &str) -> Result<()> {
+    let groups = |o: &[u8]| {
+        relocatable::debug_type_groups(o)
+            .ok_or_else(|| anyhow::anyhow!("{source_name}: a fragment's object cannot be read"))
+    };
+    let Some((glue, fragments)) = objects.split_first() else {
+        return Ok(());
+    };
+    let whole: std::collections::HashSet<Vec<u8>> = groups(glue)?.into_iter().collect();
+    for object in fragments {
+        if let Some(missing) = groups(object)?.into_iter().find(|g| !whole.contains(g)) {
+            anyhow::bail!(
+                "{source_name}: type unit {} is not in the unit's glue",
+                String::from_utf8_lossy(&missing)
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What placing a fragment's relative lines needs of its unit (see

@@ -256,6 +256,31 @@ fn merge_visibility(a: u8, b: u8) -> u8 {
 
 /// Combines `objects` into one relocatable object with the symbols named
 /// in `locals` (where defined) local. `None`: not a case handled here.
+/// The signatures of the COMDAT groups of debug info (type units: a
+/// `.debug_info` or `.debug_types` member) an object has; `None` when it
+/// is not an object this module reads.
+pub fn debug_type_groups(object: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let input = parse(object)?;
+    let mut out = Vec::new();
+    for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
+        let words = slice(input.data, s.offset, s.size)?;
+        if u32_at(words, 0)? & GRP_COMDAT == 0 {
+            continue;
+        }
+        let mut debug = false;
+        for w in words.chunks_exact(4).skip(1) {
+            let member = input.shdrs.get(u32_at(w, 0)? as usize)?;
+            let name = c_str(input.shstrtab, member.name)?;
+            debug |= name == b".debug_info" || name == b".debug_types";
+        }
+        if debug {
+            let sym = input.syms.get(s.info as usize)?;
+            out.push(c_str(input.strtab, sym.name)?.to_vec());
+        }
+    }
+    Some(out)
+}
+
 pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Option<Vec<u8>> {
     let inputs: Vec<Input> = objects.iter().map(|o| parse(o)).collect::<Option<_>>()?;
     let first = inputs.first()?;

@@ -271,7 +271,7 @@ pub fn emit_groups(
     let mut done: Vec<Option<Fragment>> = plan.iter().map(|_| None).collect();
     // With debug info, what one fragment's extraction learns of the unit's
     // types spares the next one the walk (see `llvm_shim::SharedTypes`).
-    let shared = debug_info.then(llvm_shim::SharedTypes::default);
+    let shared = debug_info.then(|| llvm_shim::SharedTypes::new(&unit.module));
     // Not with debug info: a fragment's compile unit must be its own to be
     // trimmed (see `llvm_shim::trim_debug_units`).
     if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
