@@ -351,9 +351,22 @@ DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
 
 } // namespace
 
+// With stubs, every type a fragment can reach is one its unit retains
+// (`repocc_retain_unit_types`) or lists as an enum: their stubs are made
+// once, here, for every fragment's mapping.
 extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
   auto *Shared = new RepoccSharedTypes;
-  Shared->Stub = stubsUnitTypes(*unwrap(module));
+  Module &M = *unwrap(module);
+  Shared->Stub = stubsUnitTypes(M);
+  if (Shared->Stub)
+    for (DICompileUnit *CU : M.debug_compile_units()) {
+      for (auto *T : CU->getRetainedTypes())
+        if (stubbable(T))
+          stubOf(cast<DICompositeType>(T), *Shared);
+      for (auto *T : CU->getEnumTypes())
+        if (stubbable(T))
+          stubOf(T, *Shared);
+    }
   return Shared;
 }
 
@@ -433,22 +446,25 @@ namespace {
 // module, without the copies.
 void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
                            RepoccSharedTypes *Shared) {
+  if (Shared && Shared->Stub) {
+    // Stubs cut every type graph at its structs: what is left to copy is
+    // small, and not worth a walk. Each of the unit's types maps to its
+    // stub (a type outside the list is copied whole, and composing then
+    // finds its type unit missing from the glue and declines).
+    for (auto [T, Stub] : Shared->Stubs)
+      VMap.MD().try_emplace(T).first->second.reset(Stub);
+    return;
+  }
   SmallPtrSet<const Metadata *, 32> Seen;
   SmallVector<const Metadata *, 64> Reached;
   SmallVector<const Metadata *, 32> Stack;
   // Nodes an earlier fragment of the unit found to reach nothing mapped
   // elsewhere: not walked again.
   SmallVector<const Metadata *, 32> KnownClean;
-  // Types the fragment holds as stubs (see RepoccSharedTypes): not walked,
-  // mapped to the stub, and so everything reaching them is copied.
-  SmallVector<const DICompositeType *, 32> Stubbed;
-  bool Stub = Shared && Shared->Stub;
   auto visit = [&](const Metadata *MD) {
     if (!MD || !Seen.insert(MD).second)
       return;
-    if (Stub && stubbable(MD))
-      Stubbed.push_back(cast<DICompositeType>(MD));
-    else if (Shared && Shared->Clean.count(MD))
+    if (Shared && Shared->Clean.count(MD))
       KnownClean.push_back(MD);
     else
       Stack.push_back(MD);
@@ -483,9 +499,6 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
     if (Elsewhere && Mapped.insert(MD).second)
       Work.push_back(MD);
   }
-  for (const DICompositeType *T : Stubbed)
-    if (Mapped.insert(T).second)
-      Work.push_back(T);
   while (!Work.empty()) {
     const Metadata *MD = Work.pop_back_val();
     auto It = Users.find(MD);
@@ -504,8 +517,6 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
   for (const Metadata *MD : Reached)
     if (auto *T = dyn_cast<DIType>(MD); T && T->isDistinct() && !Mapped.count(T))
       toSelf(T);
-  for (const DICompositeType *T : Stubbed)
-    VMap.MD().try_emplace(T).first->second.reset(stubOf(T, *Shared));
   // A known clean node, distinct or uniqued, maps to itself (what cloning
   // would make of it, as nothing under it changes), so that the mapper
   // does not walk it either.
