@@ -301,6 +301,7 @@ pub fn emit_groups(
         &items,
         relative_lines,
         shared.as_ref(),
+        debug_info,
     )?;
     for (i, f) in rest.into_iter().zip(compiled) {
         done[i] = Some(f);
@@ -398,6 +399,14 @@ fn emit_in_unit(
 
 /// Fragments extracted one module each and compiled by `jobs` workers,
 /// each in an LLVM context of its own (DESIGN.md: modules are not `Send`).
+/// Extraction is the unit's (its context is this thread's), so this thread
+/// extracts each fragment in turn and hands it over as bitcode to `jobs - 1`
+/// worker threads, as soon as it is extracted; while they are all busy and
+/// one is already waiting, it compiles the next fragment itself, in the
+/// unit's context (see [`emit_in_unit`]), rather than wait. With one job,
+/// one worker and no help (what the unit's context may compile was
+/// compiled there already).
+#[allow(clippy::too_many_arguments)]
 fn emit_in_workers(
     unit: &Unit,
     settings: &CodegenSettings,
@@ -406,36 +415,92 @@ fn emit_in_workers(
     items: &[&(Vec<String>, bool)],
     relative_lines: bool,
     shared: Option<&llvm_shim::SharedTypes>,
+    debug_info: bool,
 ) -> Result<Vec<Fragment>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
     if items.is_empty() {
         return Ok(Vec::new());
     }
-    let bitcodes: Vec<Vec<u8>> = items
-        .iter()
-        .map(|(members, glue)| {
-            extract(unit, members, *glue, shared)
+    let helps = jobs > 1;
+    let workers = if helps { jobs - 1 } else { 1 }.min(items.len());
+    let results: Vec<Mutex<Option<Result<Fragment>>>> =
+        items.iter().map(|_| Mutex::new(None)).collect();
+    let set = |i: usize, r: Result<Fragment>| {
+        if let Ok(mut slot) = results[i].lock() {
+            *slot = Some(r);
+        }
+    };
+    // Handed over and not yet taken by a worker.
+    let waiting = AtomicUsize::new(0);
+    let (sender, receiver) = std::sync::mpsc::channel::<(usize, Vec<u8>)>();
+    let receiver = Mutex::new(receiver);
+    std::thread::scope(|scope| {
+        // Owned here, so that any early return drops it and stops the
+        // workers before the scope waits for them.
+        let sender = sender;
+        for _ in 0..workers {
+            std::thread::Builder::new()
+                .stack_size(16 << 20)
+                .spawn_scoped(scope, || loop {
+                    let next = match receiver.lock() {
+                        Ok(r) => r.recv(),
+                        Err(_) => break,
+                    };
+                    let Ok((i, bc)) = next else { break };
+                    waiting.fetch_sub(1, Ordering::Relaxed);
+                    let (members, glue) = items[i];
+                    let what = members.join(",");
+                    // With relative lines (see `digest::Lines`), the fragment
+                    // is compiled with its own file's lines rebased on its
+                    // leader's.
+                    let leader = members.first().filter(|_| relative_lines && !*glue);
+                    let fragment = FragmentModule {
+                        glue: *glue,
+                        rebase_on: leader.map(String::as_str),
+                    };
+                    let r = compile_bitcode(&bc, &what, target, settings, Some(fragment)).map(
+                        |(object, references, inlined)| {
+                            Fragment::compiled(members, *glue, object, references, inlined)
+                        },
+                    );
+                    set(i, r);
+                })
+                .map_err(|e| anyhow!("starting a code generation worker: {e}"))?;
+        }
+        for (i, item) in items.iter().enumerate() {
+            let (members, glue) = *item;
+            let in_unit = helps
+                && waiting.load(Ordering::Relaxed) >= workers
+                && !(debug_info && (*glue || takes_block_addresses(unit, members)));
+            if in_unit {
+                if let Some(f) = emit_in_unit(unit, item, debug_info, relative_lines, shared)? {
+                    set(i, Ok(f));
+                    continue;
+                }
+            }
+            let bc = extract(unit, members, *glue, shared)
                 .write_bitcode_to_memory()
                 .as_slice()
-                .to_vec()
+                .to_vec();
+            waiting.fetch_add(1, Ordering::Relaxed);
+            if sender.send((i, bc)).is_err() {
+                break;
+            }
+        }
+        // No more work: the workers stop once the queue is empty.
+        drop(sender);
+        Ok::<(), anyhow::Error>(())
+    })?;
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err(anyhow!("a code generation worker failed")))
         })
-        .collect();
-    type Work<'a> = (&'a (Vec<String>, bool), Vec<u8>);
-    let work: Vec<Work> = items.iter().copied().zip(bitcodes).collect();
-    run_workers(&work, jobs, |((members, glue), bc)| {
-        let what = members.join(",");
-        // With relative lines (see `digest::Lines`), the fragment is
-        // compiled with its own file's lines rebased on its leader's.
-        let leader = members.first().filter(|_| relative_lines && !*glue);
-        let fragment = FragmentModule {
-            glue: *glue,
-            rebase_on: leader.map(String::as_str),
-        };
-        let (object, references, inlined) =
-            compile_bitcode(bc, &what, target, settings, Some(fragment))?;
-        Ok(Fragment::compiled(
-            members, *glue, object, references, inlined,
-        ))
-    })
+        .collect()
 }
 
 /// How a module compiled by [`compile_bitcode`] is a fragment's.
