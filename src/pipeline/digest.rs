@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 5;
+pub const DIGEST_FORMAT_VERSION: u32 = 6;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -260,6 +260,13 @@ struct Canonicalizer<'a> {
     /// With relative lines: the unit's source file node and its anchor;
     /// file-level nodes of that file have their lines relative to it.
     unit_anchor: Option<(HashSet<&'a str>, u64)>,
+    /// Whether fragments hold the unit's file-scope types as stubs
+    /// ([`stubs_unit_types`]).
+    stubs: bool,
+    /// Inside such a type (depth): no node's lines count (`LineKind::Stub`);
+    /// texts so made are memoized apart.
+    lineless: usize,
+    md_memo_lineless: HashMap<&'a str, String>,
 }
 
 /// Where the definition being digested is (see `Canonicalizer::own`).
@@ -301,6 +308,9 @@ impl<'a> Canonicalizer<'a> {
             depends_on_own: false,
             memos: LineMemos::default(),
             unit_anchor: None,
+            stubs: stubs_unit_types(p),
+            lineless: 0,
+            md_memo_lineless: HashMap::new(),
         }
     }
 
@@ -331,12 +341,18 @@ impl<'a> Canonicalizer<'a> {
     }
 
     fn md_text(&mut self, id: &'a str) -> String {
-        if let Some(t) = self.md_memo.get(id) {
-            return t.clone();
-        }
-        if let Some(t) = self.md_memo_own.get(id) {
-            self.depends_on_own = true;
-            return t.clone();
+        if self.lineless > 0 {
+            if let Some(t) = self.md_memo_lineless.get(id) {
+                return t.clone();
+            }
+        } else {
+            if let Some(t) = self.md_memo.get(id) {
+                return t.clone();
+            }
+            if let Some(t) = self.md_memo_own.get(id) {
+                self.depends_on_own = true;
+                return t.clone();
+            }
         }
         if let Some(depth) = self.md_stack.iter().rposition(|s| *s == id) {
             return format!("!cycle{}", self.md_stack.len() - depth);
@@ -348,6 +364,9 @@ impl<'a> Canonicalizer<'a> {
             return format!("!coarse{}", blake3::hash(body.as_bytes()).to_hex());
         }
         self.budget = self.budget.saturating_sub(body.len());
+        // A type fragments hold as a stub, and all its content: no lines.
+        let lineless = self.lineless > 0 || (self.stubs && stubbed_type(self.p, body));
+        self.lineless += usize::from(lineless);
         self.md_stack.push(id);
         let before = self.md_stack.len();
         let outer = std::mem::replace(&mut self.depends_on_own, false);
@@ -356,7 +375,11 @@ impl<'a> Canonicalizer<'a> {
         self.canonical_into_md(body, &mut out, &mut cyclic);
         // Most nodes have no line (types without one, expressions, tuples,
         // files): nothing to make relative, no walk up their scopes.
-        let kind = if body.contains("ine: ") {
+        let kind = if !body.contains("ine: ") {
+            LineKind::Absolute
+        } else if lineless {
+            LineKind::Stub
+        } else {
             line_kind(
                 self.p,
                 id,
@@ -364,10 +387,11 @@ impl<'a> Canonicalizer<'a> {
                 self.unit_anchor.as_ref(),
                 &mut self.memos,
             )
-        } else {
-            LineKind::Absolute
         };
         match kind {
+            LineKind::Stub => {
+                out = map_line_fields(&out, &|_| "S".to_string());
+            }
             LineKind::Inlined(_, line) => {
                 // Relative to the definition it is inlined from; depends
                 // on which definition is being digested (its own nodes
@@ -391,7 +415,15 @@ impl<'a> Canonicalizer<'a> {
         debug_assert_eq!(before - 1, self.md_stack.len());
         let h = format!("!M{}", &blake3::hash(out.as_bytes()).to_hex()[..32]);
         let dependent = self.depends_on_own;
-        if !cyclic {
+        if lineless {
+            self.lineless -= 1;
+            if !cyclic {
+                self.md_memo_lineless.insert(id, h.clone());
+            }
+        }
+        // Lineless, a node's text is the same in either mode when it is a
+        // stub's own (entered from outside); not otherwise.
+        if !cyclic && (!lineless || self.lineless == 0) {
             if dependent {
                 self.md_memo_own.insert(id, h.clone());
             } else {
@@ -811,7 +843,66 @@ enum LineKind<'a> {
     /// Relative to the line of another definition inlined into the one
     /// being digested (it belongs to that one): its subprogram and line.
     Inlined(&'a str, u64),
+    /// In no fragment: a file-scope type that fragments hold as a stub,
+    /// without lines, or anything reached through one (members, nested
+    /// types, their typedefs); the glue, compiled every time, holds it
+    /// whole.
+    Stub,
     Absolute,
+}
+
+/// Whether fragments hold the unit's file-scope structs, unions and enums
+/// as stubs: every compile unit is C with full debug info. The shim's
+/// `stubsUnitTypes` decides the same from the module.
+fn stubs_unit_types(p: &Parsed) -> bool {
+    let mut units = p
+        .metadata
+        .values()
+        .filter(|b| {
+            b.strip_prefix("distinct ")
+                .unwrap_or(b)
+                .starts_with("!DICompileUnit(")
+        })
+        .peekable();
+    units.peek().is_some()
+        && units.all(|b| {
+            md_field(b, "emissionKind") == Some("FullDebug")
+                && matches!(
+                    md_field(b, "language"),
+                    Some(
+                        "DW_LANG_C" | "DW_LANG_C89" | "DW_LANG_C99" | "DW_LANG_C11" | "DW_LANG_C17"
+                    )
+                )
+        })
+}
+
+/// A type fragments hold as a stub (see `LineKind::Stub`): a complete
+/// file-scope struct, union or enum (the shim's `stubbable`, which sees
+/// the identifier this digest precedes).
+fn stubbed_type(p: &Parsed, body: &str) -> bool {
+    let kind = body.strip_prefix("distinct ").unwrap_or(body);
+    let tagged = [
+        "!DICompositeType(tag: DW_TAG_structure_type,",
+        "!DICompositeType(tag: DW_TAG_union_type,",
+        "!DICompositeType(tag: DW_TAG_enumeration_type,",
+    ]
+    .iter()
+    .any(|k| kind.starts_with(k));
+    if !tagged
+        || md_field(body, "flags").is_some_and(|f| f.contains("DIFlagFwdDecl"))
+        || md_field(body, "identifier").is_some()
+    {
+        return false;
+    }
+    match md_field(body, "scope") {
+        None => true,
+        Some(_) => md_reference(p, body, "scope")
+            .and_then(|s| p.metadata.get(s))
+            .is_some_and(|scope| {
+                let scope = scope.strip_prefix("distinct ").unwrap_or(scope);
+                scope.starts_with("!DIFile(") || scope.starts_with("!DICompileUnit(")
+            }),
+    }
 }
 
 fn line_kind<'a>(
@@ -2011,7 +2102,8 @@ mod tests {
         assert_ne!(fin(&d, "user"), fin(&f, "user"));
         // Types of the file are placed relative to the unit's anchor, not
         // to each function: a line added in one function moves no type
-        // another one refers to, while one added inside a struct does.
+        // another one refers to. One added inside a struct moves only what
+        // fragments hold as a stub, without lines (the glue holds it).
         let types = "struct pt {\n  int x;\n  int y;\n};\n\
                      int first(struct pt *p) {\n  return p->x;\n}\n\
                      int second(struct pt *p) {\n  return p->y;\n}\n";
@@ -2023,7 +2115,7 @@ mod tests {
         assert_ne!(fin(&t, "first"), fin(&u, "first"));
         assert_eq!(fin(&t, "second"), fin(&u, "second"));
         let v = with_lines(&types.replace("  int y;", "\n  int y;"), Lines::Relative);
-        assert_ne!(fin(&t, "second"), fin(&v, "second"));
+        assert_eq!(fin(&t, "second"), fin(&v, "second"));
     }
 
     #[test]
@@ -2421,6 +2513,56 @@ mod tests {
         // Both moved: nothing changed for `f`.
         let c = digests(&format!("\n\n{src}"));
         assert_eq!(fin(&a, "f"), fin(&c, "f"));
+    }
+
+    /// Fragments of a C unit hold its structs as stubs, without lines (the
+    /// glue holds them whole): a struct that moves against the anchor, or
+    /// a member that moves in it, changes no digest of its users; a
+    /// typedef, which fragments hold whole, still does; and in C++, where
+    /// types stay whole, the struct's line still counts.
+    #[test]
+    fn lines_of_types_held_as_stubs_leave_the_digests() {
+        let src = "struct first { int a; };\n\
+                   struct point {\n  int x;\n  union {\n    int y;\n    float f;\n  };\n};\n\
+                   typedef struct point point_t;\n\
+                   int get(struct point *p) { return p->y; }\n\
+                   int get_t(point_t *p) { return p->x; }\n\
+                   int use_first(struct first *f) { return f->a; }\n";
+        let digests = |src: &str, extra: &[&str]| {
+            let mut flags = vec!["-g", "-O0"];
+            flags.extend(extra);
+            let ir: String = ir_of(src, &flags)
+                .lines()
+                .map(|l| match l.find(", checksumkind: ") {
+                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
+        };
+        let a = digests(src, &[]);
+        // The struct moves against the anchor (`first`), and so do `get`
+        // and the typedef.
+        let moved = src.replace("struct point {", "\nstruct point {");
+        let b = digests(&moved, &[]);
+        assert_eq!(fin(&a, "get"), fin(&b, "get"));
+        assert_ne!(fin(&a, "get_t"), fin(&b, "get_t"));
+        // A member moves within the struct's anonymous union (a type of
+        // its own, reached through the stub).
+        let member = src.replace("    int y;", "\n    int y;");
+        let c = digests(&member, &[]);
+        assert_eq!(fin(&a, "get"), fin(&c, "get"));
+        // Its content still counts.
+        let changed = src.replace("    int y;", "    long y;");
+        assert_ne!(fin(&a, "get"), fin(&digests(&changed, &[]), "get"));
+        // C++: the struct is whole in the fragment.
+        let cxx = |src: &str| {
+            digests(
+                &src.replace("int get(", "extern \"C\" int get("),
+                &["-x", "c++"],
+            )
+        };
+        assert_ne!(fin(&cxx(src), "get"), fin(&cxx(&moved), "get"));
     }
 
     #[test]

@@ -24,6 +24,14 @@ use super::canonical::Unit;
 use crate::llvm_shim;
 use crate::pipeline::settings::{CodegenSettings, OptLevel};
 
+static DEBUG_TYPE_UNITS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether code generation emits debug types with identifiers as type
+/// units (see [`configure_llvm`]).
+pub fn debug_type_units() -> bool {
+    DEBUG_TYPE_UNITS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// LLVM options the pipeline needs; must be set before any unit is
 /// compiled. `repository`: repository mode, where merged duplicates stay
 /// thunks (otherwise they become aliases where allowed). `debug_types`:
@@ -31,6 +39,7 @@ use crate::pipeline::settings::{CodegenSettings, OptLevel};
 /// object instead of one per fragment; see `llvm_shim::
 /// identify_debug_types`).
 pub fn configure_llvm(repository: bool, debug_types: bool) {
+    DEBUG_TYPE_UNITS.store(debug_types, std::sync::atomic::Ordering::Relaxed);
     let mut options = Vec::new();
     if !repository {
         options.push("-mergefunc-use-aliases");

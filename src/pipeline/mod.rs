@@ -319,6 +319,14 @@ fn repository_stages(
     // repository holds (see `llvm_shim::SharedTypes`).
     let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
     if stubbed_types {
+        // A stub emitted inside a fragment's own compile unit (no type
+        // units) would be the type a debugger sees.
+        if !merge::debug_type_units() {
+            anyhow::bail!(
+                "{}: debug types are not emitted as type units",
+                unit.source_name
+            );
+        }
         crate::llvm_shim::retain_unit_types(&unit.module);
     }
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
