@@ -712,6 +712,41 @@ fn digest_report(source: &str, d: &digest::ModuleDigests) -> String {
 }
 
 #[cfg(test)]
+mod tests {
+    use super::relocatable::tests::compile;
+
+    /// Composing declines when a fragment has a type unit the glue (the
+    /// first object) lacks: that type unit would be a stub.
+    #[test]
+    fn a_type_unit_missing_from_the_glue_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let flags = ["-g", "-fdebug-types-section"];
+        // C++: clang gives its types identifiers, so they are type units.
+        let with_type = compile(
+            d,
+            "a.cc",
+            "struct shared { int a; double b; };\nint first(shared *s) { return s->a; }\n",
+            &flags,
+        );
+        let without = compile(d, "b.cc", "int second(int x) { return x + 1; }\n", &flags);
+        let groups = super::relocatable::debug_type_groups(&with_type).unwrap();
+        assert_eq!(groups.len(), 1, "{groups:?}");
+        assert!(super::relocatable::debug_type_groups(&without)
+            .unwrap()
+            .is_empty());
+        assert!(super::every_type_unit_whole(&[&with_type, &with_type, &without], "t.c").is_ok());
+        let refused = super::every_type_unit_whole(&[&without, &with_type], "t.c");
+        assert!(
+            refused
+                .as_ref()
+                .is_err_and(|e| e.to_string().contains("not in the unit's glue")),
+            "{refused:?}"
+        );
+    }
+}
+
+#[cfg(test)]
 mod split_measurement {
     //! A measurement, not a test (ignored by default): the cost of code
     //! generation per definition against one emission for the whole module.
