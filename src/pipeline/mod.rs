@@ -495,6 +495,17 @@ fn repository_stages(
         .collect::<Result<_>>()?;
     let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
     if stubbed_types {
+        // The glue is the first part, when there is one.
+        let glue_first = matches!(
+            assemble::parts(&assembly.slots, &included).first(),
+            Some(assemble::Part::Emitted(e)) if emitted[*e].glue && !emitted[*e].object.is_empty()
+        );
+        if !glue_first {
+            anyhow::bail!(
+                "{}: no glue to hold the unit's debug types",
+                unit.source_name
+            );
+        }
         every_type_unit_whole(&objects, &unit.source_name)?;
     }
     compose::compose_fragments(
