@@ -442,29 +442,45 @@ fn emit_in_workers(
         for _ in 0..workers {
             std::thread::Builder::new()
                 .stack_size(16 << 20)
-                .spawn_scoped(scope, || loop {
-                    let next = match receiver.lock() {
-                        Ok(r) => r.recv(),
-                        Err(_) => break,
-                    };
-                    let Ok((i, bc)) = next else { break };
-                    waiting.fetch_sub(1, Ordering::Relaxed);
-                    let (members, glue) = items[i];
-                    let what = members.join(",");
-                    // With relative lines (see `digest::Lines`), the fragment
-                    // is compiled with its own file's lines rebased on its
-                    // leader's.
-                    let leader = members.first().filter(|_| relative_lines && !*glue);
-                    let fragment = FragmentModule {
-                        glue: *glue,
-                        rebase_on: leader.map(String::as_str),
-                    };
-                    let r = compile_bitcode(&bc, &what, target, settings, Some(fragment)).map(
-                        |(object, references, inlined)| {
-                            Fragment::compiled(members, *glue, object, references, inlined)
-                        },
-                    );
-                    set(i, r);
+                .spawn_scoped(scope, || {
+                    // One target machine per worker, made when first needed.
+                    let mut machine = None;
+                    loop {
+                        let next = match receiver.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => break,
+                        };
+                        let Ok((i, bc)) = next else { break };
+                        waiting.fetch_sub(1, Ordering::Relaxed);
+                        let (members, glue) = items[i];
+                        let what = members.join(",");
+                        // With relative lines (see `digest::Lines`), the fragment
+                        // is compiled with its own file's lines rebased on its
+                        // leader's.
+                        let leader = members.first().filter(|_| relative_lines && !*glue);
+                        let fragment = FragmentModule {
+                            glue: *glue,
+                            rebase_on: leader.map(String::as_str),
+                        };
+                        if machine.is_none() {
+                            match target.machine(settings) {
+                                Ok(m) => machine = Some(m),
+                                Err(e) => {
+                                    set(i, Err(e));
+                                    continue;
+                                }
+                            }
+                        }
+                        let Some(machine) = machine.as_ref() else {
+                            continue;
+                        };
+                        let r = compile_bitcode(&bc, &what, machine, Some(fragment)).map(
+                            |(object, references, inlined)| {
+                                Fragment::compiled(members, *glue, object, references, inlined)
+                            },
+                        );
+                        set(i, r);
+                    }
                 })
                 .map_err(|e| anyhow!("starting a code generation worker: {e}"))?;
         }
@@ -519,8 +535,7 @@ struct FragmentModule<'a> {
 fn compile_bitcode(
     bc: &[u8],
     what: &str,
-    target: &TargetSpec,
-    settings: &CodegenSettings,
+    machine: &inkwell::targets::TargetMachine,
     fragment: Option<FragmentModule>,
 ) -> Result<(Vec<u8>, Vec<String>, Vec<String>)> {
     llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
@@ -536,8 +551,7 @@ fn compile_bitcode(
             llvm_shim::trim_debug_units(&module, fragment.glue);
         }
         let references = references_of(&module);
-        let object = target
-            .machine(settings)?
+        let object = machine
             .write_to_memory_buffer(&module, FileType::Object)
             .map_err(|e| anyhow!("generating code for {what}: {e}"))?;
         if let Some(d) = sink.first() {
@@ -726,7 +740,8 @@ fn emit_carved(
             })
             .collect();
         run_workers(&bitcodes, jobs, |bc| {
-            compile_bitcode(bc, "the unit's new fragments", target, &sectioned, None)
+            let machine = target.machine(&sectioned)?;
+            compile_bitcode(bc, "the unit's new fragments", &machine, None)
                 .map(|(object, _, _)| object)
         })?
     };
