@@ -325,15 +325,31 @@ bool stubsUnitTypes(const Module &M) {
   return Any;
 }
 
-// A type a fragment holds as a stub: a complete composite type that gets a
-// type unit of its own (an identifier; file scope, as every identified C
-// type is).
-bool stubbable(const Metadata *MD) {
-  auto *T = dyn_cast<DICompositeType>(MD);
-  if (!T || !T->getRawIdentifier() || T->isForwardDecl())
+// A complete struct, union or enum declared at file scope: what
+// `repocc_identify_debug_types` gives an identifier in C, and so a type
+// unit of its own.
+bool fileScopeRecord(const DICompositeType *T) {
+  if (T->isForwardDecl())
     return false;
+  switch (T->getTag()) {
+  case dwarf::DW_TAG_structure_type:
+  case dwarf::DW_TAG_union_type:
+  case dwarf::DW_TAG_enumeration_type:
+    break;
+  default:
+    return false;
+  }
+  // Types declared in a function stay in the function's unit (LLVM does
+  // not put them in type units).
   const Metadata *Scope = T->getRawScope();
   return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
+}
+
+// A type a fragment holds as a stub: a file-scope record with its
+// identifier (set by `repocc_identify_debug_types`).
+bool stubbable(const Metadata *MD) {
+  auto *T = dyn_cast<DICompositeType>(MD);
+  return T && T->getRawIdentifier() && fileScopeRecord(T);
 }
 
 DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
@@ -396,13 +412,7 @@ extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
       auto *N = dyn_cast<MDNode>(MD);
       if (!N || isa<DICompileUnit>(N))
         continue;
-      if (auto *T = dyn_cast<DICompositeType>(N);
-          T && !T->isForwardDecl() &&
-          (T->getTag() == dwarf::DW_TAG_structure_type ||
-           T->getTag() == dwarf::DW_TAG_union_type ||
-           T->getTag() == dwarf::DW_TAG_enumeration_type) &&
-          (!T->getRawScope() || isa<DIFile>(T->getRawScope()) ||
-           isa<DICompileUnit>(T->getRawScope())))
+      if (auto *T = dyn_cast<DICompositeType>(N); T && fileScopeRecord(T))
         Found.push_back(const_cast<DICompositeType *>(T));
       // Operands in reverse, so that the walk meets them in order.
       for (unsigned I = N->getNumOperands(); I > 0; I--)
@@ -999,20 +1009,7 @@ struct Shallow {
 };
 
 bool identifiable(const DICompositeType *T) {
-  if (T->getRawIdentifier() || T->isForwardDecl())
-    return false;
-  switch (T->getTag()) {
-  case dwarf::DW_TAG_structure_type:
-  case dwarf::DW_TAG_union_type:
-  case dwarf::DW_TAG_enumeration_type:
-    break;
-  default:
-    return false;
-  }
-  // Types declared in a function stay in the function's unit (LLVM does
-  // not put them in type units).
-  const Metadata *Scope = T->getRawScope();
-  return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
+  return !T->getRawIdentifier() && fileScopeRecord(T);
 }
 
 // Drops the `line: N` fields of a printed node. A type's identifier (and

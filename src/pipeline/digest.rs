@@ -1823,6 +1823,21 @@ pub fn edit_impact(d: &ModuleDigests) -> Vec<usize> {
 mod tests {
     use super::*;
 
+    /// A module parsed from IR text in `context`.
+    fn module_of<'c>(
+        context: &'c inkwell::context::Context,
+        text: &str,
+    ) -> inkwell::module::Module<'c> {
+        context
+            .create_module_from_ir(
+                inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+                    text.as_bytes(),
+                    "t",
+                ),
+            )
+            .unwrap()
+    }
+
     fn ir_of(c_source: &str, extra: &[&str]) -> String {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("t.c");
@@ -2166,7 +2181,6 @@ mod tests {
     #[test]
     fn lines_are_rebased_in_memory_as_in_the_text() {
         use inkwell::context::Context;
-        use inkwell::memory_buffer::MemoryBuffer;
         let src = "#line 40 \"other.h\"\n\
             static inline int twice(int v) {\n  return v * 2;\n}\n\
             struct pair { int a;\n  int b; };\n\
@@ -2179,21 +2193,13 @@ mod tests {
             int api(int x) {\n  static int calls;\n  local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
               for (int i = 0; i < x; i++) {\n    int y = twice(i);\n    l.n += y;\n  }\n\
               if (x > 9) goto out;\n  calls++;\n out:\n  return twice(x) + l.p.a + calls + counter;\n}\n";
-        fn parse<'c>(context: &'c Context, text: &str) -> inkwell::module::Module<'c> {
-            context
-                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    text.as_bytes(),
-                    "t",
-                ))
-                .unwrap()
-        }
         for (flags, identified) in [(&["-g"][..], false), (&["-g", "-O0"][..], true)] {
             let mut ir = ir_of(src, flags);
             if identified {
                 // As the pipeline has it: structs with identifiers, whose
                 // members LLVM uniques by name and scope alone.
                 let context = Context::create();
-                let module = parse(&context, &ir);
+                let module = module_of(&context, &ir);
                 crate::llvm_shim::identify_debug_types(&module);
                 ir = module.print_to_string().to_string();
                 assert!(ir.contains("identifier: "));
@@ -2203,11 +2209,13 @@ mod tests {
                     let context = Context::create();
                     let rebased = rebase_relative_lines(&ir, leader).unwrap().unwrap();
                     assert!(rebased.inlined.is_empty(), "{leader}");
-                    let text = parse(&context, &rebased.text).print_to_string().to_string();
+                    let text = module_of(&context, &rebased.text)
+                        .print_to_string()
+                        .to_string();
                     text
                 };
                 let context = Context::create();
-                let module = parse(&context, &ir);
+                let module = module_of(&context, &ir);
                 assert_eq!(
                     crate::llvm_shim::rebase_relative_lines(&module, leader, None),
                     (crate::llvm_shim::Rebased::Done, Vec::new())
@@ -2215,12 +2223,12 @@ mod tests {
                 assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
                 let got = module.print_to_string().to_string();
                 assert_eq!(got, expected, "{leader} {flags:?}");
-                assert_ne!(got, parse(&context, &ir).print_to_string().to_string());
+                assert_ne!(got, module_of(&context, &ir).print_to_string().to_string());
             }
         }
         // No debug info: no position, nothing changes.
         let context = Context::create();
-        let module = parse(&context, &ir_of(src, &[]));
+        let module = module_of(&context, &ir_of(src, &[]));
         assert_eq!(
             crate::llvm_shim::rebase_relative_lines(&module, "api", None),
             (crate::llvm_shim::Rebased::NoPosition, Vec::new())
@@ -2233,7 +2241,6 @@ mod tests {
     #[test]
     fn anchored_lines_are_rebased_in_memory_as_in_the_text() {
         use inkwell::context::Context;
-        use inkwell::memory_buffer::MemoryBuffer;
         let src = "struct pair { int a;\n  int b; };\n\
             struct local;\n\
             struct chain { struct local *next;\n  int depth; };\n\
@@ -2245,18 +2252,10 @@ mod tests {
             int api(int x) {\n  static int calls;\n  struct inner { int q; } in = { x };\n\
               local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
               calls += declared(&l);\n  return twice(x) + l.p.a + calls + counter + in.q;\n}\n";
-        fn parse<'c>(context: &'c Context, text: &str) -> inkwell::module::Module<'c> {
-            context
-                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    text.as_bytes(),
-                    "t",
-                ))
-                .unwrap()
-        }
         let anchor_base = crate::pipeline::debug_lines::ANCHOR_LINE_BASE;
         for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
             let context = Context::create();
-            let module = parse(&context, &ir_of(src, flags));
+            let module = module_of(&context, &ir_of(src, flags));
             crate::llvm_shim::identify_debug_types(&module);
             let ir = module.print_to_string().to_string();
             let (anchor, text) = rebase_anchor_lines(&ir).unwrap();
@@ -2266,7 +2265,9 @@ mod tests {
                 "{text}"
             );
             let text_context = Context::create();
-            let expected = parse(&text_context, &text).print_to_string().to_string();
+            let expected = module_of(&text_context, &text)
+                .print_to_string()
+                .to_string();
             assert_eq!(
                 crate::llvm_shim::rebase_anchor_lines(&module, anchor, anchor_base),
                 crate::llvm_shim::Rebased::Done
@@ -2285,7 +2286,9 @@ mod tests {
             let rebased = rebase_relative_lines(&got, "api").unwrap().unwrap();
             // The whole unit: `twice`'s lines, relative to its own.
             assert_eq!(rebased.inlined, ["twice"]);
-            let expected = parse(&other, &rebased.text).print_to_string().to_string();
+            let expected = module_of(&other, &rebased.text)
+                .print_to_string()
+                .to_string();
             assert_eq!(
                 crate::llvm_shim::rebase_relative_lines(&module, "api", None),
                 (crate::llvm_shim::Rebased::Done, vec!["twice".to_string()])
@@ -2303,7 +2306,6 @@ mod tests {
             DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, RELATIVE_LINE_BASE,
         };
         use inkwell::context::Context;
-        use inkwell::memory_buffer::MemoryBuffer;
         let src = "#line 40 \"other.h\"\n\
             static inline int header(int v) {\n  return v - 7;\n}\n\
             #line 10 \"/src/t.c\"\n\
@@ -2332,16 +2334,10 @@ mod tests {
         let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
         assert_eq!(rebased.inlined, ["thrice", "twice"]);
         let context = Context::create();
-        let parse = |text: &str| {
-            context
-                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    text.as_bytes(),
-                    "t",
-                ))
-                .unwrap()
-        };
-        let expected = parse(&rebased.text).print_to_string().to_string();
-        let module = parse(&ir);
+        let expected = module_of(&context, &rebased.text)
+            .print_to_string()
+            .to_string();
+        let module = module_of(&context, &ir);
         assert_eq!(
             crate::llvm_shim::rebase_relative_lines(&module, "api", None),
             (
@@ -2377,7 +2373,6 @@ mod tests {
     #[test]
     fn extraction_is_the_same_whatever_was_extracted_before() {
         use inkwell::context::Context;
-        use inkwell::memory_buffer::MemoryBuffer;
         let src = "struct node;\n\
             struct chain { struct node *next;\n  int depth; };\n\
             struct node { struct chain c;\n  int n; };\n\
@@ -2389,12 +2384,7 @@ mod tests {
         for flags in [&["-g", "-O0"][..], &["-g", "-O1"]] {
             let ir = ir_of(src, flags);
             let context = Context::create();
-            let module = context
-                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    ir.as_bytes(),
-                    "t",
-                ))
-                .unwrap();
+            let module = module_of(&context, &ir);
             crate::llvm_shim::identify_debug_types(&module);
             let shared = crate::llvm_shim::SharedTypes::new(&module);
             for name in ["first", "second", "third"] {
@@ -2428,18 +2418,9 @@ mod tests {
                    int area(struct box *b) { return (b->hi.x - b->lo.x) * (b->hi.y - b->lo.y); }\n\
                    int pick(struct point *p, enum side s) { return s == LEFT ? p->x : p->y; }\n";
         use inkwell::context::Context;
-        use inkwell::memory_buffer::MemoryBuffer;
-        fn parse<'c>(context: &'c Context, ir: &str) -> inkwell::module::Module<'c> {
-            context
-                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
-                    ir.as_bytes(),
-                    "t",
-                ))
-                .unwrap()
-        }
         for flags in [&["-g", "-O0"][..], &["-g", "-O2"]] {
             let context = Context::create();
-            let module = parse(&context, &ir_of(src, flags));
+            let module = module_of(&context, &ir_of(src, flags));
             assert!(crate::llvm_shim::stubs_unit_types(&module));
             assert_eq!(crate::llvm_shim::retain_unit_types(&module), 3, "{flags:?}");
             // Retained once.
@@ -2482,7 +2463,7 @@ mod tests {
             // C++: nothing retained, nothing stubbed.
             let mut cxx_flags = flags.to_vec();
             cxx_flags.extend(["-x", "c++"]);
-            let cxx = parse(&context, &ir_of(src, &cxx_flags));
+            let cxx = module_of(&context, &ir_of(src, &cxx_flags));
             assert!(!crate::llvm_shim::stubs_unit_types(&cxx));
             assert_eq!(crate::llvm_shim::retain_unit_types(&cxx), 0);
         }

@@ -473,8 +473,10 @@ fn repository_stages(
                 .flatten()
         })
         .collect();
-    let objects: Vec<std::borrow::Cow<[u8]>> = assemble::parts(&assembly.slots, &included)
-        .into_iter()
+    let parts = assemble::parts(&assembly.slots, &included);
+    let objects: Vec<std::borrow::Cow<[u8]>> = parts
+        .iter()
+        .copied()
         .map(|part| match part {
             assemble::Part::Emitted(e) => {
                 let f = &emitted[e];
@@ -497,7 +499,7 @@ fn repository_stages(
     if stubbed_types {
         // The glue is the first part, when there is one.
         let glue_first = matches!(
-            assemble::parts(&assembly.slots, &included).first(),
+            parts.first(),
             Some(assemble::Part::Emitted(e)) if emitted[*e].glue && !emitted[*e].object.is_empty()
         );
         if !glue_first {

@@ -443,8 +443,8 @@ fn emit_in_workers(
             std::thread::Builder::new()
                 .stack_size(16 << 20)
                 .spawn_scoped(scope, || {
-                    // One target machine per worker, made when first needed.
-                    let mut machine = None;
+                    // One target machine per worker.
+                    let machine = target.machine(settings);
                     loop {
                         let next = match receiver.lock() {
                             Ok(r) => r.recv(),
@@ -462,23 +462,13 @@ fn emit_in_workers(
                             glue: *glue,
                             rebase_on: leader.map(String::as_str),
                         };
-                        if machine.is_none() {
-                            match target.machine(settings) {
-                                Ok(m) => machine = Some(m),
-                                Err(e) => {
-                                    set(i, Err(e));
-                                    continue;
-                                }
-                            }
-                        }
-                        let Some(machine) = machine.as_ref() else {
-                            continue;
+                        let r = match &machine {
+                            Ok(machine) => compile_bitcode(&bc, &what, machine, Some(fragment)),
+                            Err(e) => Err(anyhow!("{e:#}")),
                         };
-                        let r = compile_bitcode(&bc, &what, machine, Some(fragment)).map(
-                            |(object, references, inlined)| {
-                                Fragment::compiled(members, *glue, object, references, inlined)
-                            },
-                        );
+                        let r = r.map(|(object, references, inlined)| {
+                            Fragment::compiled(members, *glue, object, references, inlined)
+                        });
                         set(i, r);
                     }
                 })
@@ -508,6 +498,11 @@ fn emit_in_workers(
         drop(sender);
         Ok::<(), anyhow::Error>(())
     })?;
+    worker_results(results)
+}
+
+/// The workers' results in order; a slot left empty is a worker that died.
+fn worker_results<R>(results: Vec<std::sync::Mutex<Option<Result<R>>>>) -> Result<Vec<R>> {
     results
         .into_iter()
         .map(|m| {
@@ -621,15 +616,7 @@ fn run_workers<T: Sync, R: Send>(
         }
         Ok::<(), anyhow::Error>(())
     })?;
-    results
-        .into_iter()
-        .map(|m| {
-            m.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| Err(anyhow!("a code generation worker failed")))
-        })
-        .collect()
+    worker_results(results)
 }
 
 /// The non-glue fragments of `plan` compiled in one code generation per
