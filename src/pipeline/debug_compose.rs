@@ -57,6 +57,41 @@ pub(super) struct DebugSections {
     /// units use: rewritten with the declarations they use, and shared
     /// with every other fragment whose table is the same bytes.
     pub(super) shared_abbrevs: Option<usize>,
+    /// The declarations the kept units use, until `finish` numbers them.
+    used_abbrevs: Option<UsedAbbrevs>,
+}
+
+/// The abbreviation declarations one object's kept units use, and where
+/// their DIEs name them.
+struct UsedAbbrevs {
+    /// The object's abbreviation section (one table, at offset 0).
+    section: usize,
+    /// The declarations without their codes (tag, children, attributes),
+    /// in the order of their contents.
+    bodies: Vec<Vec<u8>>,
+    /// Each declaration's code and whole bytes in the object's table.
+    original: Vec<(u64, Vec<u8>)>,
+    /// Every kept DIE: (section, offset, ULEB128 length of its code, its
+    /// declaration's index in `bodies`).
+    dies: Vec<(usize, usize, usize, usize)>,
+}
+
+/// The abbreviation declarations every object of a composition uses, in
+/// the order of their contents: one table the composed object's units
+/// share, where their codes keep their lengths (see `DebugSections::finish`).
+pub(super) struct AbbrevUnion(Vec<Vec<u8>>);
+
+impl AbbrevUnion {
+    pub(super) fn of(objects: &[&DebugSections]) -> AbbrevUnion {
+        let mut all: Vec<Vec<u8>> = objects
+            .iter()
+            .filter_map(|o| o.used_abbrevs.as_ref())
+            .flat_map(|u| u.bodies.iter().cloned())
+            .collect();
+        all.sort_unstable();
+        all.dedup();
+        AbbrevUnion(all)
+    }
 }
 
 impl DebugSections {
@@ -104,15 +139,31 @@ impl DebugSections {
             patches: Vec::new(),
             line_files: None,
             shared_abbrevs: None,
+            used_abbrevs: None,
         };
         if let Some(uses) = string_uses(input, dropped) {
-            strings.prune_abbrevs(input, &uses, in_group, &relocated);
+            strings.used_abbrevs = used_abbrevs(input, &uses, in_group, &relocated);
             strings.prune_files(input, &uses);
             strings.compact(input, uses);
         }
+        strings
+    }
+
+    /// Numbers the abbreviation declarations the kept units use and
+    /// applies every value rewritten in place. With `union`, the units
+    /// share the table of every declaration the composed object's units
+    /// use (one table for the object, as clang writes one for its units)
+    /// where each DIE's code keeps its length; otherwise (or where one
+    /// would not) the object's own: the declarations it uses, numbered in
+    /// the order of their contents, and where a code would change length
+    /// there too, its codes as they are.
+    pub(super) fn finish(&mut self, input: &Input, union: Option<&AbbrevUnion>) {
+        if let Some(used) = self.used_abbrevs.take() {
+            self.number_abbrevs(used, union);
+        }
         // The sections with values rewritten in place.
-        for (section, at, bytes) in std::mem::take(&mut strings.patches) {
-            let copy = match strings.rewritten.entry(section) {
+        for (section, at, bytes) in std::mem::take(&mut self.patches) {
+            let copy = match self.rewritten.entry(section) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
                     let h = &input.shdrs[section];
@@ -126,84 +177,54 @@ impl DebugSections {
                 field.copy_from_slice(&bytes);
             }
         }
-        strings
     }
 
-    /// The abbreviation declarations the kept units use, when the object
-    /// has one table (at offset 0 of its one section) and nothing else
-    /// refers into it: left-out type units leave theirs behind.
-    fn prune_abbrevs(
-        &mut self,
-        input: &Input,
-        uses: &StringUses,
-        in_group: &[bool],
-        relocated: &std::collections::HashSet<usize>,
-    ) {
-        let tables: Vec<&(usize, u64)> = uses.abbrev_tables.iter().collect();
-        let [&(section, 0)] = tables[..] else { return };
-        let h = &input.shdrs[section];
-        if in_group[section] || relocated.contains(&section) {
-            return;
-        }
-        let symbols_inside = input
-            .syms
-            .iter()
-            .any(|s| s.shndx as usize == section && s.info & 0xf != STT_SECTION);
-        let Some(bytes) = slice(input.data, h.offset, h.size) else {
-            return;
-        };
-        let Some((declarations, end)) = super::dwarf::abbrev_declarations(bytes) else {
-            return;
-        };
-        if symbols_inside || end != bytes.len() {
-            return;
-        }
-        // The used declarations, numbered in the order of their contents
-        // (tag, children, attributes): fragments with the same kinds of
-        // DIEs get the same table, kept once. Where a code would change
-        // length, the codes stay as they are.
-        let mut kept: Vec<(&[u8], u64, &[u8])> = declarations
-            .into_iter()
-            .filter(|(code, _)| uses.codes.contains(code))
-            .map(|(code, range)| {
-                let whole = &bytes[range];
-                let body = &whole[read_uleb(whole).map_or(0, |(_, n)| n)..];
-                (body, code, whole)
-            })
-            .collect();
-        kept.sort_unstable();
-        let mut pruned = Vec::with_capacity(bytes.len());
-        let renumbered: HashMap<u64, u64> = kept
-            .iter()
-            .enumerate()
-            .map(|(new, &(_, old, _))| (old, new as u64 + 1))
-            .collect();
+    /// Writes the abbreviation table the kept units use (see `finish`)
+    /// and the DIE codes that change.
+    fn number_abbrevs(&mut self, used: UsedAbbrevs, union: Option<&AbbrevUnion>) {
+        let uleb_len = |v: u64| (64 - (v | 1).leading_zeros()).div_ceil(7) as usize;
         // A code keeps its length: readers (LLVM's) find a DIE's first
         // attribute from the length of its code's value, not of its bytes.
-        let uleb_len = |v: u64| (64 - (v | 1).leading_zeros()).div_ceil(7) as usize;
-        let same_lengths = uses
-            .dies
-            .iter()
-            .all(|&(_, _, size, code)| renumbered.get(&code).is_some_and(|&n| uleb_len(n) == size));
-        if same_lengths {
-            for (new, (body, _, _)) in kept.iter().enumerate() {
-                write_uleb(&mut pruned, new as u64 + 1);
-                pruned.extend_from_slice(body);
+        let fits = |codes: &[u64]| {
+            used.dies
+                .iter()
+                .all(|&(_, _, size, body)| uleb_len(codes[body]) == size)
+        };
+        let union_codes: Option<Vec<u64>> = union.and_then(|u| {
+            let codes: Vec<u64> = used
+                .bodies
+                .iter()
+                .map(|b| u.0.binary_search(b).ok().map(|k| k as u64 + 1))
+                .collect::<Option<_>>()?;
+            fits(&codes).then_some(codes)
+        });
+        let (table, codes): (&[Vec<u8>], Vec<u64>) = match (union, union_codes) {
+            (Some(u), Some(codes)) => (&u.0, codes),
+            _ => {
+                let own: Vec<u64> = (1..=used.bodies.len() as u64).collect();
+                if !fits(&own) {
+                    // The declarations as they were numbered, codes as
+                    // they are.
+                    self.rewritten.insert(used.section, original_abbrevs(&used));
+                    self.shared_abbrevs = Some(used.section);
+                    return;
+                }
+                (&used.bodies, own)
             }
-            for &(die_section, at, _, code) in &uses.dies {
-                let mut field = Vec::new();
-                write_uleb(&mut field, renumbered[&code]);
-                self.patches.push((die_section, at, field));
-            }
-        } else {
-            kept.sort_unstable_by_key(|&(_, code, _)| code);
-            for (_, _, whole) in kept {
-                pruned.extend_from_slice(whole);
-            }
+        };
+        let mut out = Vec::new();
+        for (k, body) in table.iter().enumerate() {
+            write_uleb(&mut out, k as u64 + 1);
+            out.extend_from_slice(body);
         }
-        pruned.push(0);
-        self.rewritten.insert(section, pruned);
-        self.shared_abbrevs = Some(section);
+        out.push(0);
+        for &(die_section, at, _, body) in &used.dies {
+            let mut field = Vec::new();
+            write_uleb(&mut field, codes[body]);
+            self.patches.push((die_section, at, field));
+        }
+        self.rewritten.insert(used.section, out);
+        self.shared_abbrevs = Some(used.section);
     }
 
     /// Leaves out of the object's line table (one DWARF 5 table, the whole
@@ -380,6 +401,79 @@ struct FileUse {
     size: usize,
     uleb: bool,
     index: u64,
+}
+
+/// The abbreviation declarations the kept units use, when the object has
+/// one table (at offset 0 of its one section) and nothing else refers
+/// into it: left-out type units leave theirs behind.
+fn used_abbrevs(
+    input: &Input,
+    uses: &StringUses,
+    in_group: &[bool],
+    relocated: &std::collections::HashSet<usize>,
+) -> Option<UsedAbbrevs> {
+    let tables: Vec<&(usize, u64)> = uses.abbrev_tables.iter().collect();
+    let [&(section, 0)] = tables[..] else {
+        return None;
+    };
+    let h = &input.shdrs[section];
+    if in_group[section] || relocated.contains(&section) {
+        return None;
+    }
+    let symbols_inside = input
+        .syms
+        .iter()
+        .any(|s| s.shndx as usize == section && s.info & 0xf != STT_SECTION);
+    let bytes = slice(input.data, h.offset, h.size)?;
+    let (declarations, end) = super::dwarf::abbrev_declarations(bytes)?;
+    if symbols_inside || end != bytes.len() {
+        return None;
+    }
+    let mut kept: Vec<(Vec<u8>, u64, Vec<u8>)> = declarations
+        .into_iter()
+        .filter(|(code, _)| uses.codes.contains(code))
+        .map(|(code, range)| {
+            let whole = &bytes[range];
+            let body = &whole[read_uleb(whole).map_or(0, |(_, n)| n)..];
+            (body.to_vec(), code, whole.to_vec())
+        })
+        .collect();
+    kept.sort_unstable();
+    let index: HashMap<u64, usize> = kept
+        .iter()
+        .enumerate()
+        .map(|(k, (_, code, _))| (*code, k))
+        .collect();
+    let dies = uses
+        .dies
+        .iter()
+        .map(|&(s, at, size, code)| Some((s, at, size, *index.get(&code)?)))
+        .collect::<Option<_>>()?;
+    let mut original = Vec::with_capacity(kept.len());
+    let mut bodies = Vec::with_capacity(kept.len());
+    for (body, code, whole) in kept {
+        bodies.push(body);
+        original.push((code, whole));
+    }
+    Some(UsedAbbrevs {
+        section,
+        bodies,
+        original,
+        dies,
+    })
+}
+
+/// The table of the declarations `used` names with their own codes, in
+/// the order of the codes.
+fn original_abbrevs(used: &UsedAbbrevs) -> Vec<u8> {
+    let mut by_code: Vec<&(u64, Vec<u8>)> = used.original.iter().collect();
+    by_code.sort_unstable_by_key(|(code, _)| *code);
+    let mut out: Vec<u8> = by_code
+        .into_iter()
+        .flat_map(|(_, whole)| whole.iter().copied())
+        .collect();
+    out.push(0);
+    out
 }
 
 /// The string indices the units an object keeps use (`None`: not known;

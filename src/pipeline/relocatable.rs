@@ -304,6 +304,10 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     // Abbreviation tables kept once: (output section, bytes) → offset.
     let mut shared_tables: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
 
+    // Per object, which sections are in a group and which are left out,
+    // and how its debug sections are composed — all known before the first
+    // is placed: the objects' units share one abbreviation table.
+    let mut prepared = Vec::with_capacity(inputs.len());
     for input in &inputs {
         if u16_at(input.data, 18)? != machine {
             return None;
@@ -346,6 +350,14 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
             }
         }
         let strings = super::debug_compose::DebugSections::of(input, &in_group, &dropped);
+        prepared.push((in_group, dropped, strings));
+    }
+    let abbrevs =
+        super::debug_compose::AbbrevUnion::of(&prepared.iter().map(|p| &p.2).collect::<Vec<_>>());
+
+    for (input, (in_group, dropped, mut strings)) in inputs.iter().zip(prepared) {
+        let n = input.shdrs.len();
+        strings.finish(input, Some(&abbrevs));
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
         let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
@@ -1271,6 +1283,80 @@ pub(super) mod tests {
         for name in ["\"first\"", "\"second\"", "\"shared\""] {
             assert!(info.contains(name), "{name} in {info}");
         }
+    }
+
+    #[test]
+    fn composed_units_share_one_abbreviation_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Different kinds of DIEs: parameters, locals and a lexical block
+        // in one; a global variable and an enumeration in the other.
+        let a = compile(
+            d,
+            "a.c",
+            "int first(int n) { int s = 0; for (int i = 0; i < n; i++) { int t = i * 2; s += t; } return s; }\n",
+            &["-g", "-O0"],
+        );
+        let b = compile(
+            d,
+            "b.c",
+            "enum colour { RED, GREEN }; enum colour second_colour = GREEN;\n",
+            &["-g", "-O0"],
+        );
+        let ab = combine(&[&a, &b], &[], &[]).expect("combined");
+        let ab_path = d.join("ab.o");
+        std::fs::write(&ab_path, &ab).unwrap();
+        let dump = |object: &Path, what: &str| {
+            let out = Command::new("llvm-dwarfdump-19")
+                .arg(what)
+                .arg(object)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let declarations =
+            |abbrevs: &str| abbrevs.lines().filter(|l| l.contains("DW_TAG_")).count();
+        let abbrevs = dump(&ab_path, "--debug-abbrev");
+        assert_eq!(
+            abbrevs.matches("Abbrev table for offset").count(),
+            1,
+            "{abbrevs}"
+        );
+        let (a_path, b_path) = (d.join("a1.o"), d.join("b1.o"));
+        std::fs::write(&a_path, &a).unwrap();
+        std::fs::write(&b_path, &b).unwrap();
+        let (in_a, in_b) = (
+            declarations(&dump(&a_path, "--debug-abbrev")),
+            declarations(&dump(&b_path, "--debug-abbrev")),
+        );
+        // The union: more than either has, less than both (the compile
+        // units' and base types' declarations are the same).
+        let union = declarations(&abbrevs);
+        assert!(
+            union > in_a.max(in_b) && union < in_a + in_b,
+            "{union} of {in_a} + {in_b}"
+        );
+        let info = dump(&ab_path, "--debug-info");
+        assert_eq!(info.matches("DW_TAG_compile_unit").count(), 2, "{info}");
+        assert_eq!(info.matches("abbr_offset = 0x0000").count(), 2, "{info}");
+        for name in ["\"first\"", "\"t\"", "\"second_colour\"", "\"GREEN\""] {
+            assert!(info.contains(name), "{name} in {info}");
+        }
+        let verify = Command::new("llvm-dwarfdump-19")
+            .arg("--verify")
+            .arg(&ab_path)
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
     }
 
     #[test]
