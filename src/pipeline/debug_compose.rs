@@ -59,6 +59,135 @@ pub(super) struct DebugSections {
     pub(super) shared_abbrevs: Option<usize>,
     /// The declarations the kept units use, until `finish` numbers them.
     used_abbrevs: Option<UsedAbbrevs>,
+    /// The string indices the kept units use, until `finish` numbers them.
+    used_strings: Option<UsedStrings>,
+    /// The string offsets section, when it is a table objects share, and
+    /// which of the composition's tables (see `StringTables`).
+    pub(super) shared_strings: Option<(usize, usize)>,
+}
+
+/// The string indices one object's kept units use.
+struct UsedStrings {
+    /// The `.debug_str_offsets` section.
+    table: usize,
+    uses: Vec<StringUse>,
+    /// Every unit's `DW_AT_str_offsets_base`.
+    bases: Vec<u64>,
+    /// When the table is one contribution, the whole section, at the base
+    /// every unit names, and each used entry names a merged debug string:
+    /// that string, by the entry's offset.
+    named: Option<HashMap<u64, Vec<u8>>>,
+}
+
+impl UsedStrings {
+    /// The string each use names, and the largest index its field holds.
+    fn each(&self) -> Option<Vec<(&[u8], u64)>> {
+        let named = self.named.as_ref()?;
+        self.uses
+            .iter()
+            .map(|u| {
+                let string = named.get(&u.base.checked_add(u.index.checked_mul(4)?)?)?;
+                let bits = if u.uleb { 7 * u.size } else { 8 * u.size };
+                let largest = if bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                Some((string.as_slice(), largest))
+            })
+            .collect()
+    }
+}
+
+/// Tables of the strings the composed object's units name through string
+/// indices, each shared by the units of several objects where every index
+/// still fits its field: object by object, in order, each object's
+/// strings join the current table while all its indices fit (a `strx1`
+/// index names one of the first 256), and a new table starts where they
+/// would not. Objects next to each other (a unit's definitions in source
+/// order) name many of the same strings.
+pub(super) struct StringTables {
+    tables: Vec<StringTable>,
+    /// Each object's table, by the object's position.
+    of_object: Vec<Option<usize>>,
+}
+
+/// One shared table of strings: its entries, in order.
+pub(super) struct StringTable {
+    /// Where it is among the composition's tables.
+    pub(super) id: usize,
+    strings: Vec<Vec<u8>>,
+    index: HashMap<Vec<u8>, u64>,
+}
+
+impl StringTable {
+    fn new(id: usize) -> StringTable {
+        StringTable {
+            id,
+            strings: Vec::new(),
+            index: HashMap::new(),
+        }
+    }
+
+    /// Adds the strings of one object's uses if every index fits.
+    fn join(&mut self, uses: &[(&[u8], u64)]) -> bool {
+        let mut new: Vec<&[u8]> = uses
+            .iter()
+            .map(|u| u.0)
+            .filter(|s| !self.index.contains_key(*s))
+            .collect();
+        new.sort_unstable();
+        new.dedup();
+        let next = self.strings.len() as u64;
+        let fits = uses.iter().all(|&(s, largest)| {
+            let k = self
+                .index
+                .get(s)
+                .copied()
+                .or_else(|| new.binary_search(&s).ok().map(|k| next + k as u64));
+            k.is_some_and(|k| k <= largest)
+        });
+        if fits {
+            for s in new {
+                self.index.insert(s.to_vec(), self.strings.len() as u64);
+                self.strings.push(s.to_vec());
+            }
+        }
+        fits
+    }
+}
+
+impl StringTables {
+    pub(super) fn of(objects: &[&DebugSections]) -> StringTables {
+        let mut tables = vec![StringTable::new(0)];
+        let mut of_object = Vec::with_capacity(objects.len());
+        for o in objects {
+            let Some(uses) = o.used_strings.as_ref().and_then(UsedStrings::each) else {
+                of_object.push(None);
+                continue;
+            };
+            let mut current = tables.len() - 1;
+            if !tables[current].join(&uses) {
+                if tables[current].strings.is_empty() {
+                    of_object.push(None);
+                    continue;
+                }
+                tables.push(StringTable::new(tables.len()));
+                current += 1;
+                if !tables[current].join(&uses) {
+                    of_object.push(None);
+                    continue;
+                }
+            }
+            of_object.push(Some(current));
+        }
+        StringTables { tables, of_object }
+    }
+
+    /// The table the object at `position` shares, if any.
+    pub(super) fn of_object(&self, position: usize) -> Option<&StringTable> {
+        self.tables.get((*self.of_object.get(position)?)?)
+    }
 }
 
 /// The abbreviation declarations one object's kept units use, and where
@@ -140,11 +269,13 @@ impl DebugSections {
             line_files: None,
             shared_abbrevs: None,
             used_abbrevs: None,
+            used_strings: None,
+            shared_strings: None,
         };
         if let Some(uses) = string_uses(input, dropped) {
             strings.used_abbrevs = used_abbrevs(input, &uses, in_group, &relocated);
             strings.prune_files(input, &uses);
-            strings.compact(input, uses);
+            strings.used_strings = Some(strings.used_strings(input, uses));
         }
         strings
     }
@@ -157,9 +288,25 @@ impl DebugSections {
     /// would not) the object's own: the declarations it uses, numbered in
     /// the order of their contents, and where a code would change length
     /// there too, its codes as they are.
-    pub(super) fn finish(&mut self, input: &Input, union: Option<&AbbrevUnion>) {
+    ///
+    /// The string indices likewise: into `string_table`, the table the
+    /// object shares with others (see `StringTables`), where each index
+    /// fits its field; into the object's own table of the entries it uses
+    /// otherwise.
+    pub(super) fn finish(
+        &mut self,
+        input: &Input,
+        union: Option<&AbbrevUnion>,
+        string_table: Option<&StringTable>,
+    ) {
         if let Some(used) = self.used_abbrevs.take() {
             self.number_abbrevs(used, union);
+        }
+        if let Some(used) = self.used_strings.take() {
+            let shared = string_table.is_some_and(|t| self.share_strings(input, &used, t));
+            if !shared {
+                self.compact(input, used);
+            }
         }
         // The sections with values rewritten in place.
         for (section, at, bytes) in std::mem::take(&mut self.patches) {
@@ -309,15 +456,105 @@ impl DebugSections {
         ));
     }
 
+    /// What `finish` needs of the string indices the kept units use: the
+    /// string each used entry names, where the table is one contribution
+    /// at the base every unit names and its entries' relocations name
+    /// merged debug strings.
+    fn used_strings(&self, input: &Input, uses: StringUses) -> UsedStrings {
+        let StringUses {
+            table, uses, bases, ..
+        } = uses;
+        let h = &input.shdrs[table];
+        let whole = slice(input.data, h.offset, h.size).is_some_and(|bytes| {
+            u32_at(bytes, 0).is_some_and(|length| u64::from(length) + 4 == h.size)
+                && bases.iter().all(|&b| b == 8)
+        });
+        let named = whole.then(|| self.entry_strings(input, table)).flatten();
+        UsedStrings {
+            table,
+            uses,
+            bases,
+            named,
+        }
+    }
+
+    /// The merged debug string each relocated entry of a string offsets
+    /// table names, by the entry's offset; `None` if a relocation of the
+    /// table names anything else.
+    fn entry_strings(&self, input: &Input, table: usize) -> Option<HashMap<u64, Vec<u8>>> {
+        let mut named = HashMap::new();
+        for s in input
+            .shdrs
+            .iter()
+            .filter(|s| s.sh_type == SHT_RELA && s.info as usize == table)
+        {
+            if s.entsize != 24 {
+                return None;
+            }
+            for e in slice(input.data, s.offset, s.size)?.chunks_exact(24) {
+                let offset = u64::from_le_bytes(e[0..8].try_into().ok()?);
+                let info = u64::from_le_bytes(e[8..16].try_into().ok()?);
+                let addend = i64::from_le_bytes(e[16..24].try_into().ok()?);
+                let from = *self.section_symbols.get(&((info >> 32) as usize))?;
+                let h = &input.shdrs[from];
+                let bytes = slice(input.data, h.offset, h.size)?;
+                let string = c_str(bytes, u32::try_from(addend).ok()?)?;
+                named.insert(offset, string.to_vec());
+            }
+        }
+        Some(named)
+    }
+
+    /// The kept units' string indices renumbered into the composed
+    /// object's shared table, if every one is there and fits its field.
+    fn share_strings(&mut self, input: &Input, used: &UsedStrings, union: &StringTable) -> bool {
+        let Some(each) = used.each() else {
+            return false;
+        };
+        let Some(new) = each
+            .iter()
+            .map(|&(s, largest)| union.index.get(s).copied().filter(|&k| k <= largest))
+            .collect::<Option<Vec<u64>>>()
+        else {
+            return false;
+        };
+        let h = &input.shdrs[used.table];
+        let Some(header) = slice(input.data, h.offset, h.size).and_then(|b| b.get(..8)) else {
+            return false;
+        };
+        for (u, &k) in used.uses.iter().zip(&new) {
+            let field = if u.uleb {
+                uleb_padded(k, u.size)
+            } else {
+                k.to_le_bytes()[..u.size].to_vec()
+            };
+            self.patches.push((u.section, u.at, field));
+        }
+        let count = union.strings.len() as u64;
+        let mut table = header.to_vec();
+        table[..4].copy_from_slice(&((4 + 4 * count) as u32).to_le_bytes());
+        table.resize(8 + 4 * count as usize, 0);
+        self.rewritten.insert(used.table, table);
+        let live = used
+            .uses
+            .iter()
+            .zip(&new)
+            .map(|(u, &k)| (u.base + 4 * u.index, 8 + 4 * k))
+            .collect();
+        self.live_offsets = Some((used.table, live));
+        self.shared_strings = Some((used.table, union.id));
+        true
+    }
+
     /// Keeps the entries of the string offsets table that kept units use.
     /// With one table in the object, as LLVM writes a compile unit's, the
     /// table is compacted: the used entries in their order, the units'
     /// string indices renumbered in place (a smaller index fits the same
     /// form; a ULEB128 one is padded to its length).
-    fn compact(&mut self, input: &Input, uses: StringUses) {
-        let StringUses {
+    fn compact(&mut self, input: &Input, used: UsedStrings) {
+        let UsedStrings {
             table, uses, bases, ..
-        } = uses;
+        } = used;
         let entry = |base: u64, index: u64| base.checked_add(index.checked_mul(4)?);
         let mut used: Vec<(u64, u64)> = uses.iter().map(|u| (u.base, u.index)).collect();
         used.sort_unstable();

@@ -352,12 +352,22 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         let strings = super::debug_compose::DebugSections::of(input, &in_group, &dropped);
         prepared.push((in_group, dropped, strings));
     }
-    let abbrevs =
-        super::debug_compose::AbbrevUnion::of(&prepared.iter().map(|p| &p.2).collect::<Vec<_>>());
+    let debug_sections: Vec<&super::debug_compose::DebugSections> =
+        prepared.iter().map(|p| &p.2).collect();
+    let abbrevs = super::debug_compose::AbbrevUnion::of(&debug_sections);
+    let string_tables = super::debug_compose::StringTables::of(&debug_sections);
+    // Where each shared string offsets table is: its id → (output section,
+    // offset).
+    let mut string_tables_at: HashMap<usize, (usize, u64)> = HashMap::new();
+    // Entries of the shared string offsets table already relocated (by an
+    // earlier object whose units name the same string).
+    let mut shared_entries: std::collections::HashSet<(usize, u64)> = Default::default();
 
-    for (input, (in_group, dropped, mut strings)) in inputs.iter().zip(prepared) {
+    for (position, (input, (in_group, dropped, mut strings))) in
+        inputs.iter().zip(prepared).enumerate()
+    {
         let n = input.shdrs.len();
-        strings.finish(input, Some(&abbrevs));
+        strings.finish(input, Some(&abbrevs), string_tables.of_object(position));
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
         let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
@@ -429,6 +439,13 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         placed[i] = Some((out, 0));
                         continue;
                     }
+                    // A string offsets table an earlier fragment shares.
+                    let shared_strings = strings.shared_strings.filter(|&(t, _)| t == i);
+                    let earlier = shared_strings.and_then(|(_, id)| string_tables_at.get(&id));
+                    if let Some(&at) = earlier.filter(|&&(o, _)| o == out) {
+                        placed[i] = Some(at);
+                        continue;
+                    }
                     // An abbreviation table another fragment already has.
                     let shared = strings
                         .shared_abbrevs
@@ -466,6 +483,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     };
                     if let Some(table) = shared {
                         shared_tables.insert((out, table.clone()), at);
+                    }
+                    if let Some((_, id)) = shared_strings {
+                        string_tables_at.insert(id, (out, at));
                     }
                     placed[i] = Some((out, at));
                 }
@@ -577,6 +597,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         .line_files
                         .as_ref()
                         .filter(|l| l.0 == s.info as usize);
+                    let shared_table = strings
+                        .shared_strings
+                        .is_some_and(|(t, _)| t == s.info as usize);
                     for e in table.chunks_exact(24) {
                         let info = u64_at(e, 8)?;
                         let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
@@ -588,6 +611,10 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                                 Some(&moved) => r_offset = moved,
                                 None => continue,
                             }
+                        }
+                        // An entry of the shared table: relocated once.
+                        if shared_table && !shared_entries.insert((out, r_offset + at)) {
+                            continue;
                         }
                         // In a line table some file entries left: what was
                         // in them goes, what followed moves up.
@@ -1286,7 +1313,7 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn composed_units_share_one_abbreviation_table() {
+    fn composed_units_share_one_abbreviation_and_string_offsets_table() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         // Different kinds of DIEs: parameters, locals and a lexical block
@@ -1341,9 +1368,44 @@ pub(super) mod tests {
             union > in_a.max(in_b) && union < in_a + in_b,
             "{union} of {in_a} + {in_b}"
         );
+        // One string offsets table too: each string once, relocated once.
+        let offsets = dump(&ab_path, "--debug-str-offsets");
+        assert_eq!(offsets.matches("Contribution").count(), 1, "{offsets}");
+        let entries = |dump: &str| dump.lines().filter(|l| l.contains('"')).count();
+        let table = entries(&offsets);
+        let mut names: Vec<&str> = offsets
+            .lines()
+            .filter_map(|l| l.split('"').nth(1))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), table, "{offsets}");
+        let (of_a, of_b) = (
+            entries(&dump(&a_path, "--debug-str-offsets")),
+            entries(&dump(&b_path, "--debug-str-offsets")),
+        );
+        assert!(table < of_a + of_b, "{table} of {of_a} + {of_b}");
+        let relocations = Command::new("readelf")
+            .arg("-rW")
+            .arg(&ab_path)
+            .output()
+            .unwrap();
+        let relocations = String::from_utf8(relocations.stdout).unwrap();
+        let relocated = relocations
+            .split("Relocation section")
+            .find(|s| s.contains("'.rela.debug_str_offsets'"))
+            .map_or(0, |s| {
+                s.lines().filter(|l| l.contains("R_X86_64_32")).count()
+            });
+        assert_eq!(relocated, table, "{relocations}");
         let info = dump(&ab_path, "--debug-info");
         assert_eq!(info.matches("DW_TAG_compile_unit").count(), 2, "{info}");
         assert_eq!(info.matches("abbr_offset = 0x0000").count(), 2, "{info}");
+        assert_eq!(
+            info.matches("DW_AT_str_offsets_base\t(0x00000008)").count(),
+            2,
+            "{info}"
+        );
         for name in ["\"first\"", "\"t\"", "\"second_colour\"", "\"GREEN\""] {
             assert!(info.contains(name), "{name} in {info}");
         }
