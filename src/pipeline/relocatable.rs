@@ -753,6 +753,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     .strip_prefix(b".L")
                     .is_some_and(|n| unnamed.contains(n)))
     };
+    if machine == EM_X86_64 {
+        resolve_local_calls(&mut sections, &locals_out, &globals, &localize);
+    }
     write(
         first.data,
         machine,
@@ -763,6 +766,60 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         &localize,
         &addrsig,
     )
+}
+
+/// Fills in, and drops the relocations of, the PC-relative references in
+/// code to a local symbol in the same section — a call from one fragment
+/// to a static function another fragment defines, composed into one
+/// `.text` — as clang's assembler resolves them in its own object: nothing
+/// the linker does can separate the two, and nothing can interpose a local
+/// symbol. References to global symbols stay (a shared library's may be
+/// interposed), as do those to other sections.
+fn resolve_local_calls(
+    sections: &mut [OutSection],
+    locals: &[OutSym],
+    globals: &[OutSym],
+    localize: &dyn Fn(&OutSym) -> bool,
+) {
+    const R_X86_64_PC32: u32 = 2;
+    const R_X86_64_PLT32: u32 = 4;
+    const STT_GNU_IFUNC: u8 = 10;
+    const STT_TLS: u8 = 6;
+    for (o, section) in sections.iter_mut().enumerate() {
+        if section.flags & SHF_EXECINSTR == 0 {
+            continue;
+        }
+        let Content::Data(data) = &mut section.content else {
+            continue;
+        };
+        section.relas.retain(|r| {
+            if !matches!(r.r_type, R_X86_64_PC32 | R_X86_64_PLT32) {
+                return true;
+            }
+            let target = match r.sym {
+                Some(SymRef::Local(l)) => &locals[l],
+                Some(SymRef::Global(g)) if localize(&globals[g]) => &globals[g],
+                _ => return true,
+            };
+            if target.section != Some(o) || matches!(target.info & 0xf, STT_GNU_IFUNC | STT_TLS) {
+                return true;
+            }
+            let value = (target.value as i64)
+                .checked_add(r.addend)
+                .and_then(|v| v.checked_sub(r.offset as i64))
+                .and_then(|v| i32::try_from(v).ok());
+            let field = usize::try_from(r.offset)
+                .ok()
+                .and_then(|at| data.get_mut(at..at.checked_add(4)?));
+            match (value, field) {
+                (Some(v), Some(field)) => {
+                    field.copy_from_slice(&v.to_le_bytes());
+                    false
+                }
+                _ => true,
+            }
+        });
+    }
 }
 
 /// Whether a relocation type writes its symbol's value plus addend as is
@@ -1171,6 +1228,63 @@ pub(super) mod tests {
         // Without localizing, the two `counter`s would be one symbol
         // defined twice (a link error); local, each unit keeps its own.
         assert_eq!(link_and_run(d, &[&ab_path, &c_path], false), "zero 20\n");
+    }
+
+    #[test]
+    fn calls_to_statics_in_the_same_section_are_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // `scale` stands for a static the canonical stage made hidden
+        // external, defined by one fragment and called by another.
+        let a = compile(
+            d,
+            "a.c",
+            "__attribute__((visibility(\"hidden\"), noinline)) int scale(int x) { return x * 3 + 1; }\n",
+            &["-fPIC"],
+        );
+        let b = compile(
+            d,
+            "b.c",
+            "#include <stdio.h>\n\
+             int scale(int x);\n\
+             __attribute__((noinline)) int shown(int x) { return scale(x) + scale(x + 1); }\n\
+             int main(void) { printf(\"%d\\n\", shown(4)); return 0; }\n",
+            &["-fPIC"],
+        );
+        let calls = |object: &Path, target: &str| {
+            let out = Command::new("readelf")
+                .arg("-rW")
+                .arg(object)
+                .output()
+                .unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            text.split("Relocation section")
+                .filter(|s| s.contains("'.rela.text"))
+                .flat_map(|s| s.lines())
+                .filter(|l| {
+                    l.contains("R_X86_64_PLT32") && l.split_whitespace().nth(4) == Some(target)
+                })
+                .count()
+        };
+        let b_path = d.join("b1.o");
+        std::fs::write(&b_path, &b).unwrap();
+        assert_eq!(calls(&b_path, "scale"), 2);
+        let ab = combine(&[&a, &b], &["scale".to_string()], &[]).expect("combined");
+        let ab_path = d.join("ab.o");
+        std::fs::write(&ab_path, &ab).unwrap();
+        // Local and in the same `.text`: resolved, as clang's assembler
+        // does; the calls to global `shown` and `printf` stay.
+        assert_eq!(symbol_binding(&ab_path, "scale"), "LOCAL");
+        assert_eq!(calls(&ab_path, "scale"), 0);
+        assert_eq!(calls(&ab_path, "shown"), 1);
+        assert_eq!(calls(&ab_path, "printf"), 1);
+        assert_eq!(link_and_run(d, &[&ab_path], false), "29\n");
+        // Not made local: the relocations stay.
+        let kept = combine(&[&a, &b], &[], &[]).expect("combined");
+        let kept_path = d.join("kept.o");
+        std::fs::write(&kept_path, &kept).unwrap();
+        assert_eq!(calls(&kept_path, "scale"), 2);
+        assert_eq!(link_and_run(d, &[&kept_path], false), "29\n");
     }
 
     #[test]
