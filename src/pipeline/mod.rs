@@ -185,6 +185,8 @@ fn run_stages<'ctx>(
                 && options.debug_fragments
                 && m.get_global_metadata_size("llvm.dbg.cu") > 0 =>
         {
+            // The checksums go before the copy (see below): once for both.
+            crate::llvm_shim::strip_file_checksums(m);
             Some(canonical::FrontendCode::Module(
                 crate::llvm_shim::clone_module(m),
             ))
@@ -209,7 +211,8 @@ fn run_stages<'ctx>(
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     if let Some(store) = storage.filter(|_| !debug_info || options.debug_fragments) {
         let t = Instant::now();
-        // A file's checksum would tie every digest of it to every edit.
+        // A file's checksum would tie every digest of it to every edit
+        // (nothing to do where they went before the module was copied).
         if debug_info {
             crate::llvm_shim::strip_file_checksums(&unit.module);
         }
