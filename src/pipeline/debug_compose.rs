@@ -1,5 +1,6 @@
 //! The debug sections of one fragment, as the composer (`relocatable`)
-//! takes them. Every fragment of a unit with debug info is a compile unit
+//! takes them (analysed by `DebugSections::of`, numbered by `finish` once
+//! every fragment of the composition is known). Every fragment of a unit with debug info is a compile unit
 //! of its own with its own tables (string offsets, abbreviations, line
 //! table), and each lists what all of its type units need; the composer
 //! keeps each type unit once (per signature), so most of those entries are
@@ -8,11 +9,14 @@
 //!
 //! - `.debug_str` and `.debug_line_str`: each string once in the composed
 //!   object, for the relocations that name it (interned by `combine`);
-//! - the string offsets table: only the entries kept units use, in order,
-//!   the units' string indices renumbered in place;
-//! - the abbreviation table: only the declarations kept DIEs use, numbered
-//!   in the order of their contents (DIE codes rewritten in place), and
-//!   shared by every fragment whose table comes out the same;
+//! - the string offsets table: a table shared with the fragments before
+//!   and after it, while every string index fits its field (see
+//!   `StringTables`), else only the entries kept units use, in order; the
+//!   units' string indices renumbered in place either way;
+//! - the abbreviation table: the one table of every declaration the
+//!   composed object's kept DIEs use (see `AbbrevUnion`), else only the
+//!   declarations its own kept DIEs use; numbered in the order of their
+//!   contents (DIE codes rewritten in place);
 //! - the line table: only the file entries kept DIEs name or rows use,
 //!   renumbered in order, in DIEs and `DW_LNS_set_file` operands.
 //!
