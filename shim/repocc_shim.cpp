@@ -232,6 +232,13 @@ struct DeclarationMaterializer final : ValueMaterializer {
     New->setDLLStorageClass(GV->getDLLStorageClass());
     New->setDSOLocal(GV->isDSOLocal());
     New->setThreadLocalMode(GV->getThreadLocalMode());
+    // What the optimizer inferred from every use in the unit (the address
+    // of `local_unnamed_addr` is never compared or escapes there) holds
+    // for the fragment's uses too: without it, a fragment's object would
+    // mark every symbol it calls address-significant (.llvm_addrsig),
+    // where clang's marks those whose address is taken, and a linker's
+    // safe identical code folding would fold less.
+    New->setUnnamedAddr(GV->getUnnamedAddr());
     return New;
   }
 };

@@ -36,3 +36,13 @@ note "functions only in repocc's lua: [$(echo $only_repocc)]; only in clang's: [
 echo "$only_repocc" | has "^T " && fail "repocc's lua has global functions clang's lacks: $only_repocc"
 extra=$(echo "$only_repocc" | grep -c . || true)
 [ "$extra" -le 6 ] || fail "repocc's lua has $extra static functions clang's lacks: $(echo $only_repocc)"
+# Address significance as clang-19 marks it (what lld's safe identical
+# code folding goes by): every object has the table, and it names no
+# symbol merely called.
+significant() { for o in "$1"/src/*.o; do llvm-readobj-19 --addrsig "$o"; done | awk '/Sym:/ { s++ } END { print s + 0 }'; }
+tables=$(for o in src/*.o; do readelf -SW "$o"; done | awk '/\.llvm_addrsig/ { s++ } END { print s + 0 }')
+assert_eq "objects with an address-significance table" "$units" "$tables"
+ours=$(significant .)
+theirs=$(significant "$SCRATCH/lua-clang")
+note "address-significant symbols: repocc $ours, clang-19 $theirs"
+[ "$ours" -le $((theirs + theirs / 10 + 2)) ] || fail "repocc's objects mark $ours symbols address-significant, clang-19's $theirs"

@@ -436,7 +436,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 &[],
                 &[],
                 &|_| false,
-                &[],
+                w.addrsig.then_some(&[][..]),
             );
         }
         self.sections.push(OutSection {
@@ -469,7 +469,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             &self.locals,
             &self.globals,
             &|_| false,
-            &addrsig,
+            w.addrsig.then_some(&addrsig[..]),
         )
     }
 

@@ -296,6 +296,11 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     let mut globals: Vec<OutSym> = Vec::new();
     let mut global_index: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut addrsig: Vec<SymRef> = Vec::new();
+    // The composed object's table says which symbols are address-
+    // significant only if every part's did.
+    let every_part_has_addrsig = inputs
+        .iter()
+        .all(|input| input.shdrs.iter().any(|s| s.sh_type == SHT_LLVM_ADDRSIG));
     let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
     let mut comdat_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
     // Debug string sections merged string by string (see `DebugStrings`):
@@ -764,7 +769,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         &locals_out,
         &globals,
         &localize,
-        &addrsig,
+        every_part_has_addrsig.then_some(&addrsig[..]),
     )
 }
 
@@ -892,7 +897,7 @@ pub(super) fn write(
     locals: &[OutSym],
     globals: &[OutSym],
     localize: &dyn Fn(&OutSym) -> bool,
-    addrsig: &[SymRef],
+    addrsig: Option<&[SymRef]>,
 ) -> Option<Vec<u8>> {
     // Final section indices: each section, then its relocations.
     let mut index = vec![0u32; sections.len()];
@@ -906,7 +911,10 @@ pub(super) fn write(
             next += 1;
         }
     }
-    let addrsig_index = (!addrsig.is_empty()).then(|| {
+    // An object without the table has every symbol address-significant
+    // (lld's safe identical code folding folds none of its sections); an
+    // empty table, none.
+    let addrsig_index = addrsig.is_some().then(|| {
         next += 1;
         next - 1
     });
@@ -1034,7 +1042,7 @@ pub(super) fn write(
             ]);
         }
     }
-    if addrsig_index.is_some() {
+    if let (Some(_), Some(addrsig)) = (addrsig_index, addrsig) {
         let mut bytes = Vec::new();
         for &r in addrsig {
             write_uleb(&mut bytes, u64::from(final_of(r)));
@@ -1285,6 +1293,50 @@ pub(super) mod tests {
         std::fs::write(&kept_path, &kept).unwrap();
         assert_eq!(calls(&kept_path, "scale"), 2);
         assert_eq!(link_and_run(d, &[&kept_path], false), "29\n");
+    }
+
+    #[test]
+    fn address_significance_tables_say_what_the_parts_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let a = compile(d, "a.c", "int f(int x) { return x + 1; }\n", &[]);
+        let b = compile(
+            d,
+            "b.c",
+            "int f(int);\nint g(int x) { return f(x) * 2; }\n",
+            &[],
+        );
+        let taken = compile(d, "t.c", "int f(int);\nint (*p)(int) = f;\n", &[]);
+        let without = compile(d, "w.c", "int h(int x) { return x; }\n", &["-fno-addrsig"]);
+        let table = |object: &[u8], name: &str| -> Option<String> {
+            let path = d.join(name);
+            std::fs::write(&path, object).unwrap();
+            let sections = Command::new("readelf")
+                .arg("-SW")
+                .arg(&path)
+                .output()
+                .unwrap();
+            if !String::from_utf8_lossy(&sections.stdout).contains(".llvm_addrsig") {
+                return None;
+            }
+            let out = Command::new("llvm-readobj-19")
+                .arg("--addrsig")
+                .arg(&path)
+                .output()
+                .unwrap();
+            Some(String::from_utf8(out.stdout).unwrap())
+        };
+        // Nothing's address taken: an empty table, not none (lld would take
+        // every symbol as address-significant and fold nothing).
+        let ab = combine(&[&a, &b], &[], &[]).expect("combined");
+        let ab_table = table(&ab, "ab.o").expect("a table");
+        assert!(!ab_table.contains("Sym:"), "{ab_table}");
+        let at = combine(&[&a, &taken], &[], &[]).expect("combined");
+        let at_table = table(&at, "at.o").expect("a table");
+        assert!(at_table.contains("Sym: f"), "{at_table}");
+        // A part without a table: none for the whole.
+        let aw = combine(&[&a, &without], &[], &[]).expect("combined");
+        assert_eq!(table(&aw, "aw.o"), None);
     }
 
     #[test]
