@@ -31,8 +31,8 @@ use std::collections::HashMap;
 use super::dwarf::uleb_padded;
 
 use super::relocatable::{
-    c_str, read_uleb, slice, u32_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
-    SHT_RELA, STT_SECTION,
+    c_str, read_uleb, slice, u32_at, u64_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF,
+    SHT_PROGBITS, SHT_RELA, STT_SECTION,
 };
 
 const SHF_MERGE: u64 = 0x10;
@@ -75,11 +75,11 @@ struct UsedStrings {
     /// The `.debug_str_offsets` section.
     table: usize,
     uses: Vec<StringUse>,
-    /// Every unit's `DW_AT_str_offsets_base`.
-    bases: Vec<u64>,
-    /// When the table is one contribution, the whole section, at the base
-    /// every unit names, and each used entry names a merged debug string:
-    /// that string, by the entry's offset.
+    /// The table's header, when it is one contribution, the whole
+    /// section, at the base every unit names (see `one_contribution`).
+    header: Option<[u8; 8]>,
+    /// With `header`, and where each used entry names a merged debug
+    /// string: that string, by the entry's offset.
     named: Option<HashMap<u64, Vec<u8>>>,
 }
 
@@ -307,9 +307,9 @@ impl DebugSections {
             self.number_abbrevs(used, union);
         }
         if let Some(used) = self.used_strings.take() {
-            let shared = string_table.is_some_and(|t| self.share_strings(input, &used, t));
+            let shared = string_table.is_some_and(|t| self.share_strings(&used, t));
             if !shared {
-                self.compact(input, used);
+                self.compact(used);
             }
         }
         // The sections with values rewritten in place.
@@ -468,16 +468,12 @@ impl DebugSections {
         let StringUses {
             table, uses, bases, ..
         } = uses;
-        let h = &input.shdrs[table];
-        let whole = slice(input.data, h.offset, h.size).is_some_and(|bytes| {
-            u32_at(bytes, 0).is_some_and(|length| u64::from(length) + 4 == h.size)
-                && bases.iter().all(|&b| b == 8)
-        });
-        let named = whole.then(|| self.entry_strings(input, table)).flatten();
+        let header = one_contribution(input, table, &bases);
+        let named = header.and_then(|_| self.entry_strings(input, table));
         UsedStrings {
             table,
             uses,
-            bases,
+            header,
             named,
         }
     }
@@ -496,9 +492,7 @@ impl DebugSections {
                 return None;
             }
             for e in slice(input.data, s.offset, s.size)?.chunks_exact(24) {
-                let offset = u64::from_le_bytes(e[0..8].try_into().ok()?);
-                let info = u64::from_le_bytes(e[8..16].try_into().ok()?);
-                let addend = i64::from_le_bytes(e[16..24].try_into().ok()?);
+                let (offset, info, addend) = (u64_at(e, 0)?, u64_at(e, 8)?, u64_at(e, 16)? as i64);
                 let from = *self.section_symbols.get(&((info >> 32) as usize))?;
                 let h = &input.shdrs[from];
                 let bytes = slice(input.data, h.offset, h.size)?;
@@ -511,7 +505,7 @@ impl DebugSections {
 
     /// The kept units' string indices renumbered into the composed
     /// object's shared table, if every one is there and fits its field.
-    fn share_strings(&mut self, input: &Input, used: &UsedStrings, union: &StringTable) -> bool {
+    fn share_strings(&mut self, used: &UsedStrings, union: &StringTable) -> bool {
         let Some(each) = used.each() else {
             return false;
         };
@@ -522,23 +516,14 @@ impl DebugSections {
         else {
             return false;
         };
-        let h = &input.shdrs[used.table];
-        let Some(header) = slice(input.data, h.offset, h.size).and_then(|b| b.get(..8)) else {
+        let Some(header) = used.header else {
             return false;
         };
         for (u, &k) in used.uses.iter().zip(&new) {
-            let field = if u.uleb {
-                uleb_padded(k, u.size)
-            } else {
-                k.to_le_bytes()[..u.size].to_vec()
-            };
-            self.patches.push((u.section, u.at, field));
+            self.patches.push((u.section, u.at, u.field(k)));
         }
-        let count = union.strings.len() as u64;
-        let mut table = header.to_vec();
-        table[..4].copy_from_slice(&((4 + 4 * count) as u32).to_le_bytes());
-        table.resize(8 + 4 * count as usize, 0);
-        self.rewritten.insert(used.table, table);
+        self.rewritten
+            .insert(used.table, offsets_table(header, union.strings.len()));
         let live = used
             .uses
             .iter()
@@ -555,22 +540,18 @@ impl DebugSections {
     /// table is compacted: the used entries in their order, the units'
     /// string indices renumbered in place (a smaller index fits the same
     /// form; a ULEB128 one is padded to its length).
-    fn compact(&mut self, input: &Input, used: UsedStrings) {
+    fn compact(&mut self, used: UsedStrings) {
         let UsedStrings {
-            table, uses, bases, ..
+            table,
+            uses,
+            header,
+            ..
         } = used;
         let entry = |base: u64, index: u64| base.checked_add(index.checked_mul(4)?);
         let mut used: Vec<(u64, u64)> = uses.iter().map(|u| (u.base, u.index)).collect();
         used.sort_unstable();
         used.dedup();
-        let h = &input.shdrs[table];
-        let compactable = slice(input.data, h.offset, h.size).filter(|bytes| {
-            // One contribution, the whole section, at the base every unit
-            // names.
-            u32_at(bytes, 0).is_some_and(|length| u64::from(length) + 4 == h.size)
-                && bases.iter().all(|&b| b == 8)
-        });
-        let Some(bytes) = compactable else {
+        let Some(header) = header else {
             // Only the unused entries' relocations go.
             let live = used
                 .iter()
@@ -586,18 +567,11 @@ impl DebugSections {
             .map(|(new, &(_, old))| (old, new as u64))
             .collect();
         for u in &uses {
-            let new = renumbered[&u.index];
-            let field = if u.uleb {
-                uleb_padded(new, u.size)
-            } else {
-                new.to_le_bytes()[..u.size].to_vec()
-            };
-            self.patches.push((u.section, u.at, field));
+            self.patches
+                .push((u.section, u.at, u.field(renumbered[&u.index])));
         }
-        let mut table_bytes = bytes[..8].to_vec();
-        table_bytes[..4].copy_from_slice(&(4 + 4 * used.len() as u32).to_le_bytes());
-        table_bytes.resize(8 + 4 * used.len(), 0);
-        self.rewritten.insert(table, table_bytes);
+        self.rewritten
+            .insert(table, offsets_table(header, used.len()));
         let live = used
             .iter()
             .enumerate()
@@ -615,6 +589,37 @@ struct StringUse {
     uleb: bool,
     base: u64,
     index: u64,
+}
+
+impl StringUse {
+    /// The use's field holding string index `index` instead (a smaller
+    /// index fits the same form; a ULEB128 one is padded to its length).
+    fn field(&self, index: u64) -> Vec<u8> {
+        if self.uleb {
+            uleb_padded(index, self.size)
+        } else {
+            index.to_le_bytes()[..self.size].to_vec()
+        }
+    }
+}
+
+/// The header of string offsets table `table` when it is one
+/// contribution, the whole section, at the base every unit names
+/// (`bases`): the table `compact` and `share_strings` rewrite.
+fn one_contribution(input: &Input, table: usize, bases: &[u64]) -> Option<[u8; 8]> {
+    let h = &input.shdrs[table];
+    let bytes = slice(input.data, h.offset, h.size)?;
+    let whole = u64::from(u32_at(bytes, 0)?) + 4 == h.size && bases.iter().all(|&b| b == 8);
+    whole.then(|| bytes.get(..8)?.try_into().ok()).flatten()
+}
+
+/// A string offsets table of `entries` entries under `header` (its
+/// length rewritten), the entries zero: their relocations give them.
+fn offsets_table(header: [u8; 8], entries: usize) -> Vec<u8> {
+    let mut table = header.to_vec();
+    table[..4].copy_from_slice(&((4 + 4 * entries) as u32).to_le_bytes());
+    table.resize(8 + 4 * entries, 0);
+    table
 }
 
 /// The string indices the units an object keeps use, and their table.

@@ -1180,6 +1180,36 @@ pub(super) mod tests {
         String::from_utf8(run.stdout).unwrap()
     }
 
+    /// The relocations readelf lists of `r_type` in the relocation
+    /// sections of `object` whose names start with `section`.
+    fn relocation_lines(object: &Path, section: &str, r_type: &str) -> Vec<String> {
+        let out = Command::new("readelf")
+            .arg("-rW")
+            .arg(object)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split("Relocation section")
+            .filter(|s| s.contains(&format!("'{section}")))
+            .flat_map(|s| s.lines())
+            .filter(|l| l.contains(r_type))
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn assert_dwarf_verifies(object: &Path) {
+        let verify = Command::new("llvm-dwarfdump-19")
+            .arg("--verify")
+            .arg(object)
+            .output()
+            .unwrap();
+        assert!(
+            verify.status.success(),
+            "{}",
+            String::from_utf8_lossy(&verify.stdout)
+        );
+    }
+
     fn symbol_binding(object: &Path, name: &str) -> String {
         let out = Command::new("readelf")
             .arg("-sW")
@@ -1260,18 +1290,9 @@ pub(super) mod tests {
             &["-fPIC"],
         );
         let calls = |object: &Path, target: &str| {
-            let out = Command::new("readelf")
-                .arg("-rW")
-                .arg(object)
-                .output()
-                .unwrap();
-            let text = String::from_utf8(out.stdout).unwrap();
-            text.split("Relocation section")
-                .filter(|s| s.contains("'.rela.text"))
-                .flat_map(|s| s.lines())
-                .filter(|l| {
-                    l.contains("R_X86_64_PLT32") && l.split_whitespace().nth(4) == Some(target)
-                })
+            relocation_lines(object, ".rela.text", "R_X86_64_PLT32")
+                .iter()
+                .filter(|l| l.split_whitespace().nth(4) == Some(target))
                 .count()
         };
         let b_path = d.join("b1.o");
@@ -1413,16 +1434,7 @@ pub(super) mod tests {
         // The struct's type unit once, as `ld -r` would keep it.
         assert!(groups(&a_path) >= 1);
         assert_eq!(groups(&ab_path), groups(&a_path));
-        let verify = Command::new("llvm-dwarfdump-19")
-            .arg("--verify")
-            .arg(&ab_path)
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "{}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        assert_dwarf_verifies(&ab_path);
         // Each debug string once; the string offsets of the left-out type
         // unit lost their relocations, the kept units' names still read.
         let strings = |object: &[u8]| -> Vec<Vec<u8>> {
@@ -1443,21 +1455,7 @@ pub(super) mod tests {
         let separate = strings(&a).len() + strings(&b).len();
         assert!(merged.len() < separate, "{} of {separate}", merged.len());
         let relocations = |object: &Path| {
-            let out = Command::new("readelf")
-                .arg("-rW")
-                .arg(object)
-                .output()
-                .unwrap();
-            let text = String::from_utf8(out.stdout).unwrap();
-            let section = text
-                .split("Relocation section")
-                .find(|s| s.contains("'.rela.debug_str_offsets'"))
-                .unwrap_or("")
-                .to_string();
-            section
-                .lines()
-                .filter(|l| l.contains("R_X86_64_32"))
-                .count()
+            relocation_lines(object, ".rela.debug_str_offsets", "R_X86_64_32").len()
         };
         let b_path = d.join("b1.o");
         std::fs::write(&b_path, &b).unwrap();
@@ -1551,19 +1549,8 @@ pub(super) mod tests {
             entries(&dump(&b_path, "--debug-str-offsets")),
         );
         assert!(table < of_a + of_b, "{table} of {of_a} + {of_b}");
-        let relocations = Command::new("readelf")
-            .arg("-rW")
-            .arg(&ab_path)
-            .output()
-            .unwrap();
-        let relocations = String::from_utf8(relocations.stdout).unwrap();
-        let relocated = relocations
-            .split("Relocation section")
-            .find(|s| s.contains("'.rela.debug_str_offsets'"))
-            .map_or(0, |s| {
-                s.lines().filter(|l| l.contains("R_X86_64_32")).count()
-            });
-        assert_eq!(relocated, table, "{relocations}");
+        let relocations = relocation_lines(&ab_path, ".rela.debug_str_offsets", "R_X86_64_32");
+        assert_eq!(relocations.len(), table, "{relocations:?}");
         let info = dump(&ab_path, "--debug-info");
         assert_eq!(info.matches("DW_TAG_compile_unit").count(), 2, "{info}");
         assert_eq!(info.matches("abbr_offset = 0x0000").count(), 2, "{info}");
@@ -1575,16 +1562,7 @@ pub(super) mod tests {
         for name in ["\"first\"", "\"t\"", "\"second_colour\"", "\"GREEN\""] {
             assert!(info.contains(name), "{name} in {info}");
         }
-        let verify = Command::new("llvm-dwarfdump-19")
-            .arg("--verify")
-            .arg(&ab_path)
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "{}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        assert_dwarf_verifies(&ab_path);
     }
 
     #[test]
