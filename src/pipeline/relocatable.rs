@@ -1197,17 +1197,25 @@ pub(super) mod tests {
             .collect()
     }
 
-    fn assert_dwarf_verifies(object: &Path) {
-        let verify = Command::new("llvm-dwarfdump-19")
-            .arg("--verify")
+    /// What `llvm-dwarfdump-19 what` prints of `object`; it must succeed
+    /// (`--verify` reports on stdout, other failures on stderr).
+    fn dump(object: &Path, what: &str) -> String {
+        let out = Command::new("llvm-dwarfdump-19")
+            .arg(what)
             .arg(object)
             .output()
             .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(
-            verify.status.success(),
-            "{}",
-            String::from_utf8_lossy(&verify.stdout)
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
         );
+        stdout
+    }
+
+    fn assert_dwarf_verifies(object: &Path) {
+        dump(object, "--verify");
     }
 
     fn symbol_binding(object: &Path, name: &str) -> String {
@@ -1497,19 +1505,6 @@ pub(super) mod tests {
         let ab = combine(&[&a, &b], &[], &[]).expect("combined");
         let ab_path = d.join("ab.o");
         std::fs::write(&ab_path, &ab).unwrap();
-        let dump = |object: &Path, what: &str| {
-            let out = Command::new("llvm-dwarfdump-19")
-                .arg(what)
-                .arg(object)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap()
-        };
         let declarations =
             |abbrevs: &str| abbrevs.lines().filter(|l| l.contains("DW_TAG_")).count();
         let abbrevs = dump(&ab_path, "--debug-abbrev");
