@@ -625,17 +625,7 @@ mod tests {
     fn dwarfdump(dir: &std::path::Path, object: &[u8], what: &str) -> String {
         let o = dir.join("placed.o");
         std::fs::write(&o, object).unwrap();
-        let out = Command::new("llvm-dwarfdump-19")
-            .arg(what)
-            .arg(&o)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        super::super::relocatable::tests::dump(&o, what)
     }
 
     /// The line of each row of `llvm-dwarfdump --debug-line`'s tables.

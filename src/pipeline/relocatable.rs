@@ -1199,13 +1199,13 @@ pub(super) mod tests {
 
     /// What `llvm-dwarfdump-19 what` prints of `object`; it must succeed
     /// (`--verify` reports on stdout, other failures on stderr).
-    fn dump(object: &Path, what: &str) -> String {
+    pub(in crate::pipeline) fn dump(object: &Path, what: &str) -> String {
         let out = Command::new("llvm-dwarfdump-19")
             .arg(what)
             .arg(object)
             .output()
             .unwrap();
-        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(
             out.status.success(),
             "{stdout}{}",
