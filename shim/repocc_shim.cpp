@@ -950,6 +950,38 @@ extern "C" char *repocc_global_users(LLVMModuleRef module) {
   return LLVMCreateMessage(Out.c_str());
 }
 
+// The module's text as LLVMPrintModuleToString prints it, except that an
+// unnamed block whose address is taken prints as `repocc.addr.N` (N its
+// position in its function) instead of by number. The writer numbers a
+// function's values only inside the function: a block address in a
+// global's initializer (a computed goto's label table) made it number the
+// whole function again for every entry, quadratic in an interpreter's
+// dispatch loop (lua's lvm.c: two thirds of the print). Named, a block
+// prints by its name. The names are taken away again before returning,
+// so the module is as it was. The caller frees the string with
+// LLVMDisposeMessage.
+extern "C" char *repocc_print_module(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::vector<BasicBlock *> Named;
+  for (Function &F : *M) {
+    unsigned Position = 0;
+    for (BasicBlock &BB : F) {
+      if (BB.hasAddressTaken() && !BB.hasName()) {
+        BB.setName("repocc.addr." + Twine(Position));
+        Named.push_back(&BB);
+      }
+      ++Position;
+    }
+  }
+  std::string Out;
+  raw_string_ostream OS(Out);
+  M->print(OS, nullptr);
+  OS.flush();
+  for (BasicBlock *BB : Named)
+    BB->setName("");
+  return LLVMCreateMessage(Out.c_str());
+}
+
 #include <llvm/IR/DebugInfoMetadata.h>
 
 // Debug info of a fragment module, after it was parsed into a code

@@ -208,6 +208,7 @@ extern "C" {
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
+    fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
     fn repocc_rebase_relative_lines(
         module: llvm_sys::prelude::LLVMModuleRef,
@@ -505,6 +506,23 @@ pub fn function_users(module: &inkwell::module::Module) -> Vec<(String, String)>
 pub fn global_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
     // SAFETY: as for `function_users`.
     unsafe { user_pairs(module, repocc_global_users) }
+}
+
+/// The module's text, as `Module::print_to_string` gives it except that
+/// unnamed blocks whose address is taken print as `repocc.addr.N` (N their
+/// position in their function): printed by number, every block address in
+/// a global's initializer made LLVM's writer number its whole function
+/// again (see the shim). The module is left as it was.
+pub fn print_module(module: &inkwell::module::Module) -> String {
+    // SAFETY: the module is alive and this thread's; the shim names blocks,
+    // prints, takes the names away again, and returns a string from
+    // LLVMCreateMessage, copied and disposed of here.
+    unsafe {
+        let raw = repocc_print_module(module.as_mut_ptr());
+        let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+        llvm_sys::core::LLVMDisposeMessage(raw);
+        text
+    }
 }
 
 /// Calls a shim function that lists `name\tuser` lines.
@@ -1224,5 +1242,53 @@ mod tests {
             text.contains("@switch.table = private unnamed_addr constant [2 x i32] [i32 3, i32 4]"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn printed_block_addresses_name_their_blocks_and_leave_the_module_as_it_was() {
+        // A computed goto's label table, as clang emits it (blocks unnamed).
+        let ir = r#"
+            @f.table = internal constant [2 x ptr] [ptr blockaddress(@f, %3), ptr blockaddress(@f, %4)]
+            define i32 @f(i32 %0) {
+              %2 = getelementptr [2 x ptr], ptr @f.table, i64 0, i32 %0
+              %p = load ptr, ptr %2
+              indirectbr ptr %p, [label %3, label %4]
+            3:
+              ret i32 1
+            4:
+              %5 = add i32 %0, 1
+              ret i32 %5
+            }
+            define i32 @g() { ret i32 0 }
+        "#;
+        let context = Context::create();
+        let buf =
+            inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
+        let module = context.create_module_from_ir(buf).unwrap();
+        let before = module.print_to_string().to_string();
+        let text = print_module(&module);
+        assert!(
+            text.contains(
+                "[ptr blockaddress(@f, %repocc.addr.1), ptr blockaddress(@f, %repocc.addr.2)]"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\nrepocc.addr.2:"), "{text}");
+        // The value the named blocks no longer number is renumbered.
+        assert!(text.contains("%3 = add i32 %0, 1"), "{text}");
+        assert!(text.contains("define i32 @g() {\n  ret i32 0\n}"), "{text}");
+        assert_eq!(module.print_to_string().to_string(), before);
+        // Printed again, the same text; and it reads back as the same code.
+        assert_eq!(print_module(&module), text);
+        let again = context
+            .create_module_from_ir(
+                inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+                    text.as_bytes(),
+                    "t",
+                ),
+            )
+            .unwrap();
+        again.verify().unwrap();
+        assert_eq!(print_module(&again), text);
     }
 }

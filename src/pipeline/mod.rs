@@ -667,7 +667,7 @@ fn metadata_stage(
     settings: &CodegenSettings,
     options: &PipelineOptions,
 ) -> Result<digest::ModuleDigests> {
-    let text = unit.module.print_to_string().to_string();
+    let text = crate::llvm_shim::print_module(&unit.module);
     let tm = &unit.target_machine;
     let extra = options.key.fragment_context(
         &tm.get_cpu().to_string_lossy(),
