@@ -2173,3 +2173,48 @@ int repocc_rebase_anchor_lines(LLVMModuleRef module, uint64_t anchor, uint64_t b
 } // extern "C"
 
 
+
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/Support/CodeGen.h>
+
+// One code generation pipeline for many modules: what
+// LLVMTargetMachineEmitToMemoryBuffer builds for every call (a legacy pass
+// manager with the target's whole code generation pipeline, about a fifth
+// of a small fragment's code generation at -O0) built once and run on one
+// module after another, as llc's -run-twice does to prove that the passes
+// keep no state from one module to the next (each run starts with its
+// doInitialization and ends with its doFinalization, which resets the
+// machine code context). The object of each run goes to the same buffer,
+// emptied first.
+struct RepoccObjectEmitter {
+  llvm::SmallVector<char, 0> Buffer;
+  llvm::raw_svector_ostream OS{Buffer};
+  llvm::legacy::PassManager PM;
+  llvm::TargetMachine *TM = nullptr;
+};
+
+extern "C" RepoccObjectEmitter *repocc_object_emitter_new(LLVMTargetMachineRef tm) {
+  auto *E = new RepoccObjectEmitter;
+  E->TM = reinterpret_cast<llvm::TargetMachine *>(tm);
+  if (E->TM->addPassesToEmitFile(E->PM, E->OS, nullptr,
+                                 llvm::CodeGenFileType::ObjectFile)) {
+    delete E;
+    return nullptr;
+  }
+  return E;
+}
+
+// The object for `module`, valid until the next run or the emitter's end.
+extern "C" const char *repocc_object_emitter_run(RepoccObjectEmitter *E,
+                                                 LLVMModuleRef module,
+                                                 size_t *len) {
+  llvm::Module *M = llvm::unwrap(module);
+  E->Buffer.clear();
+  M->setDataLayout(E->TM->createDataLayout());
+  E->PM.run(*M);
+  *len = E->Buffer.size();
+  return E->Buffer.data();
+}
+
+extern "C" void repocc_object_emitter_free(RepoccObjectEmitter *E) { delete E; }

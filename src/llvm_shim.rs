@@ -46,6 +46,11 @@
 //!   copies), installs its SIGINT/SIGTERM/SIGHUP handler once (never over
 //!   an ignored signal), and the handler only calls unlink, rmdir,
 //!   sigaction and raise, all async-signal-safe.
+//! - `ObjectEmitter`: the shim's legacy pass manager holds the target
+//!   machine's pointer, so the emitter borrows the machine; it is used
+//!   from one thread (raw pointer: not `Send`), on one module at a time,
+//!   each alive for its run; the bytes it returns live in its own buffer
+//!   until the next run and are copied out at once.
 //! - `FreedUnlessExiting`: the value it holds is dropped exactly once, by
 //!   its own `Drop`, or never (the process exits first); nothing else can
 //!   reach the inner value to drop it.
@@ -280,6 +285,14 @@ extern "C" {
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
     );
+    fn repocc_object_emitter_new(tm: llvm_sys::target_machine::LLVMTargetMachineRef)
+        -> *mut c_void;
+    fn repocc_object_emitter_run(
+        emitter: *mut c_void,
+        module: llvm_sys::prelude::LLVMModuleRef,
+        len: *mut usize,
+    ) -> *const u8;
+    fn repocc_object_emitter_free(emitter: *mut c_void);
 
     #[cfg(test)]
     fn repocc_get_target_options(
@@ -292,6 +305,53 @@ extern "C" {
 pub fn set_target_options(tm: &TargetMachine, opts: &ShimTargetOptions) {
     // SAFETY: see the module invariants; `tm` outlives the call.
     unsafe { repocc_set_target_options(tm.as_mut_ptr(), opts) }
+}
+
+/// One code generation pipeline for many modules (see the shim's
+/// `RepoccObjectEmitter`): the objects of
+/// `TargetMachine::write_to_memory_buffer`, byte for byte, without building
+/// the target's pipeline again for every module. One per thread (it is not
+/// `Send`), for the machine it borrows.
+pub struct ObjectEmitter<'tm> {
+    raw: std::ptr::NonNull<c_void>,
+    _machine: std::marker::PhantomData<&'tm TargetMachine>,
+}
+
+impl<'tm> ObjectEmitter<'tm> {
+    /// `None` if the machine cannot emit objects.
+    pub fn new(machine: &'tm TargetMachine) -> Option<ObjectEmitter<'tm>> {
+        // SAFETY: the machine is alive, and outlives the emitter (the
+        // borrow); the shim keeps its pointer and nothing else.
+        let raw = unsafe { repocc_object_emitter_new(machine.as_mut_ptr()) };
+        Some(ObjectEmitter {
+            raw: std::ptr::NonNull::new(raw)?,
+            _machine: std::marker::PhantomData,
+        })
+    }
+
+    /// The object of `module` (its data layout set to the machine's, as
+    /// `write_to_memory_buffer` does). Code generation errors go to the
+    /// module's context's diagnostic handler, as there.
+    pub fn emit(&mut self, module: &inkwell::module::Module) -> Vec<u8> {
+        let mut len = 0usize;
+        // SAFETY: the emitter is alive and this thread's (`&mut self`), the
+        // module too; the returned bytes are the emitter's buffer, valid
+        // until its next run, and copied before this borrow ends.
+        unsafe {
+            let data = repocc_object_emitter_run(self.raw.as_ptr(), module.as_mut_ptr(), &mut len);
+            if data.is_null() || len == 0 {
+                return Vec::new();
+            }
+            std::slice::from_raw_parts(data, len).to_vec()
+        }
+    }
+}
+
+impl Drop for ObjectEmitter<'_> {
+    fn drop(&mut self) {
+        // SAFETY: made by repocc_object_emitter_new, freed once, here.
+        unsafe { repocc_object_emitter_free(self.raw.as_ptr()) }
+    }
 }
 
 /// Reads them back (tests).
@@ -1290,5 +1350,119 @@ mod tests {
             .unwrap();
         again.verify().unwrap();
         assert_eq!(print_module(&again), text);
+    }
+
+    fn parse<'ctx>(context: &'ctx Context, ir: &str) -> inkwell::module::Module<'ctx> {
+        context
+            .create_module_from_ir(
+                inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+                    ir.as_bytes(),
+                    "t",
+                ),
+            )
+            .unwrap()
+    }
+
+    /// Unoptimized IR from clang-19 for `c_source` (with `flags`).
+    fn clang_ir(c_source: &str, flags: &[&str]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("t.c");
+        std::fs::write(&src, c_source).unwrap();
+        let out = std::process::Command::new("clang-19")
+            .args(["-Xclang", "-disable-llvm-passes", "-S", "-emit-llvm"])
+            .args(["-o", "-"])
+            .args(flags)
+            .arg(&src)
+            .output()
+            .expect("clang-19");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
+        use inkwell::targets::FileType;
+        Target::initialize_native(&InitializationConfig::default()).unwrap();
+        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+        let machine = |opt| {
+            let tm = Target::from_triple(&triple)
+                .unwrap()
+                .create_target_machine(
+                    &triple,
+                    "x86-64",
+                    "",
+                    opt,
+                    RelocMode::PIC,
+                    CodeModel::Default,
+                )
+                .unwrap();
+            set_target_options(
+                &tm,
+                &ShimTargetOptions {
+                    function_sections: 1,
+                    data_sections: 1,
+                    unique_section_names: 1,
+                    emit_addrsig: 1,
+                    use_init_array: 1,
+                    emit_call_site_info: 0,
+                    debugger_tuning_gdb: 1,
+                },
+            );
+            tm
+        };
+        let sources = [
+            "static int twice(int x) { return 2 * x; }\n\
+             int f(int x) { const char *s = \"text\"; return twice(x) + s[x & 3]; }\n",
+            "#include <stdio.h>\n\
+             struct point { int x, y; };\n\
+             int g(struct point p, int k) {\n\
+               static void *table[] = { &&a, &&b };\n\
+               int r = 0;\n\
+               goto *table[k & 1];\n\
+             a: r = p.x; printf(\"%d\\n\", r); return r;\n\
+             b: switch (p.y) { case 1: return 5; case 2: return 9; case 3: return 11; case 4: return 2; }\n\
+               return r;\n\
+             }\n",
+        ];
+        for (opt, flags) in [
+            (OptimizationLevel::None, &["-O0", "-g"][..]),
+            (OptimizationLevel::Default, &["-O2", "-g"][..]),
+            (OptimizationLevel::Default, &["-O2"][..]),
+        ] {
+            let irs: Vec<String> = sources.iter().map(|s| clang_ir(s, flags)).collect();
+            let tm = machine(opt);
+            let alone: Vec<Vec<u8>> = irs
+                .iter()
+                .map(|ir| {
+                    let context = Context::create();
+                    let object = tm
+                        .write_to_memory_buffer(&parse(&context, ir), FileType::Object)
+                        .unwrap();
+                    object.as_slice().to_vec()
+                })
+                .collect();
+            assert_ne!(alone[0], alone[1]);
+            // One pipeline, modules in one context and in contexts of their
+            // own, in both orders and twice: every object as compiled alone.
+            let mut emitter = ObjectEmitter::new(&tm).unwrap();
+            let shared = Context::create();
+            for i in [0, 1, 1, 0, 0, 1] {
+                assert_eq!(
+                    emitter.emit(&parse(&shared, &irs[i])),
+                    alone[i],
+                    "{flags:?} {i}"
+                );
+                let own = Context::create();
+                assert_eq!(
+                    emitter.emit(&parse(&own, &irs[i])),
+                    alone[i],
+                    "{flags:?} {i}"
+                );
+            }
+        }
     }
 }

@@ -277,6 +277,12 @@ pub fn emit_groups(
     if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
         emit_carved(unit, settings, &target, jobs, &plan, &mut done)?;
     }
+    // The unit's code generation pipeline, for the fragments compiled in
+    // its context.
+    let mut emitter = UnitEmitter {
+        unit,
+        pipeline: llvm_shim::ObjectEmitter::new(&unit.target_machine),
+    };
     if jobs <= 1 {
         // One worker (the other cores are busy with other units): right
         // here, in the unit's context with its target machine — no bitcode
@@ -287,14 +293,20 @@ pub fn emit_groups(
             if done[i].is_none()
                 && !(debug_info && (item.1 || takes_block_addresses(unit, &item.0)))
             {
-                done[i] = emit_in_unit(unit, item, debug_info, relative_lines, shared.as_ref())?;
+                done[i] = emit_in_unit(
+                    &mut emitter,
+                    item,
+                    debug_info,
+                    relative_lines,
+                    shared.as_ref(),
+                )?;
             }
         }
     }
     let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
     let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
     let compiled = emit_in_workers(
-        unit,
+        &mut emitter,
         settings,
         &target,
         jobs,
@@ -358,6 +370,31 @@ fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
     })
 }
 
+/// The unit, with the code generation pipeline of its target machine for
+/// the fragments compiled in its context (none if the machine could not
+/// build one: each compile builds its own then).
+struct UnitEmitter<'u, 'ctx> {
+    unit: &'u Unit<'ctx>,
+    pipeline: Option<llvm_shim::ObjectEmitter<'u>>,
+}
+
+/// `module`'s object: through `pipeline` (built once for many modules)
+/// where there is one, else with a pipeline of its own.
+fn emit_object(
+    pipeline: Option<&mut llvm_shim::ObjectEmitter>,
+    machine: &inkwell::targets::TargetMachine,
+    module: &Module,
+    what: &str,
+) -> Result<Vec<u8>> {
+    match pipeline {
+        Some(pipeline) => Ok(pipeline.emit(module)),
+        None => machine
+            .write_to_memory_buffer(module, FileType::Object)
+            .map(|object| object.as_slice().to_vec())
+            .map_err(|e| anyhow!("generating code for {what}: {e}")),
+    }
+}
+
 /// One fragment extracted and compiled in the unit's context. With debug
 /// info, its lines are rebased first (with `relative_lines`) and its
 /// compile unit trimmed, as a worker does (see [`compile_bitcode`]); the
@@ -365,13 +402,13 @@ fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
 /// compile unit (not the glue's, which is the unit's). `None`: its lines
 /// need the printed text, which a worker's context is for.
 fn emit_in_unit(
-    unit: &Unit,
+    emitter: &mut UnitEmitter,
     (members, glue): &(Vec<String>, bool),
     debug_info: bool,
     relative_lines: bool,
     shared: Option<&llvm_shim::SharedTypes>,
 ) -> Result<Option<Fragment>> {
-    let module = extract(unit, members, *glue, shared);
+    let module = extract(emitter.unit, members, *glue, shared);
     let mut inlined = Vec::new();
     if debug_info {
         debug_assert!(!*glue);
@@ -384,14 +421,16 @@ fn emit_in_unit(
         }
         llvm_shim::trim_debug_units(&module, false);
     }
-    let object = unit
-        .target_machine
-        .write_to_memory_buffer(&module, FileType::Object)
-        .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
+    let object = emit_object(
+        emitter.pipeline.as_mut(),
+        &emitter.unit.target_machine,
+        &module,
+        &members.join(","),
+    )?;
     Ok(Some(Fragment::compiled(
         members,
         *glue,
-        object.as_slice().to_vec(),
+        object,
         references_of(&module),
         inlined,
     )))
@@ -408,7 +447,7 @@ fn emit_in_unit(
 /// compiled there already).
 #[allow(clippy::too_many_arguments)]
 fn emit_in_workers(
-    unit: &Unit,
+    emitter: &mut UnitEmitter,
     settings: &CodegenSettings,
     target: &TargetSpec,
     jobs: usize,
@@ -422,6 +461,7 @@ fn emit_in_workers(
     if items.is_empty() {
         return Ok(Vec::new());
     }
+    let unit = emitter.unit;
     let helps = jobs > 1;
     let workers = if helps { jobs - 1 } else { 1 }.min(items.len());
     let results: Vec<Mutex<Option<Result<Fragment>>>> =
@@ -443,8 +483,13 @@ fn emit_in_workers(
             std::thread::Builder::new()
                 .stack_size(16 << 20)
                 .spawn_scoped(scope, || {
-                    // One target machine per worker.
+                    // One target machine and code generation pipeline per
+                    // worker.
                     let machine = target.machine(settings);
+                    let mut pipeline = machine
+                        .as_ref()
+                        .ok()
+                        .and_then(llvm_shim::ObjectEmitter::new);
                     loop {
                         let next = match receiver.lock() {
                             Ok(r) => r.recv(),
@@ -463,7 +508,13 @@ fn emit_in_workers(
                             rebase_on: leader.map(String::as_str),
                         };
                         let r = match &machine {
-                            Ok(machine) => compile_bitcode(&bc, &what, machine, Some(fragment)),
+                            Ok(machine) => compile_bitcode(
+                                &bc,
+                                &what,
+                                machine,
+                                pipeline.as_mut(),
+                                Some(fragment),
+                            ),
                             Err(e) => Err(anyhow!("{e:#}")),
                         };
                         let r = r.map(|(object, references, inlined)| {
@@ -480,7 +531,7 @@ fn emit_in_workers(
                 && waiting.load(Ordering::Relaxed) >= workers
                 && !(debug_info && (*glue || takes_block_addresses(unit, members)));
             if in_unit {
-                if let Some(f) = emit_in_unit(unit, item, debug_info, relative_lines, shared)? {
+                if let Some(f) = emit_in_unit(emitter, item, debug_info, relative_lines, shared)? {
                     set(i, Ok(f));
                     continue;
                 }
@@ -531,6 +582,7 @@ fn compile_bitcode(
     bc: &[u8],
     what: &str,
     machine: &inkwell::targets::TargetMachine,
+    pipeline: Option<&mut llvm_shim::ObjectEmitter>,
     fragment: Option<FragmentModule>,
 ) -> Result<(Vec<u8>, Vec<String>, Vec<String>)> {
     llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
@@ -546,13 +598,11 @@ fn compile_bitcode(
             llvm_shim::trim_debug_units(&module, fragment.glue);
         }
         let references = references_of(&module);
-        let object = machine
-            .write_to_memory_buffer(&module, FileType::Object)
-            .map_err(|e| anyhow!("generating code for {what}: {e}"))?;
+        let object = emit_object(pipeline, machine, &module, what)?;
         if let Some(d) = sink.first() {
             return Err(super::BackendDiagnostic(d).into());
         }
-        Ok((object.as_slice().to_vec(), references, inlined))
+        Ok((object, references, inlined))
     })
 }
 
@@ -728,7 +778,7 @@ fn emit_carved(
             .collect();
         run_workers(&bitcodes, jobs, |bc| {
             let machine = target.machine(&sectioned)?;
-            compile_bitcode(bc, "the unit's new fragments", &machine, None)
+            compile_bitcode(bc, "the unit's new fragments", &machine, None, None)
                 .map(|(object, _, _)| object)
         })?
     };
