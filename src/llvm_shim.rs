@@ -1465,4 +1465,48 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_backend_error_in_one_module_leaves_the_pipeline_good_for_the_next() {
+        use inkwell::targets::FileType;
+        Target::initialize_native(&InitializationConfig::default()).unwrap();
+        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+        let tm = Target::from_triple(&triple)
+            .unwrap()
+            .create_target_machine(
+                &triple,
+                "x86-64",
+                "",
+                OptimizationLevel::None,
+                RelocMode::PIC,
+                CodeModel::Default,
+            )
+            .unwrap();
+        let bad = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            define void @f() {
+              call void asm sideeffect "not_an_instruction %eax", ""()
+              ret void
+            }"#;
+        let good = &clang_ir("int g(int x) { return x * 3 + 1; }\n", &["-O0", "-g"]);
+        let alone = {
+            let context = Context::create();
+            let object = tm
+                .write_to_memory_buffer(&parse(&context, good), FileType::Object)
+                .unwrap();
+            object.as_slice().to_vec()
+        };
+        let mut emitter = ObjectEmitter::new(&tm).unwrap();
+        let reported = with_diagnostic_sink(|context, sink| {
+            let _ = emitter.emit(&parse(context, bad));
+            sink.first()
+        });
+        assert!(reported.is_some(), "the inline asm error was not reported");
+        let clean = with_diagnostic_sink(|context, sink| {
+            let object = emitter.emit(&parse(context, good));
+            (object, sink.first())
+        });
+        assert_eq!(clean.1, None);
+        assert_eq!(clean.0, alone);
+    }
 }
