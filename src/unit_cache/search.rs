@@ -279,6 +279,7 @@ impl<'a> Listings<'a> {
             return !is_absent(&self.cwd.join(path));
         }
         let cwd = self.cwd;
+        let dir = listing_key(dir);
         let (asked, names) = self.dirs.entry(dir.to_string()).or_insert((0, None));
         *asked += 1;
         if *asked == Self::LIST_AFTER {
@@ -292,6 +293,35 @@ impl<'a> Listings<'a> {
             Some(names) => names.contains(name.as_bytes()),
             None => !is_absent(&cwd.join(path)),
         }
+    }
+}
+
+/// The directory a listing is kept under: `dir` without the spellings
+/// that name the same directory (`./` in front, `/.` or `/` behind, `.`
+/// for the working directory, which is ""), so that `X`, `X/.` and `./X`
+/// share one listing. clang's header list spells the same directory
+/// several ways (`./lapi.h` beside `lapi.c`, `/usr/include/./stdio.h`
+/// through `-I`): each spelling was listed on its own, twice the reading
+/// for lua's units. `..` stays (through a symlink it is not the textual
+/// parent). A name looked up under the key is the same file as under
+/// `dir` whenever the key lists (it is then a directory).
+fn listing_key(dir: &str) -> &str {
+    let mut d = dir;
+    loop {
+        d = if d == "." {
+            ""
+        } else if let Some(rest) = d.strip_prefix("./") {
+            // `.//usr` is `usr`, not `/usr`.
+            rest.trim_start_matches('/')
+        } else if d == "/." {
+            "/"
+        } else if d.len() > 2 && d.ends_with("/.") {
+            &d[..d.len() - 2]
+        } else if d.len() > 1 && d.ends_with('/') {
+            &d[..d.len() - 1]
+        } else {
+            return d;
+        };
     }
 }
 
@@ -450,9 +480,14 @@ mod tests {
         std::os::unix::fs::symlink("nowhere", root.join("a/dangling")).unwrap();
         let dirs = [
             "",
+            ".",
+            "./.",
             "a",
             "a/",
+            "a/.",
+            "./a",
             "a/b",
+            "a/./b",
             "big",
             "s",
             "missing",
@@ -488,6 +523,7 @@ mod tests {
         let abs = root.display().to_string();
         let mut all_dirs: Vec<String> = dirs.map(String::from).to_vec();
         all_dirs.push(format!("{abs}/a"));
+        all_dirs.push(format!("{abs}/a/."));
         all_dirs.push(format!("{abs}/gone"));
         // Several subsets, so that listing thresholds fall differently.
         for (k, step) in [1usize, 2, 3, 7].into_iter().enumerate() {
@@ -509,6 +545,31 @@ mod tests {
                 reference_roots(root, &paths),
                 "subset {step}"
             );
+        }
+    }
+
+    #[test]
+    fn spellings_of_one_directory_share_a_listing() {
+        for (dir, key) in [
+            ("", ""),
+            (".", ""),
+            ("./.", ""),
+            ("./", ""),
+            ("./a", "a"),
+            (".//a", "a"),
+            ("a/.", "a"),
+            ("a/./.", "a"),
+            ("a/", "a"),
+            ("./a/./", "a"),
+            ("/", "/"),
+            ("/.", "/"),
+            ("/usr/include/.", "/usr/include"),
+            ("/usr/include/", "/usr/include"),
+            ("a/..", "a/.."),
+            ("..", ".."),
+            ("../.", ".."),
+        ] {
+            assert_eq!(listing_key(dir), key, "{dir:?}");
         }
     }
 
@@ -537,6 +598,10 @@ mod tests {
                 ("inc/.", true),
                 ("inc/link/s.h", true),
                 ("inc/link/t.h", false),
+                ("inc/./b.h", true),
+                ("./inc/c.h", true),
+                ("inc/./z.h", false),
+                ("./inc/./d.h", true),
                 ("inc", true),
                 ("nothing", false),
             ] {
@@ -545,6 +610,11 @@ mod tests {
             }
         }
         assert!(l.dirs["inc"].1.is_some(), "inc was listed");
+        assert!(
+            !l.dirs.contains_key("inc/.") && !l.dirs.contains_key("./inc"),
+            "{:?}",
+            l.dirs.keys().collect::<Vec<_>>()
+        );
     }
 
     #[test]
