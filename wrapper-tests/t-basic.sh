@@ -30,6 +30,19 @@ assert_eq "prog output" "$want" "$(./prog)"
 assert_eq "compiles counted" 2 "$(stat_value compiles)"
 assert_eq "link counted" 1 "$(stat_value links)"
 
+note "REPOCC_TIMINGS: the stages, the clang-unit key and the unit cache's recording"
+cat > timed.c <<'C'
+int timed(int x) { return x * 7; }
+C
+REPOCC_TIMINGS=1 "$REPOCC" -O2 -c timed.c -o timed.o 2> timings.txt
+has '^repocc: timings timed.c: frontend [0-9.]+s key [0-9.]+s mem2reg [0-9.]+s metadata [0-9.]+s optimize [0-9.]+s merge [0-9.]+s codegen [0-9.]+s write [0-9.]+s store [0-9.]+s$' < timings.txt ||
+  fail "no stage timings: $(cat timings.txt)"
+has '^repocc: timings timed.c: unit cache record [0-9.]+s$' < timings.txt ||
+  fail "no unit cache record timing: $(cat timings.txt)"
+REPOCC_TIMINGS=1 "$REPOCC" -O2 -c timed.c -o timed.o 2> timings.txt
+has '^repocc: timings timed.c: unit cache hit [0-9.]+s$' < timings.txt ||
+  fail "no unit cache hit timing: $(cat timings.txt)"
+
 note "default a.out"
 "$REPOCC" main.c util.c
 assert_eq "a.out output" "$want" "$(./a.out)"

@@ -755,16 +755,25 @@ fn compile_unit_cached(
     if r.status == 0 && own_warning {
         not_recorded = Some(format!("{}: repocc printed a warning", unit.source));
     } else if r.status == 0 {
-        match uc.record(
+        let record_start = Instant::now();
+        let recorded_result = uc.record(
             &prepared,
             &recorded,
             header_list,
             &r.stderr,
             compile_ms,
             preprocessed_key,
-        ) {
+        );
+        match recorded_result {
             Ok(bytes) => r.bytes_stored += bytes,
             Err(why) => not_recorded = Some(format!("{}: {why}", unit.source)),
+        }
+        if cx.timings {
+            r.notes += &format!(
+                "repocc: timings {}: unit cache record {:.3}s\n",
+                unit.source,
+                record_start.elapsed().as_secs_f64()
+            );
         }
     }
     if cx.options.explain {
@@ -837,6 +846,7 @@ fn compile_unit(
     }
 
     // A unit clang compiled before, remembered by the repository.
+    let key_start = Instant::now();
     let clang_unit = cx.repository.map(|r| {
         // A module's own bitcode stands for clang's (the same module).
         let written;
@@ -857,6 +867,7 @@ fn compile_unit(
         Some((storage, key)) => pipeline::clang_units::lookup(*storage, key),
         None => pipeline::clang_units::Remembered::Nothing,
     };
+    let key_time = key_start.elapsed();
     let result = match remembered {
         pipeline::clang_units::Remembered::Object(object) => {
             match pipeline::output::write_output(&unit.output, &object) {
@@ -909,9 +920,10 @@ fn compile_unit(
             let mut notes = explain_frontend;
             if cx.timings {
                 notes += &format!(
-                    "repocc: timings {}: frontend {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
+                    "repocc: timings {}: frontend {:.3}s key {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
                     unit.source,
                     frontend_time.as_secs_f64(),
+                    key_time.as_secs_f64(),
                     t.parse_and_mem2reg.as_secs_f64(),
                     t.metadata.as_secs_f64(),
                     t.optimize.as_secs_f64(),
