@@ -1184,21 +1184,26 @@ mod tests {
     use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
     use inkwell::OptimizationLevel;
 
-    #[test]
-    fn target_options_round_trip() {
+    /// An x86-64 Linux target machine at `opt`, with the C API's options.
+    fn x86_64_machine(opt: OptimizationLevel) -> TargetMachine {
         Target::initialize_native(&InitializationConfig::default()).unwrap();
         let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-        let target = Target::from_triple(&triple).unwrap();
-        let tm = target
+        Target::from_triple(&triple)
+            .unwrap()
             .create_target_machine(
                 &triple,
                 "x86-64",
                 "",
-                OptimizationLevel::Default,
+                opt,
                 RelocMode::PIC,
                 CodeModel::Default,
             )
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn target_options_round_trip() {
+        let tm = x86_64_machine(OptimizationLevel::Default);
         let before = get_target_options(&tm);
         assert_eq!(before.use_init_array, 0, "C API default differs from clang");
         let want = ShimTargetOptions {
@@ -1217,7 +1222,6 @@ mod tests {
     #[test]
     fn backend_errors_reach_the_sink_instead_of_exiting() {
         use inkwell::targets::FileType;
-        Target::initialize_native(&InitializationConfig::default()).unwrap();
         let ir = r#"
             target triple = "x86_64-pc-linux-gnu"
             define void @f() {
@@ -1225,23 +1229,8 @@ mod tests {
               ret void
             }"#;
         let first = with_diagnostic_sink(|context, sink| {
-            let buf = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
-                ir.as_bytes(),
-                "t",
-            );
-            let module = context.create_module_from_ir(buf).unwrap();
-            let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-            let tm = Target::from_triple(&triple)
-                .unwrap()
-                .create_target_machine(
-                    &triple,
-                    "x86-64",
-                    "",
-                    OptimizationLevel::None,
-                    RelocMode::PIC,
-                    CodeModel::Default,
-                )
-                .unwrap();
+            let module = parse(context, ir);
+            let tm = x86_64_machine(OptimizationLevel::None);
             let _ = tm.write_to_memory_buffer(&module, FileType::Object);
             sink.first()
         });
@@ -1386,20 +1375,8 @@ mod tests {
     #[test]
     fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
         use inkwell::targets::FileType;
-        Target::initialize_native(&InitializationConfig::default()).unwrap();
-        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
         let machine = |opt| {
-            let tm = Target::from_triple(&triple)
-                .unwrap()
-                .create_target_machine(
-                    &triple,
-                    "x86-64",
-                    "",
-                    opt,
-                    RelocMode::PIC,
-                    CodeModel::Default,
-                )
-                .unwrap();
+            let tm = x86_64_machine(opt);
             set_target_options(
                 &tm,
                 &ShimTargetOptions {
@@ -1469,19 +1446,7 @@ mod tests {
     #[test]
     fn a_backend_error_in_one_module_leaves_the_pipeline_good_for_the_next() {
         use inkwell::targets::FileType;
-        Target::initialize_native(&InitializationConfig::default()).unwrap();
-        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-        let tm = Target::from_triple(&triple)
-            .unwrap()
-            .create_target_machine(
-                &triple,
-                "x86-64",
-                "",
-                OptimizationLevel::None,
-                RelocMode::PIC,
-                CodeModel::Default,
-            )
-            .unwrap();
+        let tm = x86_64_machine(OptimizationLevel::None);
         let bad = r#"
             target triple = "x86_64-pc-linux-gnu"
             define void @f() {
