@@ -3,7 +3,9 @@
 
 Builds real projects with clang-19, ccache + clang-19 and repocc in the same
 run and reports the build time of each scenario, as the median of several
-runs and as a ratio to clang-19's time for the same scenario:
+runs and as a ratio to clang-19's time for the same scenario (the median,
+over runs, of the ratio within one run: the tools take turns run by run,
+so that a drift in the machine's speed reaches both sides of a ratio):
 
   cold        an empty cache / repository, a clean tree
   no-change   the same tree after `make clean` (or a new CMake build
@@ -335,26 +337,44 @@ class Sqlite(Project):
 PROJECTS = {"lua": Lua, "zlib": Zlib, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
 
 
-def measure(project_cls, flags, tool_name, runs, work):
-    """Times per scenario (a list per scenario, one entry per run)."""
-    times = {s: [] for s in SCENARIOS}
-    tool = Tool(tool_name, work)
-    for run in range(runs):
-        p = project_cls(work, flags, tool)
-        tool.reset_cache()
-        p.prepare()
-        times["cold"].append(p.timed(p.build))
-        p.clean()
-        times["no-change"].append(p.timed(p.build))
-        p.edit(run + 1)
-        times["edit"].append(p.timed(p.build))
-        p.shift(run + 1)
-        times["shift"].append(p.timed(p.build))
-        if p.has_header:
-            p.edit_header(run + 1)
-            times["header"].append(p.timed(p.build))
-        shutil.rmtree(p.tree, ignore_errors=True)
+def measure_run(project_cls, flags, tool, run, work):
+    """One run of every scenario with `tool`: the time of each."""
+    times = {}
+    p = project_cls(work, flags, tool)
+    tool.reset_cache()
+    p.prepare()
+    times["cold"] = p.timed(p.build)
+    p.clean()
+    times["no-change"] = p.timed(p.build)
+    p.edit(run + 1)
+    times["edit"] = p.timed(p.build)
+    p.shift(run + 1)
+    times["shift"] = p.timed(p.build)
+    if p.has_header:
+        p.edit_header(run + 1)
+        times["header"] = p.timed(p.build)
+    shutil.rmtree(p.tree, ignore_errors=True)
     return times
+
+
+def measure(project_cls, flags, tools, runs, work):
+    """Per tool, per scenario, one time per run. The tools take turns run
+    by run (clang's first run, then repocc's, then clang's second...): this
+    machine's speed drifts by a fifth over minutes, and all of one tool's
+    runs before all of the other's turned that drift into the ratio."""
+    times = {t: {s: [] for s in SCENARIOS} for t in tools}
+    setups = {t: Tool(t, work) for t in tools}
+    for run in range(runs):
+        for t in tools:
+            for s, v in measure_run(project_cls, flags, setups[t], run, work).items():
+                times[t][s].append(v)
+    return times
+
+
+def paired_ratio(times, tool, scenario):
+    """The median over runs of tool's time over clang's in the same run."""
+    ours, base = times[tool][scenario], times["clang"][scenario]
+    return statistics.median(o / b for o, b in zip(ours, base))
 
 
 def main():
@@ -380,16 +400,19 @@ def main():
         for pname in a.projects.split(","):
             cls = PROJECTS[pname]
             for flags in flag_sets:
+                times = measure(cls, flags, tools, a.runs, work)
                 medians = {}
                 for tool in tools:
-                    t = measure(cls, flags, tool, a.runs, work)
-                    medians[tool] = {s: statistics.median(v) for s, v in t.items() if v}
-                    print(f"{pname} {flags!r} {tool}: " + ", ".join(f"{s} {v:.2f}s" for s, v in medians[tool].items()), flush=True)
+                    medians[tool] = {s: statistics.median(v) for s, v in times[tool].items() if v}
+                    runs = ", ".join(
+                        f"{s} " + "/".join(f"{x:.2f}" for x in v) + "s" for s, v in times[tool].items() if v
+                    )
+                    print(f"{pname} {flags!r} {tool}: {runs}", flush=True)
                 for s in SCENARIOS:
-                    if s not in medians.get("clang", {}):
+                    if not times.get("clang", {}).get(s):
                         continue
-                    base = medians["clang"][s]
-                    rows.append((pname, flags, s, {tool: medians[tool].get(s) for tool in tools}, base))
+                    ratios = {t: paired_ratio(times, t, s) for t in tools if t != "clang" and times[t][s]}
+                    rows.append((pname, flags, s, {tool: medians[tool].get(s) for tool in tools}, ratios))
     write_results(rows, tools, out, a)
 
 
@@ -400,20 +423,21 @@ def write_results(rows, tools, out, a):
         f"`python3 benches/builds.py --projects {a.projects} --runs {a.runs}"
         + "".join(f" --flags='{f}'" for f in (a.flags or []))
         + f"` on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}: build step only, median of {a.runs} run(s);"
-        " in brackets, the ratio to clang-19's time for the same scenario.",
+        " in brackets, the median over runs of the ratio to clang-19's time for the same scenario in the same run"
+        " (the tools take turns, run by run).",
         "",
         "| project | flags | scenario | " + " | ".join(tools) + " |",
         "|---|---|---|" + "---|" * len(tools),
     ]
     dat = ["# label " + " ".join(t for t in tools if t != "clang")]
-    for pname, flags, scen, med, base in rows:
+    for pname, flags, scen, med, ratios in rows:
         cells = []
         for t in tools:
             v = med.get(t)
-            cells.append("–" if v is None else f"{v:.2f} s ({v / base:.2f}x)" if t != "clang" else f"{v:.2f} s")
+            cells.append("–" if v is None else f"{v:.2f} s ({ratios[t]:.2f}x)" if t != "clang" else f"{v:.2f} s")
         lines.append(f"| {pname} | `{flags}` | {scen} | " + " | ".join(cells) + " |")
         label = f"{pname}{flags.replace(' ', '')}-{scen}"
-        dat.append(label + " " + " ".join(f"{(med.get(t) or 0) / base:.4f}" for t in tools if t != "clang"))
+        dat.append(label + " " + " ".join(f"{ratios.get(t, 0):.4f}" for t in tools if t != "clang"))
     (out / "builds.md").write_text("\n".join(lines) + "\n")
     (out / "builds.dat").write_text("\n".join(dat) + "\n")
     print("\n".join(lines))
