@@ -155,6 +155,72 @@ private:
   std::unique_ptr<llvm::raw_fd_ostream> list_;
 };
 
+// clang's driver for `prog_name ARGS` as clang_main sets it up: the
+// driver's own diagnostic options and warning processing, its diagnostics
+// written into `text` (in colour where clang's would be, prefixed with the
+// program's name), and the target and driver mode the program name gives
+// (`clang++-19`), inserted after argv[0] as insertTargetAndModeArgs does so
+// that the command line can override them.
+class InProcessDriver {
+public:
+  InProcessDriver(const char *clang_path, const char *prog_name,
+                  const char *const *args, size_t nargs)
+      : argv(with_program(prog_name, args, nargs)),
+        diag_opts(driver_diagnostic_options(argv)), text_stream(text),
+        printer(new clang::TextDiagnosticPrinter(text_stream, &*diag_opts)),
+        diags(new clang::DiagnosticIDs(), &*diag_opts, printer),
+        driver(clang_path, llvm::sys::getDefaultTargetTriple(), diags,
+               "clang LLVM compiler") {
+    text_stream.enable_colors(diag_opts->ShowColors);
+    printer->setPrefix(std::string(llvm::sys::path::stem(prog_name)));
+    clang::ProcessWarningOptions(diags, *diag_opts, /*ReportDiags=*/false);
+    clang::driver::ParsedClangName name =
+        clang::driver::ToolChain::getTargetAndModeFromProgramName(prog_name);
+    driver.setTargetAndMode(name);
+    target_prefix = name.TargetPrefix;
+    if (name.DriverMode)
+      argv.insert(argv.begin() + 1, name.DriverMode);
+    if (name.TargetIsValid) {
+      argv.insert(argv.begin() + 1, target_prefix.c_str());
+      argv.insert(argv.begin() + 1, "-target");
+    }
+  }
+  InProcessDriver(const InProcessDriver &) = delete;
+  InProcessDriver &operator=(const InProcessDriver &) = delete;
+
+  std::vector<const char *> argv;
+  std::string target_prefix;
+  llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> diag_opts;
+  std::string text;
+  llvm::raw_string_ostream text_stream;
+  // Owned by `diags`.
+  clang::TextDiagnosticPrinter *printer;
+  clang::DiagnosticsEngine diags;
+  clang::driver::Driver driver;
+
+private:
+  static std::vector<const char *> with_program(const char *prog_name,
+                                                const char *const *args,
+                                                size_t nargs) {
+    std::vector<const char *> argv;
+    argv.push_back(prog_name);
+    argv.insert(argv.end(), args, args + nargs);
+    return argv;
+  }
+
+  static llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions>
+  driver_diagnostic_options(const std::vector<const char *> &argv) {
+    llvm::IntrusiveRefCntPtr<clang::DiagnosticOptions> opts =
+        new clang::DiagnosticOptions();
+    unsigned missing_index = 0, missing_count = 0;
+    llvm::opt::InputArgList parsed =
+        clang::driver::getDriverOptTable().ParseArgs(
+            llvm::ArrayRef(argv).slice(1), missing_index, missing_count);
+    (void)clang::ParseDiagnosticArgs(*opts, parsed);
+    return opts;
+  }
+};
+
 char *copy_out(llvm::StringRef bytes, size_t *len) {
   *len = bytes.size();
   char *out = static_cast<char *>(std::malloc(bytes.size() ? bytes.size() : 1));
@@ -209,44 +275,15 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
   // parsing nests deeply; it measures from here.
   noteBottomOfStack();
 
-  std::vector<const char *> argv;
-  argv.push_back(prog_name);
-  argv.insert(argv.end(), args, args + nargs);
-
-  // The driver's own diagnostic options, as clang_main parses them.
-  IntrusiveRefCntPtr<DiagnosticOptions> diag_opts = new DiagnosticOptions();
-  {
-    unsigned missing_index = 0, missing_count = 0;
-    llvm::opt::InputArgList parsed = driver::getDriverOptTable().ParseArgs(
-        llvm::ArrayRef(argv).slice(1), missing_index, missing_count);
-    (void)ParseDiagnosticArgs(*diag_opts, parsed);
-  }
-  std::string text;
-  llvm::raw_string_ostream text_stream(text);
-  text_stream.enable_colors(diag_opts->ShowColors);
-  auto *driver_printer = new TextDiagnosticPrinter(text_stream, &*diag_opts);
-  driver_printer->setPrefix(std::string(llvm::sys::path::stem(prog_name)));
-  IntrusiveRefCntPtr<DiagnosticIDs> diag_ids(new DiagnosticIDs());
-  DiagnosticsEngine diags(diag_ids, &*diag_opts, driver_printer);
-  ProcessWarningOptions(diags, *diag_opts, /*ReportDiags=*/false);
-
-  driver::Driver the_driver(clang_path, llvm::sys::getDefaultTargetTriple(),
-                            diags, "clang LLVM compiler");
-  driver::ParsedClangName name =
-      driver::ToolChain::getTargetAndModeFromProgramName(prog_name);
-  the_driver.setTargetAndMode(name);
-  // As clang's insertTargetAndModeArgs: after argv[0], so that the command
-  // line can override them.
-  std::string target_prefix = name.TargetPrefix;
-  if (name.DriverMode)
-    argv.insert(argv.begin() + 1, name.DriverMode);
-  if (name.TargetIsValid) {
-    argv.insert(argv.begin() + 1, target_prefix.c_str());
-    argv.insert(argv.begin() + 1, "-target");
-  }
+  InProcessDriver d(clang_path, prog_name, args, nargs);
+  const std::vector<const char *> &argv = d.argv;
+  DiagnosticsEngine &diags = d.diags;
+  auto *driver_printer = d.printer;
+  std::string &text = d.text;
+  llvm::raw_string_ostream &text_stream = d.text_stream;
 
   std::unique_ptr<driver::Compilation> compilation(
-      the_driver.BuildCompilation(argv));
+      d.driver.BuildCompilation(argv));
   if (!compilation || compilation->containsError() ||
       diags.hasErrorOccurred()) {
     out->declined = "the driver reported an error";
@@ -368,4 +405,102 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
   }
 }
 
+// The options after which clang's driver does something else than link, or
+// does it differently: it prints (versions, search directories, the
+// commands, statistics, help), keeps temporaries, writes a reproducer, or
+// resolves its own path otherwise. A link with one of them is declined.
+static bool declined_link_option(llvm::StringRef arg) {
+  static const char *const exact[] = {
+      "-v",      "-###",   "--version", "-help", "--help", "--help-hidden",
+      "-time",   "-save-temps", "-fdriver-only", "-canonical-prefixes",
+      "-no-canonical-prefixes", "-Xclang",
+  };
+  static const char *const prefixes[] = {
+      "-print", "--print", "-dump", "--dump", "-ccc-", "-save-temps=",
+      "--save-temps", "-gen-reproducer", "-fproc-stat-report",
+      "-autocomplete", "--autocomplete", "-fcrash-diagnostics",
+  };
+  for (const char *e : exact)
+    if (arg == e)
+      return true;
+  for (const char *p : prefixes)
+    if (arg.starts_with(p))
+      return true;
+  return false;
+}
+
+// clang's link of `prog_name ARGS` (inputs that are all objects, archives
+// and libraries), run by clang's own driver in this process: it builds the
+// linker's command, starts the linker with `environment` (NULL-terminated
+// `NAME=value` strings), prints clang's error when the linker fails and
+// removes its output as clang does, and the exit code is clang_main's
+// (clang-19: the linker's code, 1 after a signal or a crash code). This
+// saves the clang process a link through repocc would otherwise start.
+// Returns the exit code, or -1 with the reason in `*declined` when nothing
+// ran (the caller then runs clang): an option above, a driver diagnostic of
+// any kind (clang prints those itself), or a job other than one link.
+int repocc_link_run(const char *clang_path, const char *prog_name,
+                    const char *const *args, size_t nargs,
+                    const char *const *environment, const char **declined) {
+  using namespace clang;
+  *declined = nullptr;
+  for (size_t i = 0; i < nargs; ++i)
+    if (declined_link_option(args[i])) {
+      *declined = "an option the driver handles itself";
+      return -1;
+    }
+  InProcessDriver d(clang_path, prog_name, args, nargs);
+  std::unique_ptr<driver::Compilation> compilation(
+      d.driver.BuildCompilation(d.argv));
+  if (!compilation || compilation->containsError() ||
+      d.diags.hasErrorOccurred()) {
+    *declined = "the driver reported an error";
+    return -1;
+  }
+  d.text_stream.flush();
+  if (!d.text.empty()) {
+    *declined = "the driver printed a diagnostic";
+    return -1;
+  }
+  driver::JobList &jobs = compilation->getJobs();
+  if (jobs.size() != 1 || !jobs.begin()->getCreator().isLinkJob()) {
+    *declined = "not exactly one link job";
+    return -1;
+  }
+  driver::Command &job = *jobs.begin();
+  // (No toolchain of a Linux target gives its link job an environment of
+  // its own: this one is the process's, with repocc's guard.)
+  std::vector<const char *> env;
+  for (const char *const *e = environment; *e; ++e)
+    env.push_back(*e);
+  job.setEnvironment(env);
+
+  // As clang_main runs the compilation and makes its exit code.
+  llvm::SmallVector<std::pair<int, const driver::Command *>, 4> failing;
+  int res = d.driver.ExecuteCompilation(*compilation, failing);
+  driver::Driver::CommandStatus status = driver::Driver::CommandStatus::Ok;
+  const driver::Command *failing_command = &job;
+  for (const auto &p : failing) {
+    int command_res = p.first;
+    failing_command = p.second;
+    if (!res)
+      res = command_res;
+    bool crash = command_res < 0 || command_res == 70 || command_res > 128;
+    status = crash ? driver::Driver::CommandStatus::Crash
+                   : driver::Driver::CommandStatus::Error;
+    if (crash)
+      break;
+  }
+  if (d.driver.maybeGenerateCompilationDiagnostics(
+          status, driver::Driver::ReproLevel::OnCrash, *compilation,
+          *failing_command))
+    res = 1;
+  d.diags.getClient()->finish();
+  d.text_stream.flush();
+  llvm::errs() << d.text;
+  llvm::errs().flush();
+  return res;
+}
+
 } // extern "C"
+

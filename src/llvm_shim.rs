@@ -23,6 +23,10 @@
 //!   freed by `repocc_frontend_free` once copied. Clang's process-wide
 //!   state (LLVM's option registry, plugins, timers) is never touched: the
 //!   shim declines such units.
+//! - `run_clang_link`: as `run_clang_frontend`, with clang's driver only;
+//!   the shim starts the linker (a child process it waits for) and writes
+//!   clang's diagnostics to stderr itself; `declined` is null or a static
+//!   string of the shim's.
 //! - `FrontendModule`: the shim builds clang's module in a context made
 //!   here (with its diagnostic sink, as `with_diagnostic_sink` makes one)
 //!   and hands the module over; the module is disposed of before its
@@ -110,6 +114,63 @@ pub enum InProcessFrontend {
     /// It declined before anything ran, for this reason: clang must run as
     /// a process.
     Declined(String),
+}
+
+/// Links as `prog_name ARGS` would (`args` naming only objects, archives
+/// and libraries), with clang-19's driver in this process: it starts the
+/// linker with `environment`, and prints and cleans up after a failed link
+/// as clang does. `Ok(exit code)`, or `Err(why)` when the driver declined
+/// before anything ran (the caller then runs clang).
+pub fn run_clang_link(
+    clang_path: &std::path::Path,
+    prog_name: &str,
+    args: &[String],
+    environment: &[(std::ffi::OsString, std::ffi::OsString)],
+) -> Result<i32, String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = |bytes: &[u8]| CString::new(bytes).ok();
+    let (Some(path), Some(prog)) = (
+        c(clang_path.as_os_str().as_bytes()),
+        c(prog_name.as_bytes()),
+    ) else {
+        return Err("a NUL byte in the compiler's path".into());
+    };
+    let owned = args
+        .iter()
+        .map(|a| c(a.as_bytes()))
+        .collect::<Option<Vec<CString>>>()
+        .ok_or("a NUL byte in an argument")?;
+    let env = environment
+        .iter()
+        .map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .collect::<Option<Vec<CString>>>()
+        .ok_or("a NUL byte in the environment")?;
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let mut env_ptrs: Vec<*const c_char> = env.iter().map(|s| s.as_ptr()).collect();
+    env_ptrs.push(std::ptr::null());
+    let mut declined: *const c_char = std::ptr::null();
+    // SAFETY: every pointer refers to a NUL-terminated string owned above
+    // and alive for the call, the environment list ends with a null
+    // pointer, and `declined` is set by the shim to null or to a static
+    // string.
+    let code = unsafe {
+        repocc_link_run(
+            path.as_ptr(),
+            prog.as_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            env_ptrs.as_ptr(),
+            &mut declined,
+        )
+    };
+    if declined.is_null() {
+        Ok(code)
+    } else {
+        // SAFETY: a static, NUL-terminated string of the shim's.
+        Err(unsafe { std::ffi::CStr::from_ptr(declined) }
+            .to_string_lossy()
+            .into_owned())
+    }
 }
 
 /// Runs clang-19's driver and compiler proper in this process on `args`
@@ -275,6 +336,14 @@ extern "C" {
         out: *mut ShimFrontendOutput,
     );
     fn repocc_frontend_free(out: *mut ShimFrontendOutput);
+    fn repocc_link_run(
+        clang_path: *const c_char,
+        prog_name: *const c_char,
+        args: *const *const c_char,
+        nargs: usize,
+        environment: *const *const c_char,
+        declined: *mut *const c_char,
+    ) -> c_int;
     fn repocc_remove_file_on_interrupt(path: *const c_char, len: usize);
     fn repocc_keep_file_on_interrupt(path: *const c_char, len: usize);
     fn repocc_remove_interrupt_files();

@@ -56,6 +56,38 @@ file main.o | has "ELF 64-bit LSB relocatable" || fail "main.o is not an ELF rel
 assert_eq "link-only output" "$want" "$(./prog)"
 cd ..
 
+note "links run clang-19's driver in repocc: the linker starts, clang does not"
+cd objs
+strace -f -qq -e trace=execve -o link-trace.out "$REPOCC" main.o util.o -o prog-traced
+started=$(grep -o 'execve("[^"]*"' link-trace.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
+assert_eq "programs a link starts" "ld repocc " "$started"
+clang-19 main.o util.o -o prog-clang
+cmp -s prog-traced prog-clang || fail "the link differs from clang-19's"
+assert_eq "in-process link output" "$want" "$(./prog-traced)"
+# A failed link: clang's message and exit code, and clang removes the output.
+cat > needs.c <<'C'
+int missing_function(void);
+int main(void) { return missing_function(); }
+C
+clang-19 -c needs.c -o needs.o
+for who in clang repocc; do
+  echo stale > "bad-$who"
+  set +e
+  if [ $who = clang ]; then clang-19 needs.o -o "bad-$who" 2> "bad-$who.err"; else "$REPOCC" needs.o -o "bad-$who" 2> "bad-$who.err"; fi
+  echo $? > "bad-$who.code"
+  set -e
+  [ ! -e "bad-$who" ] || fail "$who left the output of a failed link"
+  sed -i "s/bad-$who/bad-OUT/g" "bad-$who.err"
+done
+assert_eq "failed link's exit code" "$(cat bad-clang.code)" "$(cat bad-repocc.code)"
+cmp -s bad-clang.err bad-repocc.err || fail "failed link's diagnostics differ: $(diff bad-clang.err bad-repocc.err)"
+has "^clang-19: error: linker command failed with exit code 1" < bad-repocc.err || fail "no linker error line: $(cat bad-repocc.err)"
+# What the driver prints itself (-v, -###) still comes from clang-19.
+clang-19 -### main.o util.o -o prog-v 2> v-clang.err
+"$REPOCC" -### main.o util.o -o prog-v 2> v-repocc.err
+cmp -s v-clang.err v-repocc.err || fail "-### differs: $(diff v-clang.err v-repocc.err)"
+cd ..
+
 note "the object passes through ar, nm, objdump, strip"
 "$REPOCC" -c -O2 util.c -o util.o
 ar rcs libutil.a util.o

@@ -59,6 +59,12 @@ pub trait Clang: Sync {
         header_list: Option<&Path>,
         want_module: bool,
     ) -> Result<FrontendOutput>;
+    /// Links with `args` (objects, archives and libraries only) as this
+    /// clang would, without starting clang: `Ok(exit code)` once the link
+    /// ran, `Err(why)` when it cannot (nothing ran; clang must link).
+    fn link_in_process(&self, _args: &[String]) -> Result<i32, String> {
+        Err("clang's driver is not in this process".into())
+    }
 }
 
 /// The real clang-19.
@@ -201,6 +207,17 @@ impl InProcessClang {
 impl Clang for InProcessClang {
     fn path(&self) -> &Path {
         &self.process.path
+    }
+
+    /// clang's driver in this process starts the linker; its environment
+    /// has the recursion guard, as that of a linker clang starts would.
+    fn link_in_process(&self, args: &[String]) -> Result<i32, String> {
+        let mut environment: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+            .filter(|(k, _)| k != RECURSION_GUARD)
+            .collect();
+        environment.push((RECURSION_GUARD.into(), "1".into()));
+        let prog_name = self.process.path.display().to_string();
+        crate::llvm_shim::run_clang_link(&self.resolved, &prog_name, args, &environment)
     }
 
     fn run_frontend(
