@@ -863,23 +863,19 @@ fn compile_unit(
     }
 
     // A unit clang compiled before, remembered by the repository.
+    // Only a unit with a hint can be remembered: the others' keys (their
+    // bitcode) are not worth writing (see `clang_units`).
     let key_start = Instant::now();
-    let clang_unit = cx.repository.map(|r| {
-        // A module's own bitcode stands for clang's (the same module).
-        let written;
-        let bitcode = match &fe.module {
-            Some(module) => {
-                written = module.bitcode();
-                &written
-            }
-            None => &fe.bitcode,
-        };
-        let key = cx
+    let hint = cx.repository.map(|r| {
+        let hint = cx
             .options
             .key
-            .clang_unit_key(r.clang_identity, &unit.frontend_args, bitcode);
-        (r.storage, key)
+            .clang_unit_hint(r.clang_identity, &unit.frontend_args);
+        (r, hint)
     });
+    let clang_unit = hint
+        .filter(|(r, hint)| pipeline::clang_units::hinted(r.storage, hint))
+        .map(|(r, _)| (r.storage, clang_unit_key(unit, r, cx, &fe)));
     let remembered = match &clang_unit {
         Some((storage, key)) => pipeline::clang_units::lookup(*storage, key),
         None => pipeline::clang_units::Remembered::Nothing,
@@ -992,15 +988,30 @@ fn compile_unit(
                 Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
             };
             let mut bytes_stored = 0;
+            // The key of a unit without a hint comes from the frontend run
+            // once more (before clang's compile, whose dependency file is
+            // then the one left), and the unit gets its hint.
+            let key_now = match (&clang_unit, hint) {
+                (Some((_, key)), _) => Some(*key),
+                (None, Some((r, _))) => clang
+                    .run_frontend(&fe_args, cx.force_color, None, true)
+                    .ok()
+                    .filter(|again| again.status == 0)
+                    .map(|again| clang_unit_key(unit, r, cx, &again)),
+                (None, None) => None,
+            };
             let status = match plain_compile(clang.path(), unit, cx, !backend, header_list) {
                 Ok((status, text, _)) => {
-                    if let Some((storage, key)) = clang_unit.as_ref().filter(|_| status == 0) {
+                    if let (Some(key), Some((r, hint)), 0) = (key_now, hint, status) {
                         bytes_stored = pipeline::clang_units::remember(
-                            *storage,
-                            key,
+                            r.storage,
+                            &key,
                             &unit.output,
                             text.is_empty(),
                         );
+                        if clang_unit.is_none() {
+                            bytes_stored += pipeline::clang_units::remember_hint(r.storage, &hint);
+                        }
                     }
                     stderr.extend_from_slice(&text);
                     status
@@ -1018,6 +1029,28 @@ fn compile_unit(
             }
         }
     }
+}
+
+/// The key under which the repository remembers a unit clang compiled
+/// (see `clang_units`), from the frontend's output: a module's own bitcode
+/// stands for clang's (the same module).
+fn clang_unit_key(
+    unit: &plan::UnitPlan,
+    r: UnitRepository,
+    cx: &UnitContext,
+    fe: &frontend::FrontendOutput,
+) -> crate::repo::storage::FragmentDigest {
+    let written;
+    let bitcode = match &fe.module {
+        Some(module) => {
+            written = module.bitcode();
+            &written
+        }
+        None => &fe.bitcode,
+    };
+    cx.options
+        .key
+        .clang_unit_key(r.clang_identity, &unit.frontend_args, bitcode)
 }
 
 /// The fallback: clang compiles the unit to its output by itself. When the

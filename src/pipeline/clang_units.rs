@@ -14,6 +14,14 @@
 //!
 //! The frontend still runs first (its diagnostics and dependency file are
 //! the user's), so the key can include the bitcode.
+//!
+//! Writing that bitcode costs 2-10 ms a unit, and almost every unit never
+//! needs clang. So a second, empty entry (`ClangUnitHint`, keyed by the
+//! arguments without the bitcode) records that clang compiled a unit with
+//! these arguments: a unit without a hint has nothing remembered, and its
+//! key is not computed. On the way to clang, such a unit's key is made
+//! from a second run of the frontend (clang's own compile costs several
+//! of those), so that the next compile finds the unit remembered.
 
 use std::path::Path;
 
@@ -37,6 +45,23 @@ pub fn lookup(store: &dyn Storage, key: &FragmentDigest) -> Remembered {
         Ok(Lookup::Hit(e)) if e.kind == EntryKind::ClangOnly => Remembered::ClangOnly,
         _ => Remembered::Nothing,
     }
+}
+
+/// Whether clang compiled a unit with the arguments of `hint`
+/// ([`crate::pipeline::key::KeyContext::clang_unit_hint`]).
+pub fn hinted(store: &dyn Storage, hint: &FragmentDigest) -> bool {
+    matches!(store.get(hint), Ok(Lookup::Hit(e)) if e.kind == EntryKind::ClangUnitHint)
+}
+
+/// Records the hint that clang compiled a unit with these arguments.
+/// Returns the bytes written.
+pub fn remember_hint(store: &dyn Storage, hint: &FragmentDigest) -> u64 {
+    let entry = Entry {
+        kind: EntryKind::ClangUnitHint,
+        metadata: Vec::new(),
+        payload: Vec::new(),
+    };
+    store.put(hint, &entry).unwrap_or(0)
 }
 
 /// Records clang's compile of a unit: its object at `output` when clang
@@ -88,5 +113,21 @@ mod tests {
         // A device output is never read back as an object.
         remember(&store, &k1, Path::new("/dev/null"), true);
         assert!(matches!(lookup(&store, &k1), Remembered::ClangOnly));
+    }
+
+    #[test]
+    fn a_hint_is_its_own_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let store = crate::repo::store::Store::new(&d.path().join("repo"));
+        let (h, k) = (FragmentDigest([3; 32]), FragmentDigest([4; 32]));
+        assert!(!hinted(&store, &h));
+        assert!(remember_hint(&store, &h) > 0);
+        assert!(hinted(&store, &h));
+        // A hint is no remembered unit, and a remembered unit no hint.
+        assert!(matches!(lookup(&store, &h), Remembered::Nothing));
+        let out = d.path().join("x.o");
+        std::fs::write(&out, b"\x7fELF object").unwrap();
+        remember(&store, &k, &out, true);
+        assert!(!hinted(&store, &k));
     }
 }

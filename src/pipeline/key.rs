@@ -73,8 +73,21 @@ impl KeyContext {
 
     /// The key of a unit clang compiled (see `clang_units`).
     pub fn clang_unit_key(&self, clang: &str, args: &[String], bitcode: &[u8]) -> FragmentDigest {
+        let mut h = self.clang_unit_hasher(b"repocc clang unit v2\0", clang, args);
+        h.update(blake3::hash(bitcode).as_bytes());
+        FragmentDigest(*h.finalize().as_bytes())
+    }
+
+    /// The key of the hint that clang compiled a unit with these
+    /// arguments, whatever its bitcode (see `clang_units`).
+    pub fn clang_unit_hint(&self, clang: &str, args: &[String]) -> FragmentDigest {
+        let h = self.clang_unit_hasher(b"repocc clang unit hint v1\0", clang, args);
+        FragmentDigest(*h.finalize().as_bytes())
+    }
+
+    fn clang_unit_hasher(&self, domain: &[u8], clang: &str, args: &[String]) -> blake3::Hasher {
         let mut h = blake3::Hasher::new();
-        h.update(b"repocc clang unit v2\0");
+        h.update(domain);
         let context = serde_json::json!({
             "repocc": self.repocc,
             "llvm": self.llvm,
@@ -87,8 +100,7 @@ impl KeyContext {
         for a in args {
             update_with_len(&mut h, a.as_bytes());
         }
-        h.update(blake3::hash(bitcode).as_bytes());
-        FragmentDigest(*h.finalize().as_bytes())
+        h
     }
 }
 
@@ -283,6 +295,27 @@ mod tests {
             b.clang_unit_key("clang1", &["-O2".into()], b"bc2"),
             "bitcode"
         );
+        // The hint covers all but the bitcode, and is never a unit's key.
+        let hint = |k: &KeyContext, args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            k.clang_unit_hint("clang1", &args)
+        };
+        for (what, k) in &variants {
+            assert_ne!(hint(&b, &["-O2"]), hint(k, &["-O2"]), "hint: {what}");
+        }
+        assert_ne!(hint(&b, &["-O2"]), hint(&b, &["-O3"]), "hint: arguments");
+        assert_ne!(
+            hint(&b, &["-O2"]),
+            b.clang_unit_hint("clang2", &["-O2".into()]),
+            "hint: clang"
+        );
+        assert_ne!(hint(&b, &["-O2"]), unit(&b), "hint and key");
+        assert_ne!(
+            hint(&b, &["-O2"]),
+            b.clang_unit_key("clang1", &["-O2".into()], b""),
+            "hint and key of empty bitcode"
+        );
+        assert_eq!(hint(&b, &["-O2"]), hint(&base(), &["-O2"]));
         // The same inputs give the same keys.
         assert_eq!(frag(&b, "x86-64", ""), frag(&base(), "x86-64", ""));
         assert_eq!(unit(&b), unit(&base()));

@@ -124,6 +124,9 @@ pub enum EntryKind {
     /// clang's include search list for a set of options (see
     /// `unit_cache::search`).
     SearchList,
+    /// That clang compiled a unit with these arguments (empty; see
+    /// `pipeline::clang_units`).
+    ClangUnitHint,
 }
 
 impl EntryKind {
@@ -137,6 +140,7 @@ impl EntryKind {
             EntryKind::UnitResult => 5,
             EntryKind::History => 6,
             EntryKind::SearchList => 7,
+            EntryKind::ClangUnitHint => 8,
         }
     }
 }
@@ -278,6 +282,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         (5, [0, 0, 0]) => EntryKind::UnitResult,
         (6, [0, 0, 0]) => EntryKind::History,
         (7, [0, 0, 0]) => EntryKind::SearchList,
+        (8, [0, 0, 0]) => EntryKind::ClangUnitHint,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {
