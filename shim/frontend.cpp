@@ -21,6 +21,11 @@
 // or other jobs than one `-cc1` emitting bitcode, standard input, `-H`
 // (written to stderr as headers are entered), and the options that load
 // code or touch process-wide state (-mllvm, plugins, timers, statistics).
+//
+// Links go through the same driver (repocc_link_run): it builds the
+// linker's command and runs it with clang's own ExecuteCompilation, so a
+// link costs no clang process; what it declines (options the driver acts
+// on itself, driver diagnostics, anything but one link job) clang runs.
 
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
