@@ -116,6 +116,43 @@ pub enum InProcessFrontend {
     Declined(String),
 }
 
+/// A driver command line as the shim takes it: the compiler's path, the
+/// program name and the arguments as C strings; or which of them holds a
+/// NUL byte.
+struct DriverCommand {
+    path: CString,
+    prog: CString,
+    args: Vec<CString>,
+}
+
+impl DriverCommand {
+    fn new(
+        clang_path: &std::path::Path,
+        prog_name: &str,
+        args: &[String],
+    ) -> Result<DriverCommand, &'static str> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |bytes: &[u8]| CString::new(bytes).ok();
+        let (Some(path), Some(prog)) = (
+            c(clang_path.as_os_str().as_bytes()),
+            c(prog_name.as_bytes()),
+        ) else {
+            return Err("a NUL byte in the compiler's path");
+        };
+        let args = args
+            .iter()
+            .map(|a| c(a.as_bytes()))
+            .collect::<Option<Vec<CString>>>()
+            .ok_or("a NUL byte in an argument")?;
+        Ok(DriverCommand { path, prog, args })
+    }
+
+    /// The arguments as the pointers the shim reads (alive with `self`).
+    fn arg_pointers(&self) -> Vec<*const c_char> {
+        self.args.iter().map(|s| s.as_ptr()).collect()
+    }
+}
+
 /// Links as `prog_name ARGS` would (`args` naming only objects, archives
 /// and libraries), with clang-19's driver in this process: it starts the
 /// linker with `environment`, and prints and cleans up after a failed link
@@ -128,24 +165,13 @@ pub fn run_clang_link(
     environment: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> Result<i32, String> {
     use std::os::unix::ffi::OsStrExt;
-    let c = |bytes: &[u8]| CString::new(bytes).ok();
-    let (Some(path), Some(prog)) = (
-        c(clang_path.as_os_str().as_bytes()),
-        c(prog_name.as_bytes()),
-    ) else {
-        return Err("a NUL byte in the compiler's path".into());
-    };
-    let owned = args
-        .iter()
-        .map(|a| c(a.as_bytes()))
-        .collect::<Option<Vec<CString>>>()
-        .ok_or("a NUL byte in an argument")?;
+    let command = DriverCommand::new(clang_path, prog_name, args)?;
     let env = environment
         .iter()
-        .map(|(k, v)| c(&[k.as_bytes(), b"=", v.as_bytes()].concat()))
+        .map(|(k, v)| CString::new([k.as_bytes(), b"=", v.as_bytes()].concat()).ok())
         .collect::<Option<Vec<CString>>>()
         .ok_or("a NUL byte in the environment")?;
-    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let ptrs = command.arg_pointers();
     let mut env_ptrs: Vec<*const c_char> = env.iter().map(|s| s.as_ptr()).collect();
     env_ptrs.push(std::ptr::null());
     let mut declined: *const c_char = std::ptr::null();
@@ -155,8 +181,8 @@ pub fn run_clang_link(
     // string.
     let code = unsafe {
         repocc_link_run(
-            path.as_ptr(),
-            prog.as_ptr(),
+            command.path.as_ptr(),
+            command.prog.as_ptr(),
             ptrs.as_ptr(),
             ptrs.len(),
             env_ptrs.as_ptr(),
@@ -186,28 +212,18 @@ pub fn run_clang_frontend(
     want_module: bool,
 ) -> InProcessFrontend {
     use std::os::unix::ffi::OsStrExt;
-    let c = |bytes: &[u8]| CString::new(bytes).ok();
-    let (Some(path), Some(prog)) = (
-        c(clang_path.as_os_str().as_bytes()),
-        c(prog_name.as_bytes()),
-    ) else {
-        return InProcessFrontend::Declined("a NUL byte in the compiler's path".into());
+    let command = match DriverCommand::new(clang_path, prog_name, args) {
+        Ok(command) => command,
+        Err(why) => return InProcessFrontend::Declined(why.into()),
     };
-    let Some(owned) = args
-        .iter()
-        .map(|a| c(a.as_bytes()))
-        .collect::<Option<Vec<CString>>>()
-    else {
-        return InProcessFrontend::Declined("a NUL byte in an argument".into());
-    };
-    let list = match header_list.map(|l| c(l.as_os_str().as_bytes())) {
+    let list = match header_list.map(|l| CString::new(l.as_os_str().as_bytes()).ok()) {
         Some(None) => {
             return InProcessFrontend::Declined("a NUL byte in the header list's path".into())
         }
         Some(Some(l)) => Some(l),
         None => None,
     };
-    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let ptrs = command.arg_pointers();
     let mut out = ShimFrontendOutput {
         status: -1,
         module: std::ptr::null_mut(),
@@ -225,8 +241,8 @@ pub fn run_clang_frontend(
     let home = want_module.then(FrontendModule::home);
     unsafe {
         repocc_frontend_run(
-            path.as_ptr(),
-            prog.as_ptr(),
+            command.path.as_ptr(),
+            command.prog.as_ptr(),
             ptrs.as_ptr(),
             ptrs.len(),
             list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
@@ -1253,6 +1269,15 @@ mod tests {
     use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
     use inkwell::OptimizationLevel;
 
+    /// A module whose code generation fails in the backend: an inline asm
+    /// instruction the assembler does not know.
+    const BAD_INLINE_ASM_IR: &str = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            define void @f() {
+              call void asm sideeffect "not_an_instruction %eax", ""()
+              ret void
+            }"#;
+
     /// An x86-64 Linux target machine at `opt`, with the C API's options.
     fn x86_64_machine(opt: OptimizationLevel) -> TargetMachine {
         Target::initialize_native(&InitializationConfig::default()).unwrap();
@@ -1291,12 +1316,7 @@ mod tests {
     #[test]
     fn backend_errors_reach_the_sink_instead_of_exiting() {
         use inkwell::targets::FileType;
-        let ir = r#"
-            target triple = "x86_64-pc-linux-gnu"
-            define void @f() {
-              call void asm sideeffect "not_an_instruction %eax", ""()
-              ret void
-            }"#;
+        let ir = BAD_INLINE_ASM_IR;
         let first = with_diagnostic_sink(|context, sink| {
             let module = parse(context, ir);
             let tm = x86_64_machine(OptimizationLevel::None);
@@ -1516,12 +1536,7 @@ mod tests {
     fn a_backend_error_in_one_module_leaves_the_pipeline_good_for_the_next() {
         use inkwell::targets::FileType;
         let tm = x86_64_machine(OptimizationLevel::None);
-        let bad = r#"
-            target triple = "x86_64-pc-linux-gnu"
-            define void @f() {
-              call void asm sideeffect "not_an_instruction %eax", ""()
-              ret void
-            }"#;
+        let bad = BAD_INLINE_ASM_IR;
         let good = &clang_ir("int g(int x) { return x * 3 + 1; }\n", &["-O0", "-g"]);
         let alone = {
             let context = Context::create();
