@@ -975,6 +975,11 @@ extern "C" char *repocc_print_module(LLVMModuleRef module) {
   }
   std::string Out;
   raw_string_ostream OS(Out);
+  // Buffered: the writer wraps OS in a formatted_raw_ostream, which takes
+  // OS's buffering. Unbuffered (raw_string_ostream's default), each of the
+  // writer's small writes went through the column tracking and a string
+  // append of its own.
+  OS.SetBufferSize(1 << 16);
   M->print(OS, nullptr);
   OS.flush();
   for (BasicBlock *BB : Named)
