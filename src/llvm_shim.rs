@@ -653,6 +653,13 @@ pub fn global_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
     unsafe { user_pairs(module, repocc_global_users) }
 }
 
+/// Whether `function` has a body: its first block, where
+/// `count_basic_blocks` walks every block of the function (sqlite3's
+/// largest have thousands, asked about once per stage).
+pub fn has_body(function: &inkwell::values::FunctionValue) -> bool {
+    function.get_first_basic_block().is_some()
+}
+
 /// The module's text, as `Module::print_to_string` gives it except that
 /// unnamed blocks whose address is taken print as `repocc.addr.N` (N their
 /// position in their function): printed by number, every block address in

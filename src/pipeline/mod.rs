@@ -790,7 +790,7 @@ mod split_measurement {
         say!("optimize {:.2}s", t.elapsed().as_secs_f64());
         let mut names: Vec<String> = Vec::new();
         for f in unit.module.get_functions() {
-            if f.count_basic_blocks() > 0
+            if crate::llvm_shim::has_body(&f)
                 && f.get_linkage() != Linkage::Private
                 && f.get_linkage() != Linkage::Internal
             {

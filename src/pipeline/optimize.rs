@@ -104,7 +104,7 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
     let mut defined: HashMap<String, bool> = HashMap::new();
     for f in module
         .get_functions()
-        .filter(|f| f.count_basic_blocks() > 0)
+        .filter(|f| crate::llvm_shim::has_body(f))
     {
         let name = f.get_name().to_string_lossy().into_owned();
         let root = !discardable(&name, f.get_linkage());
