@@ -236,7 +236,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
     let users: HashMap<String, llvm_shim::Users> = module
         .get_functions()
-        .filter(|f| crate::llvm_shim::has_body(f))
+        .filter(|f| llvm_shim::has_body(f))
         .map(|f| f.as_global_value())
         .chain(module.get_globals().filter(|g| !g.is_declaration()))
         .map(|g| {
@@ -248,7 +248,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
         .collect();
     let local_names: std::collections::HashSet<String> = module
         .get_functions()
-        .filter(|f| crate::llvm_shim::has_body(f) && local(f.get_linkage()))
+        .filter(|f| llvm_shim::has_body(f) && local(f.get_linkage()))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .chain(
             module
@@ -287,7 +287,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     for f in module.get_functions() {
         let linkage = f.get_linkage();
         let name = f.get_name().to_string_lossy().into_owned();
-        if crate::llvm_shim::has_body(&f) && local(linkage) && !attached.contains_key(&name) {
+        if llvm_shim::has_body(&f) && local(linkage) && !attached.contains_key(&name) {
             let g = f.as_global_value();
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
@@ -360,7 +360,7 @@ fn common_function_attribute(module: &Module, name: &str) -> Option<String> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut first: Vec<String> = Vec::new();
     for f in module.get_functions() {
-        if !crate::llvm_shim::has_body(&f) {
+        if !llvm_shim::has_body(&f) {
             continue;
         }
         if let Some(a) = f.get_string_attribute(AttributeLoc::Function, name) {
@@ -484,7 +484,7 @@ mod tests {
         let mut names: Vec<String> = unit
             .module
             .get_functions()
-            .filter(|f| crate::llvm_shim::has_body(f))
+            .filter(|f| llvm_shim::has_body(f))
             .map(|f| f.get_name().to_string_lossy().into_owned())
             .chain(
                 unit.module

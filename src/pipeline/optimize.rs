@@ -102,10 +102,7 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
     };
     // Definitions: name -> a root (kept whatever refers to it)?
     let mut defined: HashMap<String, bool> = HashMap::new();
-    for f in module
-        .get_functions()
-        .filter(|f| crate::llvm_shim::has_body(f))
-    {
+    for f in module.get_functions().filter(|f| llvm_shim::has_body(f)) {
         let name = f.get_name().to_string_lossy().into_owned();
         let root = !discardable(&name, f.get_linkage());
         defined.insert(name, root);

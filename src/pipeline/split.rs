@@ -52,7 +52,7 @@ pub struct Fragment {
 fn references_of(module: &Module) -> Vec<String> {
     let mut out: Vec<String> = module
         .get_functions()
-        .filter(|f| !crate::llvm_shim::has_body(f))
+        .filter(|f| !llvm_shim::has_body(f))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .chain(
             module
@@ -100,7 +100,7 @@ pub fn plan(module: &Module) -> Vec<(Vec<String>, bool)> {
         )
     };
     for f in module.get_functions() {
-        if crate::llvm_shim::has_body(&f) && emitted(f.get_linkage()) {
+        if llvm_shim::has_body(&f) && emitted(f.get_linkage()) {
             let name = f.get_name().to_string_lossy().into_owned();
             let comdat = llvm_shim::comdat_of(module, &name);
             groups.add(name, comdat);
@@ -176,7 +176,7 @@ impl Grouping {
 pub fn count_definitions(module: &Module) -> u64 {
     let functions = module
         .get_functions()
-        .filter(|f| crate::llvm_shim::has_body(f))
+        .filter(|f| llvm_shim::has_body(f))
         .count();
     let globals = module
         .get_globals()
@@ -201,10 +201,7 @@ pub fn discardable(
     let mut any = false;
     for m in members {
         let local = originally_local.contains(m.as_str());
-        if let Some(f) = module
-            .get_function(m)
-            .filter(|f| crate::llvm_shim::has_body(f))
-        {
+        if let Some(f) = module.get_function(m).filter(|f| llvm_shim::has_body(f)) {
             if !linkonce(f.get_linkage()) && !local {
                 return false;
             }
@@ -225,7 +222,7 @@ pub fn any_defined(module: &Module, members: &[String]) -> bool {
     members.iter().any(|m| {
         module
             .get_function(m)
-            .is_some_and(|f| crate::llvm_shim::has_body(&f))
+            .is_some_and(|f| llvm_shim::has_body(&f))
             || module.get_global(m).is_some_and(|g| !g.is_declaration())
     })
 }
@@ -730,7 +727,7 @@ fn emit_carved(
         let function = spec
             .members
             .iter()
-            .any(|m| (unit.module.get_function(m)).is_some_and(|f| crate::llvm_shim::has_body(&f)));
+            .any(|m| (unit.module.get_function(m)).is_some_and(|f| llvm_shim::has_body(&f)));
         let constant = spec.members.iter().any(|m| {
             (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
         });
