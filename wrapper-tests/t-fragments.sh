@@ -83,6 +83,22 @@ clang-19 -O2 -DWITH_MAIN "$P/static-once.c" -o once.clang
 "$REPOCC" -O2 -DWITH_MAIN "$P/static-once.c" -o once.repocc
 assert_eq "static-once program" "$(./once.clang)" "$(./once.repocc)"
 
+# A static that one build's optimizer deleted, reused by digest in a build
+# whose new code loads it (a load of a variable is no digest edge): it is
+# compiled there, and the object is the one a fresh repository gives.
+note "a static deleted in one build is compiled where another loads it"
+clang-19 -O2 -DREAD_IT "$P/static-deleted.c" -o deleted.clang
+(
+  export REPOCC_DIR="$SCRATCH/repo-deleted" REPOCC_UNIT_CACHE=false
+  "$REPOCC" -O2 -c "$P/static-deleted.c" -o deleted-first.o
+  has " [dD] p$" < <(nm deleted-first.o) && fail "test premise: p was kept where nothing loads it"
+  "$REPOCC" -O2 -DREAD_IT "$P/static-deleted.c" -o deleted.repocc || fail "the build that loads p"
+  assert_eq "static-deleted program" "$(./deleted.clang)" "$(./deleted.repocc)"
+  "$REPOCC" -O2 -DREAD_IT -c "$P/static-deleted.c" -o deleted-warm.o
+  REPOCC_DIR="$SCRATCH/repo-deleted-fresh" "$REPOCC" -O2 -DREAD_IT -c "$P/static-deleted.c" -o deleted-cold.o
+  cmp -s deleted-warm.o deleted-cold.o || fail "the object depends on the deletion stored before"
+) || exit 1
+
 # New fragments are carved out of one code generation per worker: the
 # object is the same whatever the number of workers (one, or two where a
 # core is idle), it is not the one compiling each fragment as a module of

@@ -118,9 +118,10 @@ pub struct ModuleDigests {
     /// by the key fragments that inline it know it by (see
     /// `split::Fragment::inlined`); keys two functions share are left out.
     pub inlined_lines: HashMap<String, u64>,
-    /// Every use of a definition is an edge (`Inlining::Optimizing`): a
-    /// definition an unpruned one refers to is in its reach.
-    pub every_use_is_an_edge: bool,
+    /// `(u, v)`: u names v (every use, whether or not it is an edge: a
+    /// load of a mutable variable is not one, yet it keeps the variable
+    /// in the object).
+    pub references: Vec<(usize, usize)>,
 }
 
 impl ModuleDigests {
@@ -1489,6 +1490,7 @@ fn compute_parsed<'a>(
 
     let mut edges: Vec<(usize, usize)> = Vec::new();
     let mut code_edges: Vec<(usize, usize)> = Vec::new();
+    let mut references: Vec<(usize, usize)> = Vec::new();
     for (u, uses) in uses_of.iter().enumerate() {
         for (g, how) in uses {
             let g = alias_target.get(g).unwrap_or(g);
@@ -1496,6 +1498,7 @@ fn compute_parsed<'a>(
             if v == u {
                 continue;
             }
+            references.push((u, v));
             let (user, target) = (&defs[u], &defs[v]);
             let (dep, back) = match target.kind {
                 DefKind::Function => {
@@ -1535,6 +1538,8 @@ fn compute_parsed<'a>(
     }
     edges.sort_unstable();
     edges.dedup();
+    references.sort_unstable();
+    references.dedup();
 
     let finals = final_digests(&defs, &edges, &code_edges);
     for (d, f) in defs.iter_mut().zip(finals) {
@@ -1551,7 +1556,7 @@ fn compute_parsed<'a>(
         relative_lines: lines == Lines::Relative,
         anchor,
         inlined_lines,
-        every_use_is_an_edge: inlining == Inlining::Optimizing,
+        references,
     })
 }
 

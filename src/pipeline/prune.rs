@@ -204,12 +204,15 @@ pub fn prune_known_definitions(
     }
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
     // What the optimizer deleted before is kept only where new code may
-    // come to need it (stored code that does is compiled, see above):
-    // with every use an edge, new code that refers to it reaches it; else
-    // wherever there is new code. Optimizing it again would be for nothing.
-    let anything_new = plan.fragments.iter().any(|f| f.stored.is_none());
+    // come to name it (stored code that does is compiled, see above).
+    // Optimizing it again would be for nothing.
+    let named = named_by_new_code(&plan.fragments, digests, &index, &|i| {
+        depth[i] != usize::MAX
+    });
     let may_be_needed = |f: &PlannedFragment| {
-        anything_new && (!digests.every_use_is_an_edge || f.members.iter().any(|m| in_context(m)))
+        f.members
+            .iter()
+            .any(|m| index.get(m.as_str()).is_some_and(|&i| named[i]))
     };
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
         let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
@@ -222,6 +225,50 @@ pub fn prune_known_definitions(
         }
     }
     Ok(plan)
+}
+
+/// Which definitions the object's new code may name: starting from the
+/// unit's glue (always compiled) and the context (`in_context`: the
+/// unpruned definitions and what the optimizer may inline into them),
+/// what they name — references, not only edges: a load of a static
+/// variable is no edge (its value cannot be folded), yet the variable
+/// must be in the object, and a digest-equal one that another unit's
+/// optimizer deleted must be compiled here. A stored deletion kept as a
+/// definition may survive and name more, so its references count in turn;
+/// stored code that is not context names nothing new (see
+/// `compile_deleted_but_referenced` for what it names).
+fn named_by_new_code(
+    fragments: &[PlannedFragment],
+    digests: &ModuleDigests,
+    index: &HashMap<&str, usize>,
+    in_context: &dyn Fn(usize) -> bool,
+) -> Vec<bool> {
+    let n = digests.defs.len();
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in digests.edges.iter().chain(&digests.references) {
+        succ[u].push(v);
+    }
+    // Definitions whose code is not compiled now: pruned, stored code.
+    let mut stored_code = vec![false; n];
+    for f in fragments.iter().filter(|f| f.has_stored_object()) {
+        for m in &f.members {
+            if let Some(&i) = index.get(m.as_str()) {
+                stored_code[i] = true;
+            }
+        }
+    }
+    let names_new_code = |u: usize| in_context(u) || !stored_code[u];
+    let mut named = vec![false; n];
+    let mut pending: Vec<usize> = (0..n)
+        .filter(|&i| in_context(i) || digests.defs[i].kind == super::digest::DefKind::Glue)
+        .collect();
+    while let Some(u) = pending.pop() {
+        if std::mem::replace(&mut named[u], true) || !names_new_code(u) {
+            continue;
+        }
+        pending.extend(succ[u].iter().copied().filter(|&v| !named[v]));
+    }
+    named
 }
 
 /// Which discardable fragments the symbols `seeds` reach: a fragment is
