@@ -33,12 +33,15 @@ pub(super) fn read_sleb(b: &[u8]) -> Option<(i64, usize)> {
 
 /// One abbreviation: its code and its attributes (name, form, and the
 /// value of a `DW_FORM_implicit_const`).
-struct Abbrev {
-    code: u64,
-    attributes: Vec<(u64, u64, i64)>,
+pub(super) struct Abbrev {
+    pub(super) code: u64,
+    /// DW_CHILDREN_yes.
+    pub(super) children: bool,
+    pub(super) attributes: Vec<(u64, u64, i64)>,
 }
 
-fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
+/// The abbreviation table at the start of `b`.
+pub(super) fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
     let mut out = Vec::new();
     loop {
         let (code, used) = read_uleb(b)?;
@@ -47,6 +50,7 @@ fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
             return Some(out);
         }
         let (_tag, used) = read_uleb(b)?;
+        let children = *b.get(used)? == 1;
         b = b.get(used + 1..)?; // the tag, then DW_CHILDREN_yes/no
         let mut attributes = Vec::new();
         loop {
@@ -65,7 +69,11 @@ fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
             }
             attributes.push((name, form, implicit));
         }
-        out.push(Abbrev { code, attributes });
+        out.push(Abbrev {
+            code,
+            children,
+            attributes,
+        });
     }
 }
 

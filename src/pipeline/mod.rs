@@ -27,6 +27,7 @@ pub mod codegen;
 pub mod compose;
 pub mod debug_compose;
 pub mod debug_lines;
+pub mod debug_units;
 pub mod digest;
 pub mod dwarf;
 pub mod entries;

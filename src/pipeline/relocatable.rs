@@ -717,6 +717,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         }
     }
 
+    // One compile unit where the fragments of a unit had one each.
+    super::debug_units::merge_compile_units(&mut sections, &section_symbol);
+
     // One CIE where the fragments repeat it (see `unwind`), unless a
     // symbol or a relocation elsewhere points into the section.
     for o in 0..sections.len() {
