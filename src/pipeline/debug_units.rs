@@ -1,18 +1,22 @@
 //! Compile units merged once an object is composed. Every fragment of a
 //! unit with debug info is compiled as a compile unit of its own: a unit
-//! header, a root DIE, a line table and an address table, and the
-//! relocations they carry (about 360 bytes a fragment in the object, where
-//! clang's object has one of each for the whole unit). Here runs of
-//! consecutive compile units of the composed object that share their
-//! abbreviation and string offsets tables and say the same of the unit
-//! (producer, language, name, directory) become one compile unit:
+//! header, a root DIE, a line table, address, location list and range
+//! list tables, and the relocations they carry (about 360 bytes a
+//! fragment in the object, where clang's object has one of each for the
+//! whole unit). Here runs of consecutive compile units of the composed
+//! object that share their abbreviation and string offsets tables and say
+//! the same of the unit (producer, language, name, directory) become one
+//! compile unit:
 //!
-//! - `.debug_info`: one header and root DIE (those of the first member
-//!   with code; its range widened to the run's code, which is one range
-//!   of one section, in the members' order), then every member's
-//!   children; references inside a unit move with it;
-//! - `.debug_addr`: the members' address tables one after another, their
-//!   indices (`DW_FORM_addrx*`, `DW_OP_addrx`, `DW_OP_constx`) moved up;
+//! - `.debug_info`: one header and root DIE (a member's whose root has
+//!   every base attribute the run needs), its range widened to the run's
+//!   code (one range of one section, in the members' order), then every
+//!   member's children; references inside a unit move with it;
+//! - `.debug_addr`, `.debug_loclists`, `.debug_rnglists`: the members'
+//!   tables one after another (the lists' offsets recomputed, the address
+//!   indices in them moved up), and the indices DIEs hold
+//!   (`DW_FORM_addrx*`, `DW_OP_addrx`, `DW_OP_constx`, `DW_FORM_loclistx`,
+//!   `DW_FORM_rnglistx`) moved up in place;
 //! - `.debug_line`: the first member's line table with the directories and
 //!   files of the others appended, then every member's line program, its
 //!   `DW_LNS_set_file` operands (and the default file each sequence starts
@@ -20,12 +24,12 @@
 //!
 //! Values rewritten inside DIEs keep their size, so that no DIE moves
 //! (a ULEB128 is padded to its length): a run ends where an index would
-//! outgrow its field. A unit with anything else (range or location lists,
-//! references across units, an expression operation not listed here, an
-//! indirect form) stays as it is, and the whole object does if a
-//! relocation points into a table that would go away. Type units are not
-//! touched; they name the line table of the unit they came with, which
-//! keeps its place and its file numbers.
+//! outgrow its field. A unit with anything else (references across units
+//! or to a base type from an expression, an expression operation or list
+//! entry not listed here, an indirect form) stays as it is, and the whole
+//! object does if a relocation points into a table that would go away.
+//! Type units are not touched; they name the line table of the unit they
+//! came with, which keeps its place and its file numbers.
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -59,6 +63,8 @@ const DW_FORM_REF4: u64 = 0x13;
 const DW_FORM_SEC_OFFSET: u64 = 0x17;
 const DW_FORM_EXPRLOC: u64 = 0x18;
 const DW_FORM_ADDRX: u64 = 0x1b;
+const DW_FORM_LOCLISTX: u64 = 0x22;
+const DW_FORM_RNGLISTX: u64 = 0x23;
 
 const DW_LNCT_DIRECTORY_INDEX: u64 = 0x2;
 const DW_LNS_SET_FILE: u8 = 4;
@@ -131,6 +137,16 @@ impl New {
         Some(at)
     }
 
+    /// Appends what `other` holds.
+    fn append(&mut self, other: New) {
+        let at = self.data.len() as u64;
+        self.data.extend_from_slice(&other.data);
+        self.relas.extend(other.relas.into_iter().map(|r| OutRela {
+            offset: r.offset + at,
+            ..r
+        }));
+    }
+
     fn put_u32(&mut self, at: usize, v: u32) -> Option<()> {
         self.data
             .get_mut(at..at + 4)?
@@ -152,6 +168,13 @@ impl New {
         self.data.get_mut(at..at + size)?.copy_from_slice(&bytes);
         Some(())
     }
+
+    /// Sets the addend of the relocation at `at`.
+    fn set_addend(&mut self, at: usize, addend: i64) -> Option<()> {
+        let r = self.relas.iter_mut().find(|r| r.offset == at as u64)?;
+        r.addend = addend;
+        Some(())
+    }
 }
 
 /// Whether `v` fits a field of `size` bytes (a ULEB128 of that length, or
@@ -169,6 +192,67 @@ struct Field {
     size: usize,
     value: u64,
     uleb: bool,
+}
+
+/// The tables a unit names by index from a base attribute.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Addr,
+    Loc,
+    Rng,
+}
+
+const KINDS: [Kind; 3] = [Kind::Addr, Kind::Loc, Kind::Rng];
+
+impl Kind {
+    fn section(self) -> &'static [u8] {
+        match self {
+            Kind::Addr => b".debug_addr",
+            Kind::Loc => b".debug_loclists",
+            Kind::Rng => b".debug_rnglists",
+        }
+    }
+
+    /// The base attribute of a unit's root that names its table.
+    fn base_attribute(self) -> u64 {
+        match self {
+            Kind::Addr => DW_AT_ADDR_BASE,
+            Kind::Loc => DW_AT_LOCLISTS_BASE,
+            Kind::Rng => DW_AT_RNGLISTS_BASE,
+        }
+    }
+
+    /// The size of a contribution's header: length, version, address and
+    /// segment selector sizes, and for lists the count of offsets.
+    fn header(self) -> usize {
+        match self {
+            Kind::Addr => 8,
+            Kind::Loc | Kind::Rng => 12,
+        }
+    }
+}
+
+/// One contribution to an address or list section.
+struct Contribution {
+    start: usize,
+    /// Where the base attribute points: the addresses, or the offsets.
+    base: usize,
+    /// Addresses, or offsets of lists.
+    count: u64,
+    end: usize,
+    /// Lists this module cannot rewrite (see `rewrite_lists`).
+    opaque: bool,
+}
+
+/// An address or list section of the composed object.
+struct Indexed<'a> {
+    kind: Kind,
+    index: usize,
+    sym: Option<SymRef>,
+    old: Old<'a>,
+    contributions: Vec<Contribution>,
+    /// Contribution by its base.
+    at: HashMap<i64, usize>,
 }
 
 /// One compile unit of the composed `.debug_info`.
@@ -189,22 +273,17 @@ struct Unit {
     children: Range<usize>,
     /// The line table's offset (`DW_AT_stmt_list`) and where the field is.
     line: Option<(i64, usize)>,
-    /// The address table's offset (`DW_AT_addr_base`) and where the field is.
-    addr: Option<(i64, usize)>,
+    /// Per kind: the table's base and where the field is.
+    bases: [Option<(i64, usize)>; 3],
     /// The root's `DW_AT_low_pc` index (an `addrx`) and `DW_AT_high_pc`.
     low_pc: Option<Field>,
     high_pc: Option<Field>,
     /// Its code: (section symbol, start, end).
     code: Option<(Option<SymRef>, i64, i64)>,
     refs: Vec<usize>,
-    addr_uses: Vec<Field>,
+    /// Per kind: the indices its children hold.
+    uses: [Vec<Field>; 3],
     file_uses: Vec<Field>,
-}
-
-/// One contribution to `.debug_addr`.
-struct AddrTable {
-    start: usize,
-    entries: Range<usize>,
 }
 
 /// One line table of `.debug_line` (DWARF 5).
@@ -231,12 +310,17 @@ type EntryKey = Vec<(u64, Option<SymRef>, i64, Vec<u8>)>;
 /// A run being formed.
 struct Run {
     members: Vec<usize>,
-    /// Per member: the first index of its addresses in the run's table.
-    addr_offsets: Vec<u64>,
-    addr_total: u64,
-    /// The member whose root the merged unit has (see `merged_sections`).
+    /// Per kind, per member: the first index of its entries in the run's
+    /// table; and per kind the entries so far.
+    offsets: [Vec<u64>; 3],
+    totals: [u64; 3],
+    /// The member whose root the merged unit has (see `choose_donor`).
     donor: Option<usize>,
-    code_end: Option<(Option<SymRef>, i64)>,
+    /// The run's code so far: section symbol, start, end.
+    code: Option<(Option<SymRef>, i64, i64)>,
+    /// The index of the run's first address (its code's start) in the
+    /// merged address table.
+    low_pc: Option<u64>,
     /// The head line table, and the entries appended to it: (table, entry)
     /// and, for a file, its directory in the merged table.
     head: usize,
@@ -244,9 +328,8 @@ struct Run {
     dir_keys: HashMap<EntryKey, u64>,
     files: Vec<(usize, usize, u64)>,
     file_keys: HashMap<EntryKey, u64>,
-    /// Per member: its file numbers in the merged table.
+    /// Per member: its file numbers in the merged table, and its line table.
     file_maps: Vec<Vec<u64>>,
-    /// Per member: its line table.
     member_tables: Vec<usize>,
 }
 
@@ -281,14 +364,35 @@ pub(super) fn merge_compile_units(
 
 /// What `merged_sections` makes.
 struct Merged {
-    /// New contents of output sections (`.debug_info`, `.debug_addr`,
-    /// `.debug_line`), by index.
+    /// New contents of output sections, by index.
     sections: Vec<(usize, New)>,
     /// Relocation addends that move: (section symbol, old addend) → new.
     moved: HashMap<(SymRef, i64), i64>,
 }
 
-/// The new `.debug_info`, `.debug_addr` and `.debug_line`, or `None`
+/// The composed object's debug sections this module reads.
+struct Debug<'a> {
+    info: Old<'a>,
+    line: Old<'a>,
+    line_tables: Vec<LineTable>,
+    line_at: HashMap<i64, usize>,
+    indexed: Vec<Option<Indexed<'a>>>,
+}
+
+impl Debug<'_> {
+    fn table(&self, kind: Kind) -> Option<&Indexed<'_>> {
+        self.indexed[kind as usize].as_ref()
+    }
+
+    /// The contribution of `kind` unit `unit` names.
+    fn contribution(&self, kind: Kind, unit: &Unit) -> Option<&Contribution> {
+        let t = self.table(kind)?;
+        let (base, _) = unit.bases[kind as usize]?;
+        t.contributions.get(*t.at.get(&base)?)
+    }
+}
+
+/// The new `.debug_info`, `.debug_line` and index tables, or `None`
 /// where nothing is merged.
 fn merged_sections(
     sections: &[OutSection],
@@ -297,10 +401,8 @@ fn merged_sections(
     let info_index = plain(sections, b".debug_info")?;
     let line_index = plain(sections, b".debug_line")?;
     let abbrev_index = plain(sections, b".debug_abbrev")?;
-    let addr_index = plain(sections, b".debug_addr");
     let sym = |s: usize| section_symbol.get(&s).map(|&l| SymRef::Local(l));
     let (info_sym, line_sym, abbrev_sym) = (sym(info_index), sym(line_index), sym(abbrev_index));
-    let addr_sym = addr_index.and_then(sym);
     // Nothing may point into `.debug_info` itself: its units move.
     if info_sym.is_some()
         && sections
@@ -309,19 +411,47 @@ fn merged_sections(
     {
         return None;
     }
-    let info = Old::of(&sections[info_index])?;
     let line = Old::of(&sections[line_index])?;
-    let abbrev = Old::of(&sections[abbrev_index])?;
-    let addr = match addr_index {
-        Some(a) => Some(Old::of(&sections[a])?),
-        None => None,
-    };
-    let addr_tables = match &addr {
-        Some(a) => addr_tables(a.data)?,
-        None => Vec::new(),
-    };
     let line_tables = line_tables(line.data)?;
+    let line_at = line_tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.start as i64, i))
+        .collect();
+    let mut indexed = Vec::new();
+    for kind in KINDS {
+        indexed.push(match plain(sections, kind.section()) {
+            Some(index) => {
+                let old = Old::of(&sections[index])?;
+                let contributions = contributions(kind, &old)?;
+                let at = contributions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.base as i64, i))
+                    .collect();
+                Some(Indexed {
+                    kind,
+                    index,
+                    sym: sym(index),
+                    old,
+                    contributions,
+                    at,
+                })
+            }
+            None => None,
+        });
+    }
+    let debug = Debug {
+        info: Old::of(&sections[info_index])?,
+        line,
+        line_tables,
+        line_at,
+        indexed,
+    };
+    let abbrev = Old::of(&sections[abbrev_index])?;
+
     // The abbreviation tables the units name, read once each.
+    let info = &debug.info;
     let mut abbrev_tables: HashMap<i64, Vec<Abbrev>> = HashMap::new();
     let mut at = 0;
     while at < info.data.len() {
@@ -341,64 +471,153 @@ fn merged_sections(
     let mut units = Vec::new();
     let mut at = 0;
     while at < info.data.len() {
-        let unit = read_unit(
-            &info,
-            at,
-            &abbrev_tables,
-            (line_sym, addr_sym),
-            addr.as_ref(),
-            &addr_tables,
-        )?;
+        let unit = read_unit(&debug, at, &abbrev_tables, line_sym)?;
         at = unit.end;
         units.push(unit);
     }
 
-    // Runs of units.
-    let addr_table_at: HashMap<i64, usize> = addr_tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.entries.start as i64, i))
+    let runs = form_runs(&debug, &units);
+    if runs.is_empty() {
+        return None;
+    }
+
+    // What each unit and table becomes: (run, first of the run?).
+    let mut run_of_unit: HashMap<usize, usize> = HashMap::new();
+    let mut roles: Vec<HashMap<usize, (usize, bool)>> = vec![HashMap::new(); 3];
+    let mut line_role: HashMap<usize, (usize, bool)> = HashMap::new();
+    for (r, run) in runs.iter().enumerate() {
+        for &m in &run.members {
+            run_of_unit.insert(m, r);
+            for kind in KINDS {
+                let Some(t) = debug.table(kind) else { continue };
+                let Some((base, _)) = units[m].bases[kind as usize] else {
+                    continue;
+                };
+                let c = *t.at.get(&base)?;
+                let first = !roles[kind as usize].values().any(|&(rr, _)| rr == r);
+                if roles[kind as usize].insert(c, (r, first)).is_some() {
+                    return None;
+                }
+            }
+            let t = *debug.line_at.get(&units[m].line?.0)?;
+            if line_role.insert(t, (r, t == run.head)).is_some() {
+                return None;
+            }
+        }
+    }
+    let mut moved: HashMap<(SymRef, i64), i64> = HashMap::new();
+    let mut rebuilt: Vec<(usize, New)> = Vec::new();
+    // Per run and kind: the old base of the merged table.
+    let mut run_bases: Vec<[Option<i64>; 3]> = vec![[None; 3]; runs.len()];
+    for kind in KINDS {
+        let Some(t) = debug.table(kind) else { continue };
+        let mut out = New::default();
+        for (c, contribution) in t.contributions.iter().enumerate() {
+            let new_base = match roles[kind as usize].get(&c) {
+                Some(&(_, false)) => continue,
+                Some(&(r, true)) => {
+                    run_bases[r][kind as usize] = Some(contribution.base as i64);
+                    merged_table(&debug, t, &runs[r], &units, &mut out)?
+                }
+                None => {
+                    let start = out.copy(&t.old, contribution.start..contribution.end)?;
+                    start + (contribution.base - contribution.start)
+                }
+            };
+            if let Some(s) = t.sym {
+                moved.insert((s, contribution.base as i64), new_base as i64);
+            }
+        }
+        rebuilt.push((t.index, out));
+    }
+
+    let mut new_line = New::default();
+    for (t, table) in debug.line_tables.iter().enumerate() {
+        let start = match line_role.get(&t) {
+            Some(&(_, false)) => continue,
+            Some(&(r, true)) => {
+                merged_line_table(&debug.line, &debug.line_tables, &runs[r], &mut new_line)?
+            }
+            None => new_line.copy(&debug.line, table.start..table.end)?,
+        };
+        if let Some(s) = line_sym {
+            moved.insert((s, table.start as i64), start as i64);
+        }
+    }
+
+    let mut new_info = New::default();
+    for (u, unit) in units.iter().enumerate() {
+        match run_of_unit.get(&u) {
+            Some(&r) if runs[r].members[0] == u => {
+                let head_line = debug.line_tables[runs[r].head].start as i64;
+                merged_unit(
+                    info,
+                    &units,
+                    &runs[r],
+                    &run_bases[r],
+                    head_line,
+                    &mut new_info,
+                )?;
+            }
+            Some(_) => continue,
+            None => {
+                new_info.copy(info, unit.start..unit.end)?;
+            }
+        }
+    }
+    rebuilt.push((info_index, new_info));
+    rebuilt.push((line_index, new_line));
+
+    // Every relocation into the rebuilt tables must name the start of a
+    // table that stays.
+    let targets: Vec<SymRef> = [Some(line_index)]
+        .into_iter()
+        .chain(debug.indexed.iter().map(|t| t.as_ref().map(|t| t.index)))
+        .flatten()
+        .filter_map(sym)
         .collect();
-    let line_table_at: HashMap<i64, usize> = line_tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.start as i64, i))
-        .collect();
+    for (i, s) in sections.iter().enumerate() {
+        let relas = match rebuilt.iter().find(|(index, _)| *index == i) {
+            Some((_, new)) => &new.relas,
+            None => &s.relas,
+        };
+        for r in relas {
+            if let Some(sym) = r.sym.filter(|s| targets.contains(s)) {
+                moved.get(&(sym, r.addend))?;
+            }
+        }
+    }
+    Some(Merged {
+        sections: rebuilt,
+        moved,
+    })
+}
+
+/// The runs of units to merge, each with two or more members and a donor.
+fn form_runs(debug: &Debug, units: &[Unit]) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     let mut current: Option<Run> = None;
     for (u, unit) in units.iter().enumerate() {
-        let joined = current.as_mut().is_some_and(|run| {
-            join(
-                run,
-                u,
-                &units,
-                &line,
-                &line_tables,
-                &line_table_at,
-                &addr_tables,
-                &addr_table_at,
-            )
-        });
-        if joined {
+        if current
+            .as_mut()
+            .is_some_and(|run| join(run, u, units, debug))
+        {
             continue;
         }
-        if let Some(run) = current.take() {
-            if run.members.len() > 1 {
-                runs.push(run);
-            }
-        }
+        runs.extend(current.take());
         if !unit.mergeable {
             continue;
         }
-        let Some(&head) = unit.line.and_then(|(l, _)| line_table_at.get(&l)) else {
+        let Some(&head) = unit.line.and_then(|(l, _)| debug.line_at.get(&l)) else {
             continue;
         };
         let mut run = Run {
             members: Vec::new(),
-            addr_offsets: Vec::new(),
-            addr_total: 0,
+            offsets: Default::default(),
+            totals: [0; 3],
             donor: None,
-            code_end: None,
+            code: None,
+            low_pc: None,
             head,
             dirs: Vec::new(),
             dir_keys: HashMap::new(),
@@ -407,202 +626,52 @@ fn merged_sections(
             file_maps: Vec::new(),
             member_tables: Vec::new(),
         };
-        let t = &line_tables[head];
+        let t = &debug.line_tables[head];
         for d in 0..t.dirs.len() {
             run.dir_keys
-                .entry(entry_key(&line, t, d, None, &[]))
+                .entry(entry_key(&debug.line, t, d, None, &[]))
                 .or_insert(d as u64);
         }
         let identity: Vec<u64> = (0..t.dirs.len() as u64).collect();
         for f in 0..t.files.len() {
             run.file_keys
-                .entry(entry_key(&line, t, f, Some(()), &identity))
+                .entry(entry_key(&debug.line, t, f, Some(()), &identity))
                 .or_insert(f as u64);
         }
-        if join(
-            &mut run,
-            u,
-            &units,
-            &line,
-            &line_tables,
-            &line_table_at,
-            &addr_tables,
-            &addr_table_at,
-        ) {
+        if join(&mut run, u, units, debug) {
             current = Some(run);
         }
     }
-    if let Some(run) = current.take() {
-        if run.members.len() > 1 {
-            runs.push(run);
-        }
-    }
-    // The root the merged unit keeps: the first member's with code (its
-    // range is widened to the run's), else the first with addresses.
-    for run in runs.iter_mut() {
-        let has = |f: &dyn Fn(&Unit) -> bool| run.members.iter().copied().find(|&m| f(&units[m]));
-        run.donor = has(&|u| u.code.is_some())
-            .or_else(|| has(&|u| u.addr.is_some()))
-            .or(run.members.first().copied());
-    }
-    runs.retain(|r| {
-        r.donor.is_some_and(|d| {
-            units[d].root_children && (units[d].addr.is_some() || r.addr_total == 0)
-        })
+    runs.extend(current.take());
+    runs.retain_mut(|run| run.members.len() > 1 && choose_donor(run, units));
+    runs
+}
+
+/// The member whose root the merged unit keeps: the first whose root has
+/// children, a range if the run has code, and the base of every table the
+/// run has. `false` when none has.
+fn choose_donor(run: &mut Run, units: &[Unit]) -> bool {
+    run.donor = run.members.iter().copied().find(|&m| {
+        let unit = &units[m];
+        unit.root_children
+            && (run.code.is_none() || (unit.low_pc.is_some() && unit.high_pc.is_some()))
+            && KINDS
+                .iter()
+                .all(|&k| run.totals[k as usize] == 0 || unit.bases[k as usize].is_some())
     });
-    if runs.is_empty() {
-        return None;
+    let Some(d) = run.donor else { return false };
+    // The root's low_pc names the run's first address.
+    match (units[d].low_pc, run.low_pc) {
+        (Some(f), Some(v)) => fits(v, f.size, f.uleb),
+        (None, None) => true,
+        _ => false,
     }
-
-    // What each unit, address table and line table becomes.
-    let mut run_of_unit: HashMap<usize, usize> = HashMap::new();
-    let mut first_addr_of_run: Vec<Option<usize>> = Vec::new();
-    let mut addr_role: HashMap<usize, (usize, bool)> = HashMap::new(); // table → (run, first)
-    let mut line_role: HashMap<usize, (usize, bool)> = HashMap::new();
-    for (r, run) in runs.iter().enumerate() {
-        let mut first_addr = None;
-        for &m in &run.members {
-            run_of_unit.insert(m, r);
-            if let Some(&t) = units[m].addr.and_then(|(a, _)| addr_table_at.get(&a)) {
-                let first = first_addr.is_none();
-                first_addr.get_or_insert(t);
-                if addr_role.insert(t, (r, first)).is_some() {
-                    return None;
-                }
-            }
-            let t = line_table_at.get(&units[m].line?.0)?;
-            if line_role.insert(*t, (r, *t == run.head)).is_some() {
-                return None;
-            }
-        }
-        first_addr_of_run.push(first_addr);
-    }
-    let mut remap: HashMap<(SymRef, i64), i64> = HashMap::new();
-
-    // .debug_addr
-    let new_addr = match (&addr, addr_sym) {
-        (Some(old), _) => {
-            let mut out = New::default();
-            for (t, table) in addr_tables.iter().enumerate() {
-                match addr_role.get(&t) {
-                    Some(&(_, false)) => continue,
-                    Some(&(r, true)) => {
-                        let start = out.copy(old, table.start..table.start + 8)?;
-                        let entries_at = out.data.len();
-                        for &m in &runs[r].members {
-                            if let Some(&mt) =
-                                units[m].addr.and_then(|(a, _)| addr_table_at.get(&a))
-                            {
-                                out.copy(old, addr_tables[mt].entries.clone())?;
-                            }
-                        }
-                        let length = u32::try_from(out.data.len() - start - 4).ok()?;
-                        out.put_u32(start, length)?;
-                        if let Some(s) = addr_sym {
-                            remap.insert((s, table.entries.start as i64), entries_at as i64);
-                        }
-                    }
-                    None => {
-                        let start = out.copy(old, table.start..table.entries.end)?;
-                        if let Some(s) = addr_sym {
-                            remap.insert((s, table.entries.start as i64), (start + 8) as i64);
-                        }
-                    }
-                }
-            }
-            Some(out)
-        }
-        (None, _) => None,
-    };
-
-    // .debug_line
-    let mut new_line = New::default();
-    for (t, table) in line_tables.iter().enumerate() {
-        match line_role.get(&t) {
-            Some(&(_, false)) => continue,
-            Some(&(r, true)) => {
-                let start = merged_line_table(&line, &line_tables, &runs[r], &mut new_line)?;
-                if let Some(s) = line_sym {
-                    remap.insert((s, table.start as i64), start as i64);
-                }
-            }
-            None => {
-                let start = new_line.copy(&line, table.start..table.end)?;
-                if let Some(s) = line_sym {
-                    remap.insert((s, table.start as i64), start as i64);
-                }
-            }
-        }
-    }
-
-    // .debug_info
-    let mut new_info = New::default();
-    for (u, unit) in units.iter().enumerate() {
-        match run_of_unit.get(&u) {
-            Some(&r) if runs[r].members[0] == u => {
-                let first_addr = first_addr_of_run[r].map(|t| addr_tables[t].entries.start as i64);
-                let head_line = line_tables[runs[r].head].start as i64;
-                merged_unit(
-                    &info,
-                    &units,
-                    &runs[r],
-                    first_addr,
-                    head_line,
-                    &mut new_info,
-                )?;
-            }
-            Some(_) => continue,
-            None => {
-                new_info.copy(&info, unit.start..unit.end)?;
-            }
-        }
-    }
-
-    // Every relocation into the line and address tables must name the
-    // start of a table that stays.
-    let targets = [line_sym, addr_sym];
-    let rebuilt = [&new_info.relas, &new_line.relas];
-    let addr_relas = new_addr.as_ref().map(|n| &n.relas);
-    for (i, s) in sections.iter().enumerate() {
-        let relas: &Vec<OutRela> = if i == info_index {
-            rebuilt[0]
-        } else if i == line_index {
-            rebuilt[1]
-        } else if Some(i) == addr_index {
-            addr_relas?
-        } else {
-            &s.relas
-        };
-        for r in relas {
-            if let Some(sym) = r.sym.filter(|s| targets.contains(&Some(*s))) {
-                remap.get(&(sym, r.addend))?;
-            }
-        }
-    }
-    let mut rebuilt = vec![(info_index, new_info), (line_index, new_line)];
-    if let (Some(index), Some(new)) = (addr_index, new_addr) {
-        rebuilt.push((index, new));
-    }
-    Some(Merged {
-        sections: rebuilt,
-        moved: remap,
-    })
 }
 
 /// Tries to add unit `u` to `run`: it must say the same of the unit as the
 /// run's members, share its tables, and every index it holds must fit its
 /// field once moved.
-#[allow(clippy::too_many_arguments)]
-fn join(
-    run: &mut Run,
-    u: usize,
-    units: &[Unit],
-    line: &Old,
-    line_tables: &[LineTable],
-    line_table_at: &HashMap<i64, usize>,
-    addr_tables: &[AddrTable],
-    addr_table_at: &HashMap<i64, usize>,
-) -> bool {
+fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
     let unit = &units[u];
     if !unit.mergeable {
         return false;
@@ -613,10 +682,11 @@ fn join(
             return false;
         }
     }
-    let Some(&t) = unit.line.and_then(|(l, _)| line_table_at.get(&l)) else {
+    let line = &debug.line;
+    let Some(&t) = unit.line.and_then(|(l, _)| debug.line_at.get(&l)) else {
         return false;
     };
-    let (table, head) = (&line_tables[t], &line_tables[run.head]);
+    let (table, head) = (&debug.line_tables[t], &debug.line_tables[run.head]);
     if line.data.get(table.params.clone()) != line.data.get(head.params.clone())
         || table.dir_fields != head.dir_fields
         || table.file_fields != head.file_fields
@@ -685,29 +755,42 @@ fn join(
     if !file_fits {
         return false;
     }
-    // Addresses.
-    let table_entries = match unit.addr.map(|(a, _)| addr_table_at.get(&a)) {
-        Some(Some(&a)) => ((addr_tables[a].entries.len()) / 8) as u64,
-        Some(None) => return false,
-        None if unit.addr_uses.is_empty() && unit.low_pc.is_none() => 0,
-        None => return false,
-    };
-    let offset = run.addr_total;
-    if !unit
-        .addr_uses
-        .iter()
-        .chain(unit.low_pc.iter())
-        .all(|f| fits(f.value + offset, f.size, f.uleb))
-    {
-        return false;
+    // Indices into the address and list tables.
+    let mut counts = [0u64; 3];
+    for kind in KINDS {
+        let k = kind as usize;
+        let uses = &unit.uses[k];
+        let count = match unit.bases[k] {
+            Some(_) => match debug.contribution(kind, unit) {
+                Some(c) if !c.opaque => c.count,
+                _ => return false,
+            },
+            None if uses.is_empty() && (kind != Kind::Addr || unit.low_pc.is_none()) => 0,
+            None => return false,
+        };
+        let offset = run.totals[k];
+        let low_pc = unit.low_pc.filter(|_| kind == Kind::Addr);
+        if !uses
+            .iter()
+            .chain(low_pc.iter())
+            .all(|f| fits(f.value + offset, f.size, f.uleb))
+        {
+            return false;
+        }
+        counts[k] = count;
     }
     // Code: one range of one section, in order.
     if let Some((sym, start, end)) = unit.code {
-        match run.code_end {
-            Some((s, e)) if s != sym || start < e => return false,
-            _ => {}
+        match run.code {
+            Some((s, _, e)) if s != sym || start < e => return false,
+            Some((_, first, _)) => run.code = Some((sym, first, end)),
+            None => {
+                run.code = Some((sym, start, end));
+                run.low_pc = unit
+                    .low_pc
+                    .map(|f| f.value + run.totals[Kind::Addr as usize]);
+            }
         }
-        run.code_end = Some((sym, end));
     }
     run.dirs.extend(new_dirs.into_iter().map(|d| (t, d)));
     run.dir_keys.extend(pending_dir_keys);
@@ -717,11 +800,510 @@ fn join(
     }
     run.file_keys.extend(pending_file_keys);
     run.file_maps.push(file_map);
-    run.addr_offsets.push(offset);
-    run.addr_total += table_entries;
+    for kind in KINDS {
+        let k = kind as usize;
+        run.offsets[k].push(run.totals[k]);
+        run.totals[k] += counts[k];
+    }
     run.members.push(u);
     run.member_tables.push(t);
     true
+}
+
+/// Writes the merged table of `run` in `t` (addresses, or lists with their
+/// offsets); returns its base.
+fn merged_table(
+    debug: &Debug,
+    t: &Indexed,
+    run: &Run,
+    units: &[Unit],
+    out: &mut New,
+) -> Option<usize> {
+    let kind = t.kind;
+    let k = kind as usize;
+    let of = |m: usize| debug.contribution(kind, &units[m]);
+    let first = run.members.iter().find_map(|&m| of(m))?;
+    let start = out.copy(&t.old, first.start..first.start + kind.header())?;
+    let base = out.data.len();
+    if kind == Kind::Addr {
+        for &m in &run.members {
+            if let Some(c) = of(m) {
+                out.copy(&t.old, c.base..c.end)?;
+            }
+        }
+    } else {
+        // The offsets, filled in once the lists are placed.
+        let total = run.totals[k];
+        out.put_u32(start + 8, u32::try_from(total).ok()?)?;
+        out.data.resize(base + 4 * usize::try_from(total).ok()?, 0);
+        let mut offsets = Vec::new();
+        for (i, &m) in run.members.iter().enumerate() {
+            let Some(c) = of(m) else { continue };
+            let addr_offset = run.offsets[Kind::Addr as usize][i];
+            let lists = c.base + 4 * usize::try_from(c.count).ok()?..c.end;
+            let moved = Moved {
+                addr_offset,
+                unit_base: units[m].low_pc.map(|f| f.value + addr_offset),
+            };
+            let placed = rewrite_lists(&t.old, kind, lists, c.base, &moved, out, base)?;
+            for j in 0..c.count {
+                let old = u64::from(u32_at(t.old.data, (c.base as u64) + 4 * j)?);
+                offsets.push(*placed.get(&old)?);
+            }
+        }
+        for (j, o) in offsets.into_iter().enumerate() {
+            out.put_u32(base + 4 * j, u32::try_from(o).ok()?)?;
+        }
+    }
+    let length = u32::try_from(out.data.len() - start - 4).ok()?;
+    out.put_u32(start, length)?;
+    Some(base)
+}
+
+/// How a member's lists change in the merged table: its address indices
+/// move up by `addr_offset`, and a list whose offsets are relative to the
+/// unit's base address (its `DW_AT_low_pc`, no longer the merged unit's)
+/// starts with that address, `unit_base` in the merged address table.
+struct Moved {
+    addr_offset: u64,
+    unit_base: Option<u64>,
+}
+
+/// Appends the lists in `lists` (of a contribution whose offsets start at
+/// `base`) as `moved` says; returns where each list went: offset from
+/// `base` → offset from `new_base`. `None` for an entry or operation not
+/// listed here.
+fn rewrite_lists(
+    old: &Old,
+    kind: Kind,
+    lists: Range<usize>,
+    base: usize,
+    moved: &Moved,
+    out: &mut New,
+    new_base: usize,
+) -> Option<HashMap<u64, u64>> {
+    const BASE_ADDRESSX: u8 = 1;
+    const OFFSET_PAIR: u8 = 4;
+    let addr_offset = moved.addr_offset;
+    let mut has_base = false;
+    let b = old.data;
+    let mut placed = HashMap::new();
+    let mut at = lists.start;
+    let mut list_start = true;
+    let uleb = |at: &mut usize| -> Option<u64> {
+        let (v, used) = read_uleb(b.get(*at..)?)?;
+        *at += used;
+        Some(v)
+    };
+    while at < lists.end {
+        if list_start {
+            placed.insert((at - base) as u64, (out.data.len() - new_base) as u64);
+            list_start = false;
+            has_base = false;
+        }
+        let entry = *b.get(at)?;
+        at += 1;
+        let base_entry = entry == BASE_ADDRESSX
+            || (kind, entry) == (Kind::Loc, 6)
+            || (kind, entry) == (Kind::Rng, 5);
+        has_base |= base_entry;
+        if entry == OFFSET_PAIR && !has_base {
+            out.data.push(BASE_ADDRESSX);
+            write_uleb(&mut out.data, moved.unit_base?);
+            has_base = true;
+        }
+        out.data.push(entry);
+        // (address indices, other ULEB128s, fixed bytes, a location)
+        let (indices, others, fixed, location) = match (kind, entry) {
+            (_, 0) => {
+                list_start = true;
+                (0, 0, 0, false)
+            }
+            (_, 1) => (1, 0, 0, false), // base_addressx
+            (Kind::Loc, 2) | (Kind::Rng, 2) => (2, 0, 0, kind == Kind::Loc), // startx_endx
+            (Kind::Loc, 3) | (Kind::Rng, 3) => (1, 1, 0, kind == Kind::Loc), // startx_length
+            (Kind::Loc, 4) | (Kind::Rng, 4) => (0, 2, 0, kind == Kind::Loc), // offset_pair
+            (Kind::Loc, 5) => (0, 0, 0, true), // default_location
+            (Kind::Loc, 6) | (Kind::Rng, 5) => (0, 0, 8, false), // base_address
+            (Kind::Loc, 7) | (Kind::Rng, 6) => (0, 0, 16, kind == Kind::Loc), // start_end
+            (Kind::Loc, 8) | (Kind::Rng, 7) => (0, 1, 8, kind == Kind::Loc), // start_length
+            _ => return None,
+        };
+        if fixed > 0 {
+            out.copy(old, at..at + fixed)?;
+            at += fixed;
+        }
+        for _ in 0..indices {
+            let v = uleb(&mut at)?;
+            write_uleb(&mut out.data, v + addr_offset);
+        }
+        for _ in 0..others {
+            let v = uleb(&mut at)?;
+            write_uleb(&mut out.data, v);
+        }
+        if location {
+            let len = usize::try_from(uleb(&mut at)?).ok()?;
+            let e = at..at + len;
+            at += len;
+            let mut expression = New::default();
+            let mut from = e.start;
+            for f in expression_indices(b.get(e.clone())?, e.start)? {
+                expression.copy(old, from..f.at)?;
+                write_uleb(&mut expression.data, f.value + addr_offset);
+                from = f.at + f.size;
+            }
+            expression.copy(old, from..e.end)?;
+            write_uleb(&mut out.data, expression.data.len() as u64);
+            out.append(expression);
+        }
+        if at > lists.end {
+            return None;
+        }
+    }
+    Some(placed)
+}
+
+/// The merged compile unit of `run`: the donor's header and root, then
+/// every member's children. `bases`: per kind, the old base of the run's
+/// merged table; `head_line`: the old offset of its line table.
+fn merged_unit(
+    info: &Old,
+    units: &[Unit],
+    run: &Run,
+    bases: &[Option<i64>; 3],
+    head_line: i64,
+    out: &mut New,
+) -> Option<()> {
+    let d = &units[run.donor?];
+    let start = out.copy(info, d.start..d.start + 12)?;
+    let root = out.copy(info, d.root_at..d.root_end)?;
+    let moved = |at: usize| at - d.root_at + root;
+    if let Some((_, code_start, code_end)) = run.code {
+        let high = d.high_pc?;
+        let length = u64::try_from(code_end - code_start).ok()?;
+        out.put_field(moved(high.at), high.size, high.uleb, length)?;
+        let low = d.low_pc?;
+        out.put_field(moved(low.at), low.size, low.uleb, run.low_pc?)?;
+    }
+    out.set_addend(moved(d.line?.1), head_line)?;
+    for kind in KINDS {
+        if let Some((_, at)) = d.bases[kind as usize] {
+            out.set_addend(moved(at), bases[kind as usize]?)?;
+        }
+    }
+    for (i, &m) in run.members.iter().enumerate() {
+        let unit = &units[m];
+        let block = out.copy(info, unit.children.clone())?;
+        let moved = |at: usize| at - unit.children.start + block;
+        let old_first = (unit.children.start - unit.start) as u64;
+        let old_end = (unit.children.end - unit.start) as u64;
+        let new_first = (block - start) as u64;
+        for &at in &unit.refs {
+            let v = u64::from(u32_at(info.data, at as u64)?);
+            if v < old_first || v >= old_end {
+                return None;
+            }
+            out.put_u32(moved(at), u32::try_from(v - old_first + new_first).ok()?)?;
+        }
+        for kind in KINDS {
+            let offset = run.offsets[kind as usize][i];
+            if offset > 0 {
+                for f in &unit.uses[kind as usize] {
+                    out.put_field(moved(f.at), f.size, f.uleb, f.value + offset)?;
+                }
+            }
+        }
+        for f in &unit.file_uses {
+            let n = *run.file_maps[i].get(f.value as usize)?;
+            if n != f.value {
+                out.put_field(moved(f.at), f.size, f.uleb, n)?;
+            }
+        }
+    }
+    out.data.push(0); // the root's children end
+    let length = u32::try_from(out.data.len() - start - 4).ok()?;
+    out.put_u32(start, length)
+}
+
+/// Reads the compile unit at `at`, with the abbreviation tables by offset
+/// and the line section's symbol.
+fn read_unit(
+    debug: &Debug,
+    at: usize,
+    abbrev_tables: &HashMap<i64, Vec<Abbrev>>,
+    line_sym: Option<SymRef>,
+) -> Option<Unit> {
+    let info = &debug.info;
+    let data = info.data;
+    let (end, version) = unit_extent(data, at)?;
+    let mut unit = Unit {
+        start: at,
+        end,
+        mergeable: false,
+        abbrevs: (None, 0),
+        strings: None,
+        identity: Vec::new(),
+        root_at: at + 12,
+        root_end: at + 12,
+        root_children: false,
+        children: end..end,
+        line: None,
+        bases: [None; 3],
+        low_pc: None,
+        high_pc: None,
+        code: None,
+        refs: Vec::new(),
+        uses: Default::default(),
+        file_uses: Vec::new(),
+    };
+    // A DWARF 5 compile unit with 8-byte addresses; anything else stays.
+    if version != 5 || *data.get(at + 6)? != 1 || *data.get(at + 7)? != 8 {
+        return Some(unit);
+    }
+    unit.abbrevs = match info.relocated(at + 8) {
+        Some(relocated) => relocated,
+        None => (None, i64::from(u32_at(data, at as u64 + 8)?)),
+    };
+    let table = abbrev_tables.get(&unit.abbrevs.1)?;
+    let mut mergeable = true;
+    let mut p = at + 12;
+    let mut root = true;
+    while p < end {
+        let (code, used) = read_uleb(data.get(p..end)?)?;
+        p += used;
+        if code == 0 {
+            continue;
+        }
+        let abbrev = table.iter().find(|a| a.code == code)?;
+        for &(name, form, _) in &abbrev.attributes {
+            if form == 0x16 {
+                return Some(unit); // DW_FORM_indirect
+            }
+            let size = form_size(form, data.get(p..end)?, 8, 5)?;
+            let bytes = data.get(p..p + size)?;
+            let field = form_value(form, bytes).map(|value| Field {
+                at: p,
+                size,
+                value,
+                uleb: matches!(form, 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23),
+            });
+            if root {
+                let base = KINDS.iter().find(|k| k.base_attribute() == name);
+                match name {
+                    DW_AT_STMT_LIST => match info.relocated(p) {
+                        Some((Some(sym), addend)) if Some(sym) == line_sym => {
+                            unit.line = Some((addend, p))
+                        }
+                        _ => mergeable = false,
+                    },
+                    _ if base.is_some() => {
+                        let kind = *base?;
+                        let sym = debug.table(kind).and_then(|t| t.sym);
+                        match info.relocated(p) {
+                            Some((Some(s), addend)) if Some(s) == sym => {
+                                unit.bases[kind as usize] = Some((addend, p))
+                            }
+                            _ => mergeable = false,
+                        }
+                    }
+                    DW_AT_STR_OFFSETS_BASE => unit.strings = info.relocated(p),
+                    DW_AT_LOW_PC if form == DW_FORM_ADDRX => unit.low_pc = field,
+                    // No code: an address 0 nothing relocates.
+                    DW_AT_LOW_PC if form == DW_FORM_ADDR && info.relocated(p).is_none() => {}
+                    DW_AT_HIGH_PC if form == DW_FORM_DATA4 => unit.high_pc = field,
+                    DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES => mergeable = false,
+                    _ if info.relocated(p).is_some() => mergeable = false,
+                    _ => unit.identity.push((name, form, bytes.to_vec())),
+                }
+            } else {
+                let uses = &mut unit.uses;
+                match form {
+                    DW_FORM_REF4 => unit.refs.push(p),
+                    DW_FORM_ADDRX | 0x29..=0x2c => uses[Kind::Addr as usize].extend(field),
+                    DW_FORM_LOCLISTX => uses[Kind::Loc as usize].extend(field),
+                    DW_FORM_RNGLISTX => uses[Kind::Rng as usize].extend(field),
+                    // References out of the unit, offsets into tables.
+                    0x10 | 0x11 | 0x12 | 0x14 | 0x15 | DW_FORM_SEC_OFFSET => mergeable = false,
+                    DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2
+                    | DW_FORM_BLOCK4 => {
+                        let header = size - block_length(form, bytes)?;
+                        match expression_indices(bytes.get(header..)?, p + header) {
+                            Some(found) => uses[Kind::Addr as usize].extend(found),
+                            None => mergeable = false,
+                        }
+                    }
+                    _ => {}
+                }
+                if matches!(name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) {
+                    match (form, field) {
+                        (
+                            DW_FORM_DATA1 | DW_FORM_DATA2 | DW_FORM_DATA4 | DW_FORM_UDATA,
+                            Some(f),
+                        ) => unit.file_uses.push(f),
+                        _ => mergeable = false,
+                    }
+                }
+            }
+            p += size;
+        }
+        if root {
+            root = false;
+            unit.root_end = p;
+            unit.root_children = abbrev.children;
+        }
+    }
+    if p != end {
+        return None;
+    }
+    unit.children = if unit.root_children {
+        if data.get(end - 1) != Some(&0) || end - 1 < unit.root_end {
+            return Some(unit);
+        }
+        unit.root_end..end - 1
+    } else {
+        unit.root_end..unit.root_end
+    };
+    // The unit's code, from its address table.
+    match (unit.low_pc, unit.high_pc) {
+        (Some(low), Some(high)) => {
+            let (Some(addr), Some(c)) = (
+                debug.table(Kind::Addr),
+                debug.contribution(Kind::Addr, &unit),
+            ) else {
+                return Some(unit);
+            };
+            let entry = c.base + 8 * usize::try_from(low.value).ok()?;
+            let relocated = (entry + 8 <= c.end)
+                .then(|| addr.old.relocated(entry))
+                .flatten();
+            let Some((sym @ Some(_), addend)) = relocated else {
+                return Some(unit);
+            };
+            unit.code = Some((sym, addend, addend + i64::try_from(high.value).ok()?));
+        }
+        (None, None) => {}
+        _ => mergeable = false,
+    }
+    unit.mergeable = mergeable && unit.line.is_some();
+    Some(unit)
+}
+
+/// The length of a block form's contents (its size less its length field).
+fn block_length(form: u64, bytes: &[u8]) -> Option<usize> {
+    Some(match form {
+        DW_FORM_EXPRLOC | DW_FORM_BLOCK => usize::try_from(read_uleb(bytes)?.0).ok()?,
+        DW_FORM_BLOCK1 => *bytes.first()? as usize,
+        DW_FORM_BLOCK2 => u16_at(bytes, 0)? as usize,
+        DW_FORM_BLOCK4 => u32_at(bytes, 0)? as usize,
+        _ => return None,
+    })
+}
+
+/// The address indices (`DW_OP_addrx`, `DW_OP_constx`) of the DWARF
+/// expression `e` (at `at` in its section); `None` when it has an
+/// operation not listed here — among them those that name a DIE of the
+/// unit (typed operations, `DW_OP_convert`), which would move.
+fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
+    let mut found = Vec::new();
+    let mut p = 0;
+    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
+    while p < e.len() {
+        let op = e[p];
+        p += 1;
+        p += match op {
+            0xa1 | 0xa2 => {
+                // DW_OP_addrx, DW_OP_constx
+                let (value, used) = read_uleb(e.get(p..)?)?;
+                found.push(Field {
+                    at: at + p,
+                    size: used,
+                    value,
+                    uleb: true,
+                });
+                used
+            }
+            0xa3 | 0xf3 => {
+                // DW_OP_entry_value (and GNU's): a sub-expression
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                let len = usize::try_from(len).ok()?;
+                let inner = e.get(p + used..p + used + len)?;
+                found.extend(expression_indices(inner, at + p + used)?);
+                used + len
+            }
+            0x03 => 8,                                                         // addr
+            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
+            0x30..=0x6f => 0,                                                  // lit, reg
+            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
+            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
+            0x0a | 0x0b | 0x28 | 0x2f => 2,               // const2, bra, skip
+            0x0c | 0x0d => 4,                             // const4
+            0x0e | 0x0f => 8,                             // const8
+            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece
+            0x92 | 0x9d => {
+                // bregx, bit_piece: two LEB128s
+                let first = leb(p)?;
+                first + leb(p + first)?
+            }
+            0x9e => {
+                // implicit_value: a length, then that many bytes
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                used + usize::try_from(len).ok()?
+            }
+            _ => return None,
+        };
+        if p > e.len() {
+            return None;
+        }
+    }
+    Some(found)
+}
+
+/// The contributions of an address or list section (DWARF 5, 8-byte
+/// addresses); `None` when it has anything else.
+fn contributions(kind: Kind, old: &Old) -> Option<Vec<Contribution>> {
+    let data = old.data;
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < data.len() {
+        let (end, version) = unit_extent(data, at)?;
+        if version != 5 || *data.get(at + 6)? != 8 || *data.get(at + 7)? != 0 {
+            return None;
+        }
+        let base = at + kind.header();
+        let count = match kind {
+            Kind::Addr => ((end.checked_sub(base)?) / 8) as u64,
+            Kind::Loc | Kind::Rng => u64::from(u32_at(data, at as u64 + 8)?),
+        };
+        let opaque = match kind {
+            Kind::Addr => !(end - base).is_multiple_of(8),
+            Kind::Loc | Kind::Rng => {
+                let lists = base + 4 * usize::try_from(count).ok()?;
+                lists > end
+                    || rewrite_lists(
+                        old,
+                        kind,
+                        lists..end,
+                        base,
+                        &Moved {
+                            addr_offset: 0,
+                            unit_base: Some(0),
+                        },
+                        &mut New::default(),
+                        0,
+                    )
+                    .is_none()
+            }
+        };
+        out.push(Contribution {
+            start: at,
+            base,
+            count,
+            end,
+            opaque,
+        });
+        at = end;
+    }
+    Some(out)
 }
 
 /// The directory index of file entry `f` of `table`.
@@ -868,319 +1450,9 @@ fn rewrite_program(line: &Old, table: &LineTable, files: &[u64], out: &mut New) 
     Some(())
 }
 
-/// The merged compile unit of `run`: the donor's header and root, then
-/// every member's children.
-fn merged_unit(
-    info: &Old,
-    units: &[Unit],
-    run: &Run,
-    first_addr: Option<i64>,
-    head_line: i64,
-    out: &mut New,
-) -> Option<()> {
-    let d = &units[run.donor?];
-    let donor_offset = run.addr_offsets[run.members.iter().position(|&m| Some(m) == run.donor)?];
-    let start = out.copy(info, d.start..d.start + 12)?;
-    let root = out.copy(info, d.root_at..d.root_end)?;
-    let moved = |at: usize| at - d.root_at + root;
-    if let (Some((sym, code_start, _)), Some((end_sym, code_end))) = (d.code, run.code_end) {
-        let high = d.high_pc?;
-        if sym != end_sym {
-            return None;
-        }
-        out.put_field(
-            moved(high.at),
-            high.size,
-            high.uleb,
-            u64::try_from(code_end - code_start).ok()?,
-        )?;
-        let low = d.low_pc?;
-        out.put_field(moved(low.at), low.size, low.uleb, low.value + donor_offset)?;
-    }
-    let set_addend = |out: &mut New, at: usize, addend: i64| -> Option<()> {
-        let r = out.relas.iter_mut().find(|r| r.offset == at as u64)?;
-        r.addend = addend;
-        Some(())
-    };
-    set_addend(out, moved(d.line?.1), head_line)?;
-    if let Some((_, at)) = d.addr {
-        set_addend(out, moved(at), first_addr?)?;
-    }
-    for (k, &m) in run.members.iter().enumerate() {
-        let unit = &units[m];
-        let block = out.copy(info, unit.children.clone())?;
-        let moved = |at: usize| at - unit.children.start + block;
-        let old_first = (unit.children.start - unit.start) as u64;
-        let old_end = (unit.children.end - unit.start) as u64;
-        let new_first = (block - start) as u64;
-        for &at in &unit.refs {
-            let v = u64::from(u32_at(info.data, at as u64)?);
-            if v < old_first || v >= old_end {
-                return None;
-            }
-            out.put_u32(moved(at), u32::try_from(v - old_first + new_first).ok()?)?;
-        }
-        let offset = run.addr_offsets[k];
-        if offset > 0 {
-            for f in &unit.addr_uses {
-                out.put_field(moved(f.at), f.size, f.uleb, f.value + offset)?;
-            }
-        }
-        for f in &unit.file_uses {
-            let n = *run.file_maps[k].get(f.value as usize)?;
-            if n != f.value {
-                out.put_field(moved(f.at), f.size, f.uleb, n)?;
-            }
-        }
-    }
-    out.data.push(0); // the root's children end
-    let length = u32::try_from(out.data.len() - start - 4).ok()?;
-    out.put_u32(start, length)
-}
-
-/// Reads the compile unit at `at`, with the abbreviation tables by
-/// offset and the symbols of the line and address sections.
-fn read_unit(
-    info: &Old,
-    at: usize,
-    abbrev_tables: &HashMap<i64, Vec<Abbrev>>,
-    (line_sym, addr_sym): (Option<SymRef>, Option<SymRef>),
-    addr: Option<&Old>,
-    addr_tables: &[AddrTable],
-) -> Option<Unit> {
-    let data = info.data;
-    let (end, version) = unit_extent(data, at)?;
-    let mut unit = Unit {
-        start: at,
-        end,
-        mergeable: false,
-        abbrevs: (None, 0),
-        strings: None,
-        identity: Vec::new(),
-        root_at: at + 12,
-        root_end: at + 12,
-        root_children: false,
-        children: end..end,
-        line: None,
-        addr: None,
-        low_pc: None,
-        high_pc: None,
-        code: None,
-        refs: Vec::new(),
-        addr_uses: Vec::new(),
-        file_uses: Vec::new(),
-    };
-    // A DWARF 5 compile unit with 8-byte addresses; anything else stays.
-    if version != 5 || *data.get(at + 6)? != 1 || *data.get(at + 7)? != 8 {
-        return Some(unit);
-    }
-    unit.abbrevs = match info.relocated(at + 8) {
-        Some(relocated) => relocated,
-        None => (None, i64::from(u32_at(data, at as u64 + 8)?)),
-    };
-    let table = abbrev_tables.get(&unit.abbrevs.1)?;
-    let mut mergeable = true;
-    let mut p = at + 12;
-    let mut first = true;
-    while p < end {
-        let (code, used) = read_uleb(data.get(p..end)?)?;
-        if code == 0 {
-            p += used;
-            continue;
-        }
-        let abbrev = table.iter().find(|a| a.code == code)?;
-        p += used;
-        for &(name, form, _) in &abbrev.attributes {
-            if form == 0x16 {
-                return Some(unit); // DW_FORM_indirect
-            }
-            let size = form_size(form, data.get(p..end)?, 8, 5)?;
-            let bytes = data.get(p..p + size)?;
-            let value = form_value(form, bytes);
-            let uleb = matches!(form, 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23);
-            let field = value.map(|value| Field {
-                at: p,
-                size,
-                value,
-                uleb,
-            });
-            if first {
-                match name {
-                    DW_AT_STMT_LIST => match info.relocated(p) {
-                        Some((sym, addend)) if sym == line_sym && sym.is_some() => {
-                            unit.line = Some((addend, p))
-                        }
-                        _ => mergeable = false,
-                    },
-                    DW_AT_ADDR_BASE => match info.relocated(p) {
-                        Some((sym, addend)) if sym == addr_sym && sym.is_some() => {
-                            unit.addr = Some((addend, p))
-                        }
-                        _ => mergeable = false,
-                    },
-                    DW_AT_STR_OFFSETS_BASE => unit.strings = info.relocated(p),
-                    DW_AT_LOW_PC if form == DW_FORM_ADDRX => unit.low_pc = field,
-                    // No code: an address 0 nothing relocates.
-                    DW_AT_LOW_PC if form == DW_FORM_ADDR && info.relocated(p).is_none() => {}
-                    DW_AT_HIGH_PC if form == DW_FORM_DATA4 => unit.high_pc = field,
-                    DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES | DW_AT_RNGLISTS_BASE
-                    | DW_AT_LOCLISTS_BASE => mergeable = false,
-                    _ if info.relocated(p).is_some() => mergeable = false,
-                    _ => unit.identity.push((name, form, bytes.to_vec())),
-                }
-            } else {
-                match form {
-                    DW_FORM_REF4 => unit.refs.push(p),
-                    0x10 | 0x11 | 0x12 | 0x14 | 0x15 | 0x22 | 0x23 | DW_FORM_SEC_OFFSET => {
-                        mergeable = false
-                    }
-                    DW_FORM_ADDRX | 0x29..=0x2c => unit.addr_uses.extend(field),
-                    DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2
-                    | DW_FORM_BLOCK4 => {
-                        let header = size - block_length(form, bytes)?;
-                        match expression_indices(bytes.get(header..)?, p + header) {
-                            Some(found) => unit.addr_uses.extend(found),
-                            None => mergeable = false,
-                        }
-                    }
-                    _ => {}
-                }
-                if matches!(name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) {
-                    match (form, field) {
-                        (
-                            DW_FORM_DATA1 | DW_FORM_DATA2 | DW_FORM_DATA4 | DW_FORM_UDATA,
-                            Some(f),
-                        ) => unit.file_uses.push(f),
-                        _ => mergeable = false,
-                    }
-                }
-                if name == DW_AT_RANGES {
-                    mergeable = false;
-                }
-            }
-            p += size;
-        }
-        if first {
-            first = false;
-            unit.root_end = p;
-            unit.root_children = abbrev.children;
-        }
-    }
-    if p != end {
-        return None;
-    }
-    unit.children = if unit.root_children {
-        if data.get(end - 1) != Some(&0) || end - 1 < unit.root_end {
-            return Some(unit);
-        }
-        unit.root_end..end - 1
-    } else {
-        unit.root_end..unit.root_end
-    };
-    // The unit's code, from its address table.
-    if let (Some(low), Some(high)) = (unit.low_pc, unit.high_pc) {
-        let (table_at, _) = unit.addr?;
-        let entry = table_at.checked_add(8 * i64::try_from(low.value).ok()?)?;
-        let entry = usize::try_from(entry).ok()?;
-        let inside = addr_tables.iter().any(|t| t.entries.contains(&entry));
-        let (sym, addend) = addr?.relocated(entry)?;
-        if !inside || sym.is_none() {
-            return Some(unit);
-        }
-        unit.code = Some((sym, addend, addend + i64::try_from(high.value).ok()?));
-    } else if unit.low_pc.is_some() || unit.high_pc.is_some() {
-        mergeable = false;
-    }
-    unit.mergeable = mergeable && unit.line.is_some();
-    Some(unit)
-}
-
-/// The length of a block form's contents (its size less its length field).
-fn block_length(form: u64, bytes: &[u8]) -> Option<usize> {
-    Some(match form {
-        DW_FORM_EXPRLOC | DW_FORM_BLOCK => usize::try_from(read_uleb(bytes)?.0).ok()?,
-        DW_FORM_BLOCK1 => *bytes.first()? as usize,
-        DW_FORM_BLOCK2 => u16_at(bytes, 0)? as usize,
-        DW_FORM_BLOCK4 => u32_at(bytes, 0)? as usize,
-        _ => return None,
-    })
-}
-
-/// The address indices (`DW_OP_addrx`, `DW_OP_constx`) of the DWARF
-/// expression `e` (at `at` in the section); `None` when it has an
-/// operation not listed here.
-fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
-    let mut found = Vec::new();
-    let mut p = 0;
-    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
-    while p < e.len() {
-        let op = e[p];
-        p += 1;
-        p += match op {
-            0xa1 | 0xa2 => {
-                // DW_OP_addrx, DW_OP_constx
-                let (value, used) = read_uleb(e.get(p..)?)?;
-                found.push(Field {
-                    at: at + p,
-                    size: used,
-                    value,
-                    uleb: true,
-                });
-                used
-            }
-            0x03 => 8,                                                         // addr
-            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack and arithmetic
-            0x30..=0x6f => 0,                                                  // lit, reg
-            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
-            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
-            0x0a | 0x0b | 0x28 | 0x2f | 0x98 => 2,        // const2, bra, skip, call2
-            0x0c | 0x0d | 0x99 => 4,                      // const4, call4
-            0x0e | 0x0f => 8,                             // const8
-            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 | 0xa8 | 0xa9 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece, convert, reinterpret
-            0x92 | 0x9d => {
-                // bregx, bit_piece: two LEB128s
-                let first = leb(p)?;
-                first + leb(p + first)?
-            }
-            0x9e => {
-                // implicit_value: a length, then that many bytes
-                let (len, used) = read_uleb(e.get(p..)?)?;
-                used + usize::try_from(len).ok()?
-            }
-            _ => return None,
-        };
-        if p > e.len() {
-            return None;
-        }
-    }
-    Some(found)
-}
-
 /// A line table header's directory or file entries: the bytes of their
 /// format, its fields (content type, form), and each entry's bytes.
 type Entries = (Range<usize>, Vec<(u64, u64)>, Vec<Range<usize>>);
-
-/// The contributions of `.debug_addr` (DWARF 5, 8-byte addresses).
-fn addr_tables(data: &[u8]) -> Option<Vec<AddrTable>> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while at < data.len() {
-        let (end, version) = unit_extent(data, at)?;
-        if version != 5
-            || *data.get(at + 6)? != 8
-            || *data.get(at + 7)? != 0
-            || (end - at - 8) % 8 != 0
-        {
-            return None;
-        }
-        out.push(AddrTable {
-            start: at,
-            entries: at + 8..end,
-        });
-        at = end;
-    }
-    Some(out)
-}
 
 /// The line tables of `.debug_line`, each with its header read (DWARF 5
 /// only: anything else, and no table is merged).
