@@ -486,6 +486,7 @@ fn merged_sections(
     let mut roles: Vec<HashMap<usize, (usize, bool)>> = vec![HashMap::new(); 3];
     let mut line_role: HashMap<usize, (usize, bool)> = HashMap::new();
     for (r, run) in runs.iter().enumerate() {
+        let mut seen = [false; 3];
         for &m in &run.members {
             run_of_unit.insert(m, r);
             for kind in KINDS {
@@ -494,7 +495,7 @@ fn merged_sections(
                     continue;
                 };
                 let c = *t.at.get(&base)?;
-                let first = !roles[kind as usize].values().any(|&(rr, _)| rr == r);
+                let first = !std::mem::replace(&mut seen[kind as usize], true);
                 if roles[kind as usize].insert(c, (r, first)).is_some() {
                     return None;
                 }
