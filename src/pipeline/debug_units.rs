@@ -944,8 +944,8 @@ fn rewrite_lists(
         }
         if location {
             let len = usize::try_from(uleb(&mut at)?).ok()?;
-            let e = at..at + len;
-            at += len;
+            let e = at..at.checked_add(len)?;
+            at = e.end;
             let mut expression = New::default();
             let mut from = e.start;
             for f in expression_indices(b.get(e.clone())?, e.start)? {
@@ -1173,7 +1173,12 @@ fn read_unit(
             ) else {
                 return Some(unit);
             };
-            let entry = c.base + 8 * usize::try_from(low.value).ok()?;
+            let entry = usize::try_from(low.value)
+                .ok()
+                .and_then(|i| i.checked_mul(8)?.checked_add(c.base));
+            let Some(entry) = entry else {
+                return Some(unit);
+            };
             let relocated = (entry + 8 <= c.end)
                 .then(|| addr.old.relocated(entry))
                 .flatten();
@@ -1211,7 +1216,7 @@ fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
     while p < e.len() {
         let op = e[p];
         p += 1;
-        p += match op {
+        let operands = match op {
             0xa1 | 0xa2 => {
                 // DW_OP_addrx, DW_OP_constx
                 let (value, used) = read_uleb(e.get(p..)?)?;
@@ -1227,7 +1232,7 @@ fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
                 // DW_OP_entry_value (and GNU's): a sub-expression
                 let (len, used) = read_uleb(e.get(p..)?)?;
                 let len = usize::try_from(len).ok()?;
-                let inner = e.get(p + used..p + used + len)?;
+                let inner = e.get(p + used..(p + used).checked_add(len)?)?;
                 found.extend(expression_indices(inner, at + p + used)?);
                 used + len
             }
@@ -1248,13 +1253,11 @@ fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
             0x9e => {
                 // implicit_value: a length, then that many bytes
                 let (len, used) = read_uleb(e.get(p..)?)?;
-                used + usize::try_from(len).ok()?
+                used.checked_add(usize::try_from(len).ok()?)?
             }
             _ => return None,
         };
-        if p > e.len() {
-            return None;
-        }
+        p = p.checked_add(operands).filter(|&p| p <= e.len())?;
     }
     Some(found)
 }
@@ -1278,7 +1281,10 @@ fn contributions(kind: Kind, old: &Old) -> Option<Vec<Contribution>> {
         let opaque = match kind {
             Kind::Addr => !(end - base).is_multiple_of(8),
             Kind::Loc | Kind::Rng => {
-                let lists = base + 4 * usize::try_from(count).ok()?;
+                let lists = usize::try_from(count)
+                    .ok()
+                    .and_then(|n| n.checked_mul(4)?.checked_add(base))
+                    .unwrap_or(usize::MAX);
                 lists > end
                     || rewrite_lists(
                         old,
@@ -1420,7 +1426,7 @@ fn rewrite_program(line: &Old, table: &LineTable, files: &[u64], out: &mut New) 
         let op = *b.get(at)?;
         let next = if op == 0 {
             let (len, used) = read_uleb(b.get(at + 1..)?)?;
-            let end = at + 1 + used + usize::try_from(len).ok()?;
+            let end = (at + 1 + used).checked_add(usize::try_from(len).ok()?)?;
             if *b.get(at + 1 + used)? == DW_LNE_END_SEQUENCE {
                 sequence_start = true;
             }
@@ -1492,6 +1498,9 @@ fn line_tables(data: &[u8]) -> Option<Vec<LineTable>> {
                 let start = *p;
                 for &(_, form) in &fields {
                     *p += form_size(form, data.get(*p..program)?, 8, 5)?;
+                }
+                if *p == start {
+                    return None; // entries of no bytes: a count to trust no further
                 }
                 list.push(start..*p);
             }
