@@ -36,6 +36,8 @@ const MAX_OUTPUT_BYTES: u64 = 256 << 20;
 /// coarse clock files are stamped with, see `driver`) may have changed
 /// while the unit compiled: they are not recorded. No extra margin.
 const COARSE_TIME_MARGIN_NS: i128 = 0;
+/// Largest manifest read (decompressed).
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
 /// Largest header list read back from clang.
 const MAX_HEADER_LIST_BYTES: u64 = 64 << 20;
 
@@ -206,7 +208,9 @@ impl UnitCache<'_> {
     pub fn lookup(&self, p: &Prepared) -> Found {
         let manifest = match self.storage.get(&p.key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
-                match Manifest::decode(&e.payload) {
+                match Manifest::decode(
+                    &decompress(&e.payload, MAX_MANIFEST_BYTES).unwrap_or_default(),
+                ) {
                     Some(m) => m,
                     None => {
                         let _ = self.storage.remove(&p.key);
@@ -344,7 +348,8 @@ impl UnitCache<'_> {
     ) -> Entry {
         let mut m = match self.storage.get(&p.key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
-                Manifest::decode(&e.payload).unwrap_or_default()
+                Manifest::decode(&decompress(&e.payload, MAX_MANIFEST_BYTES).unwrap_or_default())
+                    .unwrap_or_default()
             }
             _ => Manifest::default(),
         };
@@ -352,7 +357,7 @@ impl UnitCache<'_> {
         Entry {
             kind: EntryKind::UnitManifest,
             metadata: Vec::new(),
-            payload: m.encode(),
+            payload: compress(&m.encode()),
         }
     }
 
@@ -644,8 +649,18 @@ fn parse_hex_key(s: &str) -> Option<FragmentDigest> {
     Some(FragmentDigest(out))
 }
 
-/// Result entry: payload the object; metadata the compile time, the
-/// stderr, then a flag and the dependency file, each length-prefixed.
+/// How results' objects and manifests are compressed: zstd's fastest
+/// level, as ccache stores its results (objects with debug info shrink
+/// about 2.7 times — the copy a result keeps of what the unit's fragments
+/// already hold — and manifests, JSON rewritten whole at every edit,
+/// about 7 times).
+const OBJECT_ZSTD_LEVEL: i32 = 1;
+/// A zstd frame starts with it; an object, with ELF's magic.
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// Result entry: payload the object, zstd-compressed; metadata the
+/// compile time, the stderr, then a flag and the dependency file, each
+/// length-prefixed.
 fn encode_result(object: &[u8], dep_file: Option<&[u8]>, stderr: &[u8], compile_ms: u64) -> Entry {
     let mut metadata = Vec::with_capacity(25 + stderr.len() + dep_file.map_or(0, <[u8]>::len));
     metadata.extend_from_slice(&compile_ms.to_le_bytes());
@@ -662,8 +677,38 @@ fn encode_result(object: &[u8], dep_file: Option<&[u8]>, stderr: &[u8], compile_
     Entry {
         kind: EntryKind::UnitResult,
         metadata,
-        payload: object.to_vec(),
+        payload: zstd::bulk::compress(object, OBJECT_ZSTD_LEVEL)
+            .unwrap_or_else(|_| object.to_vec()),
     }
+}
+
+/// `bytes` compressed as results and manifests are stored (see
+/// [`OBJECT_ZSTD_LEVEL`]), or as they are should zstd fail.
+fn compress(bytes: &[u8]) -> Vec<u8> {
+    zstd::bulk::compress(bytes, OBJECT_ZSTD_LEVEL).unwrap_or_else(|_| bytes.to_vec())
+}
+
+/// What [`compress`] made of at most `limit` bytes: decompressed when it
+/// is a zstd frame, else as it is (entries stored before compression);
+/// `None` for a damaged or larger frame.
+fn decompress(stored: &[u8], limit: u64) -> Option<std::borrow::Cow<'_, [u8]>> {
+    if !stored.starts_with(&ZSTD_MAGIC) {
+        return Some(std::borrow::Cow::Borrowed(stored));
+    }
+    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
+        Ok(Some(n)) if n <= limit => n as usize,
+        _ => return None,
+    };
+    zstd::bulk::decompress(stored, size)
+        .ok()
+        .map(std::borrow::Cow::Owned)
+}
+
+/// The object of a result's payload; `None` unless it is an ELF object of
+/// at most [`MAX_OUTPUT_BYTES`].
+fn result_object(payload: &[u8]) -> Option<Vec<u8>> {
+    let object = decompress(payload, MAX_OUTPUT_BYTES)?.into_owned();
+    object.starts_with(b"\x7fELF").then_some(object)
 }
 
 fn decode_result(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
@@ -686,12 +731,12 @@ fn decode_result(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
         }
         _ => return None,
     };
-    if wants_dep_file != dep_file.is_some() || !e.payload.starts_with(b"\x7fELF") {
+    if wants_dep_file != dep_file.is_some() {
         return None;
     }
     Some(CachedResult {
         compile_ms,
-        object: e.payload.clone(),
+        object: result_object(&e.payload)?,
         dep_file,
         stderr: stderr.to_vec(),
     })
@@ -716,6 +761,27 @@ mod tests {
         assert!(decode_result(&bad, true).is_none());
         let e = encode_result(b"\x7fELF", None, b"", 0);
         assert!(decode_result(&e, false).is_some());
+        // Objects are stored compressed; one stored as it is (before
+        // compression) still reads; a damaged frame or anything but an
+        // object does not.
+        let object: Vec<u8> = b"\x7fELF"
+            .iter()
+            .copied()
+            .chain((0..4096u32).flat_map(|i| (i % 7).to_le_bytes()))
+            .collect();
+        let e = encode_result(&object, None, b"", 1);
+        assert!(e.payload.len() < object.len() / 4, "{}", e.payload.len());
+        assert_eq!(decode_result(&e, false).unwrap().object, object);
+        let mut raw = e.clone();
+        raw.payload = object.clone();
+        assert_eq!(decode_result(&raw, false).unwrap().object, object);
+        let mut damaged = e.clone();
+        let last = damaged.payload.len() - 1;
+        damaged.payload.truncate(last);
+        assert!(decode_result(&damaged, false).is_none());
+        let mut not_elf = e;
+        not_elf.payload = zstd::bulk::compress(b"not an object", 1).unwrap();
+        assert!(decode_result(&not_elf, false).is_none());
     }
 
     #[test]
