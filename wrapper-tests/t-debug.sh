@@ -5,8 +5,9 @@
 # function, prints a struct and its fields; backtraces, arguments and
 # locals of three functions equal clang's build, also after a one-function
 # edit, which compiles that function only), the DWARF verifies, each
-# struct is emitted once per object (a type unit) although every fragment
-# is a compile unit of its own, and a rebuild reproduces the objects.
+# struct is emitted once per object (a type unit), the fragments' compile
+# units are merged into a few (listing their ranges where functions have
+# sections of their own), and a rebuild reproduces the objects.
 # Ten lines added at the top of a file (-O0 -g and -O2 -g) reuse its
 # definitions: gdb then shows the same lines as clang's build of the
 # edited source, and the objects equal a compile into a new repository.
@@ -86,6 +87,26 @@ done
 frames lua > frames.repocc
 diff -u frames.clang frames.repocc || fail "backtraces, arguments or locals differ from clang's build"
 note "$(grep -c ' = ' frames.repocc) values shown, $(grep -c 'optimized out' frames.repocc) optimized out (clang: $(grep -c 'optimized out' frames.clang))"
+
+note "-O0 -g -ffunction-sections: merged units list their code's ranges, and debug as clang's build"
+# Each function in a section of its own: a run of fragments has code in
+# many sections, so the merged unit's root lists their ranges.
+for b in clang repocc; do
+  cc=clang-19; [ $b = repocc ] && cc=repocc
+  fresh_copy "$src" "lua-sections-$b"
+  (cd "lua-sections-$b" && make -j"$JOBS" linux CC="$cc -std=gnu99" MYCFLAGS="-g -O0 -ffunction-sections" > build.log 2>&1) \
+    || { tail -n 30 "lua-sections-$b/build.log"; fail "$b -O0 -g -ffunction-sections build"; }
+done
+for o in lua-sections-repocc/src/*.o; do
+  v=$(llvm-dwarfdump-19 --verify "$o" 2>&1) || fail "DWARF of $o does not verify: $(echo "$v" | tail -n 5)"
+done
+units=$(llvm-dwarfdump-19 --debug-info lua-sections-repocc/src/lapi.o | grep -c 'DW_TAG_compile_unit')
+listed=$(llvm-dwarfdump-19 --debug-info lua-sections-repocc/src/lapi.o | grep -A12 'DW_TAG_compile_unit' | grep -c 'DW_AT_ranges')
+note "lapi.o: $units compile units, $listed listing their ranges"
+[ "$units" -le 10 ] && [ "$listed" -ge 1 ] || fail "expected a few merged units listing their ranges, found $units ($listed)"
+frames lua-sections-clang > frames-sections.clang
+frames lua-sections-repocc > frames-sections.repocc
+diff -u frames-sections.clang frames-sections.repocc || fail "-ffunction-sections: backtraces, arguments or locals differ"
 
 note "a warm rebuild reproduces the objects"
 mkdir -p objs && cp lua/src/*.o objs/

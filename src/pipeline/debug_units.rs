@@ -269,6 +269,10 @@ struct Unit {
     root_at: usize,
     root_end: usize,
     root_children: bool,
+    /// The root's abbreviation code, and its attributes: name, form,
+    /// implicit value, where and how long.
+    root_code: u64,
+    root_attrs: Vec<(u64, u64, i64, usize, usize)>,
     /// The children's bytes, without the root's terminating zero.
     children: Range<usize>,
     /// The line table's offset (`DW_AT_stmt_list`) and where the field is.
@@ -321,6 +325,11 @@ struct Run {
     /// The index of the run's first address (its code's start) in the
     /// merged address table.
     low_pc: Option<u64>,
+    /// Each member's code: its address's index in the merged table, and
+    /// its length; and whether they are one range of one section, in
+    /// order (else the merged root lists them, see `RangesRoot`).
+    ranges: Vec<(u64, u64)>,
+    one_range: bool,
     /// The head line table, and the entries appended to it: (table, entry)
     /// and, for a file, its directory in the merged table.
     head: usize,
@@ -377,6 +386,9 @@ struct Debug<'a> {
     line_tables: Vec<LineTable>,
     line_at: HashMap<i64, usize>,
     indexed: Vec<Option<Indexed<'a>>>,
+    /// Whether a merged root can list its code's ranges: the object has a
+    /// range list section to put them in.
+    root_ranges: bool,
 }
 
 impl Debug<'_> {
@@ -441,12 +453,16 @@ fn merged_sections(
             None => None,
         });
     }
+    let root_ranges = indexed[Kind::Rng as usize]
+        .as_ref()
+        .is_some_and(|t| t.sym.is_some());
     let debug = Debug {
         info: Old::of(&sections[info_index])?,
         line,
         line_tables,
         line_at,
         indexed,
+        root_ranges,
     };
     let abbrev = Old::of(&sections[abbrev_index])?;
 
@@ -529,20 +545,125 @@ fn merged_sections(
                 moved.insert((s, contribution.base as i64), new_base as i64);
             }
         }
+        if kind == Kind::Rng {
+            // Roots that list their ranges, in runs without a table of
+            // range lists: one each, named by a placeholder addend.
+            for (r, run) in runs.iter().enumerate() {
+                if run.one_range || run_bases[r][Kind::Rng as usize].is_some() {
+                    continue;
+                }
+                let base = new_range_table(run, &mut out)?;
+                let placeholder = -1 - r as i64;
+                moved.insert((t.sym?, placeholder), base as i64);
+                run_bases[r][Kind::Rng as usize] = Some(placeholder);
+            }
+        }
         rebuilt.push((t.index, out));
     }
 
+    // Declarations for the roots that list their ranges, added to their
+    // abbreviation tables.
+    let mut ranges_roots: Vec<Option<RangesRoot>> = Vec::new();
+    let mut additions: HashMap<i64, Vec<u8>> = HashMap::new();
+    let mut next_code: HashMap<i64, u64> = HashMap::new();
+    let mut declared: HashMap<(i64, u64, bool), u64> = HashMap::new();
+    for run in &runs {
+        if run.one_range {
+            ranges_roots.push(None);
+            continue;
+        }
+        let d = &units[run.donor?];
+        let table_at = d.abbrevs.1;
+        let table = abbrev_tables.get(&table_at)?;
+        let adds_base = d.bases[Kind::Rng as usize].is_none();
+        let code = match declared.get(&(table_at, d.root_code, adds_base)) {
+            Some(&code) => code,
+            None => {
+                let next = next_code
+                    .entry(table_at)
+                    .or_insert_with(|| table.iter().map(|a| a.code).max().unwrap_or(0) + 1);
+                let code = *next;
+                *next += 1;
+                let decl = table.iter().find(|a| a.code == d.root_code)?;
+                additions
+                    .entry(table_at)
+                    .or_default()
+                    .extend(ranges_declaration(code, decl, adds_base));
+                declared.insert((table_at, d.root_code, adds_base), code);
+                code
+            }
+        };
+        let stmt_list = d.line?.1;
+        let r_type = info.within(stmt_list..stmt_list + 1).next()?.r_type;
+        ranges_roots.push(Some(RangesRoot {
+            code,
+            list_index: run.totals[Kind::Rng as usize],
+            adds_base,
+            sym: debug.table(Kind::Rng)?.sym,
+            r_type,
+        }));
+    }
+    if !additions.is_empty() {
+        if !abbrev.relas.is_empty() {
+            return None;
+        }
+        // Each table's additions go before its terminating zero; what
+        // follows moves.
+        let mut at_end: Vec<(usize, Vec<u8>)> = Vec::new();
+        for (table_at, bytes) in additions {
+            let from = usize::try_from(table_at).ok()?;
+            let (_, end) = super::dwarf::abbrev_declarations(abbrev.data.get(from..)?)?;
+            at_end.push((from + end - 1, bytes));
+        }
+        at_end.sort_unstable();
+        let mut out = New::default();
+        let mut from = 0;
+        for (at, bytes) in &at_end {
+            out.data.extend_from_slice(abbrev.data.get(from..*at)?);
+            out.data.extend_from_slice(bytes);
+            from = *at;
+        }
+        out.data.extend_from_slice(abbrev.data.get(from..)?);
+        let abbrev_sym = abbrev_sym?;
+        for r in sections.iter().flat_map(|s| &s.relas) {
+            if r.sym == Some(abbrev_sym) {
+                let shift: usize = at_end
+                    .iter()
+                    .filter(|(at, _)| (*at as i64) < r.addend)
+                    .map(|(_, b)| b.len())
+                    .sum();
+                moved.insert((abbrev_sym, r.addend), r.addend + shift as i64);
+            }
+        }
+        rebuilt.push((abbrev_index, out));
+    }
+
     let mut new_line = New::default();
+    let mut run_line_start = vec![0; runs.len()];
     for (t, table) in debug.line_tables.iter().enumerate() {
         let start = match line_role.get(&t) {
             Some(&(_, false)) => continue,
             Some(&(r, true)) => {
-                merged_line_table(&debug.line, &debug.line_tables, &runs[r], &mut new_line)?
+                run_line_start[r] =
+                    merged_line_table(&debug.line, &debug.line_tables, &runs[r], &mut new_line)?;
+                run_line_start[r]
             }
             None => new_line.copy(&debug.line, table.start..table.end)?,
         };
         if let Some(s) = line_sym {
             moved.insert((s, table.start as i64), start as i64);
+        }
+    }
+    // A member's table whose files keep their numbers in the merged one
+    // may still be named (by a type unit that came with the member): it is
+    // the merged table now.
+    for (r, run) in runs.iter().enumerate() {
+        for (&t, files) in run.member_tables.iter().zip(&run.file_maps) {
+            let same_numbers = files.iter().enumerate().all(|(i, &n)| n == i as u64);
+            if let (Some(s), true) = (line_sym, same_numbers) {
+                let start = debug.line_tables[t].start as i64;
+                moved.entry((s, start)).or_insert(run_line_start[r] as i64);
+            }
         }
     }
 
@@ -557,6 +678,7 @@ fn merged_sections(
                     &runs[r],
                     &run_bases[r],
                     head_line,
+                    ranges_roots[r].as_ref(),
                     &mut new_info,
                 )?;
             }
@@ -571,7 +693,8 @@ fn merged_sections(
 
     // Every relocation into the rebuilt tables must name the start of a
     // table that stays.
-    let targets: Vec<SymRef> = [Some(line_index)]
+    let abbrevs_moved = rebuilt.iter().any(|(index, _)| *index == abbrev_index);
+    let targets: Vec<SymRef> = [Some(line_index), abbrevs_moved.then_some(abbrev_index)]
         .into_iter()
         .chain(debug.indexed.iter().map(|t| t.as_ref().map(|t| t.index)))
         .flatten()
@@ -619,6 +742,8 @@ fn form_runs(debug: &Debug, units: &[Unit]) -> Vec<Run> {
             donor: None,
             code: None,
             low_pc: None,
+            ranges: Vec::new(),
+            one_range: true,
             head,
             dirs: Vec::new(),
             dir_keys: HashMap::new(),
@@ -661,6 +786,9 @@ fn choose_donor(run: &mut Run, units: &[Unit]) -> bool {
                 .all(|&k| run.totals[k as usize] == 0 || unit.bases[k as usize].is_some())
     });
     let Some(d) = run.donor else { return false };
+    if !run.one_range {
+        return true; // the root is written anew (see `RangesRoot`)
+    }
     // The root's low_pc names the run's first address.
     match (units[d].low_pc, run.low_pc) {
         (Some(f), Some(v)) => fits(v, f.size, f.uleb),
@@ -780,18 +908,25 @@ fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
         }
         counts[k] = count;
     }
-    // Code: one range of one section, in order.
+    // Code: one range of one section, in order, or else ranges the
+    // merged root lists.
     if let Some((sym, start, end)) = unit.code {
+        let in_order = run.code.is_none_or(|(s, _, e)| s == sym && start >= e);
+        if !in_order && !debug.root_ranges {
+            return false;
+        }
+        let Some(low) = unit.low_pc else { return false };
+        let index = low.value + run.totals[Kind::Addr as usize];
         match run.code {
-            Some((s, _, e)) if s != sym || start < e => return false,
-            Some((_, first, _)) => run.code = Some((sym, first, end)),
+            Some((s, first, _)) if in_order && run.one_range => run.code = Some((s, first, end)),
+            Some(_) => run.one_range = false,
             None => {
                 run.code = Some((sym, start, end));
-                run.low_pc = unit
-                    .low_pc
-                    .map(|f| f.value + run.totals[Kind::Addr as usize]);
+                run.low_pc = Some(index);
             }
         }
+        run.ranges
+            .push((index, u64::try_from(end - start).unwrap_or(0)));
     }
     run.dirs.extend(new_dirs.into_iter().map(|d| (t, d)));
     run.dir_keys.extend(pending_dir_keys);
@@ -833,8 +968,10 @@ fn merged_table(
             }
         }
     } else {
-        // The offsets, filled in once the lists are placed.
-        let total = run.totals[k];
+        // The offsets, filled in once the lists are placed; a root that
+        // lists its ranges has the last list.
+        let root_list = kind == Kind::Rng && !run.one_range;
+        let total = run.totals[k] + u64::from(root_list);
         out.put_u32(start + 8, u32::try_from(total).ok()?)?;
         out.data.resize(base + 4 * usize::try_from(total).ok()?, 0);
         let mut offsets = Vec::new();
@@ -852,12 +989,96 @@ fn merged_table(
                 offsets.push(*placed.get(&old)?);
             }
         }
+        if root_list {
+            offsets.push((out.data.len() - base) as u64);
+            root_range_list(run, out);
+        }
         for (j, o) in offsets.into_iter().enumerate() {
             out.put_u32(base + 4 * j, u32::try_from(o).ok()?)?;
         }
     }
     let length = u32::try_from(out.data.len() - start - 4).ok()?;
     out.put_u32(start, length)?;
+    Some(base)
+}
+
+/// A merged root that lists its code's ranges, as clang's root does for a
+/// unit whose code is in several sections: written with a declaration
+/// added to the unit's abbreviation table (`code`: the donor's, with
+/// `DW_AT_low_pc` an address of 0 and `DW_AT_ranges` a range list index
+/// in place of `DW_AT_high_pc`, and `DW_AT_rnglists_base` added where the
+/// donor has none, relocated as its `DW_AT_stmt_list` is).
+struct RangesRoot {
+    code: u64,
+    list_index: u64,
+    adds_base: bool,
+    sym: Option<SymRef>,
+    r_type: u32,
+}
+
+/// The declaration of a [`RangesRoot`] made from the donor's `decl`.
+fn ranges_declaration(code: u64, decl: &Abbrev, adds_base: bool) -> Vec<u8> {
+    const DW_TAG_COMPILE_UNIT: u64 = 0x11;
+    let mut out = Vec::new();
+    write_uleb(&mut out, code);
+    write_uleb(&mut out, DW_TAG_COMPILE_UNIT);
+    out.push(1); // DW_CHILDREN_yes
+    let attribute = |out: &mut Vec<u8>, name: u64, form: u64, implicit: i64| {
+        write_uleb(out, name);
+        write_uleb(out, form);
+        if form == super::dwarf::DW_FORM_IMPLICIT_CONST {
+            write_sleb(out, implicit);
+        }
+    };
+    for &(name, form, implicit) in &decl.attributes {
+        match name {
+            DW_AT_LOW_PC => attribute(&mut out, DW_AT_LOW_PC, DW_FORM_ADDR, 0),
+            DW_AT_HIGH_PC => attribute(&mut out, DW_AT_RANGES, DW_FORM_RNGLISTX, 0),
+            _ => attribute(&mut out, name, form, implicit),
+        }
+    }
+    if adds_base {
+        attribute(&mut out, DW_AT_RNGLISTS_BASE, DW_FORM_SEC_OFFSET, 0);
+    }
+    out.extend_from_slice(&[0, 0]);
+    out
+}
+
+/// Writes a signed LEB128.
+fn write_sleb(out: &mut Vec<u8>, mut v: i64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        let done = (v == 0 && byte & 0x40 == 0) || (v == -1 && byte & 0x40 != 0);
+        out.push(if done { byte } else { byte | 0x80 });
+        if done {
+            return;
+        }
+    }
+}
+
+/// The range list of a merged root whose code is in several ranges: each
+/// member's code by its address's index and its length.
+fn root_range_list(run: &Run, out: &mut New) {
+    const DW_RLE_STARTX_LENGTH: u8 = 3;
+    for &(index, length) in &run.ranges {
+        out.data.push(DW_RLE_STARTX_LENGTH);
+        write_uleb(&mut out.data, index);
+        write_uleb(&mut out.data, length);
+    }
+    out.data.push(0); // DW_RLE_end_of_list
+}
+
+/// A contribution of its own to `.debug_rnglists` for a merged root that
+/// lists its ranges when none of its members had one; returns its base.
+fn new_range_table(run: &Run, out: &mut New) -> Option<usize> {
+    let start = out.data.len();
+    out.data.extend_from_slice(&[0, 0, 0, 0, 5, 0, 8, 0]); // length, version 5, 8-byte addresses
+    out.data.extend_from_slice(&1u32.to_le_bytes()); // one offset
+    let base = out.data.len();
+    out.data.extend_from_slice(&4u32.to_le_bytes()); // the list, after it
+    root_range_list(run, out);
+    out.put_u32(start, u32::try_from(out.data.len() - start - 4).ok()?)?;
     Some(base)
 }
 
@@ -973,23 +1194,54 @@ fn merged_unit(
     run: &Run,
     bases: &[Option<i64>; 3],
     head_line: i64,
+    ranges_root: Option<&RangesRoot>,
     out: &mut New,
 ) -> Option<()> {
     let d = &units[run.donor?];
     let start = out.copy(info, d.start..d.start + 12)?;
-    let root = out.copy(info, d.root_at..d.root_end)?;
-    let moved = |at: usize| at - d.root_at + root;
-    if let Some((_, code_start, code_end)) = run.code {
-        let high = d.high_pc?;
-        let length = u64::try_from(code_end - code_start).ok()?;
-        out.put_field(moved(high.at), high.size, high.uleb, length)?;
-        let low = d.low_pc?;
-        out.put_field(moved(low.at), low.size, low.uleb, run.low_pc?)?;
+    // Where the donor's root attributes went.
+    let mut placed: HashMap<usize, usize> = HashMap::new();
+    match ranges_root {
+        None => {
+            let root = out.copy(info, d.root_at..d.root_end)?;
+            for &(_, _, _, at, _) in &d.root_attrs {
+                placed.insert(at, at - d.root_at + root);
+            }
+            if let Some((_, code_start, code_end)) = run.code {
+                let high = d.high_pc?;
+                let length = u64::try_from(code_end - code_start).ok()?;
+                out.put_field(placed[&high.at], high.size, high.uleb, length)?;
+                let low = d.low_pc?;
+                out.put_field(placed[&low.at], low.size, low.uleb, run.low_pc?)?;
+            }
+        }
+        Some(rr) => {
+            write_uleb(&mut out.data, rr.code);
+            for &(name, _, _, at, size) in &d.root_attrs {
+                match name {
+                    DW_AT_LOW_PC => out.data.extend_from_slice(&[0; 8]),
+                    DW_AT_HIGH_PC => write_uleb(&mut out.data, rr.list_index),
+                    _ => {
+                        placed.insert(at, out.copy(info, at..at + size)?);
+                    }
+                }
+            }
+            if rr.adds_base {
+                let at = out.data.len();
+                out.data.extend_from_slice(&[0; 4]);
+                out.relas.push(OutRela {
+                    offset: at as u64,
+                    sym: rr.sym,
+                    r_type: rr.r_type,
+                    addend: bases[Kind::Rng as usize]?,
+                });
+            }
+        }
     }
-    out.set_addend(moved(d.line?.1), head_line)?;
+    out.set_addend(*placed.get(&d.line?.1)?, head_line)?;
     for kind in KINDS {
         if let Some((_, at)) = d.bases[kind as usize] {
-            out.set_addend(moved(at), bases[kind as usize]?)?;
+            out.set_addend(*placed.get(&at)?, bases[kind as usize]?)?;
         }
     }
     for (i, &m) in run.members.iter().enumerate() {
@@ -1047,6 +1299,8 @@ fn read_unit(
         root_at: at + 12,
         root_end: at + 12,
         root_children: false,
+        root_code: 0,
+        root_attrs: Vec::new(),
         children: end..end,
         line: None,
         bases: [None; 3],
@@ -1076,11 +1330,17 @@ fn read_unit(
             continue;
         }
         let abbrev = table.iter().find(|a| a.code == code)?;
-        for &(name, form, _) in &abbrev.attributes {
+        if root {
+            unit.root_code = code;
+        }
+        for &(name, form, implicit) in &abbrev.attributes {
             if form == 0x16 {
                 return Some(unit); // DW_FORM_indirect
             }
             let size = form_size(form, data.get(p..end)?, 8, 5)?;
+            if root {
+                unit.root_attrs.push((name, form, implicit, p, size));
+            }
             let bytes = data.get(p..p + size)?;
             let field = form_value(form, bytes).map(|value| Field {
                 at: p,
