@@ -10,8 +10,10 @@
 //!
 //! - `.debug_info`: one header and root DIE (a member's whose root has
 //!   every base attribute the run needs), its range widened to the run's
-//!   code (one range of one section, in the members' order), then every
-//!   member's children; references inside a unit move with it;
+//!   code where that is one range of one section, in the members' order,
+//!   else listing the members' ranges as clang's root does for code in
+//!   several sections (`RangesRoot`); then every member's children;
+//!   references inside a unit move with it;
 //! - `.debug_addr`, `.debug_loclists`, `.debug_rnglists`: the members'
 //!   tables one after another (the lists' offsets recomputed, the address
 //!   indices in them moved up), and the indices DIEs hold
