@@ -827,42 +827,18 @@ fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
         return false;
     }
     // Directories and files, as they would be numbered.
-    let mut new_dirs = Vec::new();
-    let mut dir_map = Vec::with_capacity(table.dirs.len());
-    let mut next_dir = (head.dirs.len() + run.dirs.len()) as u64;
-    let mut pending_dir_keys: HashMap<EntryKey, u64> = HashMap::new();
-    for d in 0..table.dirs.len() {
-        let key = entry_key(line, table, d, None, &[]);
-        let n = match run.dir_keys.get(&key).or(pending_dir_keys.get(&key)) {
-            Some(&n) => n,
-            None => {
-                let n = next_dir;
-                next_dir += 1;
-                pending_dir_keys.insert(key, n);
-                new_dirs.push(d);
-                n
-            }
-        };
-        dir_map.push(n);
-    }
-    let mut new_files = Vec::new();
-    let mut file_map = Vec::with_capacity(table.files.len());
-    let mut next_file = (head.files.len() + run.files.len()) as u64;
-    let mut pending_file_keys: HashMap<EntryKey, u64> = HashMap::new();
-    for f in 0..table.files.len() {
-        let key = entry_key(line, table, f, Some(()), &dir_map);
-        let n = match run.file_keys.get(&key).or(pending_file_keys.get(&key)) {
-            Some(&n) => n,
-            None => {
-                let n = next_file;
-                next_file += 1;
-                pending_file_keys.insert(key, n);
-                new_files.push(f);
-                n
-            }
-        };
-        file_map.push(n);
-    }
+    let (dir_map, new_dirs, pending_dir_keys) = number_entries(
+        table.dirs.len(),
+        &run.dir_keys,
+        (head.dirs.len() + run.dirs.len()) as u64,
+        |d| entry_key(line, table, d, None, &[]),
+    );
+    let (file_map, new_files, pending_file_keys) = number_entries(
+        table.files.len(),
+        &run.file_keys,
+        (head.files.len() + run.files.len()) as u64,
+        |f| entry_key(line, table, f, Some(()), &dir_map),
+    );
     // A directory index written in a fixed-size form must fit it.
     let dir_form = table
         .file_fields
@@ -1575,6 +1551,35 @@ fn contributions(kind: Kind, old: &Old) -> Option<Vec<Contribution>> {
     Some(out)
 }
 
+/// Numbers `count` entries of a member's line table in the merged one:
+/// an entry whose key the run (or an earlier entry here) has takes that
+/// number, a new one the next from `next`. Returns the numbers, the new
+/// entries and their keys.
+fn number_entries(
+    count: usize,
+    known: &HashMap<EntryKey, u64>,
+    mut next: u64,
+    key: impl Fn(usize) -> EntryKey,
+) -> (Vec<u64>, Vec<usize>, HashMap<EntryKey, u64>) {
+    let mut numbers = Vec::with_capacity(count);
+    let mut new = Vec::new();
+    let mut new_keys: HashMap<EntryKey, u64> = HashMap::new();
+    for e in 0..count {
+        let key = key(e);
+        let n = match known.get(&key).or(new_keys.get(&key)) {
+            Some(&n) => n,
+            None => {
+                new_keys.insert(key, next);
+                new.push(e);
+                next += 1;
+                next - 1
+            }
+        };
+        numbers.push(n);
+    }
+    (numbers, new, new_keys)
+}
+
 /// The directory index of file entry `f` of `table`.
 fn dir_index(line: &Old, table: &LineTable, f: usize) -> Option<u64> {
     let mut at = table.files.get(f)?.start;
@@ -1826,16 +1831,7 @@ mod tests {
         let composed = combine(&objects, &[], &[]).expect("combined");
         let path = d.join("composed.o");
         std::fs::write(&path, &composed).unwrap();
-        let verify = Command::new("llvm-dwarfdump-19")
-            .arg("--verify")
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "{}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
+        dump(&path, "--verify");
         let info = dump(&path, "--debug-info");
         assert_eq!(info.matches("DW_TAG_compile_unit").count(), 1, "{info}");
         assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");

@@ -176,11 +176,7 @@ pub fn encode_value(key: &FragmentDigest, entry: &Entry) -> (Vec<u8>, u64) {
 /// anything else (garbage, another format, a damaged frame, a wrong key).
 pub fn decode_value(key: &FragmentDigest, value: &[u8]) -> Option<(Entry, u64)> {
     let frame = value.strip_prefix(VALUE_MAGIC)?;
-    let size = match zstd::zstd_safe::get_frame_content_size(frame) {
-        Ok(Some(n)) if n <= MAX_ENTRY_BYTES => n as usize,
-        _ => return None,
-    };
-    let raw = zstd::bulk::decompress(frame, size).ok()?;
+    let raw = super::decompress_bounded(frame, MAX_ENTRY_BYTES)?;
     let entry = store::decode(key, &raw).ok()?;
     Some((entry, raw.len() as u64))
 }

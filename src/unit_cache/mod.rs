@@ -208,9 +208,7 @@ impl UnitCache<'_> {
     pub fn lookup(&self, p: &Prepared) -> Found {
         let manifest = match self.storage.get(&p.key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
-                match Manifest::decode(
-                    &decompress(&e.payload, MAX_MANIFEST_BYTES).unwrap_or_default(),
-                ) {
+                match decode_manifest(&e.payload) {
                     Some(m) => m,
                     None => {
                         let _ = self.storage.remove(&p.key);
@@ -348,8 +346,7 @@ impl UnitCache<'_> {
     ) -> Entry {
         let mut m = match self.storage.get(&p.key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
-                Manifest::decode(&decompress(&e.payload, MAX_MANIFEST_BYTES).unwrap_or_default())
-                    .unwrap_or_default()
+                decode_manifest(&e.payload).unwrap_or_default()
             }
             _ => Manifest::default(),
         };
@@ -695,13 +692,12 @@ fn decompress(stored: &[u8], limit: u64) -> Option<std::borrow::Cow<'_, [u8]>> {
     if !stored.starts_with(&ZSTD_MAGIC) {
         return Some(std::borrow::Cow::Borrowed(stored));
     }
-    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
-        Ok(Some(n)) if n <= limit => n as usize,
-        _ => return None,
-    };
-    zstd::bulk::decompress(stored, size)
-        .ok()
-        .map(std::borrow::Cow::Owned)
+    crate::repo::decompress_bounded(stored, limit).map(std::borrow::Cow::Owned)
+}
+
+/// The manifest a stored payload holds (see [`decompress`]).
+fn decode_manifest(payload: &[u8]) -> Option<Manifest> {
+    Manifest::decode(&decompress(payload, MAX_MANIFEST_BYTES)?)
 }
 
 /// The object of a result's payload; `None` unless it is an ELF object of
