@@ -168,6 +168,8 @@ note "a unit with a warning, by absolute path in two checkouts: each shows its o
 for m in a b; do
   mkdir -p "$SCRATCH/$m/warn/build"
   printf 'int f(int x) { int unused; return x; }\n' > "$SCRATCH/$m/warn/w.c"
+  # Older than the compile's clock tick, or the unit cache would not record it.
+  touch -d '1 minute ago' "$SCRATCH/$m/warn/w.c"
   export REPOCC_DIR="$SCRATCH/repo-warn-$m"
   "$REPOCC" --zero-stats >/dev/null
   (cd "$SCRATCH/$m/warn/build" && repocc -O2 -Wall -ffile-prefix-map="$SCRATCH/$m/warn=." \
