@@ -20,7 +20,7 @@ pub struct Config {
     pub shared_dir: String,
     pub disable: bool,
     pub fragments: bool,
-    pub debug_fragments: bool,
+    pub debug_fragments: DebugFragments,
     pub jobs: usize,
     pub max_size: String,
     pub merge_functions: bool,
@@ -30,6 +30,72 @@ pub struct Config {
     pub remote_read_only: bool,
     pub remote_connect_timeout_ms: u64,
     pub remote_timeout_ms: u64,
+}
+
+/// Whether units compiled with debug info use the repository
+/// (`debug_fragments`): `true`, `false`, or `"auto"`, where it pays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugFragments {
+    Off,
+    On,
+    /// C units at `-O1` and above. At `-O0` the frontend is most of a
+    /// unit's compile, so an edited unit costs what clang's compile does
+    /// while a cold one costs more; C++ fragments keep an abbreviation
+    /// table each, which leaves their objects several times clang's
+    /// (see the README's limitations).
+    Auto,
+}
+
+impl DebugFragments {
+    /// Whether an invocation's units with debug info use the repository:
+    /// `optimizing` is `-O1` and above, `all_c` that every unit is C.
+    pub fn applies(self, optimizing: bool, all_c: bool) -> bool {
+        match self {
+            DebugFragments::Off => false,
+            DebugFragments::On => true,
+            DebugFragments::Auto => optimizing && all_c,
+        }
+    }
+
+    /// The setting from its JSON value: a boolean, or a string naming one
+    /// (as the environment spells it) or `auto`.
+    fn from_value(v: &Value) -> Option<DebugFragments> {
+        match v {
+            Value::Bool(true) => Some(DebugFragments::On),
+            Value::Bool(false) => Some(DebugFragments::Off),
+            Value::String(s) if s.trim().eq_ignore_ascii_case("auto") => Some(DebugFragments::Auto),
+            Value::String(s) => parse_bool(s).map(|b| {
+                if b {
+                    DebugFragments::On
+                } else {
+                    DebugFragments::Off
+                }
+            }),
+            _ => None,
+        }
+    }
+
+    fn to_value(self) -> Value {
+        match self {
+            DebugFragments::Off => Value::Bool(false),
+            DebugFragments::On => Value::Bool(true),
+            DebugFragments::Auto => Value::String("auto".into()),
+        }
+    }
+}
+
+impl Serialize for DebugFragments {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_value().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for DebugFragments {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        DebugFragments::from_value(&v)
+            .ok_or_else(|| serde::de::Error::custom(format!("{v} is not true, false or \"auto\"")))
+    }
 }
 
 /// Where a setting's value came from (for `--show-config`).
@@ -201,6 +267,13 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Checks one value against its key: the type of the default, and what the
 /// key itself requires. A bad value fails alone, with the reason.
 fn validate(key: &str, default: &Value, v: Value) -> Result<Value, String> {
+    if key == "debug_fragments" {
+        // A boolean, or "auto" (the default): one value, whichever way it
+        // was spelled.
+        return DebugFragments::from_value(&v)
+            .map(DebugFragments::to_value)
+            .ok_or_else(|| format!("{v} is not true, false or \"auto\""));
+    }
     let type_ok = match default {
         Value::Bool(_) => v.is_boolean(),
         Value::Number(_) => v.is_u64(),
@@ -341,6 +414,36 @@ mod tests {
         let l = load_from(None, None, |_| None);
         assert!(l.warnings.is_empty(), "{:?}", l.warnings);
         assert_eq!(l.config.clang, "clang-19");
+    }
+
+    #[test]
+    fn debug_fragments_is_a_boolean_or_auto() {
+        let d = tempfile::tempdir().unwrap();
+        let user = d.path().join("user.json");
+        let auto = load_from(None, None, |_| None);
+        assert_eq!(auto.config.debug_fragments, DebugFragments::Auto);
+        assert!(auto.config.debug_fragments.applies(true, true));
+        assert!(!auto.config.debug_fragments.applies(false, true));
+        assert!(!auto.config.debug_fragments.applies(true, false));
+        std::fs::write(&user, r#"{"debug_fragments": true}"#).unwrap();
+        let on = load_from(Some(user.clone()), None, |_| None);
+        assert_eq!(on.config.debug_fragments, DebugFragments::On);
+        assert!(on.config.debug_fragments.applies(false, false));
+        for (raw, want) in [
+            ("0", DebugFragments::Off),
+            ("yes", DebugFragments::On),
+            (" AUTO ", DebugFragments::Auto),
+        ] {
+            let l = load_from(Some(user.clone()), None, |k| {
+                (k == "REPOCC_DEBUG_FRAGMENTS").then(|| raw.to_string())
+            });
+            assert_eq!(l.config.debug_fragments, want, "{raw:?}");
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        }
+        std::fs::write(&user, r#"{"debug_fragments": "sometimes"}"#).unwrap();
+        let bad = load_from(Some(user), None, |_| None);
+        assert_eq!(bad.config.debug_fragments, DebugFragments::Auto);
+        assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
     }
 
     #[test]

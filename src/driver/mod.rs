@@ -348,7 +348,16 @@ fn execute(
     repo: Option<&Path>,
 ) -> (i32, Counters) {
     let fragments = cfg.fragments && repo.is_some();
-    pipeline::merge::configure_llvm(fragments, fragments && cfg.debug_fragments);
+    // Only units with debug info are concerned (the unit cache's key of
+    // the others stays what it was).
+    let debug_fragments = p.debug_any
+        && cfg.debug_fragments.applies(
+            p.codegen.opt != plan::OptLevel::O0,
+            p.units
+                .iter()
+                .all(|u| matches!(u.language, "c" | "cpp-output")),
+        );
+    pipeline::merge::configure_llvm(fragments, fragments && debug_fragments);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {
@@ -359,7 +368,7 @@ fn execute(
     let options = PipelineOptions {
         merge_functions: cfg.merge_functions,
         fragments,
-        debug_fragments: cfg.debug_fragments,
+        debug_fragments,
         jobs: cfg.jobs(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
         explain: std::env::var_os("REPOCC_EXPLAIN").is_some(),
@@ -416,7 +425,7 @@ fn execute(
                 config: serde_json::json!({
                     "fragments": cfg.fragments,
                     "merge_functions": cfg.merge_functions,
-                    "debug_fragments": cfg.debug_fragments,
+                    "debug_fragments": debug_fragments,
                 })
                 .to_string(),
                 cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
