@@ -240,6 +240,10 @@ pub fn find_relative_lines(object: &[u8]) -> Option<RelativeLines> {
         let Some(name) = c_str(input.shstrtab, s.name) else {
             continue;
         };
+        if !matches!(name, b".debug_line" | b".debug_info" | b".debug_types") {
+            // Not read: a `.bss` has a size but no bytes in the file.
+            continue;
+        }
         let start = u64::try_from(usize::try_from(s.offset).ok()?).ok()?;
         let section = slice(object, s.offset, s.size)?;
         if name == b".debug_line" {
@@ -700,6 +704,21 @@ mod tests {
         let (placed, done) = place_relative_lines(&object, at(Some(500), None, &[])).unwrap();
         assert_eq!(done, LinesPlaced::default());
         assert_eq!(placed, object);
+    }
+
+    /// A fragment of a large zero-initialized array (`.bss`, larger than
+    /// the object's file) has nothing to place, which is no failure
+    /// (bzip2recover.c's `char progName[2000]` made its unit fall back).
+    #[test]
+    fn a_bss_larger_than_the_object_is_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut object = object_of(dir.path(), "char name[20000];\n", &["-O2", "-g0"]);
+        assert!(object.len() < 20000);
+        let (placed, done) = place_relative_lines(&object, at(Some(1), None, &[])).unwrap();
+        assert_eq!(done, LinesPlaced::default());
+        assert_eq!(placed, object);
+        object = object_of(dir.path(), "char name[20000];\n", &["-O2"]);
+        assert!(place_relative_lines(&object, at(Some(1), None, &[])).is_some());
     }
 
     /// File-level lines (a struct, its members) relative to the unit's
