@@ -40,6 +40,31 @@ assert_contains "warm lua" "lua checks: 31 passed, 0 failed" "$out"
 "$REPOCC" --show-stats | has 'Unit cache hits: +[0-9]+ / [0-9]+ \(100\.0 %\)' \
   || fail "no hit rate in --show-stats: $("$REPOCC" --show-stats)"
 
+note "lua: an edited unit's result is stored as its difference from the previous one, and both stay hits"
+repo_bytes() { du -sb "$REPOCC_DIR" | cut -f1; }
+cp src/lapi.c ../lapi.c.first
+sed -i 's|^  return cast_int(L->top - (L->ci->func + 1));|  return cast_int(L->top - (L->ci->func + 1)) + 1 - 1;\n  /* edited */|' src/lapi.c
+grep -q '/\* edited \*/' src/lapi.c || fail "the lapi.c edit did not apply"
+cp src/lapi.c ../lapi.c.edited
+sleep 0.05
+before=$(repo_bytes)
+lua_make build3.log
+grown=$(( $(repo_bytes) - before ))
+cmp -s src/lapi.o ../lua-first/lapi.o && fail "the edit did not change lapi.o"
+cp src/lapi.o ../lapi.o.edited
+note "the edit stored $grown bytes; lapi.o is $(wc -c < src/lapi.o) bytes"
+[ $(( grown * 3 )) -lt "$(wc -c < src/lapi.o)" ] || fail "the edit stored $grown bytes"
+h=$(stat_value unit_hits)
+cp ../lapi.c.first src/lapi.c; sleep 0.05
+lua_make build4.log
+assert_eq "the reverted lapi.c is a hit" $((h + 1)) "$(stat_value unit_hits)"
+cmp src/lapi.o ../lua-first/lapi.o || fail "the reverted lapi.o differs from the first"
+cp ../lapi.c.edited src/lapi.c; sleep 0.05
+lua_make build5.log
+assert_eq "the edited lapi.c again: a hit, read as a difference" $((h + 2)) "$(stat_value unit_hits)"
+cmp src/lapi.o ../lapi.o.edited || fail "lapi.o read back as a difference differs from the edited compile's"
+cp ../lapi.c.first src/lapi.c
+
 note "cjson RelWithDebInfo (CMake, -MD): make clean && make is served by the unit cache"
 src=$(fetch_debian_source cjson --skip-patches)
 fresh_copy "$src" "$SCRATCH/cjson"

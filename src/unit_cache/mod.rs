@@ -18,8 +18,12 @@
 //!
 //! Failed compiles are never recorded: they run again and print clang's
 //! diagnostics and exit code every time.
+//!
+//! A result's object is stored compressed, and where the unit has an
+//! earlier result, as its difference from that one's object (`delta`).
 
 pub mod checkout;
+mod delta;
 pub mod manifest;
 pub mod search;
 
@@ -228,9 +232,12 @@ impl UnitCache<'_> {
         };
         match self.storage.get(&result_key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                match decode_result(&e, p.dep_file.is_some()) {
-                    Some(r) => Found::Hit(checkout::unmap_result(r, p.base.as_deref())),
-                    None => {
+                match decode_result(&e, p.dep_file.is_some(), &|k| self.whole_object(k)) {
+                    Ok(r) => Found::Hit(checkout::unmap_result(r, p.base.as_deref())),
+                    Err(Undecodable::BaseGone) => {
+                        Found::Miss("the result it differs from was evicted".into())
+                    }
+                    Err(Undecodable::Corrupt) => {
                         let _ = self.storage.remove(&result_key);
                         Found::Corrupt
                     }
@@ -298,14 +305,16 @@ impl UnitCache<'_> {
             None => (dep_file, stderr),
         };
         let result_key = result_key.unwrap_or_else(|| files_result_key(&p.key, &files));
+        let manifest = self.stored_manifest(&p.key);
+        let mut result = encode_result(&object, dep_file.as_deref(), stderr, compile_ms);
+        if let Some(delta) = self.delta_from_earlier(&manifest, &result_key, &object) {
+            result.payload = delta;
+        }
         // One write for both (a pack with two names): the result is named
         // first, so a manifest never points to a result not yet there.
         let entries = [
-            (
-                result_key,
-                encode_result(&object, dep_file.as_deref(), stderr, compile_ms),
-            ),
-            (p.key, self.manifest_with(p, &files, absent, &result_key)),
+            (result_key, result),
+            (p.key, manifest_entry(manifest, &files, absent, &result_key)),
         ];
         self.storage.put_many(&entries).map_err(|e| e.to_string())
     }
@@ -330,32 +339,65 @@ impl UnitCache<'_> {
         absent: Vec<manifest::AbsentNames>,
         result_key: &FragmentDigest,
     ) -> Result<u64, String> {
+        let manifest = self.stored_manifest(&p.key);
         self.storage
-            .put(&p.key, &self.manifest_with(p, files, absent, result_key))
+            .put(&p.key, &manifest_entry(manifest, files, absent, result_key))
             .map_err(|e| e.to_string())
     }
 
-    /// The unit's manifest (as stored, or a new one) with `result_key`
-    /// added for `files` and `absent`.
-    fn manifest_with(
-        &self,
-        p: &Prepared,
-        files: &[FileState],
-        absent: Vec<manifest::AbsentNames>,
-        result_key: &FragmentDigest,
-    ) -> Entry {
-        let mut m = match self.storage.get(&p.key) {
+    /// The unit's manifest as stored, or a new one.
+    fn stored_manifest(&self, unit_key: &FragmentDigest) -> Manifest {
+        match self.storage.get(unit_key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitManifest => {
                 decode_manifest(&e.payload).unwrap_or_default()
             }
             _ => Manifest::default(),
-        };
-        m.add(files, absent, hex(result_key));
-        Entry {
-            kind: EntryKind::UnitManifest,
-            metadata: Vec::new(),
-            payload: compress(&m.encode()),
         }
+    }
+
+    /// The object of the result `key` when it is stored whole (the base a
+    /// delta is made from or read with).
+    fn whole_object(&self, key: &FragmentDigest) -> Option<Vec<u8>> {
+        match self.storage.get(key) {
+            Ok(Lookup::Hit(e))
+                if e.kind == EntryKind::UnitResult && !delta::is_delta(&e.payload) =>
+            {
+                result_object(&e.payload)
+            }
+            _ => None,
+        }
+    }
+
+    /// `object` as a delta from the unit's newest result (or the whole
+    /// object that one is a delta from), when it has one and the delta is
+    /// less than half of that result's stored size; never for a result
+    /// already stored (a revert: a delta must not replace a base).
+    fn delta_from_earlier(
+        &self,
+        manifest: &Manifest,
+        result_key: &FragmentDigest,
+        object: &[u8],
+    ) -> Option<Vec<u8>> {
+        let newest = parse_hex_key(&manifest.results.first()?.result)?;
+        let base_key = match self.storage.get(&newest) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
+                delta::base_key(&e.payload).unwrap_or(newest)
+            }
+            _ => return None,
+        };
+        if base_key == *result_key || matches!(self.storage.get(result_key), Ok(Lookup::Hit(_))) {
+            return None;
+        }
+        let base = match self.storage.get(&base_key) {
+            Ok(Lookup::Hit(e))
+                if e.kind == EntryKind::UnitResult && !delta::is_delta(&e.payload) =>
+            {
+                (e.payload.len(), result_object(&e.payload)?)
+            }
+            _ => return None,
+        };
+        let delta = delta::encode(object, &base_key, &base.1, OBJECT_ZSTD_LEVEL)?;
+        (delta.len() < base.0 / 2).then_some(delta)
     }
 
     /// The files the unit read (source first, then the headers clang
@@ -516,7 +558,8 @@ impl UnitCache<'_> {
         let key = FragmentDigest(*h.finalize().as_bytes());
         let hit = match self.storage.get(&key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                decode_result(&e, p.dep_file.is_some())
+                decode_result(&e, p.dep_file.is_some(), &|k| self.whole_object(k))
+                    .ok()
                     .filter(|r| r.stderr.is_empty())
                     .map(|r| checkout::unmap_result(r, p.base.as_deref()))
             }
@@ -679,6 +722,22 @@ fn encode_result(object: &[u8], dep_file: Option<&[u8]>, stderr: &[u8], compile_
     }
 }
 
+/// The manifest `m` with `result_key` added for `files` and `absent`, as
+/// an entry.
+fn manifest_entry(
+    mut m: Manifest,
+    files: &[FileState],
+    absent: Vec<manifest::AbsentNames>,
+    result_key: &FragmentDigest,
+) -> Entry {
+    m.add(files, absent, hex(result_key));
+    Entry {
+        kind: EntryKind::UnitManifest,
+        metadata: Vec::new(),
+        payload: compress(&m.encode()),
+    }
+}
+
 /// `bytes` compressed as results and manifests are stored (see
 /// [`OBJECT_ZSTD_LEVEL`]), or as they are should zstd fail.
 fn compress(bytes: &[u8]) -> Vec<u8> {
@@ -707,7 +766,45 @@ fn result_object(payload: &[u8]) -> Option<Vec<u8>> {
     object.starts_with(b"\x7fELF").then_some(object)
 }
 
-fn decode_result(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
+/// Why a result entry gives no result.
+#[derive(Debug, PartialEq, Eq)]
+enum Undecodable {
+    /// The entry is damaged: it goes.
+    Corrupt,
+    /// It is a delta whose base is not stored whole any more: a miss.
+    BaseGone,
+}
+
+/// A result entry's contents; a delta's base object comes from
+/// `whole_object`.
+fn decode_result(
+    e: &Entry,
+    wants_dep_file: bool,
+    whole_object: &dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
+) -> Result<CachedResult, Undecodable> {
+    let parts = result_parts(e, wants_dep_file).ok_or(Undecodable::Corrupt)?;
+    let (compile_ms, stderr, dep_file) = parts;
+    let object = match delta::base_key(&e.payload) {
+        Some(base_key) => {
+            let base = whole_object(&base_key).ok_or(Undecodable::BaseGone)?;
+            delta::decode(&e.payload, &base, MAX_OUTPUT_BYTES)
+                .filter(|o| o.starts_with(b"\x7fELF"))
+                .ok_or(Undecodable::BaseGone)?
+        }
+        None => result_object(&e.payload).ok_or(Undecodable::Corrupt)?,
+    };
+    Ok(CachedResult {
+        compile_ms,
+        object,
+        dep_file,
+        stderr,
+    })
+}
+
+/// A result's compile time, diagnostics and dependency file (`None`: a
+/// damaged entry, or one without the dependency file the unit needs).
+#[allow(clippy::type_complexity)]
+fn result_parts(e: &Entry, wants_dep_file: bool) -> Option<(u64, Vec<u8>, Option<Vec<u8>>)> {
     let m = &e.metadata;
     let take = |at: usize| -> Option<(&[u8], usize)> {
         let len = u64::from_le_bytes(m.get(at..at + 8)?.try_into().ok()?) as usize;
@@ -730,33 +827,33 @@ fn decode_result(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
     if wants_dep_file != dep_file.is_some() {
         return None;
     }
-    Some(CachedResult {
-        compile_ms,
-        object: result_object(&e.payload)?,
-        dep_file,
-        stderr: stderr.to_vec(),
-    })
+    Some((compile_ms, stderr.to_vec(), dep_file))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A result entry decoded without a store (no delta bases).
+    fn decoded(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
+        decode_result(e, wants_dep_file, &|_| None).ok()
+    }
+
     #[test]
     fn result_entries_round_trip_and_reject_garbage() {
         let e = encode_result(b"\x7fELF obj", Some(b"x.o: x.c\n"), b"warning\n", 42);
-        let r = decode_result(&e, true).unwrap();
+        let r = decoded(&e, true).unwrap();
         assert_eq!(r.object, b"\x7fELF obj");
         assert_eq!(r.dep_file.as_deref(), Some(&b"x.o: x.c\n"[..]));
         assert_eq!(r.stderr, b"warning\n");
         assert_eq!(r.compile_ms, 42);
         // A result without the dependency file the unit needs is no hit.
-        assert!(decode_result(&e, false).is_none());
+        assert!(decoded(&e, false).is_none());
         let mut bad = e.clone();
         bad.metadata.truncate(5);
-        assert!(decode_result(&bad, true).is_none());
+        assert!(decoded(&bad, true).is_none());
         let e = encode_result(b"\x7fELF", None, b"", 0);
-        assert!(decode_result(&e, false).is_some());
+        assert!(decoded(&e, false).is_some());
         // Objects are stored compressed; one stored as it is (before
         // compression) still reads; a damaged frame or anything but an
         // object does not.
@@ -767,17 +864,48 @@ mod tests {
             .collect();
         let e = encode_result(&object, None, b"", 1);
         assert!(e.payload.len() < object.len() / 4, "{}", e.payload.len());
-        assert_eq!(decode_result(&e, false).unwrap().object, object);
+        assert_eq!(decoded(&e, false).unwrap().object, object);
         let mut raw = e.clone();
         raw.payload = object.clone();
-        assert_eq!(decode_result(&raw, false).unwrap().object, object);
+        assert_eq!(decoded(&raw, false).unwrap().object, object);
         let mut damaged = e.clone();
         let last = damaged.payload.len() - 1;
         damaged.payload.truncate(last);
-        assert!(decode_result(&damaged, false).is_none());
+        assert!(decoded(&damaged, false).is_none());
         let mut not_elf = e;
         not_elf.payload = zstd::bulk::compress(b"not an object", 1).unwrap();
-        assert!(decode_result(&not_elf, false).is_none());
+        assert!(decoded(&not_elf, false).is_none());
+    }
+
+    #[test]
+    fn a_delta_result_reads_with_its_base_and_misses_without() {
+        let base: Vec<u8> = b"\x7fELF"
+            .iter()
+            .copied()
+            .chain((0..200_000u32).flat_map(|i| (i.wrapping_mul(2654435761)).to_le_bytes()))
+            .collect();
+        let mut edited = base.clone();
+        edited[5000..5004].copy_from_slice(b"edit");
+        let base_key = FragmentDigest([9; 32]);
+        let mut e = encode_result(&edited, None, b"", 3);
+        let whole = e.payload.len();
+        e.payload = delta::encode(&edited, &base_key, &base, OBJECT_ZSTD_LEVEL).unwrap();
+        assert!(
+            e.payload.len() * 20 < whole,
+            "{} of {whole}",
+            e.payload.len()
+        );
+        let with_base = |k: &FragmentDigest| (*k == base_key).then(|| base.clone());
+        assert_eq!(decode_result(&e, false, &with_base).unwrap().object, edited);
+        assert_eq!(
+            decode_result(&e, false, &|_| None).err(),
+            Some(Undecodable::BaseGone)
+        );
+        let other = |_: &FragmentDigest| Some(edited.clone());
+        assert_eq!(
+            decode_result(&e, false, &other).err(),
+            Some(Undecodable::BaseGone)
+        );
     }
 
     #[test]
