@@ -5,7 +5,9 @@
 # same. See fuzz/edit_fuzz.py for the edits and the triage.
 #
 # One seed per run, printed first and with every failure; replay a run with
-# REPOCC_FUZZ_SEED=<seed>. Rounds: REPOCC_FUZZ_ROUNDS_LUA (default 30) and
+# REPOCC_FUZZ_SEED=<seed>. Rounds: REPOCC_FUZZ_ROUNDS_LUA (default 30),
+# REPOCC_FUZZ_ROUNDS_LUA_DEBUG (lua at -O2 -g, which debug_fragments'
+# default sends through the repository; default 10) and
 # REPOCC_FUZZ_ROUNDS_SQLITE (default 3, each with up to 4 edits); the
 # longer mode REPOCC_FUZZ_LONG=1 runs ten times as many.
 source "$(dirname "$0")/lib.sh"
@@ -13,6 +15,7 @@ seed=${REPOCC_FUZZ_SEED:-$(python3 -c 'import random; print(random.SystemRandom(
 scale=1
 [ "${REPOCC_FUZZ_LONG:-0}" = 1 ] && scale=10
 lua_rounds=$(( ${REPOCC_FUZZ_ROUNDS_LUA:-30} * scale ))
+lua_debug_rounds=$(( ${REPOCC_FUZZ_ROUNDS_LUA_DEBUG:-10} * scale ))
 sqlite_rounds=$(( ${REPOCC_FUZZ_ROUNDS_SQLITE:-3} * scale ))
 note "seed $seed (replay with REPOCC_FUZZ_SEED=$seed)"
 
@@ -23,6 +26,7 @@ fuzz() {
 
 lua_src=$(fetch_debian_source lua5.4 --skip-patches)
 fuzz --project lua --source "$lua_src/src" --work "$SCRATCH/lua" --rounds "$lua_rounds" --edits 2
+fuzz --project lua --source "$lua_src/src" --work "$SCRATCH/lua-g" --rounds "$lua_debug_rounds" --edits 2 --cflags=-g
 
 amalg=$(prepare_sqlite_amalgamation)
 mkdir -p "$SCRATCH/sqlite-src"

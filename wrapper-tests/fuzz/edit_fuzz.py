@@ -422,6 +422,9 @@ class Fuzzer:
         tree = self.work / "tree"
         shutil.copytree(args.source, tree)
         self.project = PROJECTS[args.project](tree)
+        # Extra flags (`--cflags=-g`) for every compile, repocc's and the
+        # sanitizer builds' alike.
+        self.project.cflags = self.project.cflags + args.cflags.split()
         self.builder = Builder(self.project, self.work, args.repocc)
         self.warm_repo = self.work / "warm-repo"
         self.cold_repo = self.work / "cold-repo"
@@ -648,6 +651,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--first-round", type=int, default=0)
     ap.add_argument("--edits", type=int, default=1, help="most edits in one round")
+    ap.add_argument("--cflags", default="", help="extra compiler flags, e.g. --cflags=-g")
     args = ap.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1 << 31)
