@@ -539,6 +539,29 @@ impl<'w, 'a> Builder<'w, 'a> {
         if w.group_of[i].is_some() {
             return Some(name.to_vec());
         }
+        // A private datum's own section (`.rodata..Lswitch.table.f`,
+        // `.data.rel.ro..Lswitch.table.g.1262`): its symbol is not in the
+        // symbol table, and its name carries the optimizer's numbering of
+        // this build. Without sections per datum clang puts it in the
+        // plain section (`.rodata`), and so does the fragment: its bytes
+        // then do not depend on what else the build numbered first. With
+        // them, it keeps its name, as in clang's object.
+        if let Some(at) = name.windows(3).position(|w| w == b"..L") {
+            let prefix = &name[..at];
+            let executable = w.input.shdrs[i].flags & SHF_EXECINSTR != 0;
+            let own = self.naming.unique_section_names
+                && if executable {
+                    self.naming.function_sections
+                } else {
+                    self.naming.data_sections
+                };
+            if own {
+                return Some(name.to_vec());
+            }
+            if PLAIN_PREFIXES.contains(&prefix) {
+                return Some(prefix.to_vec());
+            }
+        }
         let mut candidates: Vec<(&[u8], bool)> = w.symbols_in[i]
             .iter()
             .filter_map(|&k| {
