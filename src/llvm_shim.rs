@@ -844,6 +844,14 @@ pub fn aliases(module: &inkwell::module::Module) -> Vec<(String, Option<String>,
     out
 }
 
+/// Whether the module has an ifunc (`__attribute__((ifunc))`, or the
+/// dispatcher of `target_clones`): its resolver must stay a definition
+/// beside it, which fragments do not keep (see `pipeline::run_stages`).
+pub fn has_ifuncs(module: &inkwell::module::Module) -> bool {
+    // SAFETY: reads the head of the module's ifunc list; the module is alive.
+    unsafe { !llvm_sys::core::LLVMGetFirstGlobalIFunc(module.as_mut_ptr()).is_null() }
+}
+
 /// Passes options to LLVM's option parser, once per process.
 pub fn parse_llvm_options(options: &[&str]) {
     static ONCE: Once = Once::new();

@@ -148,3 +148,24 @@ REPOCC_DIR="$SCRATCH/repo-sw" "$REPOCC" -O2 -c sw.c -o sw.warm.o || fail "warm c
 REPOCC_DIR="$SCRATCH/repo-sw-new" "$REPOCC" -O2 -c sw.c -o sw.cold.o || fail "cold compile of the edited sw.c"
 cmp sw.warm.o sw.cold.o || fail "sw.c after an edit: the warm object differs from a compile into a new repository"
 note "switch tables in clang's sections; warm equals cold after an edit"
+
+# A unit with ifuncs (`__attribute__((ifunc))`, the dispatcher of
+# `target_clones`) is compiled whole: fragments lost the ifunc's symbol
+# (an undefined `inc` at the link) or its dispatcher (a crash at run time).
+cat > ifunc.c <<'SRC'
+#include <stdio.h>
+__attribute__((target_clones("avx2", "default"))) int twice(int x) { return 2 * x; }
+static int plus_one(int x) { return x + 1; }
+static void *pick_inc(void) { return (void *)plus_one; }
+int inc(int) __attribute__((ifunc("pick_inc")));
+int use(int x) { return inc(twice(x)); }
+int main(void) { printf("%d\n", use(20)); return 0; }
+SRC
+for round in cold warm; do
+  clang-19 -O2 ifunc.c -o ifunc.clang
+  REPOCC_DIR="$SCRATCH/repo-ifunc" "$REPOCC" -O2 -c ifunc.c -o ifunc.o || fail "repocc ifunc.c ($round)"
+  clang-19 ifunc.o -o ifunc.repocc || fail "linking ifunc.o ($round)"
+  assert_eq "ifuncs ($round)" "$(./ifunc.clang)" "$(./ifunc.repocc)"
+  sed -i 's/return 2 \* x;/return 3 * x;/' ifunc.c
+done
+note "units with ifuncs and target_clones run as clang's, cold and after an edit"

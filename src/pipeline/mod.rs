@@ -212,7 +212,10 @@ fn run_stages<'ctx>(
     // `debug_fragments` in the configuration): such units are compiled
     // whole unless asked otherwise.
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
-    if let Some(store) = storage.filter(|_| !debug_info || options.debug_fragments) {
+    // An ifunc and its resolver are compiled whole too: pruning or
+    // splitting the resolver away from it loses the ifunc's symbol.
+    let ifuncs = crate::llvm_shim::has_ifuncs(&unit.module);
+    if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
         // (nothing to do where they went before the module was copied).

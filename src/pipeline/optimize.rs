@@ -62,7 +62,10 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
         &unit.target_machine,
         settings.opt.pipeline(),
         &tuning,
-        &mut || dropped = drop_unreferenced_locals(unit, stored),
+        &mut || {
+            dropped = drop_unreferenced_locals(unit, stored);
+            drop_context_bodies(unit, stored);
+        },
     )
     .map_err(|e| anyhow!("optimizing {}: {e}", unit.source_name))
     .and(dropped);
@@ -71,6 +74,24 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
         c.set_name(CTORS);
     }
     result
+}
+
+/// Where the module optimization half starts, the functions kept only as
+/// context become declarations: no caller can inline them any more, their
+/// inferred attributes stay on the declaration, and their code is not
+/// generated. The vectorizers, unrolling and late simplification would
+/// otherwise run on all of them: on sqlite3.c, a one-function edit that
+/// reaches `openDatabase` keeps most of the file as context.
+fn drop_context_bodies(unit: &Unit, stored: &StoredCode) {
+    for name in &stored.context {
+        if unit
+            .module
+            .get_function(name)
+            .is_some_and(|f| llvm_shim::has_body(&f))
+        {
+            llvm_shim::make_declaration(&unit.module, name);
+        }
+    }
 }
 
 /// What the object will hold besides the module's own definitions: the
@@ -83,6 +104,10 @@ pub struct StoredCode {
     /// For each member of a discardable fragment with stored code: the
     /// symbols that code refers to (followed where the member is needed).
     pub references: HashMap<String, Vec<String>>,
+    /// Definitions with stored code kept in the module only as context
+    /// for the optimizer (see `prune`): a function's body matters until
+    /// inlining and attribute inference are done, no longer (see [`run`]).
+    pub context: Vec<String>,
 }
 
 /// Deletes the originally internal definitions that nothing in the object

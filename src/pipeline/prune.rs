@@ -8,7 +8,8 @@
 //! unpruned definition reaches them through the digest graph (everything
 //! its final digest covers): those stay in the module as context for the
 //! optimizer (inlining, attribute inference), and only their code
-//! generation is skipped. The whole reach, not a few edges: the optimizer
+//! generation is skipped (once inlining is done they become declarations,
+//! see `optimize::run`). The whole reach, not a few edges: the optimizer
 //! must see what a cold compile sees, or the code it makes for the
 //! unpruned definition depends on what the repository happens to hold
 //! (lstring.c's `luaS_new` inlined differently when a callee three calls
@@ -217,7 +218,13 @@ pub fn prune_known_definitions(
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
         let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
         let kept_for_the_optimizer = f.discardable && f.stored_deletion() && may_be_needed(f);
-        if has_alias || kept_for_the_optimizer || f.members.iter().any(|m| in_context(m)) {
+        if has_alias || kept_for_the_optimizer {
+            continue;
+        }
+        if f.members.iter().any(|m| in_context(m)) {
+            if f.has_stored_object() {
+                plan.stored_code.context.extend(f.members.iter().cloned());
+            }
             continue;
         }
         for m in &f.members {
