@@ -58,6 +58,19 @@ pub struct SectionNaming {
     pub unique_section_names: bool,
 }
 
+impl SectionNaming {
+    /// Whether clang gives a function's (or a datum's) section its
+    /// symbol's name.
+    fn own_section(&self, is_function: bool) -> bool {
+        self.unique_section_names
+            && if is_function {
+                self.function_sections
+            } else {
+                self.data_sections
+            }
+    }
+}
+
 /// Section name prefixes clang uses without a trailing dot when it does not
 /// give each symbol a section of its own.
 const PLAIN_PREFIXES: &[&[u8]] = &[
@@ -549,13 +562,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         if let Some(at) = name.windows(3).position(|w| w == b"..L") {
             let prefix = &name[..at];
             let executable = w.input.shdrs[i].flags & SHF_EXECINSTR != 0;
-            let own = self.naming.unique_section_names
-                && if executable {
-                    self.naming.function_sections
-                } else {
-                    self.naming.data_sections
-                };
-            if own {
+            if self.naming.own_section(executable) {
                 return Some(name.to_vec());
             }
             if PLAIN_PREFIXES.contains(&prefix) {
@@ -576,13 +583,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             let Some(prefix) = name.strip_suffix(suffix).and_then(|p| p.strip_suffix(b".")) else {
                 continue;
             };
-            let own = self.naming.unique_section_names
-                && if is_function {
-                    self.naming.function_sections
-                } else {
-                    self.naming.data_sections
-                };
-            if own || prefix.is_empty() {
+            if self.naming.own_section(is_function) || prefix.is_empty() {
                 return Some(name.to_vec());
             }
             let mut renamed = prefix.to_vec();

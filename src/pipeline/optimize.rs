@@ -84,11 +84,9 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
 /// reaches `openDatabase` keeps most of the file as context.
 fn drop_context_bodies(unit: &Unit, stored: &StoredCode) {
     for name in &stored.context {
-        if unit
-            .module
-            .get_function(name)
-            .is_some_and(|f| llvm_shim::has_body(&f))
-        {
+        // Functions only: a variable's initializer can still be folded.
+        // (A function without a body is left as it is.)
+        if unit.module.get_function(name).is_some() {
             llvm_shim::make_declaration(&unit.module, name);
         }
     }
