@@ -28,6 +28,11 @@
 
 use std::collections::HashMap;
 
+/// How `.eh_frame` records are aligned (LLVM pads each to 4 bytes, the
+/// section's last to the section's alignment).
+pub(super) const UNWIND_RECORD_ALIGN: u64 = 4;
+/// The alignment of clang's `.eh_frame` on the 64-bit targets composed.
+const EH_FRAME_ALIGN: u64 = 8;
 pub(super) const SHT_PROGBITS: u32 = 1;
 pub(super) const SHT_SYMTAB: u32 = 2;
 pub(super) const SHT_STRTAB: u32 = 3;
@@ -469,6 +474,16 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     } else {
                         0
                     };
+                    // Unwind records are 4-byte aligned and must follow
+                    // one another without a gap (a zero word reads as the
+                    // end of the section), whatever the section's
+                    // alignment; `unwind::pad_to_alignment` ends the
+                    // section as LLVM does.
+                    let align = if sec.name == b".eh_frame" {
+                        align.min(UNWIND_RECORD_ALIGN)
+                    } else {
+                        align
+                    };
                     let at = match &mut sec.content {
                         Content::Data(d) => {
                             let at = (d.len() as u64).next_multiple_of(align);
@@ -738,6 +753,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                 .any(|(j, sec)| j != o && sec.relas.iter().any(|r| r.sym == section_symbol));
         if !defines && !referred {
             super::unwind::share_cies(&mut sections[o]);
+            super::unwind::pad_to_alignment(&mut sections[o], EH_FRAME_ALIGN);
         }
     }
 

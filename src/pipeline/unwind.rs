@@ -140,6 +140,27 @@ pub(super) fn share_cies(section: &mut OutSection) {
     section.relas = relas;
 }
 
+/// Pads the section's last record (with `DW_CFA_nop`s, its length
+/// adjusted) to a multiple of `align` and gives the section that
+/// alignment, as LLVM ends `.eh_frame`: the fragments' records are
+/// composed at 4-byte boundaries. Leaves a section it cannot read as
+/// records as it is.
+pub(super) fn pad_to_alignment(section: &mut OutSection, align: u64) {
+    let Content::Data(data) = &mut section.content else {
+        return;
+    };
+    let Some(last) = records(data).and_then(|r| r.last().map(|r| r.start)) else {
+        return;
+    };
+    let padded = (data.len() as u64).next_multiple_of(align) as usize;
+    let Ok(len) = u32::try_from(padded - last - 4) else {
+        return;
+    };
+    data.resize(padded, 0);
+    data[last..last + 4].copy_from_slice(&len.to_le_bytes());
+    section.align = section.align.max(align);
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::relocatable::combine;
