@@ -23,6 +23,12 @@ Programs and workloads:
 
   python3 benches/runtime.py                         # all five, 7 runs
   python3 benches/runtime.py --programs lua --runs 5 --out DIR
+  python3 benches/runtime.py --instructions          # and instructions executed
+
+With `--instructions`, each build also runs its workload once under
+valgrind's callgrind (Debian's `valgrind`, about 50 times slower), and the
+table gets the instructions executed: a figure the machine's noise does
+not move, where run times on a shared VM vary by tens of percent.
 """
 
 import argparse
@@ -64,6 +70,19 @@ class Program:
         """A fresh copy of Debian's source of `package` to build in."""
         shutil.rmtree(self.tree, ignore_errors=True)
         shutil.copytree(builds.fetch("debian", package), self.tree, symlinks=True)
+
+    def instructions(self):
+        """Instructions executed by one run of the workload (callgrind)."""
+        # Every process of the workload (zstd's is a shell running two).
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                            "--callgrind-out-file=/dev/null", *self.command()],
+                           cwd=self.tree, env=self.tool.env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        counts = [int(line.split("Collected :")[1].split()[0])
+                  for line in r.stderr.splitlines() if "Collected :" in line]
+        if not counts:
+            raise SystemExit(f"bench: no instruction count from callgrind for {self.name}")
+        return sum(counts)
 
     def run(self):
         t = time.monotonic()
@@ -188,7 +207,11 @@ def main():
     ap.add_argument("--flags", default="-O2")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--out", default=str(ROOT / "benches" / "results"))
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the instructions one run executes (valgrind)")
     a = ap.parse_args()
+    if a.instructions and not shutil.which("valgrind"):
+        raise SystemExit("bench: --instructions needs valgrind (apt-get install valgrind)")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -209,27 +232,39 @@ def main():
                     times[t].append(p.run())
             med = {t: statistics.median(v) for t, v in times.items()}
             sizes = {t: text_size(p.program) for t, p in built.items()}
+            counts = {t: p.instructions() for t, p in built.items()} if a.instructions else None
+            if counts:
+                print(f"{pname}: instructions {counts['clang']:,} / {counts['repocc']:,} "
+                      f"({counts['repocc'] / counts['clang']:.4f}x)", flush=True)
             print(f"{pname}: clang {med['clang']:.3f}s, repocc {med['repocc']:.3f}s "
                   f"({med['repocc'] / med['clang']:.3f}x); .text {sizes['clang']} / {sizes['repocc']} "
                   f"({sizes['repocc'] / sizes['clang']:.3f}x); runs: "
                   + ", ".join(f"{t} " + " ".join(f"{x:.2f}" for x in v) for t, v in times.items()),
                   flush=True)
-            rows.append((pname, med, sizes))
+            rows.append((pname, med, sizes, counts))
     lines = [
         "# Run-time benchmark",
         "",
-        f"`python3 benches/runtime.py --programs {a.programs} --flags='{a.flags}' --runs {a.runs}`, "
+        f"`python3 benches/runtime.py --programs {a.programs} --flags='{a.flags}' --runs {a.runs}"
+        + (" --instructions" if a.instructions else "") + "`, "
         f"{time.strftime('%Y-%m-%d')}: median run time of {a.runs} alternating runs of each build "
-        "(after one warm-up run), and `.text` sizes; in brackets, the ratio to clang-19's.",
+        "(after one warm-up run), and `.text` sizes"
+        + ("; instructions executed by one run (callgrind)" if a.instructions else "")
+        + "; in brackets, the ratio to clang-19's.",
         "",
-        "| program | clang-19 | repocc | clang-19 `.text` | repocc `.text` |",
-        "|---|---|---|---|---|",
+        "| program | clang-19 | repocc | clang-19 `.text` | repocc `.text` |"
+        + (" clang-19 instructions | repocc instructions |" if a.instructions else ""),
+        "|---|---|---|---|---|" + ("---|---|" if a.instructions else ""),
     ]
-    for pname, med, sizes in rows:
-        lines.append(
+    for pname, med, sizes, counts in rows:
+        line = (
             f"| {pname} | {med['clang']:.3f} s | {med['repocc']:.3f} s ({med['repocc'] / med['clang']:.3f}x) "
             f"| {sizes['clang']:,} | {sizes['repocc']:,} ({sizes['repocc'] / sizes['clang']:.3f}x) |"
         )
+        if counts:
+            line += (f" {counts['clang']:,} | {counts['repocc']:,} "
+                     f"({counts['repocc'] / counts['clang']:.4f}x) |")
+        lines.append(line)
     (out / "runtime.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -204,3 +204,34 @@ for f in "" -fPIC -ffunction-sections; do
   diff <(eh_frame_relocs unw.clang.o) <(eh_frame_relocs unw.repocc.o) || fail ".eh_frame relocations of unw.c ($f) differ from clang's"
 done
 note "unwind records as clang's: same .eh_frame bytes and relocations"
+
+# A switch over string literals becomes a table of 32-bit offsets in
+# position-independent code, as clang makes it (LLVM's relative lookup
+# tables): not a table of pointers in .data.rel.ro, each a dynamic
+# relocation in a PIE. Cold, warm after an edit (equal to cold), and run.
+cat > rlt.c <<'SRC'
+#include <stdio.h>
+const char *kind_name(int k) {
+  switch (k) { case 0: return "zero"; case 1: return "one"; case 2: return "two"; case 3: return "three"; case 4: return "four"; default: return "many"; }
+}
+static const char hello[] = "hello";
+const char *pick(int k) {
+  switch (k) { case 0: return hello; case 1: return "x"; case 2: return "yy"; case 3: return hello + 1; default: return "z"; }
+}
+int main(int argc, char **argv) { for (int i = 0; i < 6; i++) printf("%s %s\n", kind_name(i + argc - 1), pick(i)); return 0; }
+SRC
+clang-19 -O2 -c rlt.c -o rlt.clang.o
+section_names rlt.clang.o | has '^\.data\.rel\.ro$' && fail "test premise: clang-19 kept a table of pointers for rlt.c"
+for round in cold edited; do
+  REPOCC_DIR="$SCRATCH/repo-rlt" "$REPOCC" -O2 -c rlt.c -o rlt.o || fail "repocc -O2 rlt.c ($round)"
+  diff <(section_names rlt.clang.o) <(section_names rlt.o) || fail "sections of rlt.c ($round) differ from clang's"
+  clang-19 -O2 rlt.c -o rlt.clang
+  clang-19 rlt.o -o rlt.repocc || fail "linking rlt.o ($round)"
+  assert_eq "switch over strings ($round)" "$(./rlt.clang)" "$(./rlt.repocc)"
+  sed -i 's/"three"/"THREE"/' rlt.c
+  clang-19 -O2 -c rlt.c -o rlt.clang.o
+done
+REPOCC_DIR="$SCRATCH/repo-rlt-new" "$REPOCC" -O2 -c rlt.c -o rlt.cold.o || fail "cold compile of rlt.c"
+REPOCC_DIR="$SCRATCH/repo-rlt" "$REPOCC" -O2 -c rlt.c -o rlt.warm.o || fail "warm compile of rlt.c"
+cmp rlt.warm.o rlt.cold.o || fail "rlt.c after an edit: the warm object differs from a compile into a new repository"
+note "switch tables of strings are relative, as clang's; warm equals cold"

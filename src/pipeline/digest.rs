@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 7;
+pub const DIGEST_FORMAT_VERSION: u32 = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {

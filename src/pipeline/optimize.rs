@@ -19,6 +19,13 @@
 //! stored table may need a static whose only user in this module is
 //! gone). Without it, each such function would still be compiled and
 //! linked into the program.
+//!
+//!
+//! The pipeline's last pass turns a lookup table of pointers to local
+//! constants (a switch over string literals) into a table of 32-bit
+//! offsets in position-independent code; with the constants hidden
+//! external it kept 8-byte pointers, each a dynamic relocation in a PIE.
+//! [`relative_lookup_tables`] runs it once more with them local.
 
 use std::collections::{HashMap, HashSet};
 
@@ -68,7 +75,8 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
         },
     )
     .map_err(|e| anyhow!("optimizing {}: {e}", unit.source_name))
-    .and(dropped);
+    .and(dropped)
+    .and_then(|()| relative_lookup_tables(unit));
     if let Some(c) = unit.module.get_global(HIDDEN_CTORS) {
         c.set_linkage(Linkage::Appending);
         c.set_name(CTORS);
@@ -88,6 +96,88 @@ fn drop_context_bodies(unit: &Unit, stored: &StoredCode) {
         // (A function without a body is left as it is.)
         if unit.module.get_function(name).is_some() {
             llvm_shim::make_declaration(&unit.module, name);
+        }
+    }
+}
+
+/// A global made local for the pipeline's last passes, and what it was.
+struct Localized {
+    name: String,
+    linkage: Linkage,
+    visibility: GlobalVisibility,
+}
+
+/// Runs LLVM's relative lookup table converter (the default pipeline's
+/// last pass; it does nothing outside position-independent code) with the
+/// constants that were local in the source local again, as they are in
+/// clang's module: it takes only tables whose elements are local
+/// constants. Alone, not at the end of the pipeline, where GlobalDCE and
+/// ConstantMerge would delete or merge the local constants that only
+/// stored code refers to.
+fn relative_lookup_tables(unit: &Unit) -> Result<()> {
+    let localized = localize_lookup_table_elements(unit);
+    if localized.is_empty() {
+        return Ok(());
+    }
+    let result = unit
+        .module
+        .run_passes(
+            "rel-lookup-table-converter",
+            &unit.target_machine,
+            PassBuilderOptions::create(),
+        )
+        .map_err(|e| anyhow!("relative lookup tables of {}: {e}", unit.source_name));
+    restore_linkage(unit, &localized);
+    result
+}
+
+/// Makes the constants that were local in the source local again, for
+/// [`relative_lookup_tables`]. Left as they are: constants that are
+/// themselves arrays of pointers, which the converter would take as
+/// tables — a table's use count is the module's, and with stored code a
+/// recompiled function's table could be converted in one build and not in
+/// another — and anything but defined constants. The context's
+/// definitions qualify as the others do: a recompiled function's table is
+/// converted warm exactly as cold.
+fn localize_lookup_table_elements(unit: &Unit) -> Vec<Localized> {
+    let mut out = Vec::new();
+    for name in &unit.originally_local {
+        let Some(g) = unit.module.get_global(name) else {
+            continue;
+        };
+        if g.is_declaration() || !g.is_constant() {
+            continue;
+        }
+        let table_of_pointers =
+            g.get_initializer()
+                .map(|v| v.get_type())
+                .is_some_and(|t| match t {
+                    inkwell::types::BasicTypeEnum::ArrayType(a) => {
+                        a.get_element_type().is_pointer_type()
+                    }
+                    _ => false,
+                });
+        if table_of_pointers {
+            continue;
+        }
+        out.push(Localized {
+            name: name.clone(),
+            linkage: g.get_linkage(),
+            visibility: g.get_visibility(),
+        });
+        g.set_visibility(GlobalVisibility::Default);
+        g.set_linkage(Linkage::Internal);
+    }
+    out
+}
+
+/// Gives the globals [`localize_lookup_table_elements`] made local their
+/// linkage and visibility back, as the rest of the pipeline expects.
+fn restore_linkage(unit: &Unit, localized: &[Localized]) {
+    for l in localized {
+        if let Some(g) = unit.module.get_global(&l.name) {
+            g.set_linkage(l.linkage);
+            g.set_visibility(l.visibility);
         }
     }
 }
