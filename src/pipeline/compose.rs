@@ -55,7 +55,12 @@ pub fn compose_fragments(
         .tempdir()
         .context("creating a directory for fragments")?;
     let archive = dir.path().join("fragments.a");
-    std::fs::write(&archive, ar_archive(objects))
+    let objects: Vec<std::borrow::Cow<[u8]>> = objects
+        .iter()
+        .map(|o| super::relocatable::unwind_aligned_to_records(o))
+        .collect();
+    let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
+    std::fs::write(&archive, ar_archive(&objects))
         .with_context(|| format!("writing {}", archive.display()))?;
     let combined = dir.path().join("combined.o");
     let tool = lld()?;

@@ -119,6 +119,33 @@ pub(super) struct Input<'a> {
     pub(super) syms: Vec<Sym>,
 }
 
+/// `object` with its `.eh_frame` aligned as its records are (4 bytes)
+/// where the section says more: `ld.lld -r` (composing's fallback) places
+/// each part's section at the section's alignment, and a carved
+/// fragment's records end at any 4-byte boundary, so a part aligned to 8
+/// after one would leave a gap — a zero word, read as the section's end
+/// (GNU ld: "error in .eh_frame; no .eh_frame_hdr table will be created").
+pub fn unwind_aligned_to_records(object: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let mut patched: Option<Vec<u8>> = None;
+    if let (Some(input), Some(shoff)) = (parse(object), u64_at(object, 0x28)) {
+        for (i, s) in input.shdrs.iter().enumerate() {
+            let unwind = c_str(input.shstrtab, s.name) == Some(&b".eh_frame"[..]);
+            if !unwind || s.align <= UNWIND_RECORD_ALIGN || s.size % UNWIND_RECORD_ALIGN != 0 {
+                continue;
+            }
+            let at = shoff as usize + i * 64 + 0x30;
+            let out = patched.get_or_insert_with(|| object.to_vec());
+            if let Some(field) = out.get_mut(at..at + 8) {
+                field.copy_from_slice(&UNWIND_RECORD_ALIGN.to_le_bytes());
+            }
+        }
+    }
+    match patched {
+        Some(bytes) => std::borrow::Cow::Owned(bytes),
+        None => std::borrow::Cow::Borrowed(object),
+    }
+}
+
 pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
     // ELF64, little endian, version 1, relocatable.
     if data.get(..7)? != [0x7f, b'E', b'L', b'F', 2, 1, 1] || u16_at(data, 16)? != 1 {
