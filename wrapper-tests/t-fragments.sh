@@ -49,15 +49,18 @@ has " T main" < <(nm traced.o) || fail "the traced object lacks main"
 # So does a C++ unit with exceptions: every fragment that unwinds defines
 # the COMDAT group of DW.ref.__gxx_personality_v0, kept once; its
 # .eh_frame has as many CIEs as clang-19's object.
-REPOCC_UNIT_CACHE=false strace -f -qq -e trace=execve -o trace-cxx.out \
-  "$REPOCCXX" -O2 -std=c++17 -c "$P/features.cpp" -o traced-cxx.o || fail "traced C++ compile"
-started=$(grep -o 'execve("[^"]*"' trace-cxx.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
-note "programs started by one C++ compile: $started"
-for prog in $started; do
-  case "$prog" in
-    repocc | repocc++ | clang-19 | clang++-19 | clang | clang++) ;;
-    *) fail "composing the C++ unit started $prog: $started" ;;
-  esac
+# (C++20 units carry an empty .linker-options section, kept once.)
+for std in c++20 c++17; do
+  REPOCC_UNIT_CACHE=false strace -f -qq -e trace=execve -o trace-cxx.out \
+    "$REPOCCXX" -O2 -std=$std -c "$P/features.cpp" -o traced-cxx.o || fail "traced C++ compile ($std)"
+  started=$(grep -o 'execve("[^"]*"' trace-cxx.out | sed 's/^execve("//; s/"$//' | xargs -n1 basename | sort -u | tr '\n' ' ')
+  note "programs started by one C++ compile ($std): $started"
+  for prog in $started; do
+    case "$prog" in
+      repocc | repocc++ | clang-19 | clang++-19 | clang | clang++) ;;
+      *) fail "composing the C++ unit ($std) started $prog: $started" ;;
+    esac
+  done
 done
 clang++-19 -O2 -std=c++17 -c "$P/features.cpp" -o traced-cxx-clang.o
 cies() { readelf -wf "$1" | grep -c " CIE" || true; }

@@ -44,6 +44,8 @@ pub(super) const SHT_FINI_ARRAY: u32 = 15;
 pub(super) const SHT_PREINIT_ARRAY: u32 = 16;
 pub(super) const SHT_GROUP: u32 = 17;
 pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+/// `.linker-options` (clang emits it, empty, for C++20 units).
+const SHT_LLVM_LINKER_OPTIONS: u32 = 0x6fff_4c01;
 pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
 pub(super) const SHF_EXECINSTR: u64 = 0x4;
 pub(super) const GRP_COMDAT: u32 = 0x1;
@@ -269,7 +271,13 @@ impl OutSection {
 fn is_data_type(t: u32, machine: u16) -> bool {
     matches!(
         t,
-        SHT_PROGBITS | SHT_NOBITS | SHT_NOTE | SHT_INIT_ARRAY | SHT_FINI_ARRAY | SHT_PREINIT_ARRAY
+        SHT_PROGBITS
+            | SHT_NOBITS
+            | SHT_NOTE
+            | SHT_INIT_ARRAY
+            | SHT_FINI_ARRAY
+            | SHT_PREINIT_ARRAY
+            | SHT_LLVM_LINKER_OPTIONS
     ) || (t == SHT_X86_64_UNWIND && machine == EM_X86_64)
 }
 
@@ -492,6 +500,17 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         if let Some(&at) = shared_tables.get(&(out, table.clone())) {
                             placed[i] = Some((out, at));
                             continue;
+                        }
+                    }
+                    // The linker options are the module's: every part
+                    // of a unit that has them has the same, kept once.
+                    if t == SHT_LLVM_LINKER_OPTIONS {
+                        let bytes = slice(input.data, s.offset, s.size)?;
+                        if let Content::Data(d) = &sec.content {
+                            if bytes.is_empty() || d.as_slice() == bytes {
+                                placed[i] = Some((out, 0));
+                                continue;
+                            }
                         }
                     }
                     // Padding in code is a trap where the target has a
