@@ -238,3 +238,36 @@ REPOCC_DIR="$SCRATCH/repo-rlt-new" "$REPOCC" -O2 -c rlt.c -o rlt.cold.o || fail 
 REPOCC_DIR="$SCRATCH/repo-rlt" "$REPOCC" -O2 -c rlt.c -o rlt.warm.o || fail "warm compile of rlt.c"
 cmp rlt.warm.o rlt.cold.o || fail "rlt.c after an edit: the warm object differs from a compile into a new repository"
 note "switch tables of strings are relative, as clang's; warm equals cold"
+
+# Tables the optimizer makes that several functions have alike (a switch
+# inlined into several callers) are kept once in the object, as clang's
+# ConstantMerge keeps one: the same read-only data as clang's object.
+cat > dd.c <<'SRC'
+#include <stdio.h>
+static inline const char *kind(int k) {
+  switch (k) { case 0: return "zero"; case 1: return "one"; case 2: return "two"; case 3: return "three"; case 4: return "four"; default: return "many"; }
+}
+static inline int val(int k) {
+  switch (k) { case 0: return 17; case 1: return 4; case 2: return 99; case 3: return 1234; case 4: return 7; default: return 0; }
+}
+__attribute__((noinline)) const char *a(int k) { return kind(k); }
+__attribute__((noinline)) const char *b(int k) { printf("b\n"); return kind(k + 1); }
+__attribute__((noinline)) int c(int k) { return val(k) + val(k + 2); }
+__attribute__((noinline)) int d(int k) { return val(k) * 3; }
+int main(int argc, char **argv) { (void)argv; for (int i = 0; i < 6; i++) printf("%s %s %d %d\n", a(i + argc - 1), b(i), c(i), d(i)); return 0; }
+SRC
+table_bytes() { size -A "$1" | awk '$1 ~ /^\.rodata/ && $1 !~ /^\.rodata\.str/ || $1 ~ /^\.data\.rel\.ro/ { t += $2 } END { print t + 0 }'; }
+for f in "" -O1 "-fdata-sections"; do
+  clang-19 -O2 $f -c dd.c -o dd.clang.o
+  REPOCC_DIR="$SCRATCH/repo-dd" "$REPOCC" -O2 $f -c dd.c -o dd.o || fail "repocc -O2 $f dd.c"
+  note "dd.c ($f): tables $(table_bytes dd.o) bytes, clang-19's $(table_bytes dd.clang.o)"
+  assert_eq "tables of dd.c ($f)" "$(table_bytes dd.clang.o)" "$(table_bytes dd.o)"
+  clang-19 -O2 $f dd.c -o dd.clang
+  clang-19 dd.o -o dd.repocc || fail "linking dd.o ($f)"
+  assert_eq "shared tables ($f)" "$(./dd.clang)" "$(./dd.repocc)"
+done
+sed -i 's/return 1234;/return 1235;/' dd.c
+REPOCC_DIR="$SCRATCH/repo-dd" "$REPOCC" -O2 -c dd.c -o dd.warm.o || fail "warm compile of the edited dd.c"
+REPOCC_DIR="$SCRATCH/repo-dd-new" "$REPOCC" -O2 -c dd.c -o dd.cold.o || fail "cold compile of the edited dd.c"
+cmp dd.warm.o dd.cold.o || fail "dd.c after an edit: the warm object differs from a compile into a new repository"
+note "tables alike in several functions kept once, as clang's; warm equals cold"

@@ -121,6 +121,65 @@ pub(super) struct Input<'a> {
     pub(super) syms: Vec<Sym>,
 }
 
+/// What identifies a section of private read-only data — bytes,
+/// alignment and relocations, each by the global symbol it names — when
+/// it is one: a table the optimizer made (a switch's lookup table), in
+/// `.rodata` or `.data.rel.ro`, not mergeable, outside any group, with no
+/// symbol of its own. clang's ConstantMerge keeps one of identical such
+/// tables (unnamed_addr: their addresses mean nothing); each function's
+/// fragment brings its own. A relocation to a section or a local symbol
+/// (a jump table's targets, a name that is only the fragment's) makes it
+/// unique: `None`.
+fn private_data_key(input: &Input, i: usize) -> Option<Vec<u8>> {
+    const SHF_WRITE: u64 = 0x1;
+    const SHF_MERGE: u64 = 0x10;
+    let s = input.shdrs.get(i)?;
+    let name = c_str(input.shstrtab, s.name)?;
+    let read_only = name.starts_with(b".rodata") || name.starts_with(b".data.rel.ro");
+    if s.sh_type != SHT_PROGBITS
+        || !read_only
+        || s.flags & (SHF_MERGE | SHF_GROUP | SHF_EXECINSTR) != 0
+        || (s.flags & SHF_WRITE != 0 && !name.starts_with(b".data.rel.ro"))
+        || input
+            .syms
+            .iter()
+            .skip(1)
+            .any(|y| y.shndx as usize == i && y.info & 0xf != STT_SECTION)
+    {
+        return None;
+    }
+    let mut key = Vec::new();
+    key.extend_from_slice(&s.align.to_le_bytes());
+    key.extend_from_slice(&s.size.to_le_bytes());
+    key.extend_from_slice(slice(input.data, s.offset, s.size)?);
+    for r in input
+        .shdrs
+        .iter()
+        .filter(|r| r.sh_type == SHT_RELA && r.info as usize == i)
+    {
+        if r.entsize != 24 {
+            return None;
+        }
+        for e in slice(input.data, r.offset, r.size)?.chunks_exact(24) {
+            let info = u64_at(e, 8)?;
+            let sym = input.syms.get((info >> 32) as usize)?;
+            let bind = sym.info >> 4;
+            let target = c_str(input.strtab, sym.name)?;
+            if bind == STB_LOCAL || target.is_empty() {
+                return None;
+            }
+            // Offset, type and addend; the symbol by its name (its index
+            // is the part's own).
+            key.extend_from_slice(&e[..8]);
+            key.extend_from_slice(&(info as u32).to_le_bytes());
+            key.extend_from_slice(&e[16..24]);
+            key.extend_from_slice(&(target.len() as u64).to_le_bytes());
+            key.extend_from_slice(target);
+        }
+    }
+    Some(key)
+}
+
 /// `object` with its `.eh_frame` aligned as its records are (4 bytes)
 /// where the section says more: `ld.lld -r` (composing's fallback) places
 /// each part's section at the section's alignment, and a carved
@@ -348,6 +407,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     let mut interned: HashMap<usize, HashMap<Vec<u8>, u64>> = HashMap::new();
     // Abbreviation tables kept once: (output section, bytes) → offset.
     let mut shared_tables: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
+    // Private read-only data kept once (see `private_data_key`):
+    // (output section, key) → offset.
+    let mut private_data: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
 
     // Per object, which sections are in a group and which are left out,
     // and how its debug sections are composed — all known before the first
@@ -415,6 +477,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         strings.finish(input, Some(&abbrevs), string_tables.of_object(position));
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
+        // Sections placed where an earlier part's identical one is: their
+        // relocations are that one's.
+        let mut placed_on_earlier = vec![false; n];
         let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
         for (i, s) in input.shdrs.iter().enumerate().skip(1) {
             if dropped[i] {
@@ -513,6 +578,19 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                             }
                         }
                     }
+                    // A table an earlier part has, byte for byte.
+                    let private_key = if in_group[i] {
+                        None
+                    } else {
+                        private_data_key(input, i)
+                    };
+                    if let Some(key) = &private_key {
+                        if let Some(&at) = private_data.get(&(out, key.clone())) {
+                            placed[i] = Some((out, at));
+                            placed_on_earlier[i] = true;
+                            continue;
+                        }
+                    }
                     // Padding in code is a trap where the target has a
                     // one-byte one (int3), as lld pads.
                     let fill = if machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0 {
@@ -552,6 +630,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     }
                     if let Some((_, id)) = shared_strings {
                         string_tables_at.insert(id, (out, at));
+                    }
+                    if let Some(key) = private_key {
+                        private_data.insert((out, key), at);
                     }
                     placed[i] = Some((out, at));
                 }
@@ -654,6 +735,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                         return None;
                     }
                     let (out, at) = placed.get(s.info as usize).copied().flatten()?;
+                    if placed_on_earlier[s.info as usize] {
+                        continue;
+                    }
                     let table = slice(input.data, s.offset, s.size)?;
                     let live = strings
                         .live_offsets
