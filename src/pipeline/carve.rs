@@ -981,10 +981,10 @@ impl<'w, 'a> Builder<'w, 'a> {
 /// An unwind record padded (with `DW_CFA_nop`s, its length adjusted) to a
 /// multiple of 4 bytes, as LLVM pads every record but a section's last:
 /// composing concatenates fragments' `.eh_frame` sections at 4-byte
-/// boundaries, where a gap between
-/// records would read as the zero terminator. (Padded to 8, as the
-/// section's alignment would have it, every FDE of a composed object was
-/// 4 bytes longer than clang's: 5% of leveldb's `.eh_frame`.)
+/// boundaries, where a gap between records would read as the zero
+/// terminator. (Padded to 8, as the section's alignment would have it,
+/// every FDE of a composed object was 4 bytes longer than clang's: 5% of
+/// leveldb's `.eh_frame`.)
 fn padded(record: &[u8]) -> Option<Vec<u8>> {
     let mut out = record.to_vec();
     out.resize(

@@ -20,7 +20,6 @@
 //! gone). Without it, each such function would still be compiled and
 //! linked into the program.
 //!
-//!
 //! The pipeline's last pass turns a lookup table of pointers to local
 //! constants (a switch over string literals) into a table of 32-bit
 //! offsets in position-independent code; with the constants hidden
