@@ -1336,6 +1336,8 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
 // simplification passes spend time on bodies that would be dropped after.
 
 #include <llvm/Analysis/GlobalsModRef.h>
+#include <llvm/Analysis/LazyCallGraph.h>
+#include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/PassManager.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
@@ -1353,7 +1355,7 @@ struct RepoccTuning {
   int merge_functions;
 };
 
-using RepoccModuleHook = void (*)(void *ctx, LLVMModuleRef module);
+using RepoccModuleHook = void (*)(void *ctx, int point, LLVMModuleRef module);
 
 // Calls the hook. It may delete functions and change linkage, so nothing
 // is preserved: the function analysis manager is cleared (as the proxy's
@@ -1364,17 +1366,60 @@ struct ModuleHookPass : llvm::PassInfoMixin<ModuleHookPass> {
   RepoccModuleHook hook;
   void *ctx;
   llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &) {
-    hook(ctx, llvm::wrap(&M));
+    hook(ctx, /*REPOCC_OPTIMIZER_EARLY=*/2, llvm::wrap(&M));
     return llvm::PreservedAnalyses::none();
   }
   static bool isRequired() { return true; }
 };
 
+// Where the pipeline calls back into Rust.
+enum RepoccHookPoint : int {
+  // Right before the CGSCC inliner (after the module simplification's
+  // first passes and GlobalsAA): stored bodies may be put in place here.
+  REPOCC_BEFORE_INLINER = 0,
+  // Right after it: every function is as the inliner and the function
+  // simplification left it.
+  REPOCC_AFTER_INLINER = 1,
+  // The start of the module optimization half.
+  REPOCC_OPTIMIZER_EARLY = 2,
+};
+
+using RepoccPipelineHook = void (*)(void *ctx, int point, LLVMModuleRef module);
+
+// The string attribute that marks a function whose body was put in place
+// as the inliner and function simplification left it in an earlier
+// compile (see repocc_substitute_bodies): no optional pass runs on it
+// until the inliner is done, when the mark goes.
+constexpr const char *kSubstitutedAttr = "repocc-substituted";
+
+bool isSubstituted(const llvm::Function *F) {
+  return F && F->hasFnAttribute(kSubstitutedAttr);
+}
+
+// Whether an optional pass may run on `IR` (see kSubstitutedAttr).
+bool mayRunOn(llvm::Any IR) {
+  using namespace llvm;
+  if (const auto *F = any_cast<const Function *>(&IR))
+    return !isSubstituted(*F);
+  if (const auto *C = any_cast<const LazyCallGraph::SCC *>(&IR)) {
+    for (const LazyCallGraph::Node &N : **C)
+      if (!isSubstituted(&N.getFunction()))
+        return true;
+    return false;
+  }
+  if (const auto *L = any_cast<const Loop *>(&IR))
+    return !isSubstituted((*L)->getHeader()->getParent());
+  return true;
+}
+
+constexpr llvm::StringLiteral kInlinerPass = "ModuleInlinerWrapperPass";
+
 } // namespace
 
 extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTargetMachineRef tm_ref,
                                             const char *pipeline, const RepoccTuning *tuning,
-                                            RepoccModuleHook optimizer_early, void *ctx) {
+                                            RepoccPipelineHook hook, int inliner_hooks,
+                                            void *ctx) {
   using namespace llvm;
   Module *M = unwrap(module_ref);
   TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm_ref);
@@ -1399,11 +1444,48 @@ extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTarget
   PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
   StandardInstrumentations SI(M->getContext(), /*DebugLogging=*/false, /*VerifyEach=*/false);
   SI.registerCallbacks(PIC, &MAM);
-  if (optimizer_early) {
+  if (hook && inliner_hooks) {
+    // The module's inliner runs once; its first run is the one meant.
+    auto before_done = std::make_shared<bool>(false);
+    auto after_done = std::make_shared<bool>(false);
+    PIC.registerShouldRunOptionalPassCallback(
+        [](StringRef, Any IR) { return mayRunOn(std::move(IR)); });
+    PIC.registerBeforeNonSkippedPassCallback([=, &FAM, &MAM](StringRef PassID, Any IR) {
+      if (PassID != kInlinerPass || *before_done)
+        return;
+      *before_done = true;
+      hook(ctx, REPOCC_BEFORE_INLINER, module_ref);
+      // What the function passes so far cached about a replaced body is
+      // stale; so is a call graph built from the old bodies. GlobalsAA
+      // stays: it describes the bodies a cold compile's inliner saw too.
+      bool replaced = false;
+      for (Function &F : *M)
+        if (isSubstituted(&F)) {
+          FAM.clear(F, F.getName());
+          replaced = true;
+        }
+      if (replaced) {
+        PreservedAnalyses PA = PreservedAnalyses::all();
+        PA.abandon<LazyCallGraphAnalysis>();
+        MAM.invalidate(*M, PA);
+      }
+    });
+    PIC.registerAfterPassCallback(
+        [=](StringRef PassID, Any IR, const PreservedAnalyses &) {
+          if (PassID != kInlinerPass || *after_done)
+            return;
+          *after_done = true;
+          for (Function &F : *M)
+            if (isSubstituted(&F))
+              F.removeFnAttr(kSubstitutedAttr);
+          hook(ctx, REPOCC_AFTER_INLINER, module_ref);
+        });
+  }
+  if (hook) {
     PB.registerOptimizerEarlyEPCallback(
         [=](ModulePassManager &MPM, OptimizationLevel) {
           ModuleHookPass pass;
-          pass.hook = optimizer_early;
+          pass.hook = hook;
           pass.ctx = ctx;
           MPM.addPass(std::move(pass));
           MPM.addPass(RequireAnalysisPass<GlobalsAA, Module>());
@@ -1414,6 +1496,366 @@ extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTarget
     return wrap(std::move(err));
   MPM.run(*M, MAM);
   return LLVMErrorSuccess;
+}
+
+// ---------------------------------------------------------------------------
+// Stored bodies as context (see src/pipeline/bodies.rs). A function the
+// optimizer only needs as context for what it inlines gets the body an
+// earlier compile's inliner and function simplification left it, read from
+// bitcode into the unit's context, and is marked so that no optional pass
+// runs on it until the inliner is done.
+
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/IR/Operator.h>
+#include <llvm/IR/TypeFinder.h>
+#include <llvm/Support/MemoryBuffer.h>
+
+namespace {
+
+// Maps the types of a module read into the unit's context onto the unit's
+// own: the bitcode reader renames an identified struct whose name is taken
+// (`%struct.S` is read as `%struct.S.12`), and code that mixes the two
+// would not be what a cold compile makes.
+struct UnitTypeMapper final : llvm::ValueMapTypeRemapper {
+  llvm::StringMap<llvm::StructType *> UnitStructs;
+  llvm::DenseMap<llvm::Type *, llvm::Type *> Done;
+  // Types with no counterpart in the unit.
+  llvm::DenseSet<llvm::Type *> Unmapped;
+  bool Failed = false;
+
+  explicit UnitTypeMapper(llvm::Module &Unit) {
+    llvm::TypeFinder Found;
+    Found.run(Unit, /*onlyNamed=*/true);
+    for (llvm::StructType *ST : Found)
+      UnitStructs[ST->getName()] = ST;
+  }
+
+  llvm::Type *remapType(llvm::Type *T) override { return map(T); }
+
+  // The unit's type for `T`; sets `Failed` when there is none (the type
+  // is then kept as it is).
+  llvm::Type *map(llvm::Type *T) {
+    using namespace llvm;
+    if (auto It = Done.find(T); It != Done.end()) {
+      if (Unmapped.count(T))
+        Failed = true;
+      return It->second;
+    }
+    bool Was = Failed;
+    Failed = false;
+    Type *R = T;
+    if (auto *ST = dyn_cast<StructType>(T)) {
+      SmallVector<Type *, 8> Elements;
+      for (Type *E : ST->elements())
+        Elements.push_back(map(E));
+      if (ST->isLiteral()) {
+        R = StructType::get(T->getContext(), Elements, ST->isPacked());
+      } else if (StructType *U = Failed ? nullptr : unitStruct(ST, Elements)) {
+        R = U;
+      } else {
+        Failed = true;
+      }
+    } else if (auto *AT = dyn_cast<ArrayType>(T)) {
+      R = ArrayType::get(map(AT->getElementType()), AT->getNumElements());
+    } else if (auto *VT = dyn_cast<VectorType>(T)) {
+      R = VectorType::get(map(VT->getElementType()), VT->getElementCount());
+    } else if (auto *FT = dyn_cast<FunctionType>(T)) {
+      SmallVector<Type *, 8> Params;
+      for (Type *P : FT->params())
+        Params.push_back(map(P));
+      R = FunctionType::get(map(FT->getReturnType()), Params, FT->isVarArg());
+    }
+    if (Failed) {
+      Unmapped.insert(T);
+      R = T;
+    }
+    Done[T] = R;
+    Failed = Failed || Was;
+    return R;
+  }
+
+  // Whether every type `F`'s body uses has the unit's counterpart.
+  bool mapsBody(const llvm::Function &F) {
+    using namespace llvm;
+    Failed = false;
+    map(F.getFunctionType());
+    SmallPtrSet<const Constant *, 32> Seen;
+    SmallVector<const Constant *, 32> Work;
+    auto visit = [&](const Value *V) {
+      map(V->getType());
+      if (auto *C = dyn_cast<Constant>(V); C && !isa<GlobalValue>(C) && Seen.insert(C).second)
+        Work.push_back(C);
+    };
+    for (const BasicBlock &B : F)
+      for (const Instruction &I : B) {
+        map(I.getType());
+        for (const Value *Op : I.operands())
+          visit(Op);
+        if (auto *G = dyn_cast<GetElementPtrInst>(&I))
+          map(G->getSourceElementType());
+        else if (auto *A = dyn_cast<AllocaInst>(&I))
+          map(A->getAllocatedType());
+        else if (auto *C = dyn_cast<CallBase>(&I))
+          map(C->getFunctionType());
+      }
+    while (!Work.empty()) {
+      const Constant *C = Work.pop_back_val();
+      if (auto *CE = dyn_cast<ConstantExpr>(C))
+        if (auto *G = dyn_cast<GEPOperator>(CE))
+          map(G->getSourceElementType());
+      for (const Value *Op : C->operands())
+        visit(Op);
+    }
+    return !Failed;
+  }
+
+  // The unit's struct `ST` was read as: its name, or the name the reader
+  // made unique (one `.N` more), with the same elements.
+  llvm::StructType *unitStruct(llvm::StructType *ST, llvm::ArrayRef<llvm::Type *> Elements) {
+    using namespace llvm;
+    if (!ST->hasName())
+      return nullptr;
+    StringRef Name = ST->getName();
+    SmallVector<StringRef, 2> Candidates{Name};
+    size_t Dot = Name.rfind('.');
+    if (Dot != StringRef::npos && Dot + 1 < Name.size() &&
+        Name.drop_front(Dot + 1).find_first_not_of("0123456789") == StringRef::npos)
+      Candidates.push_back(Name.take_front(Dot));
+    for (StringRef C : Candidates) {
+      auto It = UnitStructs.find(C);
+      if (It == UnitStructs.end())
+        continue;
+      StructType *U = It->second;
+      if (U == ST)
+        return U;
+      if (U->isOpaque() != ST->isOpaque() || U->isPacked() != ST->isPacked() ||
+          U->getNumElements() != Elements.size())
+        continue;
+      bool Same = true;
+      for (size_t i = 0; i < Elements.size(); i++)
+        Same = Same && U->getElementType(i) == Elements[i];
+      if (Same)
+        return U;
+    }
+    return nullptr;
+  }
+};
+
+// Maps a global value of the read module onto the unit's of the same name;
+// a declaration the unit lacks (a library function the optimizer called
+// for, an intrinsic) is added as one.
+struct UnitGlobalMaterializer final : llvm::ValueMaterializer {
+  llvm::Module &Unit;
+  UnitTypeMapper &Types;
+  UnitGlobalMaterializer(llvm::Module &U, UnitTypeMapper &T) : Unit(U), Types(T) {}
+
+  llvm::Value *materialize(llvm::Value *V) override {
+    using namespace llvm;
+    auto *GV = dyn_cast<GlobalValue>(V);
+    if (!GV || GV->getParent() == &Unit)
+      return nullptr;
+    if (GlobalValue *Existing = Unit.getNamedValue(GV->getName()))
+      return Existing;
+    Type *Ty = Types.map(GV->getValueType());
+    if (auto *FTy = dyn_cast<FunctionType>(Ty)) {
+      Function *NF = Function::Create(FTy, GlobalValue::ExternalLinkage, GV->getAddressSpace(),
+                                      GV->getName(), &Unit);
+      if (auto *F = dyn_cast<Function>(GV)) {
+        NF->setAttributes(F->getAttributes());
+        NF->setCallingConv(F->getCallingConv());
+      }
+      NF->setDSOLocal(GV->isDSOLocal());
+      return NF;
+    }
+    bool Constant = false;
+    if (auto *G = dyn_cast<GlobalVariable>(GV))
+      Constant = G->isConstant();
+    auto *NG = new GlobalVariable(Unit, Ty, Constant, GlobalValue::ExternalLinkage, nullptr,
+                                  GV->getName());
+    NG->setDSOLocal(GV->isDSOLocal());
+    return NG;
+  }
+};
+
+// The global values `F`'s body names, through constant expressions.
+void namedGlobals(const llvm::Function &F, llvm::SmallPtrSetImpl<const llvm::GlobalValue *> &Out) {
+  using namespace llvm;
+  SmallPtrSet<const Constant *, 32> Seen;
+  SmallVector<const Constant *, 32> Work;
+  auto visit = [&](const Value *V) {
+    if (auto *C = dyn_cast<Constant>(V))
+      if (Seen.insert(C).second)
+        Work.push_back(C);
+  };
+  if (F.hasPersonalityFn())
+    visit(F.getPersonalityFn());
+  for (const BasicBlock &B : F)
+    for (const Instruction &I : B)
+      for (const Value *Op : I.operands())
+        visit(Op);
+  while (!Work.empty()) {
+    const Constant *C = Work.pop_back_val();
+    if (auto *GV = dyn_cast<GlobalValue>(C)) {
+      Out.insert(GV);
+      continue;
+    }
+    for (const Value *Op : C->operands())
+      visit(Op);
+  }
+}
+
+bool hasAddressTakenBlock(const llvm::Function &F) {
+  for (const llvm::BasicBlock &B : F)
+    if (B.hasAddressTaken())
+      return true;
+  return false;
+}
+
+// Whether every global `S`'s body names is the unit's of the same name and
+// kind and type, or a declaration the unit may get as it is.
+bool resolvesInUnit(const llvm::Function &S, llvm::Module &Unit, UnitTypeMapper &Types) {
+  using namespace llvm;
+  SmallPtrSet<const GlobalValue *, 32> Named;
+  namedGlobals(S, Named);
+  for (const GlobalValue *GV : Named) {
+    GlobalValue *U = Unit.getNamedValue(GV->getName());
+    if (!U) {
+      // Only what a cold compile could have named as a plain external
+      // declaration (a library function, an intrinsic).
+      if (!GV->isDeclaration() || GV->hasLocalLinkage() ||
+          GV->getVisibility() != GlobalValue::DefaultVisibility || !GV->hasName())
+        return false;
+      continue;
+    }
+    if (isa<Function>(GV) != isa<Function>(U) || isa<GlobalVariable>(GV) != isa<GlobalVariable>(U))
+      return false;
+    if (Types.map(GV->getValueType()) != U->getValueType())
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+// Replaces the bodies of the named functions of `unit_ref` with those of
+// the same names in `blob` (bitcode of a module made by
+// repocc_extract_definitions in an earlier compile), and marks them (see
+// kSubstitutedAttr). `done[i]` says whether names[i] was replaced; a
+// function stays as it is when the blob lacks it, its type differs, or
+// its body names something the unit does not have. Returns how many were
+// replaced. Only for modules without debug info.
+extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *blob,
+                                           size_t blob_len, const char *const *names,
+                                           size_t count, unsigned char *done) {
+  using namespace llvm;
+  Module &Unit = *unwrap(unit_ref);
+  for (size_t i = 0; i < count; i++)
+    done[i] = 0;
+
+  MemoryBufferRef Buffer(StringRef(blob, blob_len), "repocc-bodies");
+  Expected<std::unique_ptr<Module>> Read = getLazyBitcodeModule(Buffer, Unit.getContext());
+  if (!Read) {
+    consumeError(Read.takeError());
+    return 0;
+  }
+  Module &Src = **Read;
+  if (Src.getDataLayout() != Unit.getDataLayout() ||
+      Src.getTargetTriple() != Unit.getTargetTriple())
+    return 0;
+  std::vector<std::pair<Function *, Function *>> Pairs;
+  std::vector<size_t> Index;
+  for (size_t i = 0; i < count; i++) {
+    Function *S = Src.getFunction(names[i]);
+    Function *D = Unit.getFunction(names[i]);
+    if (!S || !D || D->isDeclaration() || S->isDeclaration() || isSubstituted(D))
+      continue;
+    if (Error E = S->materialize()) {
+      consumeError(std::move(E));
+      continue;
+    }
+    Pairs.emplace_back(S, D);
+    Index.push_back(i);
+  }
+  UnitTypeMapper Types(Unit);
+  UnitGlobalMaterializer Mat(Unit, Types);
+  size_t replaced = 0;
+
+  for (size_t k = 0; k < Pairs.size(); k++) {
+    auto [S, D] = Pairs[k];
+    // A block whose address is taken (computed goto) is named by
+    // constants outside the body, which would still name the old blocks.
+    if (hasAddressTakenBlock(*S) || hasAddressTakenBlock(*D))
+      continue;
+    // A type the unit lacks means the body is not the unit's kind of
+    // code.
+    if (!Types.mapsBody(*S) || Types.map(S->getFunctionType()) != D->getFunctionType() ||
+        !resolvesInUnit(*S, Unit, Types))
+      continue;
+    GlobalValue::LinkageTypes Linkage = D->getLinkage();
+    GlobalValue::VisibilityTypes Visibility = D->getVisibility();
+    GlobalValue::DLLStorageClassTypes Dll = D->getDLLStorageClass();
+    GlobalValue::UnnamedAddr Unnamed = D->getUnnamedAddr();
+    bool DsoLocal = D->isDSOLocal();
+    Comdat *C = D->getComdat();
+    MaybeAlign Align = D->getAlign();
+    std::string Section = D->getSection().str();
+    D->deleteBody();
+    ValueToValueMapTy VMap;
+    auto NewArg = D->arg_begin();
+    for (const Argument &A : S->args())
+      VMap[&A] = &*NewArg++;
+    SmallVector<ReturnInst *, 8> Returns;
+    CloneFunctionInto(D, S, VMap, CloneFunctionChangeType::DifferentModule, Returns, "", nullptr,
+                      &Types, &Mat);
+    D->setLinkage(Linkage);
+    D->setVisibility(Visibility);
+    D->setDLLStorageClass(Dll);
+    D->setUnnamedAddr(Unnamed);
+    D->setDSOLocal(DsoLocal);
+    D->setComdat(C);
+    D->setAlignment(Align);
+    D->setSection(Section);
+    D->addFnAttr(kSubstitutedAttr);
+    done[Index[k]] = 1;
+    replaced++;
+  }
+  // Cloning into another module lists compile units even when there are
+  // none (see repocc_extract_definitions).
+  if (NamedMDNode *CUs = Unit.getNamedMetadata("llvm.dbg.cu"))
+    if (CUs->getNumOperands() == 0)
+      Unit.eraseNamedMetadata(CUs);
+  return replaced;
+}
+
+// Marks (see kSubstitutedAttr) the local functions only functions with
+// stored bodies use, through calls or other instructions: nothing compiled
+// now can inline them, so no pass need run on them. Returns how many.
+extern "C" size_t repocc_mark_context_only_locals(LLVMModuleRef module_ref) {
+  using namespace llvm;
+  Module &M = *unwrap(module_ref);
+  size_t marked = 0;
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (Function &F : M) {
+      if (F.isDeclaration() || !F.hasLocalLinkage() || isSubstituted(&F) || F.use_empty())
+        continue;
+      bool only_context = true;
+      for (const User *U : F.users()) {
+        auto *I = dyn_cast<Instruction>(U);
+        if (!I || !isSubstituted(I->getFunction())) {
+          only_context = false;
+          break;
+        }
+      }
+      if (only_context) {
+        F.addFnAttr(kSubstitutedAttr);
+        changed = true;
+        marked++;
+      }
+    }
+  }
+  return marked;
 }
 
 // Takes the name off every argument, block and instruction of `module`'s

@@ -338,9 +338,19 @@ extern "C" {
         machine: llvm_sys::target_machine::LLVMTargetMachineRef,
         pipeline: *const c_char,
         tuning: *const PipelineTuning,
-        hook: extern "C" fn(*mut c_void, llvm_sys::prelude::LLVMModuleRef),
+        hook: extern "C" fn(*mut c_void, c_int, llvm_sys::prelude::LLVMModuleRef),
+        inliner_hooks: c_int,
         ctx: *mut c_void,
     ) -> llvm_sys::error::LLVMErrorRef;
+    fn repocc_substitute_bodies(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        blob: *const c_char,
+        blob_len: usize,
+        names: *const *const c_char,
+        count: usize,
+        done: *mut u8,
+    ) -> usize;
+    fn repocc_mark_context_only_locals(module: llvm_sys::prelude::LLVMModuleRef) -> usize;
     fn repocc_frontend_run(
         clang_path: *const c_char,
         prog_name: *const c_char,
@@ -1171,22 +1181,33 @@ pub struct PipelineTuning {
 /// the module optimization half of LLVM's default pipeline starts (after
 /// inlining and function simplification, before vectorization and the
 /// late passes).
-pub fn run_pipeline_with_hook(
+pub fn run_pipeline_with_hooks(
     module: &inkwell::module::Module,
     machine: &TargetMachine,
     pipeline: &str,
     tuning: &PipelineTuning,
-    hook: &mut dyn FnMut(),
+    inliner_hooks: bool,
+    hook: &mut dyn FnMut(HookPoint),
 ) -> Result<(), String> {
     struct HookState<'a> {
-        hook: &'a mut dyn FnMut(),
+        hook: &'a mut dyn FnMut(HookPoint),
         panicked: bool,
     }
-    extern "C" fn call_hook(ctx: *mut c_void, _module: llvm_sys::prelude::LLVMModuleRef) {
+    extern "C" fn call_hook(
+        ctx: *mut c_void,
+        point: c_int,
+        _module: llvm_sys::prelude::LLVMModuleRef,
+    ) {
         // SAFETY: `ctx` is the `HookState` below, alive and not otherwise
         // borrowed while the shim runs the pipeline.
         let state = unsafe { &mut *(ctx as *mut HookState) };
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut state.hook)).is_err() {
+        let point = match point {
+            0 => HookPoint::BeforeInliner,
+            1 => HookPoint::AfterInliner,
+            _ => HookPoint::OptimizerEarly,
+        };
+        let hook = &mut state.hook;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| hook(point))).is_err() {
             state.panicked = true;
         }
     }
@@ -1205,6 +1226,7 @@ pub fn run_pipeline_with_hook(
             pipeline.as_ptr(),
             tuning,
             call_hook,
+            c_int::from(inliner_hooks),
             &mut state as *mut HookState as *mut c_void,
         )
     };
@@ -1225,6 +1247,85 @@ pub fn run_pipeline_with_hook(
         return Err("the pipeline's hook panicked".into());
     }
     Ok(())
+}
+
+/// Marks the local functions that only functions with stored bodies use
+/// (see [`substitute_bodies`]), so that no optional pass runs on them
+/// until the inliner is done either. Returns their names.
+pub fn mark_context_only_locals(module: &inkwell::module::Module) -> Vec<String> {
+    // SAFETY: see the module invariants.
+    let marked = unsafe { repocc_mark_context_only_locals(module.as_mut_ptr()) };
+    if marked == 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::with_capacity(marked);
+    let mut f = module.get_first_function();
+    while let Some(func) = f {
+        f = func.get_next_function();
+        let is_local = matches!(
+            func.get_linkage(),
+            inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
+        );
+        if is_local
+            && func
+                .get_string_attribute(inkwell::attributes::AttributeLoc::Function, SUBSTITUTED)
+                .is_some()
+        {
+            out.push(func.get_name().to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// The mark of [`substitute_bodies`] (the shim's `kSubstitutedAttr`).
+const SUBSTITUTED: &str = "repocc-substituted";
+
+/// Where [`run_pipeline_with_hooks`] calls its hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookPoint {
+    /// Right before the inliner (with `inliner_hooks`): the time to put
+    /// stored bodies in place ([`substitute_bodies`]).
+    BeforeInliner,
+    /// Right after the inliner and function simplification (with
+    /// `inliner_hooks`): every body is as a later compile may reuse it.
+    AfterInliner,
+    /// The start of the module optimization half.
+    OptimizerEarly,
+}
+
+/// Replaces the bodies of the named functions of `module` with those of
+/// the same names in `blob` (bitcode of a module [`extract_definitions`]
+/// made in an earlier compile, after the inliner), and marks them so that
+/// no optional pass runs on them until the inliner is done. Call it only
+/// from the [`HookPoint::BeforeInliner`] hook, on a module without debug
+/// info. Returns, for each name, whether its body was replaced: one stays
+/// when the blob lacks it, its type differs, or it names what the module
+/// lacks.
+pub fn substitute_bodies(
+    module: &inkwell::module::Module,
+    blob: &[u8],
+    names: &[&str],
+) -> Vec<bool> {
+    let owned: Vec<CString> = names
+        .iter()
+        .map(|n| CString::new(*n).unwrap_or_default())
+        .collect();
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let mut done = vec![0u8; names.len()];
+    // SAFETY: see the module invariants; `blob`, `ptrs` (into `owned`) and
+    // `done` outlive the call, `done` has one byte per name; the shim reads
+    // the blob into a module of its own, dropped before it returns.
+    unsafe {
+        repocc_substitute_bodies(
+            module.as_mut_ptr(),
+            blob.as_ptr() as *const c_char,
+            blob.len(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            done.as_mut_ptr(),
+        );
+    }
+    done.into_iter().map(|d| d != 0).collect()
 }
 
 /// Set once the process is known to exit as soon as its one unit is done.
@@ -1572,5 +1673,132 @@ mod tests {
         });
         assert_eq!(clean.1, None);
         assert_eq!(clean.0, alone);
+    }
+
+    const BODIES_IR: &str = r#"
+        target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+        target triple = "x86_64-pc-linux-gnu"
+        %struct.S = type { i32, i32 }
+        define hidden i32 @sq(i32 %x) {
+          %z = add i32 %x, 0
+          %m = mul i32 %z, %z
+          ret i32 %m
+        }
+        define hidden i32 @f(ptr %p) {
+          %a = getelementptr %struct.S, ptr %p, i64 0, i32 1
+          %v = load i32, ptr %a
+          %s = call i32 @sq(i32 %v)
+          %r = add i32 %s, 1
+          ret i32 %r
+        }
+        define i32 @g(ptr %p) {
+          %r = call i32 @f(ptr %p)
+          %t = mul i32 %r, 2
+          ret i32 %t
+        }"#;
+
+    fn plain_tuning() -> PipelineTuning {
+        PipelineTuning {
+            loop_vectorization: 1,
+            slp_vectorization: 1,
+            loop_unrolling: 1,
+            loop_interleaving: 1,
+            call_graph_profile: 1,
+            merge_functions: 0,
+        }
+    }
+
+    fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
+        use inkwell::values::AnyValue;
+        module
+            .get_function(name)
+            .unwrap()
+            .print_to_string()
+            .to_string()
+    }
+
+    #[test]
+    fn stored_bodies_are_inlined_as_the_first_compile_left_them() {
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        // The first compile keeps f and sq as its inliner left them.
+        let first = parse(&context, BODIES_IR);
+        let mut blob = Vec::new();
+        run_pipeline_with_hooks(
+            &first,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| {
+                if p == HookPoint::AfterInliner {
+                    let m = extract_definitions(&first, &["sq", "f"], false, None);
+                    blob = m.write_bitcode_to_memory().as_slice().to_vec();
+                }
+            },
+        )
+        .unwrap();
+        assert!(!blob.is_empty());
+        // A second compile of the same module takes them from the blob
+        // (read into the same context: `%struct.S` is renamed there and
+        // must map back) and makes the same g.
+        let second = parse(&context, BODIES_IR);
+        let mut done = Vec::new();
+        let mut at_inliner_end = String::new();
+        run_pipeline_with_hooks(
+            &second,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| match p {
+                HookPoint::BeforeInliner => {
+                    done = substitute_bodies(&second, &blob, &["f", "sq", "nosuch"]);
+                }
+                HookPoint::AfterInliner => at_inliner_end = function_ir(&second, "f"),
+                HookPoint::OptimizerEarly => {}
+            },
+        )
+        .unwrap();
+        assert_eq!(done, vec![true, true, false]);
+        assert_eq!(function_ir(&first, "g"), function_ir(&second, "g"));
+        assert_eq!(function_ir(&first, "f"), function_ir(&second, "f"));
+        assert!(!at_inliner_end.contains("%struct.S."), "{at_inliner_end}");
+        assert!(!second.print_to_string().to_string().contains(SUBSTITUTED));
+    }
+
+    #[test]
+    fn no_pass_runs_on_a_stored_body_before_the_inliner_is_done() {
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        // A blob of bodies no pass ran on: sq keeps its `add i32 %x, 0`.
+        let raw = parse(&context, BODIES_IR);
+        let blob = extract_definitions(&raw, &["sq", "f"], false, None)
+            .write_bitcode_to_memory()
+            .as_slice()
+            .to_vec();
+        let module = parse(&context, BODIES_IR);
+        let mut sq_after_inliner = String::new();
+        run_pipeline_with_hooks(
+            &module,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| match p {
+                HookPoint::BeforeInliner => {
+                    assert_eq!(substitute_bodies(&module, &blob, &["sq"]), vec![true]);
+                }
+                HookPoint::AfterInliner => sq_after_inliner = function_ir(&module, "sq"),
+                HookPoint::OptimizerEarly => {}
+            },
+        )
+        .unwrap();
+        assert!(
+            sq_after_inliner.contains("add i32 %x, 0"),
+            "{sq_after_inliner}"
+        );
+        // f, not taken from the blob, was simplified: sq inlined.
+        assert!(!function_ir(&module, "f").contains("call"));
     }
 }

@@ -33,6 +33,45 @@ assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
 diff -u "$P/checks.expected" checks.out || fail "SQL answers differ"
 note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_value definitions_compiled)"
 
+# Stored bodies (pipeline/bodies.rs): an edit to sqlite3_libversion
+# recompiles the ten definitions that depend on it, and openDatabase
+# reaches most of the file; the inliner must see those callees as a cold
+# compile does. Their bodies as the first compile's inliner left them are
+# put in place instead of being simplified again: the counter says how
+# many, and the warm object is the bytes a new repository gives.
+note "sqlite3.c edit: context bodies from the repository, warm equals cold"
+mkdir -p bodies-warm bodies-cold
+cp sqlite3.c bodies-warm/sqlite3.c
+(
+  export REPOCC_DIR="$SCRATCH/repo-bodies" REPOCC_UNIT_CACHE=false
+  cd bodies-warm
+  "$REPOCC" -O2 -c sqlite3.c -o first.o || fail "first compile of sqlite3.c"
+  grep -q 'const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
+    || fail "test premise: sqlite3_libversion's line"
+  sed -i 's/const char \*sqlite3_libversion(void){ return sqlite3_version; }/const char *sqlite3_libversion(void){ return sqlite3_version + 1; }/' sqlite3.c
+  cp sqlite3.c ../bodies-cold/sqlite3.c
+  compiled=$(stat_value definitions_compiled)
+  reused=$(stat_value bodies_reused)
+  "$REPOCC" -O2 -c sqlite3.c -o warm.o || fail "warm compile of the edited sqlite3.c"
+  compiled=$(delta definitions_compiled "$compiled")
+  reused=$(delta bodies_reused "$reused")
+  note "edited sqlite3.c: $compiled definitions compiled, $reused bodies from the repository"
+  [ "$compiled" -le 12 ] || fail "the edit compiled $compiled definitions (expected about 10)"
+  [ "$reused" -ge 1000 ] || fail "only $reused bodies came from the repository"
+) || exit 1
+(
+  export REPOCC_DIR="$SCRATCH/repo-bodies-cold" REPOCC_UNIT_CACHE=false
+  cd bodies-cold
+  "$REPOCC" -O2 -c sqlite3.c -o cold.o || fail "cold compile of the edited sqlite3.c"
+  assert_eq "no bodies reused in a new repository" 0 "$(stat_value bodies_reused)"
+) || exit 1
+cmp bodies-warm/warm.o bodies-cold/cold.o \
+  || fail "edited sqlite3.c: the object with stored bodies differs from a new repository's"
+"$REPOCC" -O2 -DSQLITE_ENABLE_MATH_FUNCTIONS shell.c bodies-warm/warm.o -lm -ldl -lpthread -o sqlite3-bodies \
+  || fail "linking the shell with the warm object"
+assert_eq "the edited library's version" "$(./sqlite3 :memory: 'SELECT sqlite_version();' | cut -c2-)" \
+  "$(./sqlite3-bodies :memory: 'SELECT sqlite_version();')"
+
 # Composition runs in process: a compile through the repository starts the
 # clang-19 frontend and nothing else (no ld.lld -r, no llvm-objcopy).
 REPOCC_UNIT_CACHE=false strace -f -qq -e trace=execve -o trace.out \

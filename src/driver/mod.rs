@@ -510,6 +510,7 @@ fn execute(
                 counters.add(key::DEFINITIONS_COMPILED, rep.definitions_compiled);
                 counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
+                counters.add(key::BODIES_REUSED, rep.bodies_reused);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
                 if rep.debug_unit_without_repository {
                     counters.add(key::DEBUG_UNITS_WHOLE, 1);

@@ -20,6 +20,7 @@
 //! `inkwell::context::Context`; only bytes cross threads.
 
 pub mod assemble;
+pub mod bodies;
 pub mod canonical;
 pub mod carve;
 pub mod clang_units;
@@ -107,6 +108,9 @@ pub struct UnitReport {
     /// Definitions whose fragment came from the repository.
     pub definitions_pruned: u64,
     pub fragments_stored: u64,
+    /// Function bodies the optimizer took from the repository as an
+    /// earlier compile's inliner left them (see `bodies`).
+    pub bodies_reused: u64,
     /// Bytes written to the repository (for the size accounting).
     pub bytes_stored: u64,
     pub corrupt_entries: u64,
@@ -264,7 +268,7 @@ fn run_stages<'ctx>(
 
     let definitions = split::count_definitions(&unit.module);
     let t = Instant::now();
-    optimize::run(&unit, settings, &optimize::StoredCode::default())?;
+    optimize::run(&unit, settings, &optimize::StoredCode::default(), None)?;
     times.optimize = t.elapsed();
 
     let t = Instant::now();
@@ -341,11 +345,16 @@ fn repository_stages(
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
+    let bodies =
+        bodies::applies(unit, settings.opt != settings::OptLevel::O0).then(|| optimize::Bodies {
+            digests,
+            context: bodies::lookup(store, unit, digests),
+        });
     times.metadata += t.elapsed();
-
     let t = Instant::now();
-    optimize::run(unit, settings, &pruned.stored_code)?;
+    let optimized = optimize::run(unit, settings, &pruned.stored_code, bodies.as_ref())?;
     times.optimize = t.elapsed();
+    report.bodies_reused = optimized.substituted as u64;
     let t = Instant::now();
     let merged = if options.merge_functions {
         // Statics nothing refers to any more (every call inlined) go before
@@ -553,6 +562,9 @@ fn repository_stages(
     for &i in &assembly.deleted {
         let f = &pruned.fragments[i];
         new_entries.push(entries::deleted_entry(&f.key, &f.members));
+    }
+    if let Some(snapshot) = optimized.snapshot {
+        new_entries.extend(bodies::entries(snapshot));
     }
     let mut store_error: Option<String> = None;
     match store.put_many(&new_entries) {
@@ -790,7 +802,7 @@ mod split_measurement {
         let context = inkwell::context::Context::create();
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();
-        optimize::run(&unit, &settings, &optimize::StoredCode::default()).unwrap();
+        optimize::run(&unit, &settings, &optimize::StoredCode::default(), None).unwrap();
         say!("optimize {:.2}s", t.elapsed().as_secs_f64());
         let mut names: Vec<String> = Vec::new();
         for f in unit.module.get_functions() {

@@ -33,8 +33,10 @@ use inkwell::module::Linkage;
 use inkwell::passes::PassBuilderOptions;
 use inkwell::GlobalVisibility;
 
+use super::bodies::{self, ContextBodies, Snapshot};
 use super::canonical::Unit;
-use crate::llvm_shim;
+use super::digest::ModuleDigests;
+use crate::llvm_shim::{self, HookPoint};
 use crate::pipeline::settings::CodegenSettings;
 
 const CTORS: &str = "llvm.global_ctors";
@@ -47,7 +49,12 @@ const HIDDEN_CTORS: &str = "repocc.hidden.global_ctors";
 /// clang's inliner deletes them once their last call is inlined: the
 /// vectorizers, unrolling and late simplification passes then do not
 /// spend time on them (a fifth of the optimizer's time in lua's units).
-pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Result<()> {
+pub fn run(
+    unit: &Unit,
+    settings: &CodegenSettings,
+    stored: &StoredCode,
+    bodies: Option<&Bodies>,
+) -> Result<Optimized> {
     let ctors = unit.module.get_global(CTORS);
     if let Some(c) = ctors {
         // External while hidden, so that nothing deletes or rewrites it.
@@ -63,14 +70,28 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
         merge_functions: 0,
     };
     let mut dropped = Ok(());
-    let result = llvm_shim::run_pipeline_with_hook(
+    let mut outcome = Optimized::default();
+    let mut replaced = HashSet::new();
+    let result = llvm_shim::run_pipeline_with_hooks(
         &unit.module,
         &unit.target_machine,
         settings.opt.pipeline(),
         &tuning,
-        &mut || {
-            dropped = drop_unreferenced_locals(unit, stored);
-            drop_context_bodies(unit, stored);
+        bodies.is_some(),
+        &mut |point| match (point, bodies) {
+            (HookPoint::BeforeInliner, Some(b)) => {
+                let (count, skip) = bodies::substitute(unit, &b.context);
+                outcome.substituted = count;
+                replaced = skip.into_iter().collect();
+            }
+            (HookPoint::AfterInliner, Some(b)) => {
+                outcome.snapshot = bodies::snapshot(unit, b.digests, &replaced);
+            }
+            (HookPoint::OptimizerEarly, _) => {
+                dropped = drop_unreferenced_locals(unit, stored);
+                drop_context_bodies(unit, stored);
+            }
+            _ => {}
         },
     )
     .map_err(|e| anyhow!("optimizing {}: {e}", unit.source_name))
@@ -80,7 +101,23 @@ pub fn run(unit: &Unit, settings: &CodegenSettings, stored: &StoredCode) -> Resu
         c.set_linkage(Linkage::Appending);
         c.set_name(CTORS);
     }
-    result
+    result.map(|()| outcome)
+}
+
+/// The stored bodies a compile uses and keeps (see `bodies`).
+pub struct Bodies<'a> {
+    pub digests: &'a ModuleDigests,
+    /// What to put in place of the context's bodies.
+    pub context: ContextBodies,
+}
+
+/// What [`run`] leaves besides the optimized module.
+#[derive(Default)]
+pub struct Optimized {
+    /// How many context bodies were stored ones.
+    pub substituted: usize,
+    /// The bodies to store (see `bodies`).
+    pub snapshot: Option<Snapshot>,
 }
 
 /// Where the module optimization half starts, the functions kept only as

@@ -37,6 +37,9 @@ pub mod key {
     pub const DEFINITIONS_PRUNED: &str = "definitions_pruned";
     /// Fragments written to the repository.
     pub const FRAGMENTS_STORED: &str = "fragments_stored";
+    /// Function bodies the optimizer took from the repository as an
+    /// earlier compile's inliner left them (no simplification ran on them).
+    pub const BODIES_REUSED: &str = "bodies_reused";
     /// Repository entries that failed verification (and were recompiled).
     pub const CORRUPT_ENTRIES: &str = "corrupt_entries";
     /// Units with debug info compiled whole, without the repository
@@ -80,6 +83,7 @@ pub mod key {
         DEFINITIONS_COMPILED,
         DEFINITIONS_PRUNED,
         FRAGMENTS_STORED,
+        BODIES_REUSED,
         CORRUPT_ENTRIES,
         DEBUG_UNITS_WHOLE,
         CLANG_UNITS_REUSED,

@@ -127,6 +127,13 @@ pub enum EntryKind {
     /// That clang compiled a unit with these arguments (empty; see
     /// `pipeline::clang_units`).
     ClangUnitHint,
+    /// Where a function's body after the inliner is stored: which
+    /// [`EntryKind::Bodies`] entry, under which name (see
+    /// `pipeline::bodies`).
+    BodyIndex,
+    /// Function bodies after the inliner, as compressed bitcode (see
+    /// `pipeline::bodies`).
+    Bodies,
 }
 
 impl EntryKind {
@@ -141,6 +148,8 @@ impl EntryKind {
             EntryKind::History => 6,
             EntryKind::SearchList => 7,
             EntryKind::ClangUnitHint => 8,
+            EntryKind::BodyIndex => 9,
+            EntryKind::Bodies => 10,
         }
     }
 }
@@ -283,6 +292,8 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         (6, [0, 0, 0]) => EntryKind::History,
         (7, [0, 0, 0]) => EntryKind::SearchList,
         (8, [0, 0, 0]) => EntryKind::ClangUnitHint,
+        (9, [0, 0, 0]) => EntryKind::BodyIndex,
+        (10, [0, 0, 0]) => EntryKind::Bodies,
         (k, _) => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {

@@ -1,0 +1,229 @@
+//! Stored bodies for the optimizer's context: what the inliner sees of a
+//! definition that is not compiled again.
+//!
+//! A recompiled definition is optimized with everything it reaches as
+//! context (`prune`): the inliner must see each callee as a cold compile's
+//! inliner does, after that callee's own inlining and simplification. On
+//! sqlite3.c, an edit reaching `openDatabase` made the optimizer simplify
+//! most of the file again for ten definitions. Instead, every compile keeps
+//! the bodies the inliner left (right after it, [`HookPoint::AfterInliner`])
+//! of the definitions it simplified, in one compressed bitcode entry, and
+//! one small index entry per definition, keyed by its final digest and
+//! name. A later compile puts those bodies in place of the context's right
+//! before the inliner ([`HookPoint::BeforeInliner`]); no optional pass runs
+//! on them until the inliner is done (the shim's pass instrumentation), and
+//! the inliner then finds each callee exactly as a cold compile has it.
+//!
+//! Why that is exact: a final digest covers the definition and everything
+//! it reaches (`digest`), statics are hidden external while the optimizer
+//! runs (`canonical`), so no interprocedural pass changes a body from its
+//! callers, and the passes before the inliner still see the frontend's
+//! bodies (the substitution happens after them). A body is taken right
+//! after the inliner, before the module passes that follow it
+//! (dead-argument elimination rewrites call sites after it).
+//!
+//! Not for units with debug info yet: a stored body's debug metadata would
+//! have to become the unit's (its compile unit, subprograms, files and
+//! lines); those units optimize their context as before.
+//!
+//! [`HookPoint::AfterInliner`]: crate::llvm_shim::HookPoint::AfterInliner
+//! [`HookPoint::BeforeInliner`]: crate::llvm_shim::HookPoint::BeforeInliner
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::canonical::Unit;
+use super::digest::ModuleDigests;
+use crate::llvm_shim;
+use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
+
+/// Largest bodies entry read back (decompressed).
+const MAX_BODIES_BYTES: u64 = 512 << 20;
+/// zstd level of a bodies entry: bitcode shrinks about 3x at level 1.
+const BODIES_ZSTD_LEVEL: i32 = 1;
+
+/// Whether stored bodies may be used and kept for this unit: optimized,
+/// without debug info, and not turned off (`REPOCC_CONTEXT_BODIES=0`).
+pub fn applies(unit: &Unit, optimized: bool) -> bool {
+    optimized
+        && unit.module.get_global_metadata_size("llvm.dbg.cu") == 0
+        && std::env::var_os("REPOCC_CONTEXT_BODIES").is_none_or(|v| v != "0")
+}
+
+/// The index key of `name`'s body after the inliner, with `digest` its
+/// final digest.
+fn index_key(digest: &FragmentDigest, name: &str) -> FragmentDigest {
+    let mut h = blake3::Hasher::new();
+    h.update(b"repocc body after the inliner\0");
+    h.update(&digest.0);
+    h.update(name.as_bytes());
+    FragmentDigest(*h.finalize().as_bytes())
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct IndexRecord {
+    /// The key of the bodies entry.
+    bodies: String,
+}
+
+/// Bodies to put in place of the context's: the bitcode of each stored
+/// bodies entry, with the names to take from it.
+#[derive(Default)]
+pub struct ContextBodies {
+    pub sources: Vec<(Vec<u8>, Vec<String>)>,
+}
+
+/// Finds the stored bodies of the module's function definitions (each
+/// with its final digest in `digests`): the context's, statics kept for
+/// the optimizer, and any other whose body a compile kept. A missing or
+/// unreadable entry leaves its function to the optimizer, as before.
+pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> ContextBodies {
+    let finals: HashMap<&str, &FragmentDigest> = digests
+        .defs
+        .iter()
+        .map(|d| (d.name.as_str(), &d.final_digest))
+        .collect();
+    let mut defined = Vec::new();
+    let mut f = unit.module.get_first_function();
+    while let Some(func) = f {
+        f = func.get_next_function();
+        if func.count_basic_blocks() > 0 {
+            defined.push(func.get_name().to_string_lossy().into_owned());
+        }
+    }
+    let wanted: Vec<(&String, FragmentDigest)> = defined
+        .iter()
+        .filter_map(|n| finals.get(n.as_str()).map(|d| (n, index_key(d, n))))
+        .collect();
+    store.prefetch(&wanted.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+    let mut by_source: BTreeMap<FragmentDigest, Vec<String>> = BTreeMap::new();
+    for (name, key) in wanted {
+        let Ok(Lookup::Hit(e)) = store.get(&key) else {
+            continue;
+        };
+        if e.kind != EntryKind::BodyIndex {
+            continue;
+        }
+        let Some(source) = serde_json::from_slice::<IndexRecord>(&e.metadata)
+            .ok()
+            .and_then(|r| FragmentDigest::from_hex(&r.bodies))
+        else {
+            continue;
+        };
+        by_source.entry(source).or_default().push(name.clone());
+    }
+    store.prefetch(&by_source.keys().copied().collect::<Vec<_>>());
+    let mut out = ContextBodies::default();
+    for (source, names) in by_source {
+        let Ok(Lookup::Hit(e)) = store.get(&source) else {
+            continue;
+        };
+        if e.kind != EntryKind::Bodies {
+            continue;
+        }
+        if let Some(bitcode) = crate::repo::decompress_bounded(&e.payload, MAX_BODIES_BYTES) {
+            out.sources.push((bitcode, names));
+        }
+    }
+    out
+}
+
+/// Puts the stored bodies in place (from the
+/// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook).
+/// Returns how many were replaced, and the names of those and of the local
+/// functions only they use (attached to a definition with a stored body:
+/// no pass runs on them either), whose bodies are not to be kept.
+pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> (usize, Vec<String>) {
+    let mut replaced = Vec::new();
+    for (bitcode, names) in &bodies.sources {
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let done = llvm_shim::substitute_bodies(&unit.module, bitcode, &refs);
+        replaced.extend(
+            names
+                .iter()
+                .zip(done)
+                .filter(|(_, d)| *d)
+                .map(|(n, _)| n.clone()),
+        );
+    }
+    let count = replaced.len();
+    if count > 0 {
+        replaced.extend(llvm_shim::mark_context_only_locals(&unit.module));
+    }
+    (count, replaced)
+}
+
+/// The bodies the inliner left (from the
+/// [`HookPoint::AfterInliner`](crate::llvm_shim::HookPoint) hook) of the
+/// module's function definitions with a final digest, except those in
+/// `skip` (put in place from the repository, or stored already).
+pub struct Snapshot {
+    /// Compressed bitcode.
+    pub payload: Vec<u8>,
+    /// `(name, final digest)` of each body in it.
+    pub names: Vec<(String, FragmentDigest)>,
+}
+
+pub fn snapshot(
+    unit: &Unit,
+    digests: &ModuleDigests,
+    skip: &std::collections::HashSet<String>,
+) -> Option<Snapshot> {
+    let finals: HashMap<&str, &FragmentDigest> = digests
+        .defs
+        .iter()
+        .map(|d| (d.name.as_str(), &d.final_digest))
+        .collect();
+    let mut names = Vec::new();
+    let mut f = unit.module.get_first_function();
+    while let Some(func) = f {
+        f = func.get_next_function();
+        if func.count_basic_blocks() == 0 {
+            continue;
+        }
+        let name = func.get_name().to_string_lossy().into_owned();
+        if skip.contains(&name) {
+            continue;
+        }
+        if let Some(d) = finals.get(name.as_str()) {
+            names.push((name, **d));
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let refs: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+    let module = llvm_shim::extract_definitions(&unit.module, &refs, false, None);
+    let bitcode = module.write_bitcode_to_memory();
+    let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
+    Some(Snapshot { payload, names })
+}
+
+/// The entries that store `snapshot`: the bodies, and an index entry per
+/// function.
+pub fn entries(snapshot: Snapshot) -> Vec<(FragmentDigest, Entry)> {
+    let key = FragmentDigest(*blake3::hash(&snapshot.payload).as_bytes());
+    let record = serde_json::to_vec(&IndexRecord {
+        bodies: key.to_hex(),
+    })
+    .unwrap_or_default();
+    let mut out = Vec::with_capacity(snapshot.names.len() + 1);
+    out.push((
+        key,
+        Entry {
+            kind: EntryKind::Bodies,
+            metadata: Vec::new(),
+            payload: snapshot.payload,
+        },
+    ));
+    for (name, digest) in &snapshot.names {
+        out.push((
+            index_key(digest, name),
+            Entry {
+                kind: EntryKind::BodyIndex,
+                metadata: record.clone(),
+                payload: Vec::new(),
+            },
+        ));
+    }
+    out
+}
