@@ -29,7 +29,7 @@
 //! [`HookPoint::AfterInliner`]: crate::llvm_shim::HookPoint::AfterInliner
 //! [`HookPoint::BeforeInliner`]: crate::llvm_shim::HookPoint::BeforeInliner
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::canonical::Unit;
 use super::digest::ModuleDigests;
@@ -154,8 +154,11 @@ pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> (usize, Vec<String>) {
 
 /// The bodies the inliner left (from the
 /// [`HookPoint::AfterInliner`](crate::llvm_shim::HookPoint) hook) of the
-/// module's function definitions with a final digest, except those in
-/// `skip` (put in place from the repository, or stored already).
+/// module's function definitions with a final digest whose whole reach
+/// the module had (`whole_reach`: a static kept only in case new code
+/// needs it may have lost callees' bodies to pruning, and its body is then
+/// not the one a cold compile makes), except those in `skip` (put in
+/// place from the repository).
 pub struct Snapshot {
     /// Compressed bitcode.
     pub payload: Vec<u8>,
@@ -166,7 +169,8 @@ pub struct Snapshot {
 pub fn snapshot(
     unit: &Unit,
     digests: &ModuleDigests,
-    skip: &std::collections::HashSet<String>,
+    whole_reach: &HashSet<String>,
+    skip: &HashSet<String>,
 ) -> Option<Snapshot> {
     let finals: HashMap<&str, &FragmentDigest> = digests
         .defs
@@ -181,7 +185,7 @@ pub fn snapshot(
             continue;
         }
         let name = func.get_name().to_string_lossy().into_owned();
-        if skip.contains(&name) {
+        if skip.contains(&name) || !whole_reach.contains(&name) {
             continue;
         }
         if let Some(d) = finals.get(name.as_str()) {

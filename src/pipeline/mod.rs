@@ -348,6 +348,7 @@ fn repository_stages(
     let bodies =
         bodies::applies(unit, settings.opt != settings::OptLevel::O0).then(|| optimize::Bodies {
             digests,
+            whole_reach: &pruned.whole_reach,
             context: bodies::lookup(store, unit, digests),
         });
     times.metadata += t.elapsed();

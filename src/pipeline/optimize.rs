@@ -85,7 +85,7 @@ pub fn run(
                 replaced = skip.into_iter().collect();
             }
             (HookPoint::AfterInliner, Some(b)) => {
-                outcome.snapshot = bodies::snapshot(unit, b.digests, &replaced);
+                outcome.snapshot = bodies::snapshot(unit, b.digests, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
                 dropped = drop_unreferenced_locals(unit, stored);
@@ -107,6 +107,8 @@ pub fn run(
 /// The stored bodies a compile uses and keeps (see `bodies`).
 pub struct Bodies<'a> {
     pub digests: &'a ModuleDigests,
+    /// What the compile sees the whole reach of (see `prune`).
+    pub whole_reach: &'a HashSet<String>,
     /// What to put in place of the context's bodies.
     pub context: ContextBodies,
 }

@@ -85,6 +85,11 @@ pub struct PrunePlan {
     /// What the stored code the object may hold refers to (see
     /// `optimize::drop_unreferenced_locals`).
     pub stored_code: super::optimize::StoredCode,
+    /// The definitions compiled now and everything they reach: the
+    /// optimizer sees the whole reach of each, as a cold compile does
+    /// (what else stays in the module may miss a callee's body, see
+    /// `bodies::snapshot`).
+    pub whole_reach: std::collections::HashSet<String>,
 }
 
 pub fn prune_known_definitions(
@@ -204,6 +209,13 @@ pub fn prune_known_definitions(
         frontier = next;
     }
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
+    plan.whole_reach = digests
+        .defs
+        .iter()
+        .zip(&depth)
+        .filter(|(_, &d)| d != usize::MAX)
+        .map(|(def, _)| def.name.clone())
+        .collect();
     // What the optimizer deleted before is kept only where new code may
     // come to name it (stored code that does is compiled, see above).
     // Optimizing it again would be for nothing.
