@@ -40,11 +40,20 @@
 //!   created before the context and dropped after it (or neither is ever
 //!   dropped, when the exit reclaims them), so the address stays valid for
 //!   every call.
-//! - `run_pipeline_with_hook`: the shim runs the new pass manager on the
-//!   module (as `LLVMRunPasses`) and calls `hook` once, on this thread,
-//!   from inside a module pass; the hook may change the module through
-//!   inkwell (the shim then clears every cached analysis). A panic in the
-//!   hook is caught before it reaches C++ and reported as an error.
+//! - `run_pipeline_with_hooks`: the shim runs the new pass manager on the
+//!   module (as `LLVMRunPasses`) and calls `hook` on this thread: at the
+//!   optimizer's start from inside a module pass, where the hook may
+//!   change the module through inkwell (the shim then clears every cached
+//!   analysis); with `inliner_hooks`, also from the pass instrumentation
+//!   right before and right after the inliner. Before it, the hook may
+//!   only replace bodies (`substitute_bodies`, which marks them; the shim
+//!   then drops what the function analyses cached for them and the call
+//!   graph); after it, only read. A panic in the hook is caught before it
+//!   reaches C++ and reported as an error.
+//! - `substitute_bodies`: the blob is read lazily into a module of the
+//!   shim's own in the unit's context, dropped before the call returns;
+//!   every global value a copied body names is mapped to the unit's (or a
+//!   declaration added), so nothing in the unit refers into that module.
 //! - `remove_file_on_interrupt` and the rest of the interrupt table: the
 //!   shim copies the path (LLVM's list and its own table own their
 //!   copies), installs its SIGINT/SIGTERM/SIGHUP handler once (never over

@@ -231,3 +231,53 @@ pub fn entries(snapshot: Snapshot) -> Vec<(FragmentDigest, Entry)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repo::store::Store;
+
+    #[test]
+    fn index_keys_tell_name_and_digest_apart() {
+        let a = FragmentDigest([1; 32]);
+        let b = FragmentDigest([2; 32]);
+        assert_ne!(index_key(&a, "f"), index_key(&b, "f"));
+        assert_ne!(index_key(&a, "f"), index_key(&a, "g"));
+        assert_eq!(index_key(&a, "f"), index_key(&a, "f"));
+    }
+
+    #[test]
+    fn stored_bodies_are_found_through_their_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        let bitcode = b"BC\xc0\xde not really bitcode".to_vec();
+        let snapshot = Snapshot {
+            payload: zstd::bulk::compress(&bitcode, BODIES_ZSTD_LEVEL).unwrap(),
+            names: vec![
+                ("f".to_string(), FragmentDigest([1; 32])),
+                ("g".to_string(), FragmentDigest([2; 32])),
+            ],
+        };
+        let entries = entries(snapshot);
+        assert_eq!(entries.len(), 3);
+        assert_eq!(entries[0].1.kind, EntryKind::Bodies);
+        store.put_many(&entries).unwrap();
+        let Ok(Lookup::Hit(index)) = store.get(&index_key(&FragmentDigest([2; 32]), "g")) else {
+            panic!("no index entry for g");
+        };
+        assert_eq!(index.kind, EntryKind::BodyIndex);
+        let record: IndexRecord = serde_json::from_slice(&index.metadata).unwrap();
+        let key = FragmentDigest::from_hex(&record.bodies).unwrap();
+        let Ok(Lookup::Hit(bodies)) = store.get(&key) else {
+            panic!("no bodies entry");
+        };
+        assert_eq!(
+            crate::repo::decompress_bounded(&bodies.payload, MAX_BODIES_BYTES).unwrap(),
+            bitcode
+        );
+        assert!(matches!(
+            store.get(&index_key(&FragmentDigest([1; 32]), "g")),
+            Ok(Lookup::Miss)
+        ));
+    }
+}

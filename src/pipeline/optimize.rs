@@ -20,6 +20,10 @@
 //! gone). Without it, each such function would still be compiled and
 //! linked into the program.
 //!
+//! With stored bodies (`bodies`), the context's functions get the bodies
+//! an earlier compile's inliner left them right before the inliner runs,
+//! and this compile's are kept right after it.
+//!
 //! The pipeline's last pass turns a lookup table of pointers to local
 //! constants (a switch over string literals) into a table of 32-bit
 //! offsets in position-independent code; with the constants hidden
