@@ -1768,7 +1768,11 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *b
   for (size_t i = 0; i < count; i++) {
     Function *S = Src.getFunction(names[i]);
     Function *D = Unit.getFunction(names[i]);
-    if (!S || !D || D->isDeclaration() || S->isDeclaration() || isSubstituted(D))
+    // A local function's body may depend on its callers (constant
+    // arguments propagated, dead ones removed): only hidden external and
+    // other non-local functions are replaced.
+    if (!S || !D || D->isDeclaration() || S->isDeclaration() || isSubstituted(D) ||
+        D->hasLocalLinkage() || S->hasLocalLinkage())
       continue;
     if (Error E = S->materialize()) {
       consumeError(std::move(E));
@@ -1826,36 +1830,6 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *b
     if (CUs->getNumOperands() == 0)
       Unit.eraseNamedMetadata(CUs);
   return replaced;
-}
-
-// Marks (see kSubstitutedAttr) the local functions only functions with
-// stored bodies use, through calls or other instructions: nothing compiled
-// now can inline them, so no pass need run on them. Returns how many.
-extern "C" size_t repocc_mark_context_only_locals(LLVMModuleRef module_ref) {
-  using namespace llvm;
-  Module &M = *unwrap(module_ref);
-  size_t marked = 0;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Function &F : M) {
-      if (F.isDeclaration() || !F.hasLocalLinkage() || isSubstituted(&F) || F.use_empty())
-        continue;
-      bool only_context = true;
-      for (const User *U : F.users()) {
-        auto *I = dyn_cast<Instruction>(U);
-        if (!I || !isSubstituted(I->getFunction())) {
-          only_context = false;
-          break;
-        }
-      }
-      if (only_context) {
-        F.addFnAttr(kSubstitutedAttr);
-        changed = true;
-        marked++;
-      }
-    }
-  }
-  return marked;
 }
 
 // Takes the name off every argument, block and instruction of `module`'s

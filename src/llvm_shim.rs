@@ -359,7 +359,6 @@ extern "C" {
         count: usize,
         done: *mut u8,
     ) -> usize;
-    fn repocc_mark_context_only_locals(module: llvm_sys::prelude::LLVMModuleRef) -> usize;
     fn repocc_frontend_run(
         clang_path: *const c_char,
         prog_name: *const c_char,
@@ -1258,37 +1257,6 @@ pub fn run_pipeline_with_hooks(
     Ok(())
 }
 
-/// Marks the local functions that only functions with stored bodies use
-/// (see [`substitute_bodies`]), so that no optional pass runs on them
-/// until the inliner is done either. Returns their names.
-pub fn mark_context_only_locals(module: &inkwell::module::Module) -> Vec<String> {
-    // SAFETY: see the module invariants.
-    let marked = unsafe { repocc_mark_context_only_locals(module.as_mut_ptr()) };
-    if marked == 0 {
-        return Vec::new();
-    }
-    let mut out = Vec::with_capacity(marked);
-    let mut f = module.get_first_function();
-    while let Some(func) = f {
-        f = func.get_next_function();
-        let is_local = matches!(
-            func.get_linkage(),
-            inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
-        );
-        if is_local
-            && func
-                .get_string_attribute(inkwell::attributes::AttributeLoc::Function, SUBSTITUTED)
-                .is_some()
-        {
-            out.push(func.get_name().to_string_lossy().into_owned());
-        }
-    }
-    out
-}
-
-/// The mark of [`substitute_bodies`] (the shim's `kSubstitutedAttr`).
-const SUBSTITUTED: &str = "repocc-substituted";
-
 /// Where [`run_pipeline_with_hooks`] calls its hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookPoint {
@@ -1773,7 +1741,11 @@ mod tests {
         assert_eq!(function_ir(&first, "g"), function_ir(&second, "g"));
         assert_eq!(function_ir(&first, "f"), function_ir(&second, "f"));
         assert!(!at_inliner_end.contains("%struct.S."), "{at_inliner_end}");
-        assert!(!second.print_to_string().to_string().contains(SUBSTITUTED));
+        // The shim's `kSubstitutedAttr` is gone once the inliner is done.
+        assert!(!second
+            .print_to_string()
+            .to_string()
+            .contains("repocc-substituted"));
     }
 
     #[test]

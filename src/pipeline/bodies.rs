@@ -129,9 +129,10 @@ pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> Cont
 
 /// Puts the stored bodies in place (from the
 /// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook).
-/// Returns how many were replaced, and the names of those and of the local
-/// functions only they use (attached to a definition with a stored body:
-/// no pass runs on them either), whose bodies are not to be kept.
+/// Returns how many were replaced, and their names (their bodies are not
+/// to be kept again). The local functions a replaced body calls are left
+/// to the optimizer (or replaced in turn): a replaced function may be
+/// compiled now (its fragment evicted), and the static it calls with it.
 pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> (usize, Vec<String>) {
     let mut replaced = Vec::new();
     for (bitcode, names) in &bodies.sources {
@@ -145,11 +146,7 @@ pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> (usize, Vec<String>) {
                 .map(|(n, _)| n.clone()),
         );
     }
-    let count = replaced.len();
-    if count > 0 {
-        replaced.extend(llvm_shim::mark_context_only_locals(&unit.module));
-    }
-    (count, replaced)
+    (replaced.len(), replaced)
 }
 
 /// The bodies the inliner left (from the
@@ -181,7 +178,13 @@ pub fn snapshot(
     let mut f = unit.module.get_first_function();
     while let Some(func) = f {
         f = func.get_next_function();
-        if func.count_basic_blocks() == 0 {
+        // A local function (a static with one caller, left local) may have
+        // been rewritten from its caller: its body is not its own.
+        let local = matches!(
+            func.get_linkage(),
+            inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
+        );
+        if func.count_basic_blocks() == 0 || local {
             continue;
         }
         let name = func.get_name().to_string_lossy().into_owned();
