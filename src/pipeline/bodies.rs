@@ -74,27 +74,44 @@ pub struct ContextBodies {
     pub sources: Vec<(Vec<u8>, Vec<String>)>,
 }
 
-/// Finds the stored bodies of the module's function definitions (each
-/// with its final digest in `digests`): the context's, statics kept for
-/// the optimizer, and any other whose body a compile kept. A missing or
-/// unreadable entry leaves its function to the optimizer, as before.
-pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> ContextBodies {
+/// The module's function definitions that have a final digest and are
+/// not local, with that digest: those whose bodies are kept and looked
+/// up. A local function (a static with one caller, left local) may have
+/// been rewritten from its caller: its body is not its own.
+fn candidates(unit: &Unit, digests: &ModuleDigests) -> Vec<(String, FragmentDigest)> {
     let finals: HashMap<&str, &FragmentDigest> = digests
         .defs
         .iter()
         .map(|d| (d.name.as_str(), &d.final_digest))
         .collect();
-    let mut defined = Vec::new();
+    let mut out = Vec::new();
     let mut f = unit.module.get_first_function();
     while let Some(func) = f {
         f = func.get_next_function();
-        if func.count_basic_blocks() > 0 {
-            defined.push(func.get_name().to_string_lossy().into_owned());
+        let local = matches!(
+            func.get_linkage(),
+            inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
+        );
+        if func.count_basic_blocks() == 0 || local {
+            continue;
+        }
+        let name = func.get_name().to_string_lossy().into_owned();
+        if let Some(d) = finals.get(name.as_str()) {
+            out.push((name, **d));
         }
     }
-    let wanted: Vec<(&String, FragmentDigest)> = defined
+    out
+}
+
+/// Finds the stored bodies of the module's function definitions (each
+/// with its final digest in `digests`): the context's, statics kept for
+/// the optimizer, and any other whose body a compile kept. A missing or
+/// unreadable entry leaves its function to the optimizer, as before.
+pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> ContextBodies {
+    let candidates = candidates(unit, digests);
+    let wanted: Vec<(&String, FragmentDigest)> = candidates
         .iter()
-        .filter_map(|n| finals.get(n.as_str()).map(|d| (n, index_key(d, n))))
+        .map(|(n, d)| (n, index_key(d, n)))
         .collect();
     store.prefetch(&wanted.iter().map(|(_, k)| *k).collect::<Vec<_>>());
     let mut by_source: BTreeMap<FragmentDigest, Vec<String>> = BTreeMap::new();
@@ -171,32 +188,10 @@ pub fn snapshot(
     whole_reach: &HashSet<String>,
     skip: &HashSet<String>,
 ) -> Option<Snapshot> {
-    let finals: HashMap<&str, &FragmentDigest> = digests
-        .defs
-        .iter()
-        .map(|d| (d.name.as_str(), &d.final_digest))
+    let names: Vec<(String, FragmentDigest)> = candidates(unit, digests)
+        .into_iter()
+        .filter(|(name, _)| !skip.contains(name) && whole_reach.contains(name))
         .collect();
-    let mut names = Vec::new();
-    let mut f = unit.module.get_first_function();
-    while let Some(func) = f {
-        f = func.get_next_function();
-        // A local function (a static with one caller, left local) may have
-        // been rewritten from its caller: its body is not its own.
-        let local = matches!(
-            func.get_linkage(),
-            inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
-        );
-        if func.count_basic_blocks() == 0 || local {
-            continue;
-        }
-        let name = func.get_name().to_string_lossy().into_owned();
-        if skip.contains(&name) || !whole_reach.contains(&name) {
-            continue;
-        }
-        if let Some(d) = finals.get(name.as_str()) {
-            names.push((name, **d));
-        }
-    }
     if names.is_empty() {
         return None;
     }
