@@ -71,6 +71,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <optional>
+#include <set>
 #include <llvm/IR/GlobalAlias.h>
 #include <llvm/IR/GlobalIFunc.h>
 #include <llvm/IR/Module.h>
@@ -1739,62 +1740,77 @@ bool resolvesInUnit(const llvm::Function &S, llvm::Module &Unit, UnitTypeMapper 
 } // namespace
 
 // Replaces the bodies of the named functions of `unit_ref` with those of
-// the same names in `blob` (bitcode of a module made by
-// repocc_extract_definitions in an earlier compile), and marks them (see
-// kSubstitutedAttr). `done[i]` says whether names[i] was replaced; a
-// function stays as it is when the blob lacks it, its type differs, or
-// its body names something the unit does not have. Returns how many were
-// replaced. Only for modules without debug info.
-extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *blob,
-                                           size_t blob_len, const char *const *names,
-                                           size_t count, unsigned char *done) {
+// the same names in the modules of `blobs` (bitcode of modules made by
+// repocc_extract_definitions in earlier compiles; names[i] is taken from
+// blobs[sources[i]]), and marks them (see kSubstitutedAttr). `done[i]` says
+// whether names[i] was replaced; a function stays as it is when its blob
+// lacks it, its type differs, or its body names something the unit does
+// not have, and then so does every other name of the same `groups[i]`.
+// A group is a set of functions that reach one another (a call-graph
+// cycle, directly or through globals): the optimizer simplifies them
+// together, each seeing the others half-done, so a stored body is the
+// cold compile's only next to the others' stored bodies. Returns how many
+// were replaced. Only for modules without debug info.
+extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *const *blobs,
+                                           const size_t *blob_lens, size_t blob_count,
+                                           const char *const *names, const size_t *sources,
+                                           const size_t *groups, size_t count,
+                                           unsigned char *done) {
   using namespace llvm;
   Module &Unit = *unwrap(unit_ref);
   for (size_t i = 0; i < count; i++)
     done[i] = 0;
 
-  MemoryBufferRef Buffer(StringRef(blob, blob_len), "repocc-bodies");
-  Expected<std::unique_ptr<Module>> Read = getLazyBitcodeModule(Buffer, Unit.getContext());
-  if (!Read) {
-    consumeError(Read.takeError());
-    return 0;
-  }
-  Module &Src = **Read;
-  if (Src.getDataLayout() != Unit.getDataLayout() ||
-      Src.getTargetTriple() != Unit.getTargetTriple())
-    return 0;
-  std::vector<std::pair<Function *, Function *>> Pairs;
-  std::vector<size_t> Index;
-  for (size_t i = 0; i < count; i++) {
-    Function *S = Src.getFunction(names[i]);
-    Function *D = Unit.getFunction(names[i]);
-    // A local function's body may depend on its callers (constant
-    // arguments propagated, dead ones removed): only hidden external and
-    // other non-local functions are replaced.
-    if (!S || !D || D->isDeclaration() || S->isDeclaration() || isSubstituted(D) ||
-        D->hasLocalLinkage() || S->hasLocalLinkage())
-      continue;
-    if (Error E = S->materialize()) {
-      consumeError(std::move(E));
+  // Each blob's module, or null when it cannot be read or is not for this
+  // target.
+  std::vector<std::unique_ptr<Module>> Sources(blob_count);
+  for (size_t b = 0; b < blob_count; b++) {
+    MemoryBufferRef Buffer(StringRef(blobs[b], blob_lens[b]), "repocc-bodies");
+    Expected<std::unique_ptr<Module>> Read = getLazyBitcodeModule(Buffer, Unit.getContext());
+    if (!Read) {
+      consumeError(Read.takeError());
       continue;
     }
-    Pairs.emplace_back(S, D);
-    Index.push_back(i);
+    if ((*Read)->getDataLayout() != Unit.getDataLayout() ||
+        (*Read)->getTargetTriple() != Unit.getTargetTriple())
+      continue;
+    Sources[b] = std::move(*Read);
   }
   UnitTypeMapper Types(Unit);
+  // First every check, then the group veto, then the cloning: a group is
+  // replaced whole or not at all.
+  std::vector<std::pair<Function *, Function *>> Pairs(count, {nullptr, nullptr});
+  std::set<size_t> FailedGroups;
+  for (size_t i = 0; i < count; i++) {
+    Module *Src = sources[i] < blob_count ? Sources[sources[i]].get() : nullptr;
+    Function *S = Src ? Src->getFunction(names[i]) : nullptr;
+    Function *D = Unit.getFunction(names[i]);
+    // Which functions' bodies are their own (a local function's may have
+    // been rewritten from its caller) is the caller's to say (bodies.rs).
+    bool Ok = S && D && !D->isDeclaration() && !S->isDeclaration() && !isSubstituted(D) &&
+              D->hasLocalLinkage() == S->hasLocalLinkage();
+    if (Ok) {
+      if (Error E = S->materialize()) {
+        consumeError(std::move(E));
+        Ok = false;
+      }
+    }
+    // A block whose address is taken (computed goto) is named by constants
+    // outside the body, which would still name the old blocks; a type the
+    // unit lacks means the body is not the unit's kind of code.
+    Ok = Ok && !hasAddressTakenBlock(*S) && !hasAddressTakenBlock(*D) && Types.mapsBody(*S) &&
+         Types.map(S->getFunctionType()) == D->getFunctionType() &&
+         resolvesInUnit(*S, Unit, Types);
+    if (Ok)
+      Pairs[i] = {S, D};
+    else
+      FailedGroups.insert(groups[i]);
+  }
   UnitGlobalMaterializer Mat(Unit, Types);
   size_t replaced = 0;
-
-  for (size_t k = 0; k < Pairs.size(); k++) {
-    auto [S, D] = Pairs[k];
-    // A block whose address is taken (computed goto) is named by
-    // constants outside the body, which would still name the old blocks.
-    if (hasAddressTakenBlock(*S) || hasAddressTakenBlock(*D))
-      continue;
-    // A type the unit lacks means the body is not the unit's kind of
-    // code.
-    if (!Types.mapsBody(*S) || Types.map(S->getFunctionType()) != D->getFunctionType() ||
-        !resolvesInUnit(*S, Unit, Types))
+  for (size_t i = 0; i < count; i++) {
+    auto [S, D] = Pairs[i];
+    if (!S || FailedGroups.count(groups[i]))
       continue;
     GlobalValue::LinkageTypes Linkage = D->getLinkage();
     GlobalValue::VisibilityTypes Visibility = D->getVisibility();
@@ -1821,7 +1837,7 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *b
     D->setAlignment(Align);
     D->setSection(Section);
     D->addFnAttr(kSubstitutedAttr);
-    done[Index[k]] = 1;
+    done[i] = 1;
     replaced++;
   }
   // Cloning into another module lists compile units even when there are

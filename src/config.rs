@@ -21,6 +21,7 @@ pub struct Config {
     pub disable: bool,
     pub fragments: bool,
     pub debug_fragments: DebugFragments,
+    pub context_bodies: bool,
     pub jobs: usize,
     pub max_size: String,
     pub merge_functions: bool,

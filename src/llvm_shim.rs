@@ -50,7 +50,7 @@
 //!   then drops what the function analyses cached for them and the call
 //!   graph); after it, only read. A panic in the hook is caught before it
 //!   reaches C++ and reported as an error.
-//! - `substitute_bodies`: the blob is read lazily into a module of the
+//! - `substitute_bodies`: each blob is read lazily into a module of the
 //!   shim's own in the unit's context, dropped before the call returns;
 //!   every global value a copied body names is mapped to the unit's (or a
 //!   declaration added), so nothing in the unit refers into that module.
@@ -353,9 +353,12 @@ extern "C" {
     ) -> llvm_sys::error::LLVMErrorRef;
     fn repocc_substitute_bodies(
         module: llvm_sys::prelude::LLVMModuleRef,
-        blob: *const c_char,
-        blob_len: usize,
+        blobs: *const *const c_char,
+        blob_lens: *const usize,
+        blob_count: usize,
         names: *const *const c_char,
+        sources: *const usize,
+        groups: *const usize,
         count: usize,
         done: *mut u8,
     ) -> usize;
@@ -1270,35 +1273,54 @@ pub enum HookPoint {
     OptimizerEarly,
 }
 
-/// Replaces the bodies of the named functions of `module` with those of
-/// the same names in `blob` (bitcode of a module [`extract_definitions`]
-/// made in an earlier compile, after the inliner), and marks them so that
-/// no optional pass runs on them until the inliner is done. Call it only
-/// from the [`HookPoint::BeforeInliner`] hook, on a module without debug
-/// info. Returns, for each name, whether its body was replaced: one stays
-/// when the blob lacks it, its type differs, or it names what the module
-/// lacks.
+/// One function whose body [`substitute_bodies`] puts in place.
+pub struct BodyRequest<'a> {
+    pub name: &'a str,
+    /// Which of the blobs holds its body.
+    pub source: usize,
+    /// Functions of the same group are replaced all or none: those that
+    /// reach one another, which the optimizer simplifies together.
+    pub group: usize,
+}
+
+/// Replaces the bodies of the requested functions of `module` with those
+/// of the same names in `blobs` (bitcode of modules [`extract_definitions`]
+/// made in earlier compiles, after the inliner), and marks them so that no
+/// optional pass runs on them until the inliner is done. Call it only from
+/// the [`HookPoint::BeforeInliner`] hook, on a module without debug info.
+/// Returns, for each request, whether its body was replaced: one stays
+/// when its blob lacks it, its type differs, or it names what the module
+/// lacks, and then so does every other function of its group.
 pub fn substitute_bodies(
     module: &inkwell::module::Module,
-    blob: &[u8],
-    names: &[&str],
+    blobs: &[&[u8]],
+    requests: &[BodyRequest],
 ) -> Vec<bool> {
-    let owned: Vec<CString> = names
+    let owned: Vec<CString> = requests
         .iter()
-        .map(|n| CString::new(*n).unwrap_or_default())
+        .map(|r| CString::new(r.name).unwrap_or_default())
         .collect();
-    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
-    let mut done = vec![0u8; names.len()];
-    // SAFETY: see the module invariants; `blob`, `ptrs` (into `owned`) and
-    // `done` outlive the call, `done` has one byte per name; the shim reads
-    // the blob into a module of its own, dropped before it returns.
+    let names: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let sources: Vec<usize> = requests.iter().map(|r| r.source).collect();
+    let groups: Vec<usize> = requests.iter().map(|r| r.group).collect();
+    let blob_ptrs: Vec<*const c_char> = blobs.iter().map(|b| b.as_ptr() as *const c_char).collect();
+    let blob_lens: Vec<usize> = blobs.iter().map(|b| b.len()).collect();
+    let mut done = vec![0u8; requests.len()];
+    // SAFETY: see the module invariants; the blobs, `names` (into
+    // `owned`), `sources`, `groups` and `done` outlive the call, and each
+    // has one element per blob or per request as the shim reads them; the
+    // shim reads the blobs into modules of its own, dropped before it
+    // returns, and ignores a source index out of range.
     unsafe {
         repocc_substitute_bodies(
             module.as_mut_ptr(),
-            blob.as_ptr() as *const c_char,
-            blob.len(),
-            ptrs.as_ptr(),
-            ptrs.len(),
+            blob_ptrs.as_ptr(),
+            blob_lens.as_ptr(),
+            blobs.len(),
+            names.as_ptr(),
+            sources.as_ptr(),
+            groups.as_ptr(),
+            requests.len(),
             done.as_mut_ptr(),
         );
     }
@@ -1685,6 +1707,16 @@ mod tests {
         }
     }
 
+    fn requests<'a>(r: &[(&'a str, usize, usize)]) -> Vec<BodyRequest<'a>> {
+        r.iter()
+            .map(|&(name, source, group)| BodyRequest {
+                name,
+                source,
+                group,
+            })
+            .collect()
+    }
+
     fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
         use inkwell::values::AnyValue;
         module
@@ -1730,7 +1762,11 @@ mod tests {
             true,
             &mut |p| match p {
                 HookPoint::BeforeInliner => {
-                    done = substitute_bodies(&second, &blob, &["f", "sq", "nosuch"]);
+                    done = substitute_bodies(
+                        &second,
+                        &[&blob],
+                        &requests(&[("f", 0, 0), ("sq", 0, 1), ("nosuch", 0, 2)]),
+                    );
                 }
                 HookPoint::AfterInliner => at_inliner_end = function_ir(&second, "f"),
                 HookPoint::OptimizerEarly => {}
@@ -1768,7 +1804,10 @@ mod tests {
             true,
             &mut |p| match p {
                 HookPoint::BeforeInliner => {
-                    assert_eq!(substitute_bodies(&module, &blob, &["sq"]), vec![true]);
+                    assert_eq!(
+                        substitute_bodies(&module, &[&blob], &requests(&[("sq", 0, 0)])),
+                        vec![true]
+                    );
                 }
                 HookPoint::AfterInliner => sq_after_inliner = function_ir(&module, "sq"),
                 HookPoint::OptimizerEarly => {}
@@ -1781,5 +1820,71 @@ mod tests {
         );
         // f, not taken from the blob, was simplified: sq inlined.
         assert!(!function_ir(&module, "f").contains("call"));
+    }
+
+    #[test]
+    fn a_group_is_replaced_whole_or_not_at_all() {
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        let raw = parse(&context, BODIES_IR);
+        // Bodies no pass ran on (see the test above), of functions that
+        // use no struct type: the unit's optimizer may have dropped its
+        // uses of `%struct.S` before the inliner, and a body using a type
+        // the unit lacks is not put in place.
+        let blob = extract_definitions(&raw, &["sq", "g"], false, None)
+            .write_bitcode_to_memory()
+            .as_slice()
+            .to_vec();
+        let module = parse(&context, BODIES_IR);
+        let mut done = Vec::new();
+        run_pipeline_with_hooks(
+            &module,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| {
+                if p == HookPoint::BeforeInliner {
+                    // g's group also holds a function the blob lacks, and
+                    // sq names a blob there is not: nothing is replaced.
+                    done = substitute_bodies(
+                        &module,
+                        &[&blob],
+                        &requests(&[("g", 0, 7), ("nosuch", 0, 7), ("sq", 3, 8)]),
+                    );
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(done, vec![false, false, false]);
+        // Nothing was replaced, so the optimizer simplified sq as usual.
+        assert!(!function_ir(&module, "sq").contains("add i32 %x, 0"));
+        let again = parse(&context, BODIES_IR);
+        let mut sq_after_inliner = String::new();
+        run_pipeline_with_hooks(
+            &again,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| match p {
+                HookPoint::BeforeInliner => {
+                    done = substitute_bodies(
+                        &again,
+                        &[&blob],
+                        &requests(&[("g", 0, 7), ("sq", 0, 7)]),
+                    );
+                }
+                HookPoint::AfterInliner => sq_after_inliner = function_ir(&again, "sq"),
+                HookPoint::OptimizerEarly => {}
+            },
+        )
+        .unwrap();
+        assert_eq!(done, vec![true, true]);
+        // Put in place: sq keeps the `add i32 %x, 0` no pass removed.
+        assert!(
+            sq_after_inliner.contains("add i32 %x, 0"),
+            "{sq_after_inliner}"
+        );
     }
 }

@@ -369,6 +369,7 @@ fn execute(
         merge_functions: cfg.merge_functions,
         fragments,
         debug_fragments,
+        context_bodies: cfg.context_bodies,
         jobs: cfg.jobs(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
         explain: std::env::var_os("REPOCC_EXPLAIN").is_some(),

@@ -29,10 +29,10 @@
 //! [`HookPoint::AfterInliner`]: crate::llvm_shim::HookPoint::AfterInliner
 //! [`HookPoint::BeforeInliner`]: crate::llvm_shim::HookPoint::BeforeInliner
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::canonical::Unit;
-use super::digest::ModuleDigests;
+use super::digest::{DefKind, ModuleDigests};
 use crate::llvm_shim;
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 
@@ -41,14 +41,11 @@ const MAX_BODIES_BYTES: u64 = 512 << 20;
 /// zstd level of a bodies entry: bitcode shrinks about 3x at level 1.
 const BODIES_ZSTD_LEVEL: i32 = 1;
 
-/// Whether stored bodies may be used and kept for this unit: turned on
-/// (`REPOCC_CONTEXT_BODIES=1`; off by default while t-safety's fault
-/// injection still finds a lua object that differs from the cold one with
-/// 20% of the entries removed), optimized, without debug info.
-pub fn applies(unit: &Unit, optimized: bool) -> bool {
-    optimized
-        && unit.module.get_global_metadata_size("llvm.dbg.cu") == 0
-        && std::env::var_os("REPOCC_CONTEXT_BODIES").is_some_and(|v| v == "1")
+/// Whether stored bodies may be used and kept for this unit: `wanted`
+/// (the `context_bodies` setting, and an optimized compile), and the unit
+/// has no debug info.
+pub fn applies(unit: &Unit, wanted: bool) -> bool {
+    wanted && unit.module.get_global_metadata_size("llvm.dbg.cu") == 0
 }
 
 /// The index key of `name`'s body after the inliner, with `digest` its
@@ -63,22 +60,72 @@ fn index_key(digest: &FragmentDigest, name: &str) -> FragmentDigest {
 
 #[derive(serde::Serialize, serde::Deserialize)]
 struct IndexRecord {
-    /// The key of the bodies entry.
-    bodies: String,
+    /// The key of the bodies entry; `None`: the function was gone after
+    /// the inliner (a static of a group, inlined into all its callers).
+    bodies: Option<String>,
+}
+
+/// A function definition of the module (before the optimizer) whose body
+/// may be kept and put in place.
+pub struct Member {
+    pub name: String,
+    pub digest: FragmentDigest,
+    /// Its group (see [`groups`]).
+    pub group: usize,
 }
 
 /// Bodies to put in place of the context's: the bitcode of each stored
-/// bodies entry, with the names to take from it.
+/// bodies entry, and the functions to take from them.
 #[derive(Default)]
 pub struct ContextBodies {
-    pub sources: Vec<(Vec<u8>, Vec<String>)>,
+    pub blobs: Vec<Vec<u8>>,
+    /// `(name, index into blobs, group)`: see [`groups`].
+    pub bodies: Vec<(String, usize, usize)>,
+    /// The module's members when the optimizer starts, for [`snapshot`].
+    pub members: Vec<Member>,
 }
 
-/// The module's function definitions that have a final digest and are
-/// not local, with that digest: those whose bodies are kept and looked
-/// up. A local function (a static with one caller, left local) may have
-/// been rewritten from its caller: its body is not its own.
-fn candidates(unit: &Unit, digests: &ModuleDigests) -> Vec<(String, FragmentDigest)> {
+/// The group of each function definition: definitions whose contents can
+/// change one another's code (a cycle of the digests' edges: calls, taken
+/// addresses, constant variables' initializers) share one; with it, how
+/// many functions the group has. The optimizer simplifies such a cycle
+/// together, each function seeing the others half-done: a stored body of
+/// one is a cold compile's only next to the others' stored bodies, so a
+/// group is put in place whole or not at all. Other uses (a load of a
+/// mutable variable whose initializer names a function) join LLVM's
+/// reference SCCs too, but only order their simplification: no pass
+/// takes code across them.
+fn groups(digests: &ModuleDigests) -> HashMap<&str, (usize, usize)> {
+    let n = digests.defs.len();
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in &digests.edges {
+        if u < n && v < n {
+            succ[u].push(v);
+        }
+    }
+    let mut out = HashMap::new();
+    for (g, comp) in super::digest::sccs(n, &succ).into_iter().enumerate() {
+        let functions: Vec<&str> = comp
+            .iter()
+            .filter(|&&d| digests.defs[d].kind == DefKind::Function)
+            .map(|&d| digests.defs[d].name.as_str())
+            .collect();
+        for name in &functions {
+            out.insert(*name, (g, functions.len()));
+        }
+    }
+    out
+}
+
+/// The module's function definitions that have a final digest, and whose
+/// body is its own: every one that is not local, and the local ones of a
+/// group of several functions. A local function (a static with one
+/// caller, left local) on its own may have been rewritten from its caller
+/// (constant arguments propagated); in a group, that caller is one of the
+/// group, whose bodies the digests cover. Also returns how many
+/// functions each group has (members or not).
+fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize, usize>) {
+    let group_of = groups(digests);
     let finals: HashMap<&str, &FragmentDigest> = digests
         .defs
         .iter()
@@ -88,51 +135,96 @@ fn candidates(unit: &Unit, digests: &ModuleDigests) -> Vec<(String, FragmentDige
     let mut f = unit.module.get_first_function();
     while let Some(func) = f {
         f = func.get_next_function();
+        if func.count_basic_blocks() == 0 {
+            continue;
+        }
+        let name = func.get_name().to_string_lossy().into_owned();
+        let (Some(digest), Some(&(group, size))) =
+            (finals.get(name.as_str()), group_of.get(name.as_str()))
+        else {
+            continue;
+        };
         let local = matches!(
             func.get_linkage(),
             inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
         );
-        if func.count_basic_blocks() == 0 || local {
+        if local && size < 2 {
             continue;
         }
-        let name = func.get_name().to_string_lossy().into_owned();
-        if let Some(d) = finals.get(name.as_str()) {
-            out.push((name, **d));
-        }
+        out.push(Member {
+            name,
+            digest: **digest,
+            group,
+        });
+    }
+    let sizes = group_of.into_values().collect();
+    (out, sizes)
+}
+
+/// Whether, for every group `counted` counts functions of, it counts all
+/// of them.
+fn whole_groups(counted: &HashMap<usize, usize>, sizes: &HashMap<usize, usize>) -> HashSet<usize> {
+    counted
+        .iter()
+        .filter(|(g, n)| sizes.get(g) == Some(n))
+        .map(|(g, _)| *g)
+        .collect()
+}
+
+fn count_by_group(groups: impl Iterator<Item = usize>) -> HashMap<usize, usize> {
+    let mut out = HashMap::new();
+    for g in groups {
+        *out.entry(g).or_default() += 1;
     }
     out
 }
 
-/// Finds the stored bodies of the module's function definitions (each
-/// with its final digest in `digests`): the context's, statics kept for
-/// the optimizer, and any other whose body a compile kept. A missing or
-/// unreadable entry leaves its function to the optimizer, as before.
+/// Finds the stored bodies of the module's members (see [`members`]): the
+/// context's, statics kept for the optimizer, and any other whose body a
+/// compile kept. A missing or unreadable entry leaves its function to the
+/// optimizer, as before, and with it the rest of its group: a group is
+/// looked up only when all its functions are members, and put in place
+/// only when each has an index entry (a body, or gone after the inliner).
 pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> ContextBodies {
-    let candidates = candidates(unit, digests);
-    let wanted: Vec<(&String, FragmentDigest)> = candidates
+    let (members, sizes) = members(unit, digests);
+    let offered = whole_groups(&count_by_group(members.iter().map(|m| m.group)), &sizes);
+    let wanted: Vec<(&Member, FragmentDigest)> = members
         .iter()
-        .map(|(n, d)| (n, index_key(d, n)))
+        .filter(|m| offered.contains(&m.group))
+        .map(|m| (m, index_key(&m.digest, &m.name)))
         .collect();
     store.prefetch(&wanted.iter().map(|(_, k)| *k).collect::<Vec<_>>());
-    let mut by_source: BTreeMap<FragmentDigest, Vec<String>> = BTreeMap::new();
-    for (name, key) in wanted {
+    let mut found: Vec<(&Member, Option<FragmentDigest>)> = Vec::new();
+    for (member, key) in wanted {
         let Ok(Lookup::Hit(e)) = store.get(&key) else {
             continue;
         };
         if e.kind != EntryKind::BodyIndex {
             continue;
         }
-        let Some(source) = serde_json::from_slice::<IndexRecord>(&e.metadata)
-            .ok()
-            .and_then(|r| FragmentDigest::from_hex(&r.bodies))
-        else {
+        let Ok(record) = serde_json::from_slice::<IndexRecord>(&e.metadata) else {
             continue;
         };
-        by_source.entry(source).or_default().push(name.clone());
+        match record.bodies {
+            None => found.push((member, None)),
+            Some(hex) => {
+                if let Some(source) = FragmentDigest::from_hex(&hex) {
+                    found.push((member, Some(source)));
+                }
+            }
+        }
     }
-    store.prefetch(&by_source.keys().copied().collect::<Vec<_>>());
+    let indexed = whole_groups(&count_by_group(found.iter().map(|(m, _)| m.group)), &sizes);
+    let found: Vec<(&Member, FragmentDigest)> = found
+        .into_iter()
+        .filter(|(m, _)| indexed.contains(&m.group))
+        .filter_map(|(m, source)| Some((m, source?)))
+        .collect();
+    let sources: BTreeSet<FragmentDigest> = found.iter().map(|(_, s)| *s).collect();
+    store.prefetch(&sources.iter().copied().collect::<Vec<_>>());
     let mut out = ContextBodies::default();
-    for (source, names) in by_source {
+    let mut blob_of: HashMap<FragmentDigest, usize> = HashMap::new();
+    for source in sources {
         let Ok(Lookup::Hit(e)) = store.get(&source) else {
             continue;
         };
@@ -140,58 +232,88 @@ pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> Cont
             continue;
         }
         if let Some(bitcode) = crate::repo::decompress_bounded(&e.payload, MAX_BODIES_BYTES) {
-            out.sources.push((bitcode, names));
+            blob_of.insert(source, out.blobs.len());
+            out.blobs.push(bitcode);
         }
     }
+    // A body whose blob could not be read names no blob: the shim leaves
+    // its whole group alone.
+    out.bodies = found
+        .into_iter()
+        .map(|(m, source)| {
+            let blob = blob_of.get(&source).copied().unwrap_or(usize::MAX);
+            (m.name.clone(), blob, m.group)
+        })
+        .collect();
+    out.members = members;
     out
 }
 
 /// Puts the stored bodies in place (from the
-/// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook).
-/// Returns how many were replaced, and their names (their bodies are not
-/// to be kept again). The local functions a replaced body calls are left
-/// to the optimizer (or replaced in turn): a replaced function may be
-/// compiled now (its fragment evicted), and the static it calls with it.
-pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> (usize, Vec<String>) {
-    let mut replaced = Vec::new();
-    for (bitcode, names) in &bodies.sources {
-        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let done = llvm_shim::substitute_bodies(&unit.module, bitcode, &refs);
-        replaced.extend(
-            names
-                .iter()
-                .zip(done)
-                .filter(|(_, d)| *d)
-                .map(|(n, _)| n.clone()),
-        );
-    }
-    (replaced.len(), replaced)
+/// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook), each
+/// group whole or not at all. Returns the names of those replaced (their
+/// bodies are not to be kept again). A function of a group that was gone
+/// after the first compile's inliner has no body to put in place: the
+/// group's bodies no longer use it, and the optimizer drops it.
+pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> Vec<String> {
+    let blobs: Vec<&[u8]> = bodies.blobs.iter().map(Vec::as_slice).collect();
+    let requests: Vec<llvm_shim::BodyRequest> = bodies
+        .bodies
+        .iter()
+        .map(|(name, source, group)| llvm_shim::BodyRequest {
+            name,
+            source: *source,
+            group: *group,
+        })
+        .collect();
+    let done = llvm_shim::substitute_bodies(&unit.module, &blobs, &requests);
+    bodies
+        .bodies
+        .iter()
+        .zip(done)
+        .filter(|(_, d)| *d)
+        .map(|((n, _, _), _)| n.clone())
+        .collect()
 }
 
 /// The bodies the inliner left (from the
 /// [`HookPoint::AfterInliner`](crate::llvm_shim::HookPoint) hook) of the
-/// module's function definitions with a final digest whose whole reach
-/// the module had (`whole_reach`: a static kept only in case new code
-/// needs it may have lost callees' bodies to pruning, and its body is then
-/// not the one a cold compile makes), except those in `skip` (put in
-/// place from the repository).
+/// module's members (see [`members`]) whose whole reach the module had
+/// (`whole_reach`: a static kept only in case new code needs it may have
+/// lost callees' bodies to pruning, and its body is then not the one a
+/// cold compile makes), except those in `skip` (put in place from the
+/// repository); and the members the inliner left no body of.
 pub struct Snapshot {
     /// Compressed bitcode.
     pub payload: Vec<u8>,
     /// `(name, final digest)` of each body in it.
     pub names: Vec<(String, FragmentDigest)>,
+    /// `(name, final digest)` of each member gone after the inliner.
+    pub gone: Vec<(String, FragmentDigest)>,
 }
 
 pub fn snapshot(
     unit: &Unit,
-    digests: &ModuleDigests,
+    members: &[Member],
     whole_reach: &HashSet<String>,
     skip: &HashSet<String>,
 ) -> Option<Snapshot> {
-    let names: Vec<(String, FragmentDigest)> = candidates(unit, digests)
-        .into_iter()
-        .filter(|(name, _)| !skip.contains(name) && whole_reach.contains(name))
-        .collect();
+    let mut names = Vec::new();
+    let mut gone = Vec::new();
+    for m in members {
+        if skip.contains(&m.name) || !whole_reach.contains(&m.name) {
+            continue;
+        }
+        let has_body = unit
+            .module
+            .get_function(&m.name)
+            .is_some_and(|f| f.count_basic_blocks() > 0);
+        if has_body {
+            names.push((m.name.clone(), m.digest));
+        } else {
+            gone.push((m.name.clone(), m.digest));
+        }
+    }
     if names.is_empty() {
         return None;
     }
@@ -199,18 +321,22 @@ pub fn snapshot(
     let module = llvm_shim::extract_definitions(&unit.module, &refs, false, None);
     let bitcode = module.write_bitcode_to_memory();
     let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
-    Some(Snapshot { payload, names })
+    Some(Snapshot {
+        payload,
+        names,
+        gone,
+    })
 }
 
 /// The entries that store `snapshot`: the bodies, and an index entry per
 /// function.
 pub fn entries(snapshot: Snapshot) -> Vec<(FragmentDigest, Entry)> {
     let key = FragmentDigest(*blake3::hash(&snapshot.payload).as_bytes());
-    let record = serde_json::to_vec(&IndexRecord {
-        bodies: key.to_hex(),
-    })
-    .unwrap_or_default();
-    let mut out = Vec::with_capacity(snapshot.names.len() + 1);
+    let record =
+        |bodies: Option<String>| serde_json::to_vec(&IndexRecord { bodies }).unwrap_or_default();
+    let kept = record(Some(key.to_hex()));
+    let gone = record(None);
+    let mut out = Vec::with_capacity(snapshot.names.len() + snapshot.gone.len() + 1);
     out.push((
         key,
         Entry {
@@ -219,7 +345,12 @@ pub fn entries(snapshot: Snapshot) -> Vec<(FragmentDigest, Entry)> {
             payload: snapshot.payload,
         },
     ));
-    for (name, digest) in &snapshot.names {
+    let index = snapshot
+        .names
+        .iter()
+        .map(|n| (n, &kept))
+        .chain(snapshot.gone.iter().map(|n| (n, &gone)));
+    for ((name, digest), record) in index {
         out.push((
             index_key(digest, name),
             Entry {
@@ -236,6 +367,48 @@ pub fn entries(snapshot: Snapshot) -> Vec<(FragmentDigest, Entry)> {
 mod tests {
     use super::*;
     use crate::repo::store::Store;
+
+    fn def(name: &str, kind: DefKind) -> crate::pipeline::digest::Definition {
+        crate::pipeline::digest::Definition {
+            name: name.to_string(),
+            kind,
+            local: false,
+            constant: kind == DefKind::Variable,
+            initial: [0; 32],
+            final_digest: FragmentDigest([0; 32]),
+            position: None,
+        }
+    }
+
+    #[test]
+    fn functions_that_reach_one_another_form_a_group() {
+        // f <-> g call each other, h calls f; k and the constant table t
+        // name each other (one function: a group of one); m only loads a
+        // mutable variable naming f (a reference, not an edge).
+        let digests = ModuleDigests {
+            defs: vec![
+                def("f", DefKind::Function),
+                def("g", DefKind::Function),
+                def("h", DefKind::Function),
+                def("k", DefKind::Function),
+                def("t", DefKind::Variable),
+                def("m", DefKind::Function),
+                def("v", DefKind::Variable),
+            ],
+            edges: vec![(0, 1), (1, 0), (2, 0), (3, 4), (4, 3), (6, 0), (0, 5)],
+            references: vec![(5, 6)],
+            ..Default::default()
+        };
+        let g = groups(&digests);
+        assert_eq!(g["f"].0, g["g"].0);
+        assert_eq!((g["f"].1, g["g"].1), (2, 2));
+        assert_ne!(g["h"].0, g["f"].0);
+        assert_eq!(g["h"].1, 1);
+        assert_eq!(g["k"].1, 1);
+        assert_ne!(g["m"].0, g["f"].0);
+        assert_eq!(g["m"].1, 1);
+        assert!(!g.contains_key("t") && !g.contains_key("v"));
+    }
 
     #[test]
     fn index_keys_tell_name_and_digest_apart() {
@@ -257,9 +430,10 @@ mod tests {
                 ("f".to_string(), FragmentDigest([1; 32])),
                 ("g".to_string(), FragmentDigest([2; 32])),
             ],
+            gone: vec![("h".to_string(), FragmentDigest([3; 32]))],
         };
         let entries = entries(snapshot);
-        assert_eq!(entries.len(), 3);
+        assert_eq!(entries.len(), 4);
         assert_eq!(entries[0].1.kind, EntryKind::Bodies);
         store.put_many(&entries).unwrap();
         let Ok(Lookup::Hit(index)) = store.get(&index_key(&FragmentDigest([2; 32]), "g")) else {
@@ -267,7 +441,7 @@ mod tests {
         };
         assert_eq!(index.kind, EntryKind::BodyIndex);
         let record: IndexRecord = serde_json::from_slice(&index.metadata).unwrap();
-        let key = FragmentDigest::from_hex(&record.bodies).unwrap();
+        let key = FragmentDigest::from_hex(&record.bodies.unwrap()).unwrap();
         let Ok(Lookup::Hit(bodies)) = store.get(&key) else {
             panic!("no bodies entry");
         };
@@ -279,5 +453,10 @@ mod tests {
             store.get(&index_key(&FragmentDigest([1; 32]), "g")),
             Ok(Lookup::Miss)
         ));
+        let Ok(Lookup::Hit(gone)) = store.get(&index_key(&FragmentDigest([3; 32]), "h")) else {
+            panic!("no index entry for h");
+        };
+        let record: IndexRecord = serde_json::from_slice(&gone.metadata).unwrap();
+        assert!(record.bodies.is_none());
     }
 }

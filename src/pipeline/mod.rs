@@ -87,6 +87,8 @@ pub struct PipelineOptions {
     pub fragments: bool,
     /// Use the repository for units with debug info too.
     pub debug_fragments: bool,
+    /// Keep and use stored bodies for the optimizer's context (`bodies`).
+    pub context_bodies: bool,
     /// Code generation workers per unit in fragment mode.
     pub jobs: usize,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
@@ -345,12 +347,14 @@ fn repository_stages(
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
-    let bodies =
-        bodies::applies(unit, settings.opt != settings::OptLevel::O0).then(|| optimize::Bodies {
-            digests,
-            whole_reach: &pruned.whole_reach,
-            context: bodies::lookup(store, unit, digests),
-        });
+    let bodies = bodies::applies(
+        unit,
+        options.context_bodies && settings.opt != settings::OptLevel::O0,
+    )
+    .then(|| optimize::Bodies {
+        whole_reach: &pruned.whole_reach,
+        context: bodies::lookup(store, unit, digests),
+    });
     times.metadata += t.elapsed();
     let t = Instant::now();
     let optimized = optimize::run(unit, settings, &pruned.stored_code, bodies.as_ref())?;

@@ -39,7 +39,6 @@ use inkwell::GlobalVisibility;
 
 use super::bodies::{self, ContextBodies, Snapshot};
 use super::canonical::Unit;
-use super::digest::ModuleDigests;
 use crate::llvm_shim::{self, HookPoint};
 use crate::pipeline::settings::CodegenSettings;
 
@@ -84,12 +83,13 @@ pub fn run(
         bodies.is_some(),
         &mut |point| match (point, bodies) {
             (HookPoint::BeforeInliner, Some(b)) => {
-                let (count, skip) = bodies::substitute(unit, &b.context);
-                outcome.substituted = count;
+                let skip = bodies::substitute(unit, &b.context);
+                outcome.substituted = skip.len();
                 replaced = skip.into_iter().collect();
             }
             (HookPoint::AfterInliner, Some(b)) => {
-                outcome.snapshot = bodies::snapshot(unit, b.digests, b.whole_reach, &replaced);
+                outcome.snapshot =
+                    bodies::snapshot(unit, &b.context.members, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
                 dropped = drop_unreferenced_locals(unit, stored);
@@ -110,7 +110,6 @@ pub fn run(
 
 /// The stored bodies a compile uses and keeps (see `bodies`).
 pub struct Bodies<'a> {
-    pub digests: &'a ModuleDigests,
     /// What the compile sees the whole reach of (see `prune`).
     pub whole_reach: &'a HashSet<String>,
     /// What to put in place of the context's bodies.
