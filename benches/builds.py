@@ -18,8 +18,8 @@ so that a drift in the machine's speed reaches both sides of a ratio):
 
 for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). The tool `repocc-df` is
 repocc with `debug_fragments` on (units with `-g` use the repository);
-`repocc-cb` is repocc with stored bodies for the optimizer's context
-(`REPOCC_CONTEXT_BODIES=1`). Only the build step is
+`repocc-nb` is repocc without stored bodies for the optimizer's context
+(`context_bodies` off). Only the build step is
 timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
 its header edit swaps the two stores of `setobj` in lobject.h, which most
 functions use: a full recompile), zlib (configure + make), cjson (CMake),
@@ -104,7 +104,7 @@ class Tool:
             self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
             self.env["CCACHE_DIR"] = str(self.cache)
             self.env["CCACHE_MAXSIZE"] = "20G"
-        else:  # repocc, repocc-df (debug_fragments), repocc-cb (stored bodies)
+        else:  # repocc, repocc-df (debug_fragments), repocc-nb (no stored bodies)
             bindir = work / "bin"
             bindir.mkdir(exist_ok=True)
             for n in ("repocc", "repocc++"):
@@ -116,8 +116,8 @@ class Tool:
             self.env["REPOCC_MAX_SIZE"] = "0"
             if name == "repocc-df":
                 self.env["REPOCC_DEBUG_FRAGMENTS"] = "1"
-            if name == "repocc-cb":
-                self.env["REPOCC_CONTEXT_BODIES"] = "1"
+            if name == "repocc-nb":
+                self.env["REPOCC_CONTEXT_BODIES"] = "0"
 
     def make_cc(self):
         return f"{self.launcher} {self.cc}" if self.launcher else self.cc

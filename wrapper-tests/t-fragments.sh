@@ -33,8 +33,8 @@ assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
 diff -u "$P/checks.expected" checks.out || fail "SQL answers differ"
 note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_value definitions_compiled)"
 
-# Stored bodies (pipeline/bodies.rs, REPOCC_CONTEXT_BODIES=1, off by
-# default for now): an edit to sqlite3_libversion
+# Stored bodies (pipeline/bodies.rs, `context_bodies`, on by default): an
+# edit to sqlite3_libversion
 # recompiles the ten definitions that depend on it, and openDatabase
 # reaches most of the file; the inliner must see those callees as a cold
 # compile does. Their bodies as the first compile's inliner left them are
@@ -44,7 +44,7 @@ note "sqlite3.c edit: context bodies from the repository, warm equals cold"
 mkdir -p bodies-warm bodies-cold
 cp sqlite3.c bodies-warm/sqlite3.c
 (
-  export REPOCC_DIR="$SCRATCH/repo-bodies" REPOCC_UNIT_CACHE=false REPOCC_CONTEXT_BODIES=1
+  export REPOCC_DIR="$SCRATCH/repo-bodies" REPOCC_UNIT_CACHE=false
   cd bodies-warm
   "$REPOCC" -O2 -c sqlite3.c -o first.o || fail "first compile of sqlite3.c"
   grep -q 'const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
@@ -61,7 +61,7 @@ cp sqlite3.c bodies-warm/sqlite3.c
   [ "$reused" -ge 1000 ] || fail "only $reused bodies came from the repository"
 ) || exit 1
 (
-  export REPOCC_DIR="$SCRATCH/repo-bodies-cold" REPOCC_UNIT_CACHE=false REPOCC_CONTEXT_BODIES=1
+  export REPOCC_DIR="$SCRATCH/repo-bodies-cold" REPOCC_UNIT_CACHE=false
   cd bodies-cold
   "$REPOCC" -O2 -c sqlite3.c -o cold.o || fail "cold compile of the edited sqlite3.c"
   assert_eq "no bodies reused in a new repository" 0 "$(stat_value bodies_reused)"

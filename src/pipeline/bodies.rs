@@ -22,6 +22,18 @@
 //! after the inliner, before the module passes that follow it
 //! (dead-argument elimination rewrites call sites after it).
 //!
+//! Two things the digests alone do not settle:
+//! - Functions that reach one another (a recursion, directly or through a
+//!   constant table) are simplified together, each seeing the others
+//!   half-done; a stored body of one equals a cold compile's only next to
+//!   the others' stored bodies. Such a group ([`groups`]) is put in place
+//!   whole or not at all, and a member the inliner removed (a static
+//!   inlined into all its callers) has an index entry that says so.
+//! - A static left local because it has one caller may have been
+//!   rewritten from that caller before the inliner (constant arguments
+//!   propagated): its body is its own only when that caller is in its
+//!   group. Other local functions are never kept or put in place.
+//!
 //! Not for units with debug info yet: a stored body's debug metadata would
 //! have to become the unit's (its compile unit, subprograms, files and
 //! lines); those units optimize their context as before.
