@@ -130,12 +130,12 @@ fn groups(digests: &ModuleDigests) -> HashMap<&str, (usize, usize)> {
 }
 
 /// The module's function definitions that have a final digest, and whose
-/// body is its own: every one that is not local, and the local ones of a
-/// group of several functions. A local function (a static with one
-/// caller, left local) on its own may have been rewritten from its caller
-/// (constant arguments propagated); in a group, that caller is one of the
-/// group, whose bodies the digests cover. Also returns how many
-/// functions each group has (members or not).
+/// body is its own: every one that is neither local nor linkonce_odr, and
+/// the local ones of a group of several functions. A local function (a
+/// static with one caller, left local) on its own may have been rewritten
+/// from its caller (constant arguments propagated); in a group, that
+/// caller is one of the group, whose bodies the digests cover. Also
+/// returns how many functions each group has (members or not).
 fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize, usize>) {
     let group_of = groups(digests);
     let finals: HashMap<&str, &FragmentDigest> = digests
@@ -156,11 +156,19 @@ fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize,
         else {
             continue;
         };
+        let linkage = func.get_linkage();
         let local = matches!(
-            func.get_linkage(),
+            linkage,
             inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
         );
-        if local && size < 2 {
+        // Not inline functions and template instances (linkonce_odr):
+        // with comdat declarations left out of the context digest, so
+        // that units could share them, yaml-cpp's regex_yaml.o came out
+        // different when it took such bodies from other units (the same
+        // final digest, a different body: something of the unit beyond
+        // their reach decides their code, and a later compile of the same
+        // unit may differ in it too).
+        if (local && size < 2) || linkage == inkwell::module::Linkage::LinkOnceODR {
             continue;
         }
         out.push(Member {
