@@ -431,6 +431,82 @@ mod tests {
     }
 
     #[test]
+    fn members_leave_out_inline_functions_and_lone_statics() {
+        use inkwell::context::Context;
+        use inkwell::targets::{CodeModel, RelocMode, Target, TargetTriple};
+        // r and its static helper s call each other (one group); t is a
+        // static nothing calls; i is an inline function (linkonce_odr).
+        let ir = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            define i32 @r(i32 %x) {
+              %c = icmp eq i32 %x, 0
+              br i1 %c, label %z, label %n
+            z:
+              ret i32 0
+            n:
+              %y = call i32 @s(i32 %x)
+              ret i32 %y
+            }
+            define internal i32 @s(i32 %x) {
+              %d = sub i32 %x, 1
+              %y = call i32 @r(i32 %d)
+              %w = call i32 @i(i32 %y)
+              ret i32 %w
+            }
+            define internal i32 @t(i32 %x) {
+              ret i32 %x
+            }
+            define linkonce_odr i32 @i(i32 %x) {
+              %y = add i32 %x, 1
+              ret i32 %y
+            }
+            define i32 @h(i32 %x) {
+              %y = call i32 @i(i32 %x)
+              ret i32 %y
+            }"#;
+        let context = Context::create();
+        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+            ir.as_bytes(),
+            "members",
+        );
+        let module = context.create_module_from_ir(buffer).unwrap();
+        let text = module.print_to_string().to_string();
+        let digests = super::super::digest::compute(
+            &text,
+            &[0; 32],
+            super::super::digest::Inlining::Optimizing,
+        )
+        .unwrap();
+        super::super::canonical::init_targets();
+        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+        let target_machine = Target::from_triple(&triple)
+            .unwrap()
+            .create_target_machine(
+                &triple,
+                "x86-64",
+                "",
+                inkwell::OptimizationLevel::Default,
+                RelocMode::PIC,
+                CodeModel::Default,
+            )
+            .unwrap();
+        let unit = Unit {
+            module,
+            target_machine,
+            source_name: "members.c".into(),
+            originally_local: Vec::new(),
+            unnamed_locals: Vec::new(),
+            attached_locals: HashMap::new(),
+        };
+        let (members, sizes) = members(&unit, &digests);
+        let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["r", "s", "h"]);
+        assert_eq!(members[0].group, members[1].group);
+        assert_eq!(sizes[&members[0].group], 2);
+        assert_ne!(members[2].group, members[0].group);
+    }
+
+    #[test]
     fn index_keys_tell_name_and_digest_apart() {
         let a = FragmentDigest([1; 32]);
         let b = FragmentDigest([2; 32]);
