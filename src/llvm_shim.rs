@@ -1717,6 +1717,46 @@ mod tests {
             .collect()
     }
 
+    /// The bitcode of `names` as [`BODIES_IR`] has them, no pass run on
+    /// them.
+    fn raw_bodies(context: &Context, names: &[&str]) -> Vec<u8> {
+        let raw = parse(context, BODIES_IR);
+        extract_definitions(&raw, names, false, None)
+            .write_bitcode_to_memory()
+            .as_slice()
+            .to_vec()
+    }
+
+    /// Runs `default<O2>` on `module`, putting the `requests` (name, blob,
+    /// group) from `blob` in place right before the inliner; returns which
+    /// were, and `watch`'s IR right after the inliner.
+    fn run_substituting(
+        module: &inkwell::module::Module,
+        tm: &TargetMachine,
+        blob: &[u8],
+        wanted: &[(&str, usize, usize)],
+        watch: &str,
+    ) -> (Vec<bool>, String) {
+        let mut done = Vec::new();
+        let mut after_inliner = String::new();
+        run_pipeline_with_hooks(
+            module,
+            tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| match p {
+                HookPoint::BeforeInliner => {
+                    done = substitute_bodies(module, &[blob], &requests(wanted))
+                }
+                HookPoint::AfterInliner => after_inliner = function_ir(module, watch),
+                HookPoint::OptimizerEarly => {}
+            },
+        )
+        .unwrap();
+        (done, after_inliner)
+    }
+
     fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
         use inkwell::values::AnyValue;
         module
@@ -1752,27 +1792,13 @@ mod tests {
         // (read into the same context: `%struct.S` is renamed there and
         // must map back) and makes the same g.
         let second = parse(&context, BODIES_IR);
-        let mut done = Vec::new();
-        let mut at_inliner_end = String::new();
-        run_pipeline_with_hooks(
+        let (done, at_inliner_end) = run_substituting(
             &second,
             &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| match p {
-                HookPoint::BeforeInliner => {
-                    done = substitute_bodies(
-                        &second,
-                        &[&blob],
-                        &requests(&[("f", 0, 0), ("sq", 0, 1), ("nosuch", 0, 2)]),
-                    );
-                }
-                HookPoint::AfterInliner => at_inliner_end = function_ir(&second, "f"),
-                HookPoint::OptimizerEarly => {}
-            },
-        )
-        .unwrap();
+            &blob,
+            &[("f", 0, 0), ("sq", 0, 1), ("nosuch", 0, 2)],
+            "f",
+        );
         assert_eq!(done, vec![true, true, false]);
         assert_eq!(function_ir(&first, "g"), function_ir(&second, "g"));
         assert_eq!(function_ir(&first, "f"), function_ir(&second, "f"));
@@ -1789,31 +1815,10 @@ mod tests {
         let context = Context::create();
         let tm = x86_64_machine(OptimizationLevel::Default);
         // A blob of bodies no pass ran on: sq keeps its `add i32 %x, 0`.
-        let raw = parse(&context, BODIES_IR);
-        let blob = extract_definitions(&raw, &["sq", "f"], false, None)
-            .write_bitcode_to_memory()
-            .as_slice()
-            .to_vec();
+        let blob = raw_bodies(&context, &["sq", "f"]);
         let module = parse(&context, BODIES_IR);
-        let mut sq_after_inliner = String::new();
-        run_pipeline_with_hooks(
-            &module,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| match p {
-                HookPoint::BeforeInliner => {
-                    assert_eq!(
-                        substitute_bodies(&module, &[&blob], &requests(&[("sq", 0, 0)])),
-                        vec![true]
-                    );
-                }
-                HookPoint::AfterInliner => sq_after_inliner = function_ir(&module, "sq"),
-                HookPoint::OptimizerEarly => {}
-            },
-        )
-        .unwrap();
+        let (done, sq_after_inliner) = run_substituting(&module, &tm, &blob, &[("sq", 0, 0)], "sq");
+        assert_eq!(done, vec![true]);
         assert!(
             sq_after_inliner.contains("add i32 %x, 0"),
             "{sq_after_inliner}"
@@ -1826,60 +1831,27 @@ mod tests {
     fn a_group_is_replaced_whole_or_not_at_all() {
         let context = Context::create();
         let tm = x86_64_machine(OptimizationLevel::Default);
-        let raw = parse(&context, BODIES_IR);
         // Bodies no pass ran on (see the test above), of functions that
         // use no struct type: the unit's optimizer may have dropped its
         // uses of `%struct.S` before the inliner, and a body using a type
         // the unit lacks is not put in place.
-        let blob = extract_definitions(&raw, &["sq", "g"], false, None)
-            .write_bitcode_to_memory()
-            .as_slice()
-            .to_vec();
+        let blob = raw_bodies(&context, &["sq", "g"]);
+        // g's group also holds a function the blob lacks, and sq names a
+        // blob there is not: nothing is replaced.
         let module = parse(&context, BODIES_IR);
-        let mut done = Vec::new();
-        run_pipeline_with_hooks(
+        let (done, _) = run_substituting(
             &module,
             &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| {
-                if p == HookPoint::BeforeInliner {
-                    // g's group also holds a function the blob lacks, and
-                    // sq names a blob there is not: nothing is replaced.
-                    done = substitute_bodies(
-                        &module,
-                        &[&blob],
-                        &requests(&[("g", 0, 7), ("nosuch", 0, 7), ("sq", 3, 8)]),
-                    );
-                }
-            },
-        )
-        .unwrap();
+            &blob,
+            &[("g", 0, 7), ("nosuch", 0, 7), ("sq", 3, 8)],
+            "sq",
+        );
         assert_eq!(done, vec![false, false, false]);
         // Nothing was replaced, so the optimizer simplified sq as usual.
         assert!(!function_ir(&module, "sq").contains("add i32 %x, 0"));
         let again = parse(&context, BODIES_IR);
-        let mut sq_after_inliner = String::new();
-        run_pipeline_with_hooks(
-            &again,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| match p {
-                HookPoint::BeforeInliner => {
-                    done = substitute_bodies(
-                        &again,
-                        &[&blob],
-                        &requests(&[("g", 0, 7), ("sq", 0, 7)]),
-                    );
-                }
-                HookPoint::AfterInliner => sq_after_inliner = function_ir(&again, "sq"),
-                HookPoint::OptimizerEarly => {}
-            },
-        )
-        .unwrap();
+        let (done, sq_after_inliner) =
+            run_substituting(&again, &tm, &blob, &[("g", 0, 7), ("sq", 0, 7)], "sq");
         assert_eq!(done, vec![true, true]);
         // Put in place: sq keeps the `add i32 %x, 0` no pass removed.
         assert!(

@@ -181,22 +181,21 @@ fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize,
     (out, sizes)
 }
 
-/// Whether, for every group `counted` counts functions of, it counts all
-/// of them.
-fn whole_groups(counted: &HashMap<usize, usize>, sizes: &HashMap<usize, usize>) -> HashSet<usize> {
-    counted
-        .iter()
-        .filter(|(g, n)| sizes.get(g) == Some(n))
-        .map(|(g, _)| *g)
-        .collect()
-}
-
-fn count_by_group(groups: impl Iterator<Item = usize>) -> HashMap<usize, usize> {
-    let mut out = HashMap::new();
+/// The groups of which `groups` (one item per function) holds every
+/// function (`sizes`: how many each group has).
+fn whole_groups(
+    groups: impl Iterator<Item = usize>,
+    sizes: &HashMap<usize, usize>,
+) -> HashSet<usize> {
+    let mut counted: HashMap<usize, usize> = HashMap::new();
     for g in groups {
-        *out.entry(g).or_default() += 1;
+        *counted.entry(g).or_default() += 1;
     }
-    out
+    counted
+        .into_iter()
+        .filter(|(g, n)| sizes.get(g) == Some(n))
+        .map(|(g, _)| g)
+        .collect()
 }
 
 /// Finds the stored bodies of the module's members (see [`members`]): the
@@ -207,7 +206,7 @@ fn count_by_group(groups: impl Iterator<Item = usize>) -> HashMap<usize, usize> 
 /// only when each has an index entry (a body, or gone after the inliner).
 pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> ContextBodies {
     let (members, sizes) = members(unit, digests);
-    let offered = whole_groups(&count_by_group(members.iter().map(|m| m.group)), &sizes);
+    let offered = whole_groups(members.iter().map(|m| m.group), &sizes);
     let wanted: Vec<(&Member, FragmentDigest)> = members
         .iter()
         .filter(|m| offered.contains(&m.group))
@@ -234,7 +233,7 @@ pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> Cont
             }
         }
     }
-    let indexed = whole_groups(&count_by_group(found.iter().map(|(m, _)| m.group)), &sizes);
+    let indexed = whole_groups(found.iter().map(|(m, _)| m.group), &sizes);
     let found: Vec<(&Member, FragmentDigest)> = found
         .into_iter()
         .filter(|(m, _)| indexed.contains(&m.group))
