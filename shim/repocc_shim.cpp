@@ -1737,6 +1737,17 @@ bool resolvesInUnit(const llvm::Function &S, llvm::Module &Unit, UnitTypeMapper 
   return true;
 }
 
+// The debug metadata of stored bodies: defined with the line rebaser
+// below, whose questions about scopes it asks.
+struct StoredDebugInfo;
+StoredDebugInfo *newStoredDebugInfo(llvm::Module &Unit, bool HasAnchor, uint64_t Anchor);
+bool indexStoredDebugUnit(StoredDebugInfo &D, llvm::Module &Unit);
+void addStoredDebugBlob(StoredDebugInfo &D, size_t Index, llvm::Module &M);
+bool mapStoredDebugBody(StoredDebugInfo &D, size_t Blob, llvm::Function &F,
+                        const llvm::DISubprogram *Expected);
+void seedStoredDebugInfo(StoredDebugInfo &D, size_t Blob, llvm::ValueToValueMapTy &VMap);
+void freeStoredDebugInfo(StoredDebugInfo *D);
+
 } // namespace
 
 // Replaces the bodies of the named functions of `unit_ref` with those of
@@ -1750,16 +1761,24 @@ bool resolvesInUnit(const llvm::Function &S, llvm::Module &Unit, UnitTypeMapper 
 // cycle, directly or through globals): the optimizer simplifies them
 // together, each seeing the others half-done, so a stored body is the
 // cold compile's only next to the others' stored bodies. Returns how many
-// were replaced. Only for modules without debug info.
+// were replaced. With debug info, each body's metadata becomes the unit's
+// (see StoredDebugInfo; `has_anchor` and `anchor`: the unit's anchor, as
+// its digests hold lines), or the body's group stays as it is.
 extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *const *blobs,
                                            const size_t *blob_lens, size_t blob_count,
                                            const char *const *names, const size_t *sources,
                                            const size_t *groups, size_t count,
+                                           int has_anchor, uint64_t anchor,
                                            unsigned char *done) {
   using namespace llvm;
   Module &Unit = *unwrap(unit_ref);
   for (size_t i = 0; i < count; i++)
     done[i] = 0;
+  bool Debug = !Unit.debug_compile_units().empty();
+  std::unique_ptr<StoredDebugInfo, void (*)(StoredDebugInfo *)> DebugInfo(
+      Debug ? newStoredDebugInfo(Unit, has_anchor != 0, anchor) : nullptr, freeStoredDebugInfo);
+  if (Debug && !indexStoredDebugUnit(*DebugInfo, Unit))
+    return 0;
 
   // Each blob's module, or null when it cannot be read or is not for this
   // target.
@@ -1774,7 +1793,12 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
     if ((*Read)->getDataLayout() != Unit.getDataLayout() ||
         (*Read)->getTargetTriple() != Unit.getTargetTriple())
       continue;
+    // Debug info on one side only: not a body of this unit's kind.
+    if ((*Read)->debug_compile_units().empty() == Debug)
+      continue;
     Sources[b] = std::move(*Read);
+    if (Debug)
+      addStoredDebugBlob(*DebugInfo, b, *Sources[b]);
   }
   UnitTypeMapper Types(Unit);
   // First every check, then the group veto, then the cloning: a group is
@@ -1793,6 +1817,11 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
       if (Error E = S->materialize()) {
         consumeError(std::move(E));
         Ok = false;
+      } else if (S->IsNewDbgInfoFormat != D->IsNewDbgInfoFormat) {
+        if (D->IsNewDbgInfoFormat)
+          S->convertToNewDbgValues();
+        else
+          S->convertFromNewDbgValues();
       }
     }
     // A block whose address is taken (computed goto) is named by constants
@@ -1801,17 +1830,28 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
     Ok = Ok && !hasAddressTakenBlock(*S) && !hasAddressTakenBlock(*D) && Types.mapsBody(*S) &&
          Types.map(S->getFunctionType()) == D->getFunctionType() &&
          resolvesInUnit(*S, Unit, Types);
+    Ok = Ok && (!Debug || mapStoredDebugBody(*DebugInfo, sources[i], *S, D->getSubprogram()));
     if (Ok)
       Pairs[i] = {S, D};
     else
       FailedGroups.insert(groups[i]);
   }
   UnitGlobalMaterializer Mat(Unit, Types);
+  // One map per blob: its debug metadata's mapping is seeded once, and
+  // what the cloning makes of a node is shared as in the blob.
+  std::vector<std::unique_ptr<ValueToValueMapTy>> Maps(blob_count);
   size_t replaced = 0;
   for (size_t i = 0; i < count; i++) {
     auto [S, D] = Pairs[i];
     if (!S || FailedGroups.count(groups[i]))
       continue;
+    auto &Map = Maps[sources[i]];
+    if (!Map) {
+      Map = std::make_unique<ValueToValueMapTy>();
+      if (Debug)
+        seedStoredDebugInfo(*DebugInfo, sources[i], *Map);
+    }
+    ValueToValueMapTy &VMap = *Map;
     GlobalValue::LinkageTypes Linkage = D->getLinkage();
     GlobalValue::VisibilityTypes Visibility = D->getVisibility();
     GlobalValue::DLLStorageClassTypes Dll = D->getDLLStorageClass();
@@ -1821,7 +1861,8 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
     MaybeAlign Align = D->getAlign();
     std::string Section = D->getSection().str();
     D->deleteBody();
-    ValueToValueMapTy VMap;
+    // Its attachments (its subprogram) come with the stored body.
+    D->clearMetadata();
     auto NewArg = D->arg_begin();
     for (const Argument &A : S->args())
       VMap[&A] = &*NewArg++;
@@ -2048,6 +2089,66 @@ template <class T, class... Args> T *makeNode(bool Distinct, LLVMContext &C, Arg
   return Distinct ? T::getDistinct(C, std::forward<Args>(A)...) : T::get(C, std::forward<Args>(A)...);
 }
 
+// `N` with each line `l` as `moved(N, l)` and each operand `op` as `O(op)`;
+// null when its kind is not one this knows how to rebuild. A uniqued node is made
+// with its final operands, never rebuilt from one with the old ones: a
+// member of a type with an identifier is uniqued by name and scope
+// alone, so getting it with the old scope would give the old member.
+template <class MoveFn, class MapOperand>
+MDNode *rebuiltWithLines(LLVMContext &C, MDNode *N, MoveFn &&moved, MapOperand &&O) {
+  bool D = N->isDistinct();
+  if (auto *L = dyn_cast<DILocation>(N))
+    return makeNode<DILocation>(D, C, moved(N, L->getLine()), L->getColumn(), O(L->getRawScope()),
+                                O(L->getRawInlinedAt()), L->isImplicitCode());
+  if (auto *SP = dyn_cast<DISubprogram>(N))
+    return makeNode<DISubprogram>(
+        D, C, O(SP->getRawScope()), SP->getRawName(), SP->getRawLinkageName(), O(SP->getRawFile()),
+        moved(N, SP->getLine()), O(SP->getRawType()), moved(N, SP->getScopeLine()),
+        O(SP->getRawContainingType()), SP->getVirtualIndex(), SP->getThisAdjustment(),
+        SP->getFlags(), SP->getSPFlags(), O(SP->getRawUnit()), O(SP->getRawTemplateParams()),
+        O(SP->getRawDeclaration()), O(SP->getRawRetainedNodes()), O(SP->getRawThrownTypes()),
+        O(SP->getRawAnnotations()), SP->getRawTargetFuncName());
+  if (auto *B = dyn_cast<DILexicalBlock>(N))
+    return makeNode<DILexicalBlock>(D, C, O(B->getRawScope()), O(B->getRawFile()),
+                                    moved(N, B->getLine()), B->getColumn());
+  if (auto *V = dyn_cast<DILocalVariable>(N))
+    return makeNode<DILocalVariable>(D, C, O(V->getRawScope()), V->getRawName(), O(V->getRawFile()),
+                                     moved(N, V->getLine()), O(V->getRawType()), V->getArg(),
+                                     V->getFlags(), V->getAlignInBits(),
+                                     O(V->getRawAnnotations()));
+  if (auto *V = dyn_cast<DIGlobalVariable>(N))
+    return makeNode<DIGlobalVariable>(
+        D, C, O(V->getRawScope()), V->getRawName(), V->getRawLinkageName(), O(V->getRawFile()),
+        moved(N, V->getLine()), O(V->getRawType()), V->isLocalToUnit(), V->isDefinition(),
+        O(V->getRawStaticDataMemberDeclaration()), O(V->getRawTemplateParams()),
+        V->getAlignInBits(), O(V->getRawAnnotations()));
+  if (auto *L = dyn_cast<DILabel>(N))
+    return makeNode<DILabel>(D, C, O(L->getRawScope()), L->getRawName(), O(L->getRawFile()),
+                             moved(N, L->getLine()));
+  if (auto *T = dyn_cast<DIDerivedType>(N))
+    return makeNode<DIDerivedType>(
+        D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
+        O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
+        T->getOffsetInBits(), T->getDWARFAddressSpace(), T->getPtrAuthData(), T->getFlags(),
+        O(T->getRawExtraData()), O(T->getRawAnnotations()));
+  if (auto *T = dyn_cast<DICompositeType>(N))
+    return makeNode<DICompositeType>(
+        D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
+        O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
+        T->getOffsetInBits(), T->getFlags(), O(T->getRawElements()), T->getRuntimeLang(),
+        O(T->getRawVTableHolder()), O(T->getRawTemplateParams()), T->getRawIdentifier(),
+        O(T->getRawDiscriminator()), O(T->getRawDataLocation()), O(T->getRawAssociated()),
+        O(T->getRawAllocated()), O(T->getRawRank()), O(T->getRawAnnotations()));
+  if (auto *I = dyn_cast<DIImportedEntity>(N))
+    return makeNode<DIImportedEntity>(D, C, I->getTag(), O(I->getRawScope()), O(I->getRawEntity()),
+                                      O(I->getRawFile()), moved(N, I->getLine()), I->getRawName(),
+                                      O(I->getRawElements()));
+  if (auto *B = dyn_cast<DICommonBlock>(N))
+    return makeNode<DICommonBlock>(D, C, O(B->getRawScope()), O(B->getRawDecl()), B->getRawName(),
+                                   O(B->getRawFile()), moved(N, B->getLineNo()));
+  return nullptr;
+}
+
 struct LineRebaser {
   LLVMContext &C;
   const Metadata *File;
@@ -2247,63 +2348,10 @@ struct LineRebaser {
     return It->second;
   }
 
-  // `N` with its lines moved and each operand `op` as `O(op)`; null when
-  // its kind is not one this knows how to rebuild. A uniqued node is made
-  // with its final operands, never rebuilt from one with the old ones: a
-  // member of a type with an identifier is uniqued by name and scope
-  // alone, so getting it with the old scope would give the old member.
+  // `N` with its lines moved (see rebuiltWithLines).
   template <class MapOperand> MDNode *withMovedLines(MDNode *N, MapOperand &&O) {
-    bool D = N->isDistinct();
-    if (auto *L = dyn_cast<DILocation>(N))
-      return makeNode<DILocation>(D, C, moved(N, L->getLine()), L->getColumn(), O(L->getRawScope()),
-                                  O(L->getRawInlinedAt()), L->isImplicitCode());
-    if (auto *SP = dyn_cast<DISubprogram>(N))
-      return makeNode<DISubprogram>(
-          D, C, O(SP->getRawScope()), SP->getRawName(), SP->getRawLinkageName(), O(SP->getRawFile()),
-          moved(N, SP->getLine()), O(SP->getRawType()), moved(N, SP->getScopeLine()),
-          O(SP->getRawContainingType()), SP->getVirtualIndex(), SP->getThisAdjustment(),
-          SP->getFlags(), SP->getSPFlags(), O(SP->getRawUnit()), O(SP->getRawTemplateParams()),
-          O(SP->getRawDeclaration()), O(SP->getRawRetainedNodes()), O(SP->getRawThrownTypes()),
-          O(SP->getRawAnnotations()), SP->getRawTargetFuncName());
-    if (auto *B = dyn_cast<DILexicalBlock>(N))
-      return makeNode<DILexicalBlock>(D, C, O(B->getRawScope()), O(B->getRawFile()),
-                                      moved(N, B->getLine()), B->getColumn());
-    if (auto *V = dyn_cast<DILocalVariable>(N))
-      return makeNode<DILocalVariable>(D, C, O(V->getRawScope()), V->getRawName(), O(V->getRawFile()),
-                                       moved(N, V->getLine()), O(V->getRawType()), V->getArg(),
-                                       V->getFlags(), V->getAlignInBits(),
-                                       O(V->getRawAnnotations()));
-    if (auto *V = dyn_cast<DIGlobalVariable>(N))
-      return makeNode<DIGlobalVariable>(
-          D, C, O(V->getRawScope()), V->getRawName(), V->getRawLinkageName(), O(V->getRawFile()),
-          moved(N, V->getLine()), O(V->getRawType()), V->isLocalToUnit(), V->isDefinition(),
-          O(V->getRawStaticDataMemberDeclaration()), O(V->getRawTemplateParams()),
-          V->getAlignInBits(), O(V->getRawAnnotations()));
-    if (auto *L = dyn_cast<DILabel>(N))
-      return makeNode<DILabel>(D, C, O(L->getRawScope()), L->getRawName(), O(L->getRawFile()),
-                               moved(N, L->getLine()));
-    if (auto *T = dyn_cast<DIDerivedType>(N))
-      return makeNode<DIDerivedType>(
-          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
-          O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
-          T->getOffsetInBits(), T->getDWARFAddressSpace(), T->getPtrAuthData(), T->getFlags(),
-          O(T->getRawExtraData()), O(T->getRawAnnotations()));
-    if (auto *T = dyn_cast<DICompositeType>(N))
-      return makeNode<DICompositeType>(
-          D, C, T->getTag(), T->getRawName(), O(T->getRawFile()), moved(N, T->getLine()),
-          O(T->getRawScope()), O(T->getRawBaseType()), T->getSizeInBits(), T->getAlignInBits(),
-          T->getOffsetInBits(), T->getFlags(), O(T->getRawElements()), T->getRuntimeLang(),
-          O(T->getRawVTableHolder()), O(T->getRawTemplateParams()), T->getRawIdentifier(),
-          O(T->getRawDiscriminator()), O(T->getRawDataLocation()), O(T->getRawAssociated()),
-          O(T->getRawAllocated()), O(T->getRawRank()), O(T->getRawAnnotations()));
-    if (auto *I = dyn_cast<DIImportedEntity>(N))
-      return makeNode<DIImportedEntity>(D, C, I->getTag(), O(I->getRawScope()), O(I->getRawEntity()),
-                                        O(I->getRawFile()), moved(N, I->getLine()), I->getRawName(),
-                                        O(I->getRawElements()));
-    if (auto *B = dyn_cast<DICommonBlock>(N))
-      return makeNode<DICommonBlock>(D, C, O(B->getRawScope()), O(B->getRawDecl()), B->getRawName(),
-                                     O(B->getRawFile()), moved(N, B->getLineNo()));
-    return nullptr;
+    return rebuiltWithLines(
+        C, N, [&](const MDNode *M, unsigned Line) { return moved(M, Line); }, O);
   }
 
   void collect(Metadata *Root) {
@@ -2541,6 +2589,397 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
   return 1;
 }
 
+
+// ---------------------------------------------------------------------------
+// The debug metadata of stored bodies (see src/pipeline/bodies.rs). A body
+// an earlier compile kept names that compile's metadata, read back as new
+// nodes: its own compile unit, subprograms, lexical blocks and C's struct,
+// union and enum types (distinct nodes), and the lines the source had then.
+// The digests hold lines relative (what belongs to a definition, in its
+// file, to the definition's own line; the unit's file-level nodes to its
+// anchor) and leave out file checksums, so equal final digests say the
+// body is the unit's once each node is the unit's node with its lines
+// moved by what its owner moved. `StoredDebugInfo` finds that node for
+// every node a stored body reaches, or says it cannot (the caller leaves
+// the body's group alone):
+// - the compile unit: the unit's one;
+// - a file: the unit's of the same name, directory and source;
+// - a subprogram that is a definition: the unit's of the same key (linkage
+//   name, else name) and file; the two lines give its owner's shift;
+// - a lexical block: the unit's with the mapped scope and file, the moved
+//   line and the same column (a block file: scope, file, discriminator);
+// - another distinct type (C's structs, unions and enums): the unit's of
+//   the same tag, name, identifier, file, scope, size, alignment, flags and
+//   number of elements, whatever its line (fragments hold those types as
+//   stubs, whose lines the digests leave out);
+// - a uniqued node: rebuilt with mapped operands and moved lines; one a
+//   debugger sees (any DINode) must be one the unit already has;
+// - what passes make for one function (assignment IDs, loop and alias
+//   scope nodes): left to the cloning, which makes new ones, as a cold
+//   compile's passes do; the inliner's distinct call-site locations: new
+//   ones, with the mapped scope and the moved line.
+struct StoredDebugInfo {
+  LLVMContext &C;
+  // The unit's side, indexed once.
+  DICompileUnit *UnitCU = nullptr;
+  bool UnitIndexed = false;
+  DenseSet<const Metadata *> UnitNodes;
+  std::map<std::tuple<std::string, std::string, std::string>, MDNode *> Files;
+  std::map<std::pair<std::string, const Metadata *>, MDNode *> Subprograms;
+  std::map<std::tuple<const Metadata *, const Metadata *, unsigned, unsigned>, MDNode *> Blocks;
+  using TypeKey = std::tuple<unsigned, const Metadata *, const Metadata *, const Metadata *,
+                             const Metadata *, uint64_t, uint32_t, unsigned, unsigned>;
+  std::map<TypeKey, MDNode *> Types;
+  bool HasUnitAnchor = false;
+  uint64_t UnitAnchor = 0;
+
+  // One stored module's mapping.
+  struct Stored {
+    Module *M = nullptr;
+    int64_t AnchorShift = 0;
+    LineRebaser R;
+    DenseMap<const MDNode *, MDNode *> Map;
+    // Nodes left to the cloning (mapped to themselves in `Map`).
+    DenseSet<const MDNode *> Left;
+    DenseMap<const DISubprogram *, int64_t> Shift;
+    SmallPtrSet<const MDNode *, 16> InProgress;
+    // The blob cannot be mapped at all.
+    bool Failed = false;
+    explicit Stored(LLVMContext &C) : R{C, nullptr, 0, 0, {}, {}, {}, {}, {}, false} {}
+  };
+  std::vector<std::unique_ptr<Stored>> Blobs;
+
+  explicit StoredDebugInfo(LLVMContext &Ctx) : C(Ctx) {}
+
+  static std::string text(const MDString *S) { return S ? S->getString().str() : std::string(); }
+
+  static std::tuple<std::string, std::string, std::string> fileKey(const DIFile *F) {
+    std::string Source;
+    if (auto S = F->getSource())
+      Source = S->str();
+    return {F->getFilename().str(), F->getDirectory().str(), Source};
+  }
+
+  static std::string ownerKey(const DISubprogram *SP) { return LineRebaser::ownerKey(SP).str(); }
+
+  static TypeKey typeKey(const DIType *T, const Metadata *File, const Metadata *Scope) {
+    unsigned Elements = 0;
+    if (auto *CT = dyn_cast<DICompositeType>(T))
+      if (auto *E = CT->getRawElements())
+        Elements = cast<MDNode>(E)->getNumOperands();
+    return {T->getTag(),        T->getRawName(),    isa<DICompositeType>(T)
+                                                        ? cast<DICompositeType>(T)->getRawIdentifier()
+                                                        : nullptr,
+            File,               Scope,              T->getSizeInBits(),
+            T->getAlignInBits(), unsigned(T->getFlags()), Elements};
+  }
+
+  // Every node the unit's module reaches, and its distinct ones by key.
+  // False when the unit does not have exactly one compile unit.
+  bool indexUnit(Module &Unit) {
+    if (UnitIndexed)
+      return UnitCU != nullptr;
+    UnitIndexed = true;
+    auto CUs = Unit.debug_compile_units();
+    if (CUs.empty() || std::next(CUs.begin()) != CUs.end())
+      return false;
+    UnitCU = *CUs.begin();
+    SmallVector<const MDNode *, 64> Stack;
+    auto visit = [&](Metadata *MD) {
+      if (auto *N = dyn_cast_or_null<MDNode>(MD))
+        if (UnitNodes.insert(N).second)
+          Stack.push_back(N);
+    };
+    forEachRoot(Unit, visit);
+    while (!Stack.empty()) {
+      const MDNode *N = Stack.pop_back_val();
+      for (const MDOperand &Op : N->operands())
+        visit(Op.get());
+    }
+    // A key two nodes share finds neither (null).
+    auto add = [](auto &Index, auto Key, MDNode *N) {
+      auto [It, New] = Index.try_emplace(Key, N);
+      if (!New && It->second != N)
+        It->second = nullptr;
+    };
+    for (const Metadata *MD : UnitNodes) {
+      auto *N = const_cast<MDNode *>(cast<MDNode>(MD));
+      if (auto *F = dyn_cast<DIFile>(N))
+        add(Files, fileKey(F), F);
+      if (!N->isDistinct())
+        continue;
+      if (auto *SP = dyn_cast<DISubprogram>(N)) {
+        if (SP->isDefinition())
+          add(Subprograms, std::make_pair(ownerKey(SP), SP->getRawFile()), SP);
+      } else if (auto *B = dyn_cast<DILexicalBlock>(N)) {
+        add(Blocks, std::make_tuple(B->getRawScope(), B->getRawFile(), B->getLine(), B->getColumn()),
+            B);
+      } else if (auto *B = dyn_cast<DILexicalBlockFile>(N)) {
+        // Discriminators as columns, line 0: no block has both.
+        add(Blocks, std::make_tuple(B->getRawScope(), B->getRawFile(), 0u, B->getDiscriminator()),
+            B);
+      } else if (auto *T = dyn_cast<DIType>(N)) {
+        add(Types, typeKey(T, T->getRawFile(), T->getRawScope()), T);
+      }
+    }
+    return true;
+  }
+
+  // Starts the mapping of blob `Index`'s module, whose anchor (when it has
+  // one) is in its `repocc.anchor` metadata.
+  void addBlob(size_t Index, Module &M) {
+    if (Blobs.size() <= Index)
+      Blobs.resize(Index + 1);
+    auto S = std::make_unique<Stored>(C);
+    S->M = &M;
+    auto CUs = M.debug_compile_units();
+    if (CUs.empty() || std::next(CUs.begin()) != CUs.end() || !(*CUs.begin())->getFile())
+      S->Failed = true;
+    else {
+      S->R.UnitPath = LineRebaser::pathOf((*CUs.begin())->getFile());
+      // Also what the cloning asks of each body's subprogram, which this
+      // maps whole.
+      S->Map[*CUs.begin()] = UnitCU;
+    }
+    std::optional<uint64_t> Anchor;
+    if (NamedMDNode *A = M.getNamedMetadata("repocc.anchor"))
+      if (A->getNumOperands() == 1 && A->getOperand(0)->getNumOperands() == 1)
+        if (auto *V = mdconst::dyn_extract<ConstantInt>(A->getOperand(0)->getOperand(0)))
+          Anchor = V->getZExtValue();
+    if (Anchor.has_value() != HasUnitAnchor)
+      S->Failed = true;
+    else if (Anchor)
+      S->AnchorShift = int64_t(UnitAnchor) - int64_t(*Anchor);
+    Blobs[Index] = std::move(S);
+  }
+
+  // The line `Line` of the stored node `N` has in the unit; `Ok` false
+  // when there is none.
+  unsigned moved(Stored &S, const MDNode *N, unsigned Line, bool &Ok) {
+    if (Line == 0)
+      return 0;
+    int64_t Shift = 0;
+    if (S.R.definitionLevel(N)) {
+      const DISubprogram *O = S.R.ownerOf(N);
+      // Lines of another file inside a function (an #include in its body)
+      // are as they are, as in its digest.
+      if (O && S.R.fileOf(N) == S.R.fileOf(O)) {
+        map(S, const_cast<DISubprogram *>(O));
+        auto It = S.Shift.find(O);
+        if (It == S.Shift.end()) {
+          Ok = false;
+          return Line;
+        }
+        Shift = It->second;
+      }
+    } else if (LineRebaser::anchoredKind(N) && S.R.unitFile(S.R.fileOf(N))) {
+      Shift = S.AnchorShift;
+    }
+    int64_t L = int64_t(Line) + Shift;
+    if (L <= 0 || L > int64_t(UINT32_MAX)) {
+      Ok = false;
+      return Line;
+    }
+    return unsigned(L);
+  }
+
+  // An operand's node in the unit; `Ok` false when it has none.
+  Metadata *mapOperand(Stored &S, Metadata *MD, bool &Ok) {
+    auto *N = dyn_cast_or_null<MDNode>(MD);
+    if (!N)
+      return MD;
+    MDNode *M = map(S, N);
+    Ok = Ok && M;
+    return M;
+  }
+
+  MDNode *fail(Stored &S, MDNode *N) {
+    S.Map[N] = nullptr;
+    return nullptr;
+  }
+
+  MDNode *found(Stored &S, MDNode *N, MDNode *U, bool Ok) {
+    return Ok && U ? (S.Map[N] = U) : fail(S, N);
+  }
+
+  // The unit's node for the stored node `N` (itself when left to the
+  // cloning), or null when the unit has none.
+  MDNode *map(Stored &S, MDNode *N) {
+    if (auto It = S.Map.find(N); It != S.Map.end())
+      return It->second;
+    if (isa<DICompileUnit>(N))
+      return S.Map[N] = UnitCU;
+    if (auto *F = dyn_cast<DIFile>(N)) {
+      auto It = Files.find(fileKey(F));
+      return found(S, N, It == Files.end() ? nullptr : It->second, true);
+    }
+    if (N->isDistinct())
+      return mapDistinct(S, N);
+    return mapUniqued(S, N);
+  }
+
+  template <class Index, class Key> static MDNode *lookup(const Index &I, const Key &K) {
+    auto It = I.find(K);
+    return It == I.end() ? nullptr : It->second;
+  }
+
+  MDNode *mapDistinct(Stored &S, MDNode *N) {
+    bool Ok = true;
+    if (auto *SP = dyn_cast<DISubprogram>(N)) {
+      if (!SP->isDefinition())
+        return fail(S, N);
+      Metadata *File = mapOperand(S, SP->getRawFile(), Ok);
+      auto *U = cast_or_null<DISubprogram>(
+          lookup(Subprograms, std::make_pair(ownerKey(SP), (const Metadata *)File)));
+      if (!Ok || !U)
+        return fail(S, N);
+      int64_t Shift = int64_t(U->getLine()) - int64_t(SP->getLine());
+      bool ScopeLineMoves = SP->getScopeLine() == 0
+                                ? U->getScopeLine() == 0
+                                : int64_t(U->getScopeLine()) - int64_t(SP->getScopeLine()) == Shift;
+      if (!ScopeLineMoves || U->getRawName() != SP->getRawName() ||
+          U->getRawLinkageName() != SP->getRawLinkageName())
+        return fail(S, N);
+      S.Shift[SP] = Shift;
+      return S.Map[N] = U;
+    }
+    if (auto *B = dyn_cast<DILexicalBlock>(N)) {
+      Metadata *Scope = mapOperand(S, B->getRawScope(), Ok);
+      Metadata *File = mapOperand(S, B->getRawFile(), Ok);
+      unsigned Line = moved(S, B, B->getLine(), Ok);
+      return found(S, N, lookup(Blocks, std::make_tuple(Scope, File, Line, B->getColumn())), Ok);
+    }
+    if (auto *B = dyn_cast<DILexicalBlockFile>(N)) {
+      Metadata *Scope = mapOperand(S, B->getRawScope(), Ok);
+      Metadata *File = mapOperand(S, B->getRawFile(), Ok);
+      return found(S, N, lookup(Blocks, std::make_tuple(Scope, File, 0u, B->getDiscriminator())),
+                   Ok);
+    }
+    if (auto *T = dyn_cast<DIType>(N)) {
+      Metadata *File = mapOperand(S, T->getRawFile(), Ok);
+      Metadata *Scope = mapOperand(S, T->getRawScope(), Ok);
+      return found(S, N, lookup(Types, typeKey(T, File, Scope)), Ok);
+    }
+    if (auto *L = dyn_cast<DILocation>(N)) {
+      // The inliner's distinct call site of one inlined copy: a new one,
+      // at the moved line.
+      unsigned Line = moved(S, L, L->getLine(), Ok);
+      Metadata *Scope = mapOperand(S, L->getRawScope(), Ok);
+      Metadata *InlinedAt = mapOperand(S, L->getRawInlinedAt(), Ok);
+      if (!Ok)
+        return fail(S, N);
+      return S.Map[N] = DILocation::getDistinct(C, Line, L->getColumn(), Scope, InlinedAt,
+                                                L->isImplicitCode());
+    }
+    if (isa<DIAssignID>(N) || isa<MDTuple>(N)) {
+      // Made for one function: a new one, from the cloning. Its operands
+      // (a loop's locations) must map.
+      S.Map[N] = N;
+      S.Left.insert(N);
+      for (const MDOperand &Op : N->operands())
+        mapOperand(S, Op.get(), Ok);
+      return Ok ? N : fail(S, N);
+    }
+    return fail(S, N);
+  }
+
+  MDNode *mapUniqued(Stored &S, MDNode *N) {
+    if (!S.InProgress.insert(N).second)
+      return fail(S, N);
+    bool Ok = true;
+    SmallVector<Metadata *, 8> Ops;
+    bool LeftOperand = false;
+    for (const MDOperand &Op : N->operands()) {
+      Metadata *M = Op.get();
+      if (auto *ON = dyn_cast_or_null<MDNode>(M)) {
+        M = mapOperand(S, ON, Ok);
+        LeftOperand |= S.Left.count(ON) > 0;
+      } else if (auto *V = dyn_cast_or_null<ValueAsMetadata>(M)) {
+        // A global or a local value: the cloning maps it.
+        LeftOperand |= !isa<ConstantInt, ConstantFP>(V->getValue());
+      }
+      Ops.push_back(M);
+    }
+    S.InProgress.erase(N);
+    auto [L, SL] = linesOf(N);
+    std::pair<unsigned, unsigned> Lines{moved(S, N, L, Ok), moved(S, N, SL, Ok)};
+    if (!Ok)
+      return fail(S, N);
+    bool Moves = Lines != std::make_pair(L, SL);
+    if (LeftOperand) {
+      // Left to the cloning as well, which cannot move lines.
+      if (Moves)
+        return fail(S, N);
+      S.Left.insert(N);
+      return S.Map[N] = N;
+    }
+    MDNode *New = N;
+    if (Moves) {
+      New = rebuiltWithLines(
+          C, N, [&](const MDNode *M, unsigned Line) { return moved(S, M, Line, Ok); },
+          [&](Metadata *Op) { return mapOperand(S, Op, Ok); });
+      if (!Ok || !New || New->getNumOperands() != N->getNumOperands())
+        return fail(S, N);
+    }
+    bool Changed = false;
+    for (unsigned i = 0; i < Ops.size(); i++)
+      Changed |= New->getOperand(i) != Ops[i];
+    if (Changed) {
+      TempMDNode T = New->clone();
+      for (unsigned i = 0; i < Ops.size(); i++)
+        if (T->getOperand(i) != Ops[i])
+          T->replaceOperandWith(i, Ops[i]);
+      New = MDNode::replaceWithUniqued(std::move(T));
+    }
+    bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
+    for (unsigned i = 0; Same && i < Ops.size(); i++)
+      Same = New->getOperand(i) == Ops[i];
+    // What a debugger sees of the unit is the unit's: a variable, type or
+    // scope the unit does not have means the stored body is not its.
+    if (!Same || (isa<DINode>(New) && !UnitNodes.count(New)))
+      return fail(S, N);
+    return S.Map[N] = New;
+  }
+
+  // Maps every node the stored function `F` (of blob `Blob`) reaches;
+  // false when one has no node in the unit, or its subprogram would not
+  // be `Expected` (the unit's function's).
+  bool mapBody(size_t Blob, Function &F, const DISubprogram *Expected) {
+    if (Blob >= Blobs.size() || !Blobs[Blob] || Blobs[Blob]->Failed)
+      return false;
+    Stored &S = *Blobs[Blob];
+    bool Ok = true;
+    forEachObjectRoot(F, [&](Metadata *MD) { mapOperand(S, MD, Ok); });
+    DISubprogram *Own = F.getSubprogram();
+    return Ok && Own && Expected && map(S, Own) == Expected;
+  }
+
+  // The mapping of blob `Blob`, for the cloning of its bodies.
+  void seed(size_t Blob, ValueToValueMapTy &VMap) {
+    if (Blob >= Blobs.size() || !Blobs[Blob])
+      return;
+    for (auto [From, To] : Blobs[Blob]->Map)
+      if (To && !Blobs[Blob]->Left.count(From))
+        VMap.MD()[From].reset(To);
+  }
+};
+
+StoredDebugInfo *newStoredDebugInfo(Module &Unit, bool HasAnchor, uint64_t Anchor) {
+  auto *D = new StoredDebugInfo(Unit.getContext());
+  D->HasUnitAnchor = HasAnchor;
+  D->UnitAnchor = Anchor;
+  return D;
+}
+bool indexStoredDebugUnit(StoredDebugInfo &D, Module &Unit) { return D.indexUnit(Unit); }
+void addStoredDebugBlob(StoredDebugInfo &D, size_t Index, Module &M) { D.addBlob(Index, M); }
+bool mapStoredDebugBody(StoredDebugInfo &D, size_t Blob, Function &F,
+                        const DISubprogram *Expected) {
+  return D.mapBody(Blob, F, Expected);
+}
+void seedStoredDebugInfo(StoredDebugInfo &D, size_t Blob, ValueToValueMapTy &VMap) {
+  D.seed(Blob, VMap);
+}
+void freeStoredDebugInfo(StoredDebugInfo *D) { delete D; }
 } // namespace
 
 extern "C" {

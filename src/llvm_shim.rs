@@ -360,6 +360,8 @@ extern "C" {
         sources: *const usize,
         groups: *const usize,
         count: usize,
+        has_anchor: c_int,
+        anchor: u64,
         done: *mut u8,
     ) -> usize;
     fn repocc_frontend_run(
@@ -1287,14 +1289,19 @@ pub struct BodyRequest<'a> {
 /// of the same names in `blobs` (bitcode of modules [`extract_definitions`]
 /// made in earlier compiles, after the inliner), and marks them so that no
 /// optional pass runs on them until the inliner is done. Call it only from
-/// the [`HookPoint::BeforeInliner`] hook, on a module without debug info.
+/// the [`HookPoint::BeforeInliner`] hook. With debug info, each body's
+/// metadata becomes the module's, its lines moved as the digests allow
+/// (`anchor`: the unit's anchor, when its digests hold file-level lines
+/// relative to one; each blob says its own in `repocc.anchor`).
 /// Returns, for each request, whether its body was replaced: one stays
-/// when its blob lacks it, its type differs, or it names what the module
-/// lacks, and then so does every other function of its group.
+/// when its blob lacks it, its type differs, it names what the module
+/// lacks or debug metadata the module has no node for, and then so does
+/// every other function of its group.
 pub fn substitute_bodies(
     module: &inkwell::module::Module,
     blobs: &[&[u8]],
     requests: &[BodyRequest],
+    anchor: Option<u64>,
 ) -> Vec<bool> {
     let owned: Vec<CString> = requests
         .iter()
@@ -1321,6 +1328,8 @@ pub fn substitute_bodies(
             sources.as_ptr(),
             groups.as_ptr(),
             requests.len(),
+            anchor.is_some().into(),
+            anchor.unwrap_or(0),
             done.as_mut_ptr(),
         );
     }
@@ -1737,6 +1746,18 @@ mod tests {
         wanted: &[(&str, usize, usize)],
         watch: &str,
     ) -> (Vec<bool>, String) {
+        run_substituting_at(module, tm, blob, wanted, watch, None)
+    }
+
+    /// [`run_substituting`] with the unit's anchor.
+    fn run_substituting_at(
+        module: &inkwell::module::Module,
+        tm: &TargetMachine,
+        blob: &[u8],
+        wanted: &[(&str, usize, usize)],
+        watch: &str,
+        anchor: Option<u64>,
+    ) -> (Vec<bool>, String) {
         let mut done = Vec::new();
         let mut after_inliner = String::new();
         run_pipeline_with_hooks(
@@ -1747,7 +1768,7 @@ mod tests {
             true,
             &mut |p| match p {
                 HookPoint::BeforeInliner => {
-                    done = substitute_bodies(module, &[blob], &requests(wanted))
+                    done = substitute_bodies(module, &[blob], &requests(wanted), anchor)
                 }
                 HookPoint::AfterInliner => after_inliner = function_ir(module, watch),
                 HookPoint::OptimizerEarly => {}
@@ -1858,5 +1879,198 @@ mod tests {
             sq_after_inliner.contains("add i32 %x, 0"),
             "{sq_after_inliner}"
         );
+    }
+
+    /// sq, f (a lexical block; inlines sq) and g of a C file compiled with
+    /// `-g`, after mem2reg; the struct and its typedef on line 1.
+    const DEBUG_BODIES_IR: &str = r#"
+        target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
+        target triple = "x86_64-pc-linux-gnu"
+        %struct.pair = type { i32, i32 }
+        define dso_local i32 @f(ptr noundef %p) !dbg !9 {
+        entry:
+            #dbg_value(ptr %p, !20, !DIExpression(), !24)
+          %b = getelementptr inbounds %struct.pair, ptr %p, i32 0, i32 1, !dbg !25
+          %0 = load i32, ptr %b, align 4, !dbg !25
+            #dbg_value(i32 %0, !21, !DIExpression(), !24)
+          %call = call i32 @sq(i32 noundef %0), !dbg !31
+            #dbg_value(i32 %call, !22, !DIExpression(), !32)
+          %add = add nsw i32 %call, 1, !dbg !33
+          ret i32 %add, !dbg !34
+        }
+        define hidden i32 @sq(i32 noundef %x) !dbg !35 {
+        entry:
+            #dbg_value(i32 %x, !39, !DIExpression(), !41)
+          %add = add nsw i32 %x, 0, !dbg !42
+            #dbg_value(i32 %add, !40, !DIExpression(), !41)
+          %mul = mul nsw i32 %add, %add, !dbg !43
+          ret i32 %mul, !dbg !44
+        }
+        define dso_local i32 @g(ptr noundef %p) !dbg !45 {
+        entry:
+            #dbg_value(ptr %p, !47, !DIExpression(), !48)
+          %call = call i32 @f(ptr noundef %p), !dbg !49
+          %mul = mul nsw i32 %call, 2, !dbg !50
+          ret i32 %mul, !dbg !51
+        }
+        !llvm.dbg.cu = !{!0}
+        !llvm.module.flags = !{!2, !3}
+        !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "Debian clang version 19.1.7 (3~deb12u1)", isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug, splitDebugInlining: false, nameTableKind: None)
+        !1 = !DIFile(filename: "dt.c", directory: "/tmp/dx", checksumkind: CSK_MD5, checksum: "5a7e1c1c887f53d47c7ca5b5d56771eb")
+        !2 = !{i32 7, !"Dwarf Version", i32 5}
+        !3 = !{i32 2, !"Debug Info Version", i32 3}
+        !9 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 6, type: !10, scopeLine: 6, flags: DIFlagPrototyped | DIFlagAllCallsDescribed, spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: !0, retainedNodes: !19)
+        !10 = !DISubroutineType(types: !11)
+        !11 = !{!12, !13}
+        !12 = !DIBasicType(name: "int", size: 32, encoding: DW_ATE_signed)
+        !13 = !DIDerivedType(tag: DW_TAG_pointer_type, baseType: !14, size: 64)
+        !14 = !DIDerivedType(tag: DW_TAG_typedef, name: "pair", file: !1, line: 1, baseType: !15)
+        !15 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "pair", file: !1, line: 1, size: 64, elements: !16)
+        !16 = !{!17, !18}
+        !17 = !DIDerivedType(tag: DW_TAG_member, name: "a", scope: !15, file: !1, line: 1, baseType: !12, size: 32)
+        !18 = !DIDerivedType(tag: DW_TAG_member, name: "b", scope: !15, file: !1, line: 1, baseType: !12, size: 32, offset: 32)
+        !19 = !{!20, !21, !22}
+        !20 = !DILocalVariable(name: "p", arg: 1, scope: !9, file: !1, line: 6, type: !13)
+        !21 = !DILocalVariable(name: "v", scope: !9, file: !1, line: 7, type: !12)
+        !22 = !DILocalVariable(name: "s", scope: !23, file: !1, line: 9, type: !12)
+        !23 = distinct !DILexicalBlock(scope: !9, file: !1, line: 8, column: 3)
+        !24 = !DILocation(line: 0, scope: !9)
+        !25 = !DILocation(line: 7, column: 14, scope: !9)
+        !31 = !DILocation(line: 9, column: 13, scope: !23)
+        !32 = !DILocation(line: 0, scope: !23)
+        !33 = !DILocation(line: 10, column: 14, scope: !23)
+        !34 = !DILocation(line: 10, column: 5, scope: !23)
+        !35 = distinct !DISubprogram(name: "sq", scope: !1, file: !1, line: 2, type: !36, scopeLine: 2, flags: DIFlagPrototyped | DIFlagAllCallsDescribed, spFlags: DISPFlagLocalToUnit | DISPFlagDefinition | DISPFlagOptimized, unit: !0, retainedNodes: !38)
+        !36 = !DISubroutineType(types: !37)
+        !37 = !{!12, !12}
+        !38 = !{!39, !40}
+        !39 = !DILocalVariable(name: "x", arg: 1, scope: !35, file: !1, line: 2, type: !12)
+        !40 = !DILocalVariable(name: "z", scope: !35, file: !1, line: 3, type: !12)
+        !41 = !DILocation(line: 0, scope: !35)
+        !42 = !DILocation(line: 3, column: 13, scope: !35)
+        !43 = !DILocation(line: 4, column: 12, scope: !35)
+        !44 = !DILocation(line: 4, column: 3, scope: !35)
+        !45 = distinct !DISubprogram(name: "g", scope: !1, file: !1, line: 13, type: !10, scopeLine: 13, flags: DIFlagPrototyped | DIFlagAllCallsDescribed, spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: !0, retainedNodes: !46)
+        !46 = !{!47}
+        !47 = !DILocalVariable(name: "p", arg: 1, scope: !45, file: !1, line: 13, type: !13)
+        !48 = !DILocation(line: 0, scope: !45)
+        !49 = !DILocation(line: 13, column: 25, scope: !45)
+        !50 = !DILocation(line: 13, column: 30, scope: !45)
+        !51 = !DILocation(line: 13, column: 18, scope: !45)
+    "#;
+
+    /// `ir` with every line from `from` on moved down by `by`.
+    fn lines_moved(ir: &str, from: u64, by: u64) -> String {
+        let mut out = String::new();
+        let mut rest = ir;
+        while let Some(at) = rest.find("ine: ") {
+            let (head, tail) = rest.split_at(at + 5);
+            out.push_str(head);
+            let digits = tail.chars().take_while(char::is_ascii_digit).count();
+            let n: u64 = tail[..digits].parse().unwrap();
+            out.push_str(&(if n >= from { n + by } else { n }).to_string());
+            rest = &tail[digits..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// The blob of sq and f as `ir`'s inliner leaves them, with the anchor
+    /// (line 1) as `bodies::snapshot` records it.
+    fn debug_bodies_after_inliner(context: &Context, tm: &TargetMachine, ir: &str) -> Vec<u8> {
+        let first = parse(context, ir);
+        let mut blob = Vec::new();
+        run_pipeline_with_hooks(&first, tm, "default<O2>", &plain_tuning(), true, &mut |p| {
+            if p == HookPoint::AfterInliner {
+                let m = extract_definitions(&first, &["sq", "f"], false, None);
+                let anchor = context.i64_type().const_int(1, false);
+                m.add_global_metadata("repocc.anchor", &context.metadata_node(&[anchor.into()]))
+                    .unwrap();
+                blob = m.write_bitcode_to_memory().as_slice().to_vec();
+            }
+        })
+        .unwrap();
+        blob
+    }
+
+    #[test]
+    fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
+        // Ten lines added between sq and f: f's and g's lines move, sq's,
+        // the struct's and the anchor stay. The stored f holds sq's code
+        // inlined (sq's lines) in f's lexical block (f's).
+        let moved = lines_moved(DEBUG_BODIES_IR, 5, 10);
+        let warm = parse(&context, &moved);
+        let (done, _) = run_substituting_at(
+            &warm,
+            &tm,
+            &blob,
+            &[("f", 0, 0), ("sq", 0, 1)],
+            "f",
+            Some(1),
+        );
+        assert_eq!(done, vec![true, true]);
+        let cold = parse(&context, &moved);
+        run_pipeline_with_hooks(
+            &cold,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |_| {},
+        )
+        .unwrap();
+        // One compile unit, the unit's nodes, the moved lines: what a
+        // compile without stored bodies makes.
+        let warm_ir = warm.print_to_string().to_string();
+        assert_eq!(warm_ir, cold.print_to_string().to_string());
+        assert!(warm_ir.contains("line: 19, column: 13"), "{warm_ir}");
+        assert!(warm.verify().is_ok());
+    }
+
+    #[test]
+    fn a_stored_body_naming_debug_info_the_unit_lacks_stays_out() {
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
+        // f's local `v` is `w` in this unit: the stored f names a variable
+        // the unit does not have. sq, a group of its own, is still taken.
+        let renamed = DEBUG_BODIES_IR.replace(r#"name: "v""#, r#"name: "w""#);
+        let module = parse(&context, &renamed);
+        let (done, _) = run_substituting_at(
+            &module,
+            &tm,
+            &blob,
+            &[("f", 0, 0), ("sq", 0, 1)],
+            "f",
+            Some(1),
+        );
+        assert_eq!(done, vec![false, true]);
+        // The file-level lines moved, but the blob's anchor did not: the
+        // struct's typedef would not be the unit's.
+        let moved = lines_moved(DEBUG_BODIES_IR, 1, 10);
+        let module = parse(&context, &moved);
+        let (done, _) = run_substituting_at(
+            &module,
+            &tm,
+            &blob,
+            &[("f", 0, 0), ("sq", 0, 1)],
+            "f",
+            Some(1),
+        );
+        assert_eq!(done, vec![false, true]);
+        // With the anchor moved as well, both are.
+        let module = parse(&context, &moved);
+        let (done, _) = run_substituting_at(
+            &module,
+            &tm,
+            &blob,
+            &[("f", 0, 0), ("sq", 0, 1)],
+            "f",
+            Some(11),
+        );
+        assert_eq!(done, vec![true, true]);
     }
 }

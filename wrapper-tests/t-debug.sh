@@ -248,7 +248,8 @@ done
 note "lines added at random places: the reused fragments, placed, equal a compile from scratch"
 # Each edit moves everything below it; what the digests let through is
 # placed, and must come out byte for byte as a compile into a new
-# repository, with DWARF that verifies.
+# repository, with DWARF that verifies (at -O2, with stored bodies for
+# the recompiled definitions' context).
 fresh_copy "$src" lua-moves
 cd lua-moves/src
 RANDOM=7
@@ -270,7 +271,12 @@ for flags in "-O2 -g" "-O0 -g"; do
     cmp -s warm.o cold.o || fail "$flags: $f with a line added at $at: the reused fragments differ from a compile from scratch"
     llvm-dwarfdump-19 --verify warm.o > /dev/null || fail "$flags: DWARF of $f with a line added at $at does not verify"
   done
-  note "$flags: six lines added: $(stat_value definitions_compiled) of $(stat_value definitions_total) definitions compiled"
+  note "$flags: six lines added: $(stat_value definitions_compiled) of $(stat_value definitions_total) definitions compiled, $(stat_value bodies_reused) stored bodies used"
+  # Optimized, a recompiled definition's context takes the bodies earlier
+  # compiles kept, their debug info moved to where the definitions now are.
+  if [ "$flags" = "-O2 -g" ]; then
+    [ "$(stat_value bodies_reused)" -gt 0 ] || fail "-O2 -g: no stored body used after lines were added"
+  fi
 done
 cd "$SCRATCH"
 unset REPOCC_DIR

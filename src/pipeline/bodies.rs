@@ -34,9 +34,13 @@
 //!   propagated): its body is its own only when that caller is in its
 //!   group. Other local functions are never kept or put in place.
 //!
-//! Not for units with debug info yet: a stored body's debug metadata would
-//! have to become the unit's (its compile unit, subprograms, files and
-//! lines); those units optimize their context as before.
+//! With debug info, a stored body names the metadata of the compile that
+//! kept it, with the lines the source had then; the shim maps each node to
+//! the unit's (its compile unit, subprograms, lexical blocks, types), with
+//! its lines moved as the digests, which hold them relative, allow: by what
+//! its definition moved, or the unit's anchor for file-level nodes (each
+//! bodies entry records the anchor of its compile). A body with a node the
+//! unit has no match for is not put in place, nor is the rest of its group.
 //!
 //! [`HookPoint::AfterInliner`]: crate::llvm_shim::HookPoint::AfterInliner
 //! [`HookPoint::BeforeInliner`]: crate::llvm_shim::HookPoint::BeforeInliner
@@ -52,12 +56,20 @@ use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 const MAX_BODIES_BYTES: u64 = 512 << 20;
 /// zstd level of a bodies entry: bitcode shrinks about 3x at level 1.
 const BODIES_ZSTD_LEVEL: i32 = 1;
+/// The named metadata of a bodies entry's module that holds its compile's
+/// anchor (the shim reads it).
+const ANCHOR_METADATA: &str = "repocc.anchor";
 
 /// Whether stored bodies may be used and kept for this unit: `wanted`
 /// (the `context_bodies` setting, and an optimized compile), and the unit
-/// has no debug info.
+/// has at most one compile unit.
 pub fn applies(unit: &Unit, wanted: bool) -> bool {
-    wanted && unit.module.get_global_metadata_size("llvm.dbg.cu") == 0
+    wanted && unit.module.get_global_metadata_size("llvm.dbg.cu") <= 1
+}
+
+/// The unit's anchor as its digests hold lines (see `debug_lines`).
+fn anchor(digests: &ModuleDigests) -> Option<u64> {
+    digests.anchor.filter(|_| digests.relative_lines)
 }
 
 /// The index key of `name`'s body after the inliner, with `digest` its
@@ -95,6 +107,8 @@ pub struct ContextBodies {
     pub bodies: Vec<(String, usize, usize)>,
     /// The module's members when the optimizer starts, for [`snapshot`].
     pub members: Vec<Member>,
+    /// The unit's anchor (see [`anchor`]).
+    pub anchor: Option<u64>,
 }
 
 /// The group of each function definition: definitions whose contents can
@@ -265,6 +279,7 @@ pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> Cont
         })
         .collect();
     out.members = members;
+    out.anchor = anchor(digests);
     out
 }
 
@@ -285,7 +300,7 @@ pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> Vec<String> {
             group: *group,
         })
         .collect();
-    let done = llvm_shim::substitute_bodies(&unit.module, &blobs, &requests);
+    let done = llvm_shim::substitute_bodies(&unit.module, &blobs, &requests, bodies.anchor);
     bodies
         .bodies
         .iter()
@@ -313,10 +328,11 @@ pub struct Snapshot {
 
 pub fn snapshot(
     unit: &Unit,
-    members: &[Member],
+    bodies: &ContextBodies,
     whole_reach: &HashSet<String>,
     skip: &HashSet<String>,
 ) -> Option<Snapshot> {
+    let members = &bodies.members;
     let mut names = Vec::new();
     let mut gone = Vec::new();
     for m in members {
@@ -338,6 +354,14 @@ pub fn snapshot(
     }
     let refs: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
     let module = llvm_shim::extract_definitions(&unit.module, &refs, false, None);
+    if let Some(anchor) = bodies.anchor {
+        // Where this compile's file-level lines were, for a later one's.
+        let context = module.get_context();
+        let value = context.i64_type().const_int(anchor, false);
+        module
+            .add_global_metadata(ANCHOR_METADATA, &context.metadata_node(&[value.into()]))
+            .ok()?;
+    }
     let bitcode = module.write_bitcode_to_memory();
     let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
     Some(Snapshot {

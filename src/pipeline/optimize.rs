@@ -88,8 +88,7 @@ pub fn run(
                 replaced = skip.into_iter().collect();
             }
             (HookPoint::AfterInliner, Some(b)) => {
-                outcome.snapshot =
-                    bodies::snapshot(unit, &b.context.members, b.whole_reach, &replaced);
+                outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
                 dropped = drop_unreferenced_locals(unit, stored);
