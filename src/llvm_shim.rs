@@ -53,7 +53,8 @@
 //! - `substitute_bodies`: each blob is read lazily into a module of the
 //!   shim's own in the unit's context, dropped before the call returns;
 //!   every global value a copied body names is mapped to the unit's (or a
-//!   declaration added), so nothing in the unit refers into that module.
+//!   declaration added), and every metadata node to the unit's (or a new
+//!   node in the context), so nothing in the unit refers into that module.
 //! - `remove_file_on_interrupt` and the rest of the interrupt table: the
 //!   shim copies the path (LLVM's list and its own table own their
 //!   copies), installs its SIGINT/SIGTERM/SIGHUP handler once (never over
