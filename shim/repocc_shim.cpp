@@ -882,6 +882,17 @@ extern "C" unsigned repocc_mark_unwritten_statics_constant(LLVMModuleRef module)
 
 // Turns a definition into a declaration (its fragment comes from the
 // repository). Declarations cannot be in a COMDAT.
+// Whether anything uses the global `value`, constants nothing uses any
+// more (what was left of an initializer made a declaration) removed first,
+// as the optimizer's passes remove them.
+extern "C" int repocc_is_used(LLVMValueRef value) {
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV)
+    return 0;
+  GV->removeDeadConstantUsers();
+  return !GV->use_empty();
+}
+
 extern "C" void repocc_make_declaration(LLVMValueRef value) {
   auto *GV = dyn_cast<GlobalValue>(unwrap(value));
   if (!GV || GV->isDeclaration())

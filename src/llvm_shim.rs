@@ -298,6 +298,7 @@ extern "C" {
         len: *mut usize,
     ) -> *const c_char;
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
+    fn repocc_is_used(value: llvm_sys::prelude::LLVMValueRef) -> c_int;
     fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
@@ -658,6 +659,54 @@ pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
         if !v.is_null() {
             repocc_make_declaration(v);
         }
+    }
+}
+
+/// The global that keeps functions used (see [`anchor_uses`]).
+const USE_ANCHOR: &str = "repocc.uses";
+
+/// Gives each named function one use, from the initializer of a hidden
+/// constant array that nothing else refers to, until
+/// [`remove_use_anchor`]. Passes ask whether a function is used at all
+/// (dead-argument elimination leaves the arguments of a function without
+/// uses alone, and otherwise drops its unused arguments' debug values and
+/// `noundef`): a recompiled function whose users were all pruned must
+/// look used, as in a cold compile.
+pub fn anchor_uses(module: &inkwell::module::Module, names: &[&str]) {
+    let pointers: Vec<inkwell::values::PointerValue> = names
+        .iter()
+        .filter_map(|n| module.get_function(n))
+        .map(|f| f.as_global_value().as_pointer_value())
+        .collect();
+    if pointers.is_empty() || module.get_global(USE_ANCHOR).is_some() {
+        return;
+    }
+    let ptr = module
+        .get_context()
+        .ptr_type(inkwell::AddressSpace::default());
+    let array = ptr.const_array(&pointers);
+    let anchor = module.add_global(array.get_type(), None, USE_ANCHOR);
+    anchor.set_initializer(&array);
+    anchor.set_constant(true);
+    anchor.set_linkage(inkwell::module::Linkage::External);
+    anchor.set_visibility(inkwell::GlobalVisibility::Hidden);
+}
+
+/// Whether anything in its module uses `function` (constants left
+/// unused by a pruned initializer do not count; they are removed).
+pub fn is_used(function: &inkwell::values::FunctionValue) -> bool {
+    // SAFETY: the function is alive in a module of this thread; the shim
+    // only removes constants nothing uses.
+    use inkwell::values::AsValueRef;
+    unsafe { repocc_is_used(function.as_value_ref()) != 0 }
+}
+
+/// Removes what [`anchor_uses`] added.
+pub fn remove_use_anchor(module: &inkwell::module::Module) {
+    if let Some(anchor) = module.get_global(USE_ANCHOR) {
+        // SAFETY: nothing refers to the anchor (it is this module's own,
+        // and no pass takes the address of a global to keep it).
+        unsafe { anchor.delete() };
     }
 }
 

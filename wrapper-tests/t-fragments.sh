@@ -311,3 +311,22 @@ REPOCC_DIR="$SCRATCH/repo-dd" "$REPOCC" -O2 -c dd.c -o dd.warm.o || fail "warm c
 REPOCC_DIR="$SCRATCH/repo-dd-new" "$REPOCC" -O2 -c dd.c -o dd.cold.o || fail "cold compile of the edited dd.c"
 cmp dd.warm.o dd.cold.o || fail "dd.c after an edit: the warm object differs from a compile into a new repository"
 note "tables alike in several functions kept once, as clang's; warm equals cold"
+
+# A recompiled function whose only user is a pruned (mutable) table: the
+# optimizer must see it used, as in a cold compile, where dead-argument
+# elimination drops its unused argument's debug value (debug info with
+# and without the table differed).
+cat > du.c <<'SRC'
+int get(void) { return 1; }
+static int cb(int *out, int unused) { *out = get(); return 0; }
+int (*table[])(int *, int) = { cb };
+SRC
+REPOCC_DIR="$SCRATCH/repo-du" "$REPOCC" -O2 -g -c du.c -o du.o || fail "repocc -O2 -g du.c"
+sed -i 's/return 1;/return 2;/' du.c
+REPOCC_DIR="$SCRATCH/repo-du" "$REPOCC" --zero-stats > /dev/null
+REPOCC_DIR="$SCRATCH/repo-du" "$REPOCC" -O2 -g -c du.c -o du.warm.o || fail "warm compile of the edited du.c"
+compiled=$(REPOCC_DIR="$SCRATCH/repo-du" stat_value definitions_compiled)
+[ "$compiled" -eq 2 ] || fail "the edit to du.c compiled $compiled definitions, expected get and cb"
+REPOCC_DIR="$SCRATCH/repo-du-new" "$REPOCC" -O2 -g -c du.c -o du.cold.o || fail "cold compile of the edited du.c"
+cmp du.warm.o du.cold.o || fail "du.c after an edit: the warm object differs from a compile into a new repository"
+note "a function used only by a pruned table: warm equals cold"

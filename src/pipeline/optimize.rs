@@ -91,6 +91,7 @@ pub fn run(
                 outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
+                llvm_shim::remove_use_anchor(&unit.module);
                 dropped = drop_unreferenced_locals(unit, stored);
                 drop_context_bodies(unit, stored);
             }

@@ -15,6 +15,11 @@
 //! (lstring.c's `luaS_new` inlined differently when a callee three calls
 //! down had been evicted), and invariant 4 promises the same bytes. Fragments with
 //! aliases stay as context too (an alias must point at a definition).
+//! A recompiled function that something used before pruning, and nothing
+//! after, is kept looking used (`llvm_shim::anchor_uses`): dead-argument
+//! elimination treats a function without uses differently (sqlite3.c's
+//! `versionFunc`, used only by a pruned table, kept its unused arguments'
+//! debug values warm and lost them cold).
 //!
 //! A stored fragment that function merging made depend on a partner is
 //! reused only while its requirements hold (see `entries`).
@@ -227,6 +232,13 @@ pub fn prune_known_definitions(
             .iter()
             .any(|m| index.get(m.as_str()).is_some_and(|&i| named[i]))
     };
+    // Which functions something uses before pruning takes users away.
+    let used: Vec<String> = unit
+        .module
+        .get_functions()
+        .filter(|f| llvm_shim::has_body(f) && llvm_shim::is_used(f))
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
         let has_alias = f.members.iter().any(|m| aliases.contains_key(m));
         let kept_for_the_optimizer = f.discardable && f.stored_deletion() && may_be_needed(f);
@@ -243,6 +255,18 @@ pub fn prune_known_definitions(
             llvm_shim::make_declaration(&unit.module, m);
         }
     }
+    // A function whose users were all pruned looks used still, as in a
+    // cold compile (see `llvm_shim::anchor_uses`).
+    let unused_now: Vec<&str> = used
+        .iter()
+        .map(String::as_str)
+        .filter(|n| {
+            unit.module
+                .get_function(n)
+                .is_some_and(|f| llvm_shim::has_body(&f) && !llvm_shim::is_used(&f))
+        })
+        .collect();
+    llvm_shim::anchor_uses(&unit.module, &unused_now);
     Ok(plan)
 }
 
