@@ -283,6 +283,18 @@ pub fn lookup(store: &dyn Storage, unit: &Unit, digests: &ModuleDigests) -> Cont
     out
 }
 
+impl ContextBodies {
+    /// The functions whose bodies the repository holds (their bodies
+    /// entry read): whether or not they are put in place, a later compile
+    /// finds them there, and they are not kept again.
+    pub fn stored(&self) -> impl Iterator<Item = &str> {
+        self.bodies
+            .iter()
+            .filter(|(_, blob, _)| *blob < self.blobs.len())
+            .map(|(name, _, _)| name.as_str())
+    }
+}
+
 /// Puts the stored bodies in place (from the
 /// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook), each
 /// group whole or not at all. Returns the names of those replaced (their
@@ -315,8 +327,9 @@ pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> Vec<String> {
 /// module's members (see [`members`]) whose whole reach the module had
 /// (`whole_reach`: a static kept only in case new code needs it may have
 /// lost callees' bodies to pruning, and its body is then not the one a
-/// cold compile makes), except those in `skip` (put in place from the
-/// repository); and the members the inliner left no body of.
+/// cold compile makes), except those in `skip` (found in the repository,
+/// see [`ContextBodies::stored`]); and the members the inliner left no
+/// body of.
 pub struct Snapshot {
     /// Compressed bitcode.
     pub payload: Vec<u8>,

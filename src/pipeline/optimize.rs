@@ -83,9 +83,10 @@ pub fn run(
         bodies.is_some(),
         &mut |point| match (point, bodies) {
             (HookPoint::BeforeInliner, Some(b)) => {
-                let skip = bodies::substitute(unit, &b.context);
-                outcome.substituted = skip.len();
-                replaced = skip.into_iter().collect();
+                outcome.substituted = bodies::substitute(unit, &b.context).len();
+                // Those put in place, and those left out (their group's
+                // other bodies did not all map): the repository has them.
+                replaced = b.context.stored().map(String::from).collect();
             }
             (HookPoint::AfterInliner, Some(b)) => {
                 outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
