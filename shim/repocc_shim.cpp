@@ -1785,6 +1785,8 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
   Module &Unit = *unwrap(unit_ref);
   for (size_t i = 0; i < count; i++)
     done[i] = 0;
+  if (count == 0)
+    return 0;
   bool Debug = !Unit.debug_compile_units().empty();
   std::unique_ptr<StoredDebugInfo, void (*)(StoredDebugInfo *)> DebugInfo(
       Debug ? newStoredDebugInfo(Unit, has_anchor != 0, anchor) : nullptr, freeStoredDebugInfo);
