@@ -1748,159 +1748,7 @@ bool resolvesInUnit(const llvm::Function &S, llvm::Module &Unit, UnitTypeMapper 
   return true;
 }
 
-// The debug metadata of stored bodies: defined with the line rebaser
-// below, whose questions about scopes it asks.
-struct StoredDebugInfo;
-StoredDebugInfo *newStoredDebugInfo(llvm::Module &Unit, bool HasAnchor, uint64_t Anchor);
-bool indexStoredDebugUnit(StoredDebugInfo &D, llvm::Module &Unit);
-void addStoredDebugBlob(StoredDebugInfo &D, size_t Index, llvm::Module &M);
-bool mapStoredDebugBody(StoredDebugInfo &D, size_t Blob, llvm::Function &F,
-                        const llvm::DISubprogram *Expected);
-void seedStoredDebugInfo(StoredDebugInfo &D, size_t Blob, llvm::ValueToValueMapTy &VMap);
-void freeStoredDebugInfo(StoredDebugInfo *D);
-
 } // namespace
-
-// Replaces the bodies of the named functions of `unit_ref` with those of
-// the same names in the modules of `blobs` (bitcode of modules made by
-// repocc_extract_definitions in earlier compiles; names[i] is taken from
-// blobs[sources[i]]), and marks them (see kSubstitutedAttr). `done[i]` says
-// whether names[i] was replaced; a function stays as it is when its blob
-// lacks it, its type differs, or its body names something the unit does
-// not have, and then so does every other name of the same `groups[i]`.
-// A group is a set of functions that reach one another (a call-graph
-// cycle, directly or through globals): the optimizer simplifies them
-// together, each seeing the others half-done, so a stored body is the
-// cold compile's only next to the others' stored bodies. Returns how many
-// were replaced. With debug info, each body's metadata becomes the unit's
-// (see StoredDebugInfo; `has_anchor` and `anchor`: the unit's anchor, as
-// its digests hold lines), or the body's group stays as it is.
-extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *const *blobs,
-                                           const size_t *blob_lens, size_t blob_count,
-                                           const char *const *names, const size_t *sources,
-                                           const size_t *groups, size_t count,
-                                           int has_anchor, uint64_t anchor,
-                                           unsigned char *done) {
-  using namespace llvm;
-  Module &Unit = *unwrap(unit_ref);
-  for (size_t i = 0; i < count; i++)
-    done[i] = 0;
-  if (count == 0)
-    return 0;
-  bool Debug = !Unit.debug_compile_units().empty();
-  std::unique_ptr<StoredDebugInfo, void (*)(StoredDebugInfo *)> DebugInfo(
-      Debug ? newStoredDebugInfo(Unit, has_anchor != 0, anchor) : nullptr, freeStoredDebugInfo);
-  if (Debug && !indexStoredDebugUnit(*DebugInfo, Unit))
-    return 0;
-
-  // Each blob's module, or null when it cannot be read or is not for this
-  // target.
-  std::vector<std::unique_ptr<Module>> Sources(blob_count);
-  for (size_t b = 0; b < blob_count; b++) {
-    MemoryBufferRef Buffer(StringRef(blobs[b], blob_lens[b]), "repocc-bodies");
-    Expected<std::unique_ptr<Module>> Read = getLazyBitcodeModule(Buffer, Unit.getContext());
-    if (!Read) {
-      consumeError(Read.takeError());
-      continue;
-    }
-    if ((*Read)->getDataLayout() != Unit.getDataLayout() ||
-        (*Read)->getTargetTriple() != Unit.getTargetTriple())
-      continue;
-    // Debug info on one side only: not a body of this unit's kind.
-    if ((*Read)->debug_compile_units().empty() == Debug)
-      continue;
-    Sources[b] = std::move(*Read);
-    if (Debug)
-      addStoredDebugBlob(*DebugInfo, b, *Sources[b]);
-  }
-  UnitTypeMapper Types(Unit);
-  // First every check, then the group veto, then the cloning: a group is
-  // replaced whole or not at all.
-  std::vector<std::pair<Function *, Function *>> Pairs(count, {nullptr, nullptr});
-  std::set<size_t> FailedGroups;
-  for (size_t i = 0; i < count; i++) {
-    Module *Src = sources[i] < blob_count ? Sources[sources[i]].get() : nullptr;
-    Function *S = Src ? Src->getFunction(names[i]) : nullptr;
-    Function *D = Unit.getFunction(names[i]);
-    // Which functions' bodies are their own (a local function's may have
-    // been rewritten from its caller) is the caller's to say (bodies.rs).
-    bool Ok = S && D && !D->isDeclaration() && !S->isDeclaration() && !isSubstituted(D) &&
-              D->hasLocalLinkage() == S->hasLocalLinkage();
-    if (Ok) {
-      if (Error E = S->materialize()) {
-        consumeError(std::move(E));
-        Ok = false;
-      } else if (S->IsNewDbgInfoFormat != D->IsNewDbgInfoFormat) {
-        if (D->IsNewDbgInfoFormat)
-          S->convertToNewDbgValues();
-        else
-          S->convertFromNewDbgValues();
-      }
-    }
-    // A block whose address is taken (computed goto) is named by constants
-    // outside the body, which would still name the old blocks; a type the
-    // unit lacks means the body is not the unit's kind of code.
-    Ok = Ok && !hasAddressTakenBlock(*S) && !hasAddressTakenBlock(*D) && Types.mapsBody(*S) &&
-         Types.map(S->getFunctionType()) == D->getFunctionType() &&
-         resolvesInUnit(*S, Unit, Types);
-    Ok = Ok && (!Debug || mapStoredDebugBody(*DebugInfo, sources[i], *S, D->getSubprogram()));
-    if (Ok)
-      Pairs[i] = {S, D};
-    else
-      FailedGroups.insert(groups[i]);
-  }
-  UnitGlobalMaterializer Mat(Unit, Types);
-  // One map per blob: its debug metadata's mapping is seeded once, and
-  // what the cloning makes of a node is shared as in the blob.
-  std::vector<std::unique_ptr<ValueToValueMapTy>> Maps(blob_count);
-  size_t replaced = 0;
-  for (size_t i = 0; i < count; i++) {
-    auto [S, D] = Pairs[i];
-    if (!S || FailedGroups.count(groups[i]))
-      continue;
-    auto &Map = Maps[sources[i]];
-    if (!Map) {
-      Map = std::make_unique<ValueToValueMapTy>();
-      if (Debug)
-        seedStoredDebugInfo(*DebugInfo, sources[i], *Map);
-    }
-    ValueToValueMapTy &VMap = *Map;
-    GlobalValue::LinkageTypes Linkage = D->getLinkage();
-    GlobalValue::VisibilityTypes Visibility = D->getVisibility();
-    GlobalValue::DLLStorageClassTypes Dll = D->getDLLStorageClass();
-    GlobalValue::UnnamedAddr Unnamed = D->getUnnamedAddr();
-    bool DsoLocal = D->isDSOLocal();
-    Comdat *C = D->getComdat();
-    MaybeAlign Align = D->getAlign();
-    std::string Section = D->getSection().str();
-    D->deleteBody();
-    // Its attachments (its subprogram) come with the stored body.
-    D->clearMetadata();
-    auto NewArg = D->arg_begin();
-    for (const Argument &A : S->args())
-      VMap[&A] = &*NewArg++;
-    SmallVector<ReturnInst *, 8> Returns;
-    CloneFunctionInto(D, S, VMap, CloneFunctionChangeType::DifferentModule, Returns, "", nullptr,
-                      &Types, &Mat);
-    D->setLinkage(Linkage);
-    D->setVisibility(Visibility);
-    D->setDLLStorageClass(Dll);
-    D->setUnnamedAddr(Unnamed);
-    D->setDSOLocal(DsoLocal);
-    D->setComdat(C);
-    D->setAlignment(Align);
-    D->setSection(Section);
-    D->addFnAttr(kSubstitutedAttr);
-    done[i] = 1;
-    replaced++;
-  }
-  // Cloning into another module lists compile units even when there are
-  // none (see repocc_extract_definitions).
-  if (NamedMDNode *CUs = Unit.getNamedMetadata("llvm.dbg.cu"))
-    if (CUs->getNumOperands() == 0)
-      Unit.eraseNamedMetadata(CUs);
-  return replaced;
-}
 
 // Takes the name off every argument, block and instruction of `module`'s
 // functions (see canonical.rs: the digests' text then numbers them, the
@@ -2160,6 +2008,28 @@ MDNode *rebuiltWithLines(LLVMContext &C, MDNode *N, MoveFn &&moved, MapOperand &
     return makeNode<DICommonBlock>(D, C, O(B->getRawScope()), O(B->getRawDecl()), B->getRawName(),
                                    O(B->getRawFile()), moved(N, B->getLineNo()));
   return nullptr;
+}
+
+// The uniqued node `New` with each operand `i` as `Ops[i]` (made again
+// where one differs), and whether the node made has exactly those
+// operands and `Lines` (uniquing may hand back an equal node that is not
+// the one asked for).
+std::pair<MDNode *, bool> withOperands(MDNode *New, ArrayRef<Metadata *> Ops,
+                                       std::pair<unsigned, unsigned> Lines) {
+  bool Changed = false;
+  for (unsigned i = 0; i < Ops.size(); i++)
+    Changed |= New->getOperand(i) != Ops[i];
+  if (Changed) {
+    TempMDNode T = New->clone();
+    for (unsigned i = 0; i < Ops.size(); i++)
+      if (T->getOperand(i) != Ops[i])
+        T->replaceOperandWith(i, Ops[i]);
+    New = MDNode::replaceWithUniqued(std::move(T));
+  }
+  bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
+  for (unsigned i = 0; Same && i < Ops.size(); i++)
+    Same = New->getOperand(i) == Ops[i];
+  return {New, Same};
 }
 
 struct LineRebaser {
@@ -2424,27 +2294,16 @@ struct LineRebaser {
       }
     }
     // What the getter could not be given (and a node whose lines stay):
-    // its operands replaced.
-    bool Changed = false;
-    for (unsigned i = 0; i < Ops.size(); i++)
-      Changed |= New->getOperand(i) != Ops[i];
-    if (Changed) {
-      TempMDNode T = New->clone();
-      for (unsigned i = 0; i < Ops.size(); i++)
-        if (T->getOperand(i) != Ops[i])
-          T->replaceOperandWith(i, Ops[i]);
-      New = MDNode::replaceWithUniqued(std::move(T));
-    }
-    // Uniquing may hand back an equal node that is not what was asked for
-    // (LLVM takes a member of a type with an identifier to be any member
-    // of that name in that type; a changed member's type is a new node,
-    // so this should not happen): then the printed text is the way.
+    // its operands replaced. Uniquing may hand back an equal node that is
+    // not what was asked for (LLVM takes a member of a type with an
+    // identifier to be any member of that name in that type; a changed
+    // member's type is a new node, so this should not happen): then the
+    // printed text is the way.
     auto [L, S] = linesOf(N);
     std::pair<unsigned, unsigned> Lines = Moves ? std::make_pair(moved(N, L), moved(N, S))
                                                 : std::make_pair(L, S);
-    bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
-    for (unsigned i = 0; Same && i < Ops.size(); i++)
-      Same = New->getOperand(i) == Ops[i];
+    bool Same;
+    std::tie(New, Same) = withOperands(New, Ops, Lines);
     if (!Same)
       Failed = true;
     Map[N] = New;
@@ -2648,7 +2507,6 @@ struct StoredDebugInfo {
 
   // One stored module's mapping.
   struct Stored {
-    Module *M = nullptr;
     int64_t AnchorShift = 0;
     LineRebaser R;
     DenseMap<const MDNode *, MDNode *> Map;
@@ -2662,9 +2520,8 @@ struct StoredDebugInfo {
   };
   std::vector<std::unique_ptr<Stored>> Blobs;
 
-  explicit StoredDebugInfo(LLVMContext &Ctx) : C(Ctx) {}
-
-  static std::string text(const MDString *S) { return S ? S->getString().str() : std::string(); }
+  StoredDebugInfo(LLVMContext &Ctx, bool HasAnchor, uint64_t Anchor)
+      : C(Ctx), HasUnitAnchor(HasAnchor), UnitAnchor(Anchor) {}
 
   static std::tuple<std::string, std::string, std::string> fileKey(const DIFile *F) {
     std::string Source;
@@ -2744,7 +2601,6 @@ struct StoredDebugInfo {
     if (Blobs.size() <= Index)
       Blobs.resize(Index + 1);
     auto S = std::make_unique<Stored>(C);
-    S->M = &M;
     auto CUs = M.debug_compile_units();
     if (CUs.empty() || std::next(CUs.begin()) != CUs.end() || !(*CUs.begin())->getFile())
       S->Failed = true;
@@ -2934,19 +2790,8 @@ struct StoredDebugInfo {
       if (!Ok || !New || New->getNumOperands() != N->getNumOperands())
         return fail(S, N);
     }
-    bool Changed = false;
-    for (unsigned i = 0; i < Ops.size(); i++)
-      Changed |= New->getOperand(i) != Ops[i];
-    if (Changed) {
-      TempMDNode T = New->clone();
-      for (unsigned i = 0; i < Ops.size(); i++)
-        if (T->getOperand(i) != Ops[i])
-          T->replaceOperandWith(i, Ops[i]);
-      New = MDNode::replaceWithUniqued(std::move(T));
-    }
-    bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
-    for (unsigned i = 0; Same && i < Ops.size(); i++)
-      Same = New->getOperand(i) == Ops[i];
+    bool Same;
+    std::tie(New, Same) = withOperands(New, Ops, Lines);
     // What a debugger sees of the unit is the unit's: a variable, type or
     // scope the unit does not have means the stored body is not its.
     if (!Same || (isa<DINode>(New) && !UnitNodes.count(New)))
@@ -2977,23 +2822,149 @@ struct StoredDebugInfo {
   }
 };
 
-StoredDebugInfo *newStoredDebugInfo(Module &Unit, bool HasAnchor, uint64_t Anchor) {
-  auto *D = new StoredDebugInfo(Unit.getContext());
-  D->HasUnitAnchor = HasAnchor;
-  D->UnitAnchor = Anchor;
-  return D;
-}
-bool indexStoredDebugUnit(StoredDebugInfo &D, Module &Unit) { return D.indexUnit(Unit); }
-void addStoredDebugBlob(StoredDebugInfo &D, size_t Index, Module &M) { D.addBlob(Index, M); }
-bool mapStoredDebugBody(StoredDebugInfo &D, size_t Blob, Function &F,
-                        const DISubprogram *Expected) {
-  return D.mapBody(Blob, F, Expected);
-}
-void seedStoredDebugInfo(StoredDebugInfo &D, size_t Blob, ValueToValueMapTy &VMap) {
-  D.seed(Blob, VMap);
-}
-void freeStoredDebugInfo(StoredDebugInfo *D) { delete D; }
 } // namespace
+
+// Replaces the bodies of the named functions of `unit_ref` with those of
+// the same names in the modules of `blobs` (bitcode of modules made by
+// repocc_extract_definitions in earlier compiles; names[i] is taken from
+// blobs[sources[i]]), and marks them (see kSubstitutedAttr). `done[i]` says
+// whether names[i] was replaced; a function stays as it is when its blob
+// lacks it, its type differs, or its body names something the unit does
+// not have, and then so does every other name of the same `groups[i]`.
+// A group is a set of functions that reach one another (a call-graph
+// cycle, directly or through globals): the optimizer simplifies them
+// together, each seeing the others half-done, so a stored body is the
+// cold compile's only next to the others' stored bodies. Returns how many
+// were replaced. With debug info, each body's metadata becomes the unit's
+// (see StoredDebugInfo; `has_anchor` and `anchor`: the unit's anchor, as
+// its digests hold lines), or the body's group stays as it is.
+extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *const *blobs,
+                                           const size_t *blob_lens, size_t blob_count,
+                                           const char *const *names, const size_t *sources,
+                                           const size_t *groups, size_t count,
+                                           int has_anchor, uint64_t anchor,
+                                           unsigned char *done) {
+  using namespace llvm;
+  Module &Unit = *unwrap(unit_ref);
+  for (size_t i = 0; i < count; i++)
+    done[i] = 0;
+  if (count == 0)
+    return 0;
+  bool Debug = !Unit.debug_compile_units().empty();
+  std::optional<StoredDebugInfo> DebugInfo;
+  if (Debug)
+    DebugInfo.emplace(Unit.getContext(), has_anchor != 0, anchor);
+  if (Debug && !DebugInfo->indexUnit(Unit))
+    return 0;
+
+  // Each blob's module, or null when it cannot be read or is not for this
+  // target.
+  std::vector<std::unique_ptr<Module>> Sources(blob_count);
+  for (size_t b = 0; b < blob_count; b++) {
+    MemoryBufferRef Buffer(StringRef(blobs[b], blob_lens[b]), "repocc-bodies");
+    Expected<std::unique_ptr<Module>> Read = getLazyBitcodeModule(Buffer, Unit.getContext());
+    if (!Read) {
+      consumeError(Read.takeError());
+      continue;
+    }
+    if ((*Read)->getDataLayout() != Unit.getDataLayout() ||
+        (*Read)->getTargetTriple() != Unit.getTargetTriple())
+      continue;
+    // Debug info on one side only: not a body of this unit's kind.
+    if ((*Read)->debug_compile_units().empty() == Debug)
+      continue;
+    Sources[b] = std::move(*Read);
+    if (Debug)
+      DebugInfo->addBlob(b, *Sources[b]);
+  }
+  UnitTypeMapper Types(Unit);
+  // First every check, then the group veto, then the cloning: a group is
+  // replaced whole or not at all.
+  std::vector<std::pair<Function *, Function *>> Pairs(count, {nullptr, nullptr});
+  std::set<size_t> FailedGroups;
+  for (size_t i = 0; i < count; i++) {
+    Module *Src = sources[i] < blob_count ? Sources[sources[i]].get() : nullptr;
+    Function *S = Src ? Src->getFunction(names[i]) : nullptr;
+    Function *D = Unit.getFunction(names[i]);
+    // Which functions' bodies are their own (a local function's may have
+    // been rewritten from its caller) is the caller's to say (bodies.rs).
+    bool Ok = S && D && !D->isDeclaration() && !S->isDeclaration() && !isSubstituted(D) &&
+              D->hasLocalLinkage() == S->hasLocalLinkage();
+    if (Ok) {
+      if (Error E = S->materialize()) {
+        consumeError(std::move(E));
+        Ok = false;
+      } else if (S->IsNewDbgInfoFormat != D->IsNewDbgInfoFormat) {
+        if (D->IsNewDbgInfoFormat)
+          S->convertToNewDbgValues();
+        else
+          S->convertFromNewDbgValues();
+      }
+    }
+    // A block whose address is taken (computed goto) is named by constants
+    // outside the body, which would still name the old blocks; a type the
+    // unit lacks means the body is not the unit's kind of code.
+    Ok = Ok && !hasAddressTakenBlock(*S) && !hasAddressTakenBlock(*D) && Types.mapsBody(*S) &&
+         Types.map(S->getFunctionType()) == D->getFunctionType() &&
+         resolvesInUnit(*S, Unit, Types);
+    Ok = Ok && (!Debug || DebugInfo->mapBody(sources[i], *S, D->getSubprogram()));
+    if (Ok)
+      Pairs[i] = {S, D};
+    else
+      FailedGroups.insert(groups[i]);
+  }
+  UnitGlobalMaterializer Mat(Unit, Types);
+  // One map per blob: its debug metadata's mapping is seeded once, and
+  // what the cloning makes of a node is shared as in the blob.
+  std::vector<std::unique_ptr<ValueToValueMapTy>> Maps(blob_count);
+  size_t replaced = 0;
+  for (size_t i = 0; i < count; i++) {
+    auto [S, D] = Pairs[i];
+    if (!S || FailedGroups.count(groups[i]))
+      continue;
+    auto &Map = Maps[sources[i]];
+    if (!Map) {
+      Map = std::make_unique<ValueToValueMapTy>();
+      if (Debug)
+        DebugInfo->seed(sources[i], *Map);
+    }
+    ValueToValueMapTy &VMap = *Map;
+    GlobalValue::LinkageTypes Linkage = D->getLinkage();
+    GlobalValue::VisibilityTypes Visibility = D->getVisibility();
+    GlobalValue::DLLStorageClassTypes Dll = D->getDLLStorageClass();
+    GlobalValue::UnnamedAddr Unnamed = D->getUnnamedAddr();
+    bool DsoLocal = D->isDSOLocal();
+    Comdat *C = D->getComdat();
+    MaybeAlign Align = D->getAlign();
+    std::string Section = D->getSection().str();
+    D->deleteBody();
+    // Its attachments (its subprogram) come with the stored body.
+    D->clearMetadata();
+    auto NewArg = D->arg_begin();
+    for (const Argument &A : S->args())
+      VMap[&A] = &*NewArg++;
+    SmallVector<ReturnInst *, 8> Returns;
+    CloneFunctionInto(D, S, VMap, CloneFunctionChangeType::DifferentModule, Returns, "", nullptr,
+                      &Types, &Mat);
+    D->setLinkage(Linkage);
+    D->setVisibility(Visibility);
+    D->setDLLStorageClass(Dll);
+    D->setUnnamedAddr(Unnamed);
+    D->setDSOLocal(DsoLocal);
+    D->setComdat(C);
+    D->setAlignment(Align);
+    D->setSection(Section);
+    D->addFnAttr(kSubstitutedAttr);
+    done[i] = 1;
+    replaced++;
+  }
+  // Cloning into another module lists compile units even when there are
+  // none (see repocc_extract_definitions).
+  if (NamedMDNode *CUs = Unit.getNamedMetadata("llvm.dbg.cu"))
+    if (CUs->getNumOperands() == 0)
+      Unit.eraseNamedMetadata(CUs);
+  return replaced;
+}
 
 extern "C" {
 

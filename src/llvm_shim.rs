@@ -2043,6 +2043,18 @@ mod tests {
         blob
     }
 
+    /// Puts f (group 0) and sq (group 1) in place from `blob` in
+    /// `module`, whose anchor is `anchor`; which were.
+    fn substitute_f_and_sq(
+        module: &inkwell::module::Module,
+        tm: &TargetMachine,
+        blob: &[u8],
+        anchor: u64,
+    ) -> Vec<bool> {
+        let wanted = [("f", 0, 0), ("sq", 0, 1)];
+        run_substituting_at(module, tm, blob, &wanted, "f", Some(anchor)).0
+    }
+
     #[test]
     fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
         let context = Context::create();
@@ -2053,14 +2065,7 @@ mod tests {
         // inlined (sq's lines) in f's lexical block (f's).
         let moved = lines_moved(DEBUG_BODIES_IR, 5, 10);
         let warm = parse(&context, &moved);
-        let (done, _) = run_substituting_at(
-            &warm,
-            &tm,
-            &blob,
-            &[("f", 0, 0), ("sq", 0, 1)],
-            "f",
-            Some(1),
-        );
+        let done = substitute_f_and_sq(&warm, &tm, &blob, 1);
         assert_eq!(done, vec![true, true]);
         let cold = parse(&context, &moved);
         run_pipeline_with_hooks(
@@ -2089,38 +2094,17 @@ mod tests {
         // the unit does not have. sq, a group of its own, is still taken.
         let renamed = DEBUG_BODIES_IR.replace(r#"name: "v""#, r#"name: "w""#);
         let module = parse(&context, &renamed);
-        let (done, _) = run_substituting_at(
-            &module,
-            &tm,
-            &blob,
-            &[("f", 0, 0), ("sq", 0, 1)],
-            "f",
-            Some(1),
-        );
+        let done = substitute_f_and_sq(&module, &tm, &blob, 1);
         assert_eq!(done, vec![false, true]);
         // The file-level lines moved, but the blob's anchor did not: the
         // struct's typedef would not be the unit's.
         let moved = lines_moved(DEBUG_BODIES_IR, 1, 10);
         let module = parse(&context, &moved);
-        let (done, _) = run_substituting_at(
-            &module,
-            &tm,
-            &blob,
-            &[("f", 0, 0), ("sq", 0, 1)],
-            "f",
-            Some(1),
-        );
+        let done = substitute_f_and_sq(&module, &tm, &blob, 1);
         assert_eq!(done, vec![false, true]);
         // With the anchor moved as well, both are.
         let module = parse(&context, &moved);
-        let (done, _) = run_substituting_at(
-            &module,
-            &tm,
-            &blob,
-            &[("f", 0, 0), ("sq", 0, 1)],
-            "f",
-            Some(11),
-        );
+        let done = substitute_f_and_sq(&module, &tm, &blob, 11);
         assert_eq!(done, vec![true, true]);
     }
 }

@@ -232,11 +232,13 @@ pub fn prune_known_definitions(
             .iter()
             .any(|m| index.get(m.as_str()).is_some_and(|&i| named[i]))
     };
-    // Which functions something uses before pruning takes users away.
+    // Which functions something uses before pruning takes users away
+    // (none to look at when nothing is pruned).
+    let any_pruned = plan.fragments.iter().any(|f| f.stored.is_some());
     let used: Vec<String> = unit
         .module
         .get_functions()
-        .filter(|f| llvm_shim::has_body(f) && llvm_shim::is_used(f))
+        .filter(|f| any_pruned && llvm_shim::has_body(f) && llvm_shim::is_used(f))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .collect();
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
