@@ -14,6 +14,9 @@
 #include <llvm/IR/Metadata.h>
 #include <llvm-c/Core.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/raw_ostream.h>
 
 extern "C" {
 
@@ -462,6 +465,46 @@ namespace {
 // compile unit, a subprogram or scope, a global, another copied distinct
 // node) is the same node either way: mapping it to itself gives the same
 // module, without the copies.
+// Of `Reached` (with each node's `Users` among them), the nodes the clone
+// maps elsewhere, and every node that reaches one of those. Maps
+// elsewhere: a value other than a plain number (a global becomes the
+// fragment's declaration), and, unless `DistinctStay`, a distinct node
+// that is not a type (a compile unit, subprogram or scope is copied).
+SmallPtrSet<const Metadata *, 32>
+reachingMapped(ArrayRef<const Metadata *> Reached,
+               const DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> &Users,
+               bool DistinctStay) {
+  SmallPtrSet<const Metadata *, 32> Mapped;
+  SmallVector<const Metadata *, 64> Work;
+  for (const Metadata *MD : Reached) {
+    bool Elsewhere = false;
+    if (auto *C = dyn_cast<ConstantAsMetadata>(MD))
+      Elsewhere = !isa<ConstantInt, ConstantFP>(C->getValue());
+    else if (isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD))
+      Elsewhere = true;
+    else if (auto *N = dyn_cast<MDNode>(MD))
+      Elsewhere = !DistinctStay && N->isDistinct() && !isa<DIType>(N);
+    if (Elsewhere && Mapped.insert(MD).second)
+      Work.push_back(MD);
+  }
+  while (!Work.empty()) {
+    const Metadata *MD = Work.pop_back_val();
+    auto It = Users.find(MD);
+    if (It != Users.end())
+      for (const Metadata *U : It->second)
+        if (Mapped.insert(U).second)
+          Work.push_back(U);
+  }
+  return Mapped;
+}
+
+// Maps `MD` to itself in `VMap` unless something mapped it already.
+void mapToSelf(ValueToValueMapTy &VMap, const Metadata *MD) {
+  auto [It, New] = VMap.MD().try_emplace(MD);
+  if (New)
+    It->second.reset(const_cast<Metadata *>(MD));
+}
+
 void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
                            RepoccSharedTypes *Shared) {
   if (Shared && Shared->Stub) {
@@ -502,49 +545,76 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
           visit(O);
         }
   }
-  // What the clone would map elsewhere: values other than plain numbers,
-  // and distinct nodes that are not types; then whatever reaches those.
-  SmallPtrSet<const Metadata *, 32> Mapped;
-  SmallVector<const Metadata *, 64> Work;
-  for (const Metadata *MD : Reached) {
-    bool Elsewhere = false;
-    if (auto *C = dyn_cast<ConstantAsMetadata>(MD))
-      Elsewhere = !isa<ConstantInt, ConstantFP>(C->getValue());
-    else if (isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD))
-      Elsewhere = true;
-    else if (auto *N = dyn_cast<MDNode>(MD))
-      Elsewhere = N->isDistinct() && !isa<DIType>(N);
-    if (Elsewhere && Mapped.insert(MD).second)
-      Work.push_back(MD);
-  }
-  while (!Work.empty()) {
-    const Metadata *MD = Work.pop_back_val();
-    auto It = Users.find(MD);
-    if (It != Users.end())
-      for (const Metadata *U : It->second)
-        if (Mapped.insert(U).second)
-          Work.push_back(U);
-  }
+  SmallPtrSet<const Metadata *, 32> Mapped = reachingMapped(Reached, Users, false);
   // What is mapped already (by an earlier call for the same fragment)
   // stays as it is.
-  auto toSelf = [&](const Metadata *MD) {
-    auto [It, New] = VMap.MD().try_emplace(MD);
-    if (New)
-      It->second.reset(const_cast<Metadata *>(MD));
-  };
   for (const Metadata *MD : Reached)
     if (auto *T = dyn_cast<DIType>(MD); T && T->isDistinct() && !Mapped.count(T))
-      toSelf(T);
+      mapToSelf(VMap, T);
   // A known clean node, distinct or uniqued, maps to itself (what cloning
   // would make of it, as nothing under it changes), so that the mapper
   // does not walk it either.
   for (const Metadata *MD : KnownClean)
     if (isa<MDNode>(MD))
-      toSelf(MD);
+      mapToSelf(VMap, MD);
   if (Shared)
     for (const Metadata *MD : Reached)
       if (isa<MDNode>(MD) && !Mapped.count(MD))
         Shared->Clean.insert(MD);
+}
+
+// For a module the unit's metadata may be shared with (a bodies snapshot,
+// written as bitcode at once, while the unit's optimizer waits): maps to
+// itself every node `Kept` reach that reaches no global value, distinct
+// ones included, so that cloning makes no copy of the unit's debug info
+// (the copies stayed in the context for the rest of the compile: about
+// 30 MB of sqlite3.c's peak memory at -O2 -g). Returns whether the
+// compile unit `CU` maps to itself.
+bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
+                       const DICompileUnit *CU) {
+  SmallPtrSet<const Metadata *, 32> Seen;
+  SmallVector<const Metadata *, 64> Reached;
+  bool AnyValue = false;
+  auto visit = [&](const Metadata *MD) {
+    if (MD && isa<MDNode>(MD) && Seen.insert(MD).second)
+      Reached.push_back(MD);
+  };
+  for (GlobalValue *GV : Kept)
+    if (auto *GO = dyn_cast<GlobalObject>(GV))
+      forEachObjectRoot(*GO, visit);
+  // A value a node names (not a debug record's location: that is no
+  // node's operand, and the clone maps it on its own).
+  for (size_t i = 0; i < Reached.size(); i++)
+    for (const MDOperand &Op : cast<MDNode>(Reached[i])->operands()) {
+      const Metadata *O = Op.get();
+      if (auto *C = dyn_cast_or_null<ConstantAsMetadata>(O))
+        AnyValue |= !isa<ConstantInt, ConstantFP>(C->getValue());
+      else if (O && !isa<MDNode>(O))
+        AnyValue |= isa<ValueAsMetadata>(O) || isa<DIArgList>(O);
+      visit(O);
+    }
+  // Which nodes reach a value: walked again with users only when some
+  // node names one (rare in C: `!callees`).
+  SmallPtrSet<const Metadata *, 32> Mapped;
+  if (AnyValue) {
+    DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> Users;
+    SmallVector<const Metadata *, 64> All(Reached.begin(), Reached.end());
+    for (const Metadata *MD : Reached)
+      for (const MDOperand &Op : cast<MDNode>(MD)->operands())
+        if (const Metadata *O = Op.get()) {
+          if (Users[O].empty() && !isa<MDNode>(O))
+            All.push_back(O);
+          Users[O].push_back(MD);
+        }
+    Mapped = reachingMapped(All, Users, true);
+  }
+  if (CU && Mapped.count(CU))
+    return false;
+  // Uniqued nodes under them map to themselves as the mapper finds them.
+  for (const Metadata *MD : Reached)
+    if (cast<MDNode>(MD)->isDistinct() && !Mapped.count(MD))
+      mapToSelf(VMap, MD);
+  return true;
 }
 
 } // namespace
@@ -553,7 +623,8 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
                                                     const char *const *names,
                                                     size_t count,
                                                     int copy_module_asm,
-                                                    RepoccSharedTypes *shared) {
+                                                    RepoccSharedTypes *shared,
+                                                    int share_metadata) {
   Module &Src = *unwrap(src_ref);
   auto *Dst = new Module(Src.getModuleIdentifier(), Src.getContext());
   // Only the glue names the source file (the STT_FILE symbol): a fragment
@@ -594,7 +665,12 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   // global variable): mapping the original would copy all of them, and
   // the debug info of every global, into each of thousands of fragments.
   // The glue keeps the original (see repocc_trim_debug_units).
-  if (!copy_module_asm) {
+  // Pass 1 (below) fills `Kept` before the compile unit's mapping is
+  // chosen when the module shares the unit's metadata.
+  std::vector<GlobalValue *> Kept;
+  auto mapCompileUnits = [&] {
+    if (copy_module_asm)
+      return;
     for (DICompileUnit *CU : Src.debug_compile_units()) {
       DICompileUnit *Own = DICompileUnit::getDistinct(
           Src.getContext(), CU->getSourceLanguage(), CU->getFile(), CU->getProducer(),
@@ -606,8 +682,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
           CU->getSysRoot(), CU->getSDK());
       VMap.MD()[CU].reset(Own);
     }
-  }
-  std::vector<GlobalValue *> Kept;
+  };
   // Pass 1: the kept definitions exist before any body refers to them.
   for (size_t i = 0; i < count; i++) {
     GlobalValue *GV = Src.getNamedValue(names[i]);
@@ -635,8 +710,23 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       Kept.push_back(A);
     }
   }
-  if (!copy_module_asm)
-    shareContextFreeTypes(Kept, VMap, shared);
+  // Shared with the unit: the unit's own nodes (one compile unit at most).
+  auto CUs = Src.debug_compile_units();
+  const DICompileUnit *OnlyCU = CUs.empty() ? nullptr : *CUs.begin();
+  bool Sharing = share_metadata && !copy_module_asm &&
+                 (CUs.empty() || std::next(CUs.begin()) == CUs.end()) &&
+                 shareUnitMetadata(Kept, VMap, OnlyCU);
+  // The types a copied node reaches, shared where they can be.
+  auto shareTypes = [&](ArrayRef<GlobalValue *> Objects) {
+    if (Sharing)
+      shareUnitMetadata(Objects, VMap, OnlyCU);
+    else if (!copy_module_asm)
+      shareContextFreeTypes(Objects, VMap, shared);
+  };
+  if (!Sharing) {
+    mapCompileUnits();
+    shareTypes(Kept);
+  }
   // Pass 2: bodies, initializers, aliasees.
   for (GlobalValue *GV : Kept) {
     if (auto *F = dyn_cast<Function>(GV)) {
@@ -664,8 +754,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   for (size_t i = 0; i < Mat.LocalCopies.size(); i++) {
     auto [From, To] = Mat.LocalCopies[i];
     if (auto *F = dyn_cast<Function>(From)) {
-      if (!copy_module_asm)
-        shareContextFreeTypes({From}, VMap, shared);
+      shareTypes({From});
       cloneBody(cast<Function>(To), F, VMap, &Mat);
     } else if (auto *G = dyn_cast<GlobalVariable>(From)) {
       if (G->hasInitializer())
@@ -685,7 +774,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
           if (DISubprogram *SP = F->getSubprogram(); SP && !SP->isDefinition())
             Declared.emplace_back(F, &NF);
     for (auto [F, NF] : Declared) {
-      shareContextFreeTypes({F}, VMap, shared);
+      shareTypes({F});
       NF->setSubprogram(
           cast<DISubprogram>(MapMetadata(F->getSubprogram(), VMap, RF_None, nullptr, &Mat)));
     }
@@ -697,6 +786,45 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     if (CUs->getNumOperands() == 0)
       Dst->eraseNamedMetadata(CUs);
   return wrap(Dst);
+}
+
+// The bitcode of `module_ref`, a module made by repocc_extract_definitions
+// with `share_metadata`: its compile unit is the unit's own, whose
+// unit-wide lists (enums, retained types, imported entities, every global
+// variable, macros) are left out of the bitcode as a fragment's compile
+// unit leaves them out. They are emptied for the write and put back; the
+// caller makes sure nothing else uses the unit meanwhile.
+extern "C" LLVMMemoryBufferRef repocc_write_shared_bitcode(LLVMModuleRef module_ref) {
+  Module &M = *unwrap(module_ref);
+  struct Lists {
+    DICompileUnit *CU;
+    Metadata *Enums, *Retained, *Globals, *Imported, *Macros;
+  };
+  std::vector<Lists> Saved;
+  for (DICompileUnit *CU : M.debug_compile_units()) {
+    Saved.push_back({CU, CU->getRawEnumTypes(), CU->getRawRetainedTypes(),
+                     CU->getRawGlobalVariables(), CU->getRawImportedEntities(),
+                     CU->getRawMacros()});
+    CU->replaceEnumTypes(DICompositeTypeArray());
+    CU->replaceRetainedTypes(DITypeArray());
+    CU->replaceGlobalVariables(DIGlobalVariableExpressionArray());
+    CU->replaceImportedEntities(DIImportedEntityArray());
+    CU->replaceMacros(DIMacroNodeArray());
+  }
+  SmallVector<char, 0> Buffer;
+  raw_svector_ostream OS(Buffer);
+  WriteBitcodeToFile(M, OS);
+  for (Lists &L : Saved) {
+    L.CU->replaceEnumTypes(DICompositeTypeArray(cast_or_null<MDTuple>(L.Enums)));
+    L.CU->replaceRetainedTypes(DITypeArray(cast_or_null<MDTuple>(L.Retained)));
+    L.CU->replaceGlobalVariables(
+        DIGlobalVariableExpressionArray(cast_or_null<MDTuple>(L.Globals)));
+    L.CU->replaceImportedEntities(DIImportedEntityArray(cast_or_null<MDTuple>(L.Imported)));
+    L.CU->replaceMacros(DIMacroNodeArray(cast_or_null<MDTuple>(L.Macros)));
+  }
+  return wrap(MemoryBuffer::getMemBufferCopy(StringRef(Buffer.data(), Buffer.size()),
+                                             "repocc-bodies")
+                  .release());
 }
 
 // The COMDAT group of a global object, or NULL (the C API has no getter for

@@ -339,7 +339,11 @@ extern "C" {
         count: usize,
         copy_module_asm: c_int,
         shared: *mut c_void,
+        share_metadata: c_int,
     ) -> llvm_sys::prelude::LLVMModuleRef;
+    fn repocc_write_shared_bitcode(
+        module: llvm_sys::prelude::LLVMModuleRef,
+    ) -> llvm_sys::prelude::LLVMMemoryBufferRef;
     fn repocc_shared_types_new(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_void;
     fn repocc_stubs_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> c_int;
     fn repocc_retain_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
@@ -517,6 +521,44 @@ impl Drop for SharedTypes {
     }
 }
 
+/// How an extracted module gets its metadata.
+#[derive(Clone, Copy)]
+enum ExtractedMetadata<'a> {
+    /// Copies (a fragment's own compile unit), types shared with the unit
+    /// where nothing under them changes (`SharedTypes`: what earlier
+    /// fragments of the same unit found).
+    Own(Option<&'a SharedTypes>),
+    /// The unit's nodes themselves wherever they reach no global value.
+    Unit,
+}
+
+fn extract<'ctx>(
+    module: &inkwell::module::Module<'ctx>,
+    names: &[&str],
+    with_module_asm: bool,
+    metadata: ExtractedMetadata,
+) -> inkwell::module::Module<'ctx> {
+    let owned: Vec<CString> = names.iter().filter_map(|n| CString::new(*n).ok()).collect();
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let (shared, share_metadata) = match metadata {
+        ExtractedMetadata::Own(shared) => (shared.map_or(std::ptr::null_mut(), |s| s.0), 0),
+        ExtractedMetadata::Unit => (std::ptr::null_mut(), 1),
+    };
+    // SAFETY: see the module invariants; `ptrs` points into `owned`, alive
+    // for the call; the returned module is new and owned by the wrapper.
+    unsafe {
+        let raw = repocc_extract_definitions(
+            module.as_mut_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            c_int::from(with_module_asm),
+            shared,
+            share_metadata,
+        );
+        inkwell::module::Module::new(raw)
+    }
+}
+
 /// A new module (same context) with the bodies of the named definitions and
 /// declarations of what they reference. Names not defined in `module` are
 /// skipped. `with_module_asm` copies the module-level inline assembly.
@@ -527,19 +569,40 @@ pub fn extract_definitions<'ctx>(
     with_module_asm: bool,
     shared: Option<&SharedTypes>,
 ) -> inkwell::module::Module<'ctx> {
-    let owned: Vec<CString> = names.iter().filter_map(|n| CString::new(*n).ok()).collect();
-    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
-    // SAFETY: see the module invariants; `ptrs` points into `owned`, alive
-    // for the call; the returned module is new and owned by the wrapper.
+    extract(
+        module,
+        names,
+        with_module_asm,
+        ExtractedMetadata::Own(shared),
+    )
+}
+
+/// As [`extract_definitions`], but the module refers to `module`'s own
+/// metadata nodes wherever they reach no global value (see the shim's
+/// `shareUnitMetadata`), its compile unit included, instead of copies
+/// that would stay in the context for the rest of the compile; to be
+/// written with [`shared_bitcode`] and dropped while `module` waits.
+pub fn extract_definitions_sharing_metadata<'ctx>(
+    module: &inkwell::module::Module<'ctx>,
+    names: &[&str],
+) -> inkwell::module::Module<'ctx> {
+    extract(module, names, false, ExtractedMetadata::Unit)
+}
+
+/// The bitcode of a module from [`extract_definitions_sharing_metadata`],
+/// its compile unit without the unit-wide lists (as a fragment's).
+pub fn shared_bitcode(module: &inkwell::module::Module) -> Vec<u8> {
+    // SAFETY: the module is live; its compile unit is the unit's, which
+    // the shim changes and restores within the call, on this thread, while
+    // the unit is not otherwise used (the caller holds it borrowed). The
+    // returned buffer is new, copied out and disposed of here.
     unsafe {
-        let raw = repocc_extract_definitions(
-            module.as_mut_ptr(),
-            ptrs.as_ptr(),
-            ptrs.len(),
-            c_int::from(with_module_asm),
-            shared.map_or(std::ptr::null_mut(), |s| s.0),
-        );
-        inkwell::module::Module::new(raw)
+        let buffer = repocc_write_shared_bitcode(module.as_mut_ptr());
+        let start = llvm_sys::core::LLVMGetBufferStart(buffer) as *const u8;
+        let len = llvm_sys::core::LLVMGetBufferSize(buffer);
+        let bytes = std::slice::from_raw_parts(start, len).to_vec();
+        llvm_sys::core::LLVMDisposeMemoryBuffer(buffer);
+        bytes
     }
 }
 
@@ -2032,15 +2095,74 @@ mod tests {
         let mut blob = Vec::new();
         run_pipeline_with_hooks(&first, tm, "default<O2>", &plain_tuning(), true, &mut |p| {
             if p == HookPoint::AfterInliner {
-                let m = extract_definitions(&first, &["sq", "f"], false, None);
+                let m = extract_definitions_sharing_metadata(&first, &["sq", "f"]);
                 let anchor = context.i64_type().const_int(1, false);
                 m.add_global_metadata("repocc.anchor", &context.metadata_node(&[anchor.into()]))
                     .unwrap();
-                blob = m.write_bitcode_to_memory().as_slice().to_vec();
+                blob = shared_bitcode(&m);
             }
         })
         .unwrap();
         blob
+    }
+
+    #[test]
+    fn a_bodies_snapshot_shares_the_units_debug_info_and_leaves_the_unit_as_it_was() {
+        // f's call names h in `!callees`: that node is the snapshot's own
+        // (h is declared there); the rest is the unit's, compile unit
+        // included, whose list of globals stays out of the bitcode.
+        let ir = r#"
+            target triple = "x86_64-pc-linux-gnu"
+            @counter = global i32 0, !dbg !20
+            define void @h() { ret void }
+            define void @f(ptr %fp) !dbg !9 {
+              call void %fp(), !dbg !12, !callees !13
+              ret void, !dbg !12
+            }
+            !llvm.dbg.cu = !{!0}
+            !llvm.module.flags = !{!2, !3}
+            !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "clang", isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug, globals: !21)
+            !1 = !DIFile(filename: "s.c", directory: "/tmp")
+            !2 = !{i32 7, !"Dwarf Version", i32 5}
+            !3 = !{i32 2, !"Debug Info Version", i32 3}
+            !9 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 3, type: !10, scopeLine: 3, spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: !0)
+            !10 = !DISubroutineType(types: !11)
+            !11 = !{null}
+            !12 = !DILocation(line: 4, column: 3, scope: !9)
+            !13 = !{ptr @h}
+            !20 = !DIGlobalVariableExpression(var: !22, expr: !DIExpression())
+            !21 = !{!20}
+            !22 = distinct !DIGlobalVariable(name: "counter", scope: !0, file: !1, line: 1, type: !23, isLocal: false, isDefinition: true)
+            !23 = !DIBasicType(name: "int", size: 32, encoding: DW_ATE_signed)
+        "#;
+        use inkwell::values::AsValueRef;
+        let context = Context::create();
+        let unit = parse(&context, ir);
+        let before = unit.print_to_string().to_string();
+        let snapshot = extract_definitions_sharing_metadata(&unit, &["f"]);
+        let subprogram = |m: &inkwell::module::Module| {
+            let f = m.get_function("f").unwrap();
+            // SAFETY: `f` is a live function of a live module.
+            unsafe { llvm_sys::debuginfo::LLVMGetSubprogram(f.as_value_ref()) }
+        };
+        assert!(!subprogram(&unit).is_null());
+        assert_eq!(subprogram(&snapshot), subprogram(&unit));
+        let bitcode = shared_bitcode(&snapshot);
+        drop(snapshot);
+        assert_eq!(unit.print_to_string().to_string(), before);
+        let other = Context::create();
+        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
+            &bitcode, "snapshot",
+        );
+        let read = inkwell::module::Module::parse_bitcode_from_buffer(&buffer, &other).unwrap();
+        read.verify().unwrap();
+        let text = read.print_to_string().to_string();
+        assert!(text.contains("!callees"), "{text}");
+        assert!(text.contains("declare void @h()"), "{text}");
+        assert!(text.contains("!{ptr @h}"), "{text}");
+        assert!(text.contains("distinct !DICompileUnit"), "{text}");
+        assert!(!text.contains("globals:"), "{text}");
+        assert!(!text.contains("counter"), "{text}");
     }
 
     /// Puts f (group 0) and sq (group 1) in place from `blob` in

@@ -9,8 +9,11 @@
 //! the bodies the inliner left (right after it, [`HookPoint::AfterInliner`])
 //! of the definitions it simplified, in one compressed bitcode entry, and
 //! one small index entry per definition, keyed by its final digest and
-//! name. A later compile puts those bodies in place of the context's right
-//! before the inliner ([`HookPoint::BeforeInliner`]); no optional pass runs
+//! name (only definitions something else reaches: no other is ever a
+//! context). The entry's module shares the unit's metadata nodes instead
+//! of copying them (copies would stay in the context for the rest of the
+//! compile). A later compile puts those bodies in place of the context's
+//! right before the inliner ([`HookPoint::BeforeInliner`]); no optional pass runs
 //! on them until the inliner is done (the shim's pass instrumentation), and
 //! the inliner then finds each callee exactly as a cold compile has it.
 //!
@@ -96,6 +99,9 @@ pub struct Member {
     pub digest: FragmentDigest,
     /// Its group (see [`groups`]).
     pub group: usize,
+    /// Whether another definition's code can depend on its body: only
+    /// then can it be a later compile's context.
+    pub reached: bool,
 }
 
 /// Bodies to put in place of the context's: the bitcode of each stored
@@ -157,6 +163,13 @@ fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize,
         .iter()
         .map(|d| (d.name.as_str(), &d.final_digest))
         .collect();
+    let reached: HashSet<&str> = digests
+        .edges
+        .iter()
+        .filter(|(u, v)| u != v)
+        .filter_map(|&(_, v)| digests.defs.get(v))
+        .map(|d| d.name.as_str())
+        .collect();
     let mut out = Vec::new();
     let mut f = unit.module.get_first_function();
     while let Some(func) = f {
@@ -186,6 +199,7 @@ fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize,
             continue;
         }
         out.push(Member {
+            reached: reached.contains(name.as_str()),
             name,
             digest: **digest,
             group,
@@ -352,6 +366,11 @@ pub fn snapshot(
         if skip.contains(&m.name) || !whole_reach.contains(&m.name) {
             continue;
         }
+        // Nothing else depends on its body: no later compile takes it
+        // as context.
+        if !m.reached {
+            continue;
+        }
         let has_body = unit
             .module
             .get_function(&m.name)
@@ -366,7 +385,9 @@ pub fn snapshot(
         return None;
     }
     let refs: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
-    let module = llvm_shim::extract_definitions(&unit.module, &refs, false, None);
+    // The unit's own metadata nodes, not copies that would stay in the
+    // context for the rest of the compile.
+    let module = llvm_shim::extract_definitions_sharing_metadata(&unit.module, &refs);
     if let Some(anchor) = bodies.anchor {
         // Where this compile's file-level lines were, for a later one's.
         let context = module.get_context();
@@ -375,8 +396,9 @@ pub fn snapshot(
             .add_global_metadata(ANCHOR_METADATA, &context.metadata_node(&[value.into()]))
             .ok()?;
     }
-    let bitcode = module.write_bitcode_to_memory();
-    let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
+    let bitcode = llvm_shim::shared_bitcode(&module);
+    drop(module);
+    let payload = zstd::bulk::compress(&bitcode, BODIES_ZSTD_LEVEL).ok()?;
     Some(Snapshot {
         payload,
         names,
@@ -537,6 +559,9 @@ mod tests {
         let (members, sizes) = members(&unit, &digests);
         let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["r", "s", "h"]);
+        // h: nothing else reaches it, so no compile takes it as context.
+        let reached: Vec<bool> = members.iter().map(|m| m.reached).collect();
+        assert_eq!(reached, [true, true, false]);
         assert_eq!(members[0].group, members[1].group);
         assert_eq!(sizes[&members[0].group], 2);
         assert_ne!(members[2].group, members[0].group);
