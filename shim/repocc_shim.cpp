@@ -16,6 +16,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include <llvm/Support/raw_ostream.h>
 
 extern "C" {
@@ -470,6 +471,14 @@ namespace {
 // elsewhere: a value other than a plain number (a global becomes the
 // fragment's declaration), and, unless `DistinctStay`, a distinct node
 // that is not a type (a compile unit, subprogram or scope is copied).
+// Whether the clone maps `MD` to a value of its own module: a value other
+// than a plain number (a global becomes the module's declaration).
+bool namesValue(const Metadata *MD) {
+  if (auto *C = dyn_cast<ConstantAsMetadata>(MD))
+    return !isa<ConstantInt, ConstantFP>(C->getValue());
+  return isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD);
+}
+
 SmallPtrSet<const Metadata *, 32>
 reachingMapped(ArrayRef<const Metadata *> Reached,
                const DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> &Users,
@@ -477,12 +486,8 @@ reachingMapped(ArrayRef<const Metadata *> Reached,
   SmallPtrSet<const Metadata *, 32> Mapped;
   SmallVector<const Metadata *, 64> Work;
   for (const Metadata *MD : Reached) {
-    bool Elsewhere = false;
-    if (auto *C = dyn_cast<ConstantAsMetadata>(MD))
-      Elsewhere = !isa<ConstantInt, ConstantFP>(C->getValue());
-    else if (isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD))
-      Elsewhere = true;
-    else if (auto *N = dyn_cast<MDNode>(MD))
+    bool Elsewhere = namesValue(MD);
+    if (auto *N = dyn_cast<MDNode>(MD))
       Elsewhere = !DistinctStay && N->isDistinct() && !isa<DIType>(N);
     if (Elsewhere && Mapped.insert(MD).second)
       Work.push_back(MD);
@@ -587,10 +592,7 @@ bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
   for (size_t i = 0; i < Reached.size(); i++)
     for (const MDOperand &Op : cast<MDNode>(Reached[i])->operands()) {
       const Metadata *O = Op.get();
-      if (auto *C = dyn_cast_or_null<ConstantAsMetadata>(O))
-        AnyValue |= !isa<ConstantInt, ConstantFP>(C->getValue());
-      else if (O && !isa<MDNode>(O))
-        AnyValue |= isa<ValueAsMetadata>(O) || isa<DIArgList>(O);
+      AnyValue |= O && namesValue(O);
       visit(O);
     }
   // Which nodes reach a value: walked again with users only when some
@@ -822,8 +824,8 @@ extern "C" LLVMMemoryBufferRef repocc_write_shared_bitcode(LLVMModuleRef module_
     L.CU->replaceImportedEntities(DIImportedEntityArray(cast_or_null<MDTuple>(L.Imported)));
     L.CU->replaceMacros(DIMacroNodeArray(cast_or_null<MDTuple>(L.Macros)));
   }
-  return wrap(MemoryBuffer::getMemBufferCopy(StringRef(Buffer.data(), Buffer.size()),
-                                             "repocc-bodies")
+  return wrap(std::make_unique<SmallVectorMemoryBuffer>(std::move(Buffer), "repocc-bodies",
+                                                        /*RequiresNullTerminator=*/false)
                   .release());
 }
 

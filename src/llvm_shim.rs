@@ -591,18 +591,15 @@ pub fn extract_definitions_sharing_metadata<'ctx>(
 
 /// The bitcode of a module from [`extract_definitions_sharing_metadata`],
 /// its compile unit without the unit-wide lists (as a fragment's).
-pub fn shared_bitcode(module: &inkwell::module::Module) -> Vec<u8> {
+pub fn shared_bitcode(
+    module: &inkwell::module::Module,
+) -> inkwell::memory_buffer::MemoryBuffer<'static> {
     // SAFETY: the module is live; its compile unit is the unit's, which
     // the shim changes and restores within the call, on this thread, while
     // the unit is not otherwise used (the caller holds it borrowed). The
-    // returned buffer is new, copied out and disposed of here.
+    // returned buffer is new and owned by the wrapper.
     unsafe {
-        let buffer = repocc_write_shared_bitcode(module.as_mut_ptr());
-        let start = llvm_sys::core::LLVMGetBufferStart(buffer) as *const u8;
-        let len = llvm_sys::core::LLVMGetBufferSize(buffer);
-        let bytes = std::slice::from_raw_parts(start, len).to_vec();
-        llvm_sys::core::LLVMDisposeMemoryBuffer(buffer);
-        bytes
+        inkwell::memory_buffer::MemoryBuffer::new(repocc_write_shared_bitcode(module.as_mut_ptr()))
     }
 }
 
@@ -2099,7 +2096,7 @@ mod tests {
                 let anchor = context.i64_type().const_int(1, false);
                 m.add_global_metadata("repocc.anchor", &context.metadata_node(&[anchor.into()]))
                     .unwrap();
-                blob = shared_bitcode(&m);
+                blob = shared_bitcode(&m).as_slice().to_vec();
             }
         })
         .unwrap();
@@ -2151,10 +2148,7 @@ mod tests {
         drop(snapshot);
         assert_eq!(unit.print_to_string().to_string(), before);
         let other = Context::create();
-        let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
-            &bitcode, "snapshot",
-        );
-        let read = inkwell::module::Module::parse_bitcode_from_buffer(&buffer, &other).unwrap();
+        let read = inkwell::module::Module::parse_bitcode_from_buffer(&bitcode, &other).unwrap();
         read.verify().unwrap();
         let text = read.print_to_string().to_string();
         assert!(text.contains("!callees"), "{text}");

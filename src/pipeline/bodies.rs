@@ -363,12 +363,9 @@ pub fn snapshot(
     let mut names = Vec::new();
     let mut gone = Vec::new();
     for m in members {
-        if skip.contains(&m.name) || !whole_reach.contains(&m.name) {
-            continue;
-        }
-        // Nothing else depends on its body: no later compile takes it
-        // as context.
-        if !m.reached {
+        // Not when nothing else depends on its body: no later compile
+        // takes it as context.
+        if !m.reached || skip.contains(&m.name) || !whole_reach.contains(&m.name) {
             continue;
         }
         let has_body = unit
@@ -398,7 +395,7 @@ pub fn snapshot(
     }
     let bitcode = llvm_shim::shared_bitcode(&module);
     drop(module);
-    let payload = zstd::bulk::compress(&bitcode, BODIES_ZSTD_LEVEL).ok()?;
+    let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
     Some(Snapshot {
         payload,
         names,
