@@ -4,8 +4,9 @@
 # non-regular entries, repositories writable by others, a changed repocc
 # binary, bad input as clang handles it, per-key configuration errors,
 # honest statistics, byte-identical objects from a partly emptied
-# repository, SIGKILLs during parallel builds, and interrupts (SIGINT,
-# SIGTERM, SIGHUP) that leave none of repocc's temporary files behind.
+# repository or one whose files were damaged in place, SIGKILLs during
+# parallel builds, and interrupts (SIGINT, SIGTERM, SIGHUP) that leave none
+# of repocc's temporary files behind.
 source "$(dirname "$0")/lib.sh"
 # This test is about the fragment store: unchanged rebuilds must reach it,
 # not the unit cache in front of it (t-unit-cache tests that one).
@@ -305,6 +306,54 @@ for round in $(seq 1 12); do
   cmp -s inl.o inl-cold.o || fail "C++ inline statics, round $round: the object differs from the cold one"
 done
 note "   C++ inline functions with local statics: 12 rounds with 30% removed, identical"
+
+note "   -O2 -g: any file of the repository flipped, truncated, emptied or overwritten in place, 4 rounds"
+# Not only fragment entries: packs (which several entries name by hard
+# link), stored bodies, unit cache records and manifests, histories and the
+# size ledger. Each round damages files of the repository the earlier
+# rounds left, and rebuilds with the unit cache on or off: the objects are
+# the cold build's and lua runs.
+fresh_copy "$src" "$SCRATCH/lua-g"
+cd "$SCRATCH/lua-g"
+export REPOCC_DIR="$SCRATCH/lua-g-repo"
+lua_g_build() {
+  make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g" > build.log 2>&1 || { tail -n 20 build.log; fail "lua -O2 -g build $*"; }
+}
+REPOCC_UNIT_CACHE=true lua_g_build cold
+mkdir -p ../lua-g-cold && cp src/*.o ../lua-g-cold/
+for round in 1 2 3 4; do
+  damaged=$(python3 - "$REPOCC_DIR" $((SEED + 10 + round)) <<'PY'
+import os, random, sys
+rnd = random.Random(int(sys.argv[2]))
+files = sorted(os.path.join(d, f) for d, _, fs in os.walk(sys.argv[1]) for f in fs)
+for f in rnd.sample(files, min(len(files), 60)):
+    data = open(f, "rb").read()
+    how = rnd.choice(["flip", "truncate", "empty", "garbage"])
+    if how == "flip" and data:
+        i = rnd.randrange(len(data))
+        data = data[:i] + bytes([data[i] ^ (1 << rnd.randrange(8))]) + data[i + 1:]
+    elif how == "truncate" and data:
+        data = data[:rnd.randrange(len(data))]
+    elif how == "garbage":
+        data = os.urandom(rnd.randint(1, 200))
+    else:
+        data = b""
+    with open(f, "r+b") as out:   # in place: every hard link sees it
+        out.write(data)
+        out.truncate()
+print(f"{min(len(files), 60)} of {len(files)}")
+PY
+)
+  unit_cache=true; [ $((round % 2)) = 0 ] && unit_cache=false
+  make clean > /dev/null
+  REPOCC_UNIT_CACHE=$unit_cache lua_g_build "round $round"
+  for o in ../lua-g-cold/*.o; do
+    cmp -s "$o" "src/$(basename "$o")" || fail "-O2 -g round $round ($damaged files damaged): src/$(basename "$o") differs from the cold object"
+  done
+  out=$(src/lua "$P/checks.lua") || fail "checks.lua after damage round $round: $out"
+  assert_contains "lua -O2 -g, damage round $round" "lua checks: 31 passed, 0 failed" "$out"
+  note "   round $round: $damaged files damaged, unit cache $unit_cache; every object identical"
+done
 
 # ---------------------------------------------------------------------------
 note "10. 50 SIGKILLs during make -j4 builds into one repository"
