@@ -3044,6 +3044,14 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
       FailedGroups.insert(groups[i]);
   }
   UnitGlobalMaterializer Mat(Unit, Types);
+  // The local functions something calls or names now: a stored body
+  // comes with its callees already inlined (it is what a cold compile's
+  // inliner left), so those of them that only the old body called are
+  // dead once it is replaced (see the end).
+  std::vector<Function *> UsedLocals;
+  for (Function &F : Unit)
+    if (F.hasLocalLinkage() && !F.isDeclaration() && !F.use_empty())
+      UsedLocals.push_back(&F);
   // One map per blob: its debug metadata's mapping is seeded once, and
   // what the cloning makes of a node is shared as in the blob.
   std::vector<std::unique_ptr<ValueToValueMapTy>> Maps(blob_count);
@@ -3087,6 +3095,27 @@ extern "C" size_t repocc_substitute_bodies(LLVMModuleRef unit_ref, const char *c
     D->addFnAttr(kSubstitutedAttr);
     done[i] = 1;
     replaced++;
+  }
+  // The local functions the replaced bodies alone used are deleted, as a
+  // cold compile's inliner deletes them once it has inlined their last
+  // call (no pass before the inliner leaves a local function without
+  // uses). Left in place, they would reach the passes after the inliner
+  // with no caller, and dead-argument elimination would rewrite them:
+  // it marks the subprogram of a function whose signature it changes
+  // `DW_CC_nocall`, a node the replaced bodies' inlined code shares, so
+  // the object's debug info would differ from a cold compile's.
+  if (replaced > 0) {
+    bool Erased = true;
+    while (Erased) {
+      Erased = false;
+      for (Function *&F : UsedLocals) {
+        if (F && F->use_empty()) {
+          F->eraseFromParent();
+          F = nullptr;
+          Erased = true;
+        }
+      }
+    }
   }
   // Cloning into another module lists compile units even when there are
   // none (see repocc_extract_definitions).
