@@ -724,8 +724,6 @@ pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
 
 /// The global that keeps functions used (see [`anchor_uses`]).
 const USE_ANCHOR: &str = "repocc.uses";
-/// The one [`anchor_external_functions`] adds.
-const EXTERNAL_USE_ANCHOR: &str = "repocc.uses.external";
 
 /// Gives each named function one use, from the initializer of a hidden
 /// constant array that nothing else refers to, until
@@ -735,42 +733,19 @@ const EXTERNAL_USE_ANCHOR: &str = "repocc.uses.external";
 /// `noundef`): a recompiled function whose users were all pruned must
 /// look used, as in a cold compile.
 pub fn anchor_uses(module: &inkwell::module::Module, names: &[&str]) {
-    anchor_uses_in(module, USE_ANCHOR, names);
-}
-
-/// [`anchor_uses`] for every function of the module with a body and
-/// external linkage (the statics among them too, hidden external while
-/// the optimizer runs). Whether such a function still has a call when
-/// dead-argument elimination runs (after the inliner) depends on its
-/// callers, which a later compile may take from the repository: it then
-/// dropped, or kept, the debug values of the function's unused arguments
-/// according to what its callers' inliner did. Anchored, every compile
-/// drops them, cold or warm (code is not affected: a function with no
-/// call left has no call site to change).
-pub fn anchor_external_functions(module: &inkwell::module::Module) {
-    let names: Vec<String> = module
-        .get_functions()
-        .filter(|f| has_body(f) && f.get_linkage() == inkwell::module::Linkage::External)
-        .map(|f| f.get_name().to_string_lossy().into_owned())
-        .collect();
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    anchor_uses_in(module, EXTERNAL_USE_ANCHOR, &names);
-}
-
-fn anchor_uses_in(module: &inkwell::module::Module, anchor_name: &str, names: &[&str]) {
     let pointers: Vec<inkwell::values::PointerValue> = names
         .iter()
         .filter_map(|n| module.get_function(n))
         .map(|f| f.as_global_value().as_pointer_value())
         .collect();
-    if pointers.is_empty() || module.get_global(anchor_name).is_some() {
+    if pointers.is_empty() || module.get_global(USE_ANCHOR).is_some() {
         return;
     }
     let ptr = module
         .get_context()
         .ptr_type(inkwell::AddressSpace::default());
     let array = ptr.const_array(&pointers);
-    let anchor = module.add_global(array.get_type(), None, anchor_name);
+    let anchor = module.add_global(array.get_type(), None, USE_ANCHOR);
     anchor.set_initializer(&array);
     anchor.set_constant(true);
     anchor.set_linkage(inkwell::module::Linkage::External);
@@ -786,14 +761,12 @@ pub fn is_used(function: &inkwell::values::FunctionValue) -> bool {
     unsafe { repocc_is_used(function.as_value_ref()) != 0 }
 }
 
-/// Removes what [`anchor_uses`] and [`anchor_external_functions`] added.
+/// Removes what [`anchor_uses`] added.
 pub fn remove_use_anchor(module: &inkwell::module::Module) {
-    for name in [USE_ANCHOR, EXTERNAL_USE_ANCHOR] {
-        if let Some(anchor) = module.get_global(name) {
-            // SAFETY: nothing refers to the anchor (it is this module's
-            // own, and no pass takes the address of a global to keep it).
-            unsafe { anchor.delete() };
-        }
+    if let Some(anchor) = module.get_global(USE_ANCHOR) {
+        // SAFETY: nothing refers to the anchor (it is this module's own,
+        // and no pass takes the address of a global to keep it).
+        unsafe { anchor.delete() };
     }
 }
 
@@ -1983,82 +1956,6 @@ mod tests {
         );
         // f, not taken from the blob, was simplified: sq inlined.
         assert!(!function_ir(&module, "f").contains("call"));
-    }
-
-    #[test]
-    fn statics_only_a_replaced_body_called_are_deleted_with_it() {
-        // helper is local and f its one caller: the first compile's
-        // inliner inlines it and deletes it. In the second compile f's
-        // stored body (helper already inlined) replaces f's, and helper,
-        // called by nothing now, must go too: left in place, it would
-        // reach dead-argument elimination, which rewrites a local function
-        // without callers (and marks its debug subprogram `DW_CC_nocall`).
-        const IR: &str = r#"
-define internal i32 @helper(i32 %x, i32 %unused) {
-  %y = mul i32 %x, 3
-  ret i32 %y
-}
-define internal i32 @only_helper_calls(i32 %x) {
-  %y = add i32 %x, 1
-  ret i32 %y
-}
-define internal i32 @kept(i32 %x) noinline {
-  %y = sub i32 %x, 1
-  ret i32 %y
-}
-define i32 @f(i32 %a) {
-  %r = call i32 @helper(i32 %a, i32 7)
-  %s = call i32 @only_helper_calls(i32 %r)
-  ret i32 %s
-}
-define i32 @g(i32 %a) {
-  %r = call i32 @kept(i32 %a)
-  ret i32 %r
-}
-"#;
-        let context = Context::create();
-        let tm = x86_64_machine(OptimizationLevel::Default);
-        let first = parse(&context, IR);
-        let mut blob = Vec::new();
-        run_pipeline_with_hooks(
-            &first,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| {
-                if p == HookPoint::AfterInliner {
-                    let m = extract_definitions(&first, &["f"], false, None);
-                    blob = m.write_bitcode_to_memory().as_slice().to_vec();
-                }
-            },
-        )
-        .unwrap();
-        let second = parse(&context, IR);
-        let mut done = Vec::new();
-        let mut after_substitution = Vec::new();
-        run_pipeline_with_hooks(
-            &second,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| {
-                if p == HookPoint::BeforeInliner {
-                    done = substitute_bodies(&second, &[&blob], &requests(&[("f", 0, 0)]), None);
-                    after_substitution = ["helper", "only_helper_calls", "kept", "f"]
-                        .iter()
-                        .map(|n| second.get_function(n).is_some())
-                        .collect();
-                }
-            },
-        )
-        .unwrap();
-        assert_eq!(done, vec![true]);
-        // kept is still called (by g); f's stored body calls neither of
-        // the others.
-        assert_eq!(after_substitution, vec![false, false, true, true]);
-        assert_eq!(function_ir(&first, "f"), function_ir(&second, "f"));
     }
 
     #[test]

@@ -40,7 +40,7 @@ use inkwell::GlobalVisibility;
 use super::bodies::{self, ContextBodies, Snapshot};
 use super::canonical::Unit;
 use crate::llvm_shim::{self, HookPoint};
-use crate::pipeline::settings::{CodegenSettings, OptLevel};
+use crate::pipeline::settings::CodegenSettings;
 
 const CTORS: &str = "llvm.global_ctors";
 const HIDDEN_CTORS: &str = "repocc.hidden.global_ctors";
@@ -72,9 +72,6 @@ pub fn run(
         call_graph_profile: 1,
         merge_functions: 0,
     };
-    if settings.opt != OptLevel::O0 {
-        llvm_shim::anchor_external_functions(&unit.module);
-    }
     let mut dropped = Ok(());
     let mut outcome = Optimized::default();
     let mut replaced = HashSet::new();
