@@ -1959,6 +1959,82 @@ mod tests {
     }
 
     #[test]
+    fn statics_only_a_replaced_body_called_are_deleted_with_it() {
+        // helper is local and f its one caller: the first compile's
+        // inliner inlines it and deletes it. In the second compile f's
+        // stored body (helper already inlined) replaces f's, and helper,
+        // called by nothing now, must go too: left in place, it would
+        // reach dead-argument elimination, which rewrites a local function
+        // without callers (and marks its debug subprogram `DW_CC_nocall`).
+        const IR: &str = r#"
+define internal i32 @helper(i32 %x, i32 %unused) {
+  %y = mul i32 %x, 3
+  ret i32 %y
+}
+define internal i32 @only_helper_calls(i32 %x) {
+  %y = add i32 %x, 1
+  ret i32 %y
+}
+define internal i32 @kept(i32 %x) noinline {
+  %y = sub i32 %x, 1
+  ret i32 %y
+}
+define i32 @f(i32 %a) {
+  %r = call i32 @helper(i32 %a, i32 7)
+  %s = call i32 @only_helper_calls(i32 %r)
+  ret i32 %s
+}
+define i32 @g(i32 %a) {
+  %r = call i32 @kept(i32 %a)
+  ret i32 %r
+}
+"#;
+        let context = Context::create();
+        let tm = x86_64_machine(OptimizationLevel::Default);
+        let first = parse(&context, IR);
+        let mut blob = Vec::new();
+        run_pipeline_with_hooks(
+            &first,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| {
+                if p == HookPoint::AfterInliner {
+                    let m = extract_definitions(&first, &["f"], false, None);
+                    blob = m.write_bitcode_to_memory().as_slice().to_vec();
+                }
+            },
+        )
+        .unwrap();
+        let second = parse(&context, IR);
+        let mut done = Vec::new();
+        let mut after_substitution = Vec::new();
+        run_pipeline_with_hooks(
+            &second,
+            &tm,
+            "default<O2>",
+            &plain_tuning(),
+            true,
+            &mut |p| {
+                if p == HookPoint::BeforeInliner {
+                    done = substitute_bodies(&second, &[&blob], &requests(&[("f", 0, 0)]), None);
+                    after_substitution = ["helper", "only_helper_calls", "kept", "f"]
+                        .iter()
+                        .map(|n| second.get_function(n).is_some())
+                        .collect();
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(done, vec![true]);
+        // kept is still called (by g); f's stored body calls neither of
+        // the others.
+        assert_eq!(after_substitution, vec![false, false, true, true]);
+        assert_eq!(function_ir(&first, "f"), function_ir(&second, "f"));
+    }
+
+    #[test]
     fn a_group_is_replaced_whole_or_not_at_all() {
         let context = Context::create();
         let tm = x86_64_machine(OptimizationLevel::Default);
