@@ -466,11 +466,7 @@ namespace {
 // compile unit, a subprogram or scope, a global, another copied distinct
 // node) is the same node either way: mapping it to itself gives the same
 // module, without the copies.
-// Of `Reached` (with each node's `Users` among them), the nodes the clone
-// maps elsewhere, and every node that reaches one of those. Maps
-// elsewhere: a value other than a plain number (a global becomes the
-// fragment's declaration), and, unless `DistinctStay`, a distinct node
-// that is not a type (a compile unit, subprogram or scope is copied).
+
 // Whether the clone maps `MD` to a value of its own module: a value other
 // than a plain number (a global becomes the module's declaration).
 bool namesValue(const Metadata *MD) {
@@ -479,6 +475,11 @@ bool namesValue(const Metadata *MD) {
   return isa<ValueAsMetadata>(MD) || isa<DIArgList>(MD);
 }
 
+// Of `Reached` (with each node's `Users` among them), the nodes the clone
+// maps elsewhere, and every node that reaches one of those. Maps
+// elsewhere: a value other than a plain number (a global becomes the
+// fragment's declaration), and, unless `DistinctStay`, a distinct node
+// that is not a type (a compile unit, subprogram or scope is copied).
 SmallPtrSet<const Metadata *, 32>
 reachingMapped(ArrayRef<const Metadata *> Reached,
                const DenseMap<const Metadata *, SmallVector<const Metadata *, 2>> &Users,

@@ -1888,6 +1888,25 @@ mod tests {
         (done, after_inliner)
     }
 
+    /// Runs `default<O2>` on `module` and returns the bitcode of the
+    /// bodies of `names` as its inliner left them (a first compile's
+    /// stored bodies).
+    fn bodies_after_inliner(
+        module: &inkwell::module::Module,
+        tm: &TargetMachine,
+        names: &[&str],
+    ) -> Vec<u8> {
+        let mut blob = Vec::new();
+        run_pipeline_with_hooks(module, tm, "default<O2>", &plain_tuning(), true, &mut |p| {
+            if p == HookPoint::AfterInliner {
+                let m = extract_definitions(module, names, false, None);
+                blob = m.write_bitcode_to_memory().as_slice().to_vec();
+            }
+        })
+        .unwrap();
+        blob
+    }
+
     fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
         use inkwell::values::AnyValue;
         module
@@ -1903,21 +1922,7 @@ mod tests {
         let tm = x86_64_machine(OptimizationLevel::Default);
         // The first compile keeps f and sq as its inliner left them.
         let first = parse(&context, BODIES_IR);
-        let mut blob = Vec::new();
-        run_pipeline_with_hooks(
-            &first,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| {
-                if p == HookPoint::AfterInliner {
-                    let m = extract_definitions(&first, &["sq", "f"], false, None);
-                    blob = m.write_bitcode_to_memory().as_slice().to_vec();
-                }
-            },
-        )
-        .unwrap();
+        let blob = bodies_after_inliner(&first, &tm, &["sq", "f"]);
         assert!(!blob.is_empty());
         // A second compile of the same module takes them from the blob
         // (read into the same context: `%struct.S` is renamed there and
@@ -1992,21 +1997,7 @@ define i32 @g(i32 %a) {
         let context = Context::create();
         let tm = x86_64_machine(OptimizationLevel::Default);
         let first = parse(&context, IR);
-        let mut blob = Vec::new();
-        run_pipeline_with_hooks(
-            &first,
-            &tm,
-            "default<O2>",
-            &plain_tuning(),
-            true,
-            &mut |p| {
-                if p == HookPoint::AfterInliner {
-                    let m = extract_definitions(&first, &["f"], false, None);
-                    blob = m.write_bitcode_to_memory().as_slice().to_vec();
-                }
-            },
-        )
-        .unwrap();
+        let blob = bodies_after_inliner(&first, &tm, &["f"]);
         let second = parse(&context, IR);
         let mut done = Vec::new();
         let mut after_substitution = Vec::new();
