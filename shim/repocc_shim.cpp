@@ -1070,17 +1070,6 @@ static void appendUsers(const GlobalValue &G, std::string &Out) {
   }
 }
 
-// Which global values use each named function (see appendUsers). The
-// caller frees the string with LLVMDisposeMessage.
-extern "C" char *repocc_function_users(LLVMModuleRef module) {
-  Module *M = unwrap(module);
-  std::string Out;
-  for (Function &F : *M)
-    if (F.hasName())
-      appendUsers(F, Out);
-  return LLVMCreateMessage(Out.c_str());
-}
-
 // Which global values use each named global value — functions, variables,
 // aliases, defined or declared (see appendUsers). The caller frees the
 // string with LLVMDisposeMessage.

@@ -299,7 +299,6 @@ extern "C" {
     ) -> *const c_char;
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_is_used(value: llvm_sys::prelude::LLVMValueRef) -> c_int;
-    fn repocc_function_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
@@ -770,19 +769,12 @@ pub fn remove_use_anchor(module: &inkwell::module::Module) {
     }
 }
 
-/// `(function, user)` for every named function of the module and every
-/// global value that refers to it: the function an instruction using it
-/// belongs to, or the variable or alias whose initializer holds it
-/// (through constant expressions).
-pub fn function_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
-    // SAFETY: the module is alive and not modified during the call.
-    unsafe { user_pairs(module, repocc_function_users) }
-}
-
-/// `(global, user)` as [`function_users`], for every named global value
-/// (functions, variables and aliases, defined or declared).
+/// `(global, user)` for every named global value (functions, variables
+/// and aliases, defined or declared) and every global value that refers
+/// to it: the function an instruction using it belongs to, or the variable
+/// or alias whose initializer holds it (through constant expressions).
 pub fn global_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
-    // SAFETY: as for `function_users`.
+    // SAFETY: the module is alive and not modified during the call.
     unsafe { user_pairs(module, repocc_global_users) }
 }
 

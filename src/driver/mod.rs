@@ -510,6 +510,7 @@ fn execute(
                 counters.add(key::DEFINITIONS_TOTAL, rep.definitions);
                 counters.add(key::DEFINITIONS_COMPILED, rep.definitions_compiled);
                 counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
+                counters.add(key::DEFINITIONS_SHARED, rep.definitions_shared);
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
                 counters.add(key::BODIES_REUSED, rep.bodies_reused);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
@@ -958,10 +959,7 @@ fn compile_unit(
                 );
             }
             for line in &report.explain {
-                notes.push_str(&format!(
-                    "repocc: explain {}: compiled {line}\n",
-                    unit.source
-                ));
+                notes.push_str(&format!("repocc: explain {}: {line}\n", unit.source));
             }
             UnitResult {
                 headers_listed: fe.headers_listed,

@@ -117,37 +117,39 @@ pub fn parts(slots: &[Slot], referenced: &[bool]) -> Vec<Part> {
         .collect()
 }
 
-/// Definitions compiled and pruned. Each definition counts once: compiled
+/// How many definitions were compiled, and which were pruned. Each definition counts once: compiled
 /// (in a compiled group), pruned (its stored code or stored deletion
 /// stands), or neither (deleted by the optimizer now) — so the two never
 /// add up to more than the definitions. A local definition in no fragment
 /// of its own (`attached`: name -> the one function that uses it) counts
 /// as its user does.
-pub fn count(
-    definitions: &HashSet<&str>,
+pub fn count<'a>(
+    definitions: &HashSet<&'a str>,
     compiled_members: &[&str],
     fragments: &[FragmentView],
     attached: &HashMap<String, String>,
-) -> (u64, u64) {
+) -> (u64, Vec<&'a str>) {
     let compiled: HashSet<&str> = compiled_members
         .iter()
         .copied()
         .filter(|m| definitions.contains(m))
         .collect();
-    let pruned: HashSet<&str> = fragments
+    let pruned: HashSet<&'a str> = fragments
         .iter()
         .filter(|f| f.stored != Stored::Nothing)
         .flat_map(|f| f.members.iter().map(String::as_str))
-        .filter(|m| definitions.contains(m) && !compiled.contains(m))
+        .filter_map(|m| definitions.get(m).copied())
+        .filter(|m| !compiled.contains(m))
         .collect();
-    let (mut n_compiled, mut n_pruned) = (compiled.len() as u64, pruned.len() as u64);
-    for d in definitions {
+    let mut n_compiled = compiled.len() as u64;
+    let mut pruned_names: Vec<&'a str> = pruned.iter().copied().collect();
+    for &d in definitions {
         if compiled.contains(d) || pruned.contains(d) {
             continue;
         }
         // Its user, or its user's user (a chain of helpers), up to a
         // fragment member.
-        let mut owner = *d;
+        let mut owner = d;
         for _ in 0..64 {
             match attached.get(owner) {
                 Some(user) => owner = user.as_str(),
@@ -158,12 +160,13 @@ pub fn count(
                 break;
             }
             if pruned.contains(owner) {
-                n_pruned += 1;
+                pruned_names.push(d);
                 break;
             }
         }
     }
-    (n_compiled, n_pruned)
+    pruned_names.sort_unstable();
+    (n_compiled, pruned_names)
 }
 
 #[cfg(test)]
@@ -238,11 +241,11 @@ mod tests {
             &none,
         );
         assert_eq!(
-            (compiled, pruned),
+            (compiled, pruned.len()),
             (2, 3),
             "del_now is compiled, not pruned"
         );
-        assert!(compiled + pruned <= defs.len() as u64);
+        assert!(compiled as usize + pruned.len() <= defs.len());
         // Helpers local to one user count as their user does, through a
         // chain of them; one whose user is in no fragment counts as neither.
         let defs: HashSet<&str> = defs
@@ -264,6 +267,7 @@ mod tests {
             &fragments,
             &attached,
         );
-        assert_eq!((compiled, pruned), (4, 4));
+        assert_eq!((compiled, pruned.len()), (4, 4));
+        assert!(pruned.contains(&"of_obj"), "a helper counts as its user");
     }
 }

@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 8;
+pub const DIGEST_FORMAT_VERSION: u32 = 9;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -139,6 +139,8 @@ struct Parsed<'a> {
     attrs: HashMap<&'a str, &'a str>,
     metadata: HashMap<&'a str, &'a str>,
     header: Vec<&'a str>,
+    /// `$name = comdat KIND` lines by group name.
+    comdats: HashMap<&'a str, &'a str>,
     module_flags: Option<&'a str>,
     /// (name, full text) of definitions.
     functions: Vec<(String, String)>,
@@ -218,14 +220,38 @@ fn parse(text: &str) -> Result<Parsed<'_>> {
                     p.module_flags = Some(body);
                 }
             }
-        } else if line.starts_with("target ")
-            || line.starts_with("module asm")
-            || line.starts_with('$')
-        {
+        } else if let Some(rest) = line.strip_prefix('$') {
+            if let Some((name, _)) = read_ident(rest) {
+                p.comdats.insert(name, line);
+            }
+        } else if line.starts_with("target ") || line.starts_with("module asm") {
+            // Not the `$name = comdat any` lines: a definition's own group
+            // enters its own digest (`own_comdat`), and another's cannot
+            // change its bytes, so the unit's list of groups (its inline
+            // functions and template instances) is not context: two units
+            // that hold different sets still share them.
             p.header.push(line);
         }
     }
     Ok(p)
+}
+
+/// Appends the `$name = comdat KIND` line of the group a definition's
+/// first line names (`comdat` alone: the definition's own name), so that
+/// its selection kind is in its digest.
+fn own_comdat(p: &Parsed, name: &str, first_line: &str, out: &mut String) {
+    let Some(at) = first_line.rfind(" comdat") else {
+        return;
+    };
+    let after = &first_line[at + " comdat".len()..];
+    let group = match after.strip_prefix("($") {
+        Some(rest) => read_ident(rest).map_or(name, |(g, _)| g),
+        None => name,
+    };
+    if let Some(line) = p.comdats.get(group) {
+        out.push('\n');
+        out.push_str(line);
+    }
 }
 
 /// The defined name in a `define` line: the first `@` outside strings.
@@ -1422,6 +1448,7 @@ fn compute_parsed<'a>(
             }
         });
         declared_callees(&mut c, &uses, &mut out);
+        own_comdat(p, name, text, &mut out);
         // `global` or `constant` ends the list of leading keywords.
         let constant = after
             .split_whitespace()
@@ -1459,6 +1486,7 @@ fn compute_parsed<'a>(
                 .map(|(n, _)| (n, Use::Other)),
         );
         declared_callees(&mut c, &uses, &mut out);
+        own_comdat(p, name, header, &mut out);
         let after_define = header.strip_prefix("define ").unwrap_or(header);
         let canonical_header = out.lines().next().unwrap_or("");
         if canonical_header.contains("alwaysinline") {
@@ -2008,6 +2036,42 @@ mod tests {
                 "{from} -> {to} left {name} unchanged"
             );
         }
+    }
+
+    #[test]
+    fn other_comdat_groups_do_not_matter_own_group_does() {
+        // f and the member of group $grp, in a unit with and without
+        // other inline functions (g): their digests and the context must
+        // not change, or no two C++ units would share an instance.
+        let module = |others: bool, kind: &str| {
+            let mut t = format!("$f = comdat {kind}\n$grp = comdat any\n");
+            if others {
+                t.push_str("$g = comdat any\n");
+            }
+            t.push_str("define linkonce_odr i32 @f() comdat {\n  ret i32 1\n}\n");
+            t.push_str("define linkonce_odr i32 @m() comdat($grp) {\n  ret i32 3\n}\n");
+            if others {
+                t.push_str("define linkonce_odr i32 @g() comdat {\n  ret i32 2\n}\n");
+            }
+            t
+        };
+        let finals = |text: &str| {
+            let d = compute(text, &[0; 32], Inlining::Optimizing).unwrap();
+            (fin(&d, "f"), fin(&d, "m"))
+        };
+        let alone = module(false, "any");
+        let with_others = module(true, "any");
+        assert_eq!(finals(&alone), finals(&with_others));
+        assert_eq!(
+            context_digest(&alone, b"").unwrap(),
+            context_digest(&with_others, b"").unwrap()
+        );
+        // The selection kind of its own group is part of a definition.
+        let largest = module(false, "largest");
+        assert_ne!(finals(&alone).0, finals(&largest).0);
+        assert_eq!(finals(&alone).1, finals(&largest).1);
+        let m_group = alone.replace("$grp = comdat any", "$grp = comdat largest");
+        assert_ne!(finals(&alone).1, finals(&m_group).1);
     }
 
     #[test]

@@ -14,6 +14,11 @@
 //!   (or its entry was corrupt, or merging made it depend on a partner that
 //!   changed).
 //!
+//! A definition taken from the repository that the history does not hold
+//! with the same final digest was stored by another unit (a template
+//! instance, an inline function of a shared header): it counts as
+//! `definitions_shared`, and the explanation says so.
+//!
 //! The history is 24 bytes per definition, rewritten by each compile.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -82,18 +87,50 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Short, (Short, Short)>> {
     )
 }
 
+/// What the unit's previous compile recorded under `key` (see [`record`]).
+pub struct History(Option<HashMap<Short, (Short, Short)>>);
+
+impl History {
+    pub fn read(store: &dyn Storage, key: &FragmentDigest) -> History {
+        History(match store.get(key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::History => decode(&e.payload),
+            _ => None,
+        })
+    }
+
+    /// Whether the previous compile had `name` with this final digest: it
+    /// stored it itself, if anything did.
+    fn had(&self, name: &str, final_digest: &FragmentDigest) -> bool {
+        self.0.as_ref().is_some_and(|b| {
+            b.get(&name_hash(name))
+                .is_some_and(|(_, f)| *f == short(&final_digest.0))
+        })
+    }
+}
+
+/// The reused definitions among `pruned` that this unit's previous compile
+/// did not have as they are now: another unit stored them.
+pub fn shared<'a>(history: &History, d: &ModuleDigests, pruned: &[&'a str]) -> Vec<&'a str> {
+    let finals: HashMap<&str, &FragmentDigest> = d
+        .defs
+        .iter()
+        .map(|x| (x.name.as_str(), &x.final_digest))
+        .collect();
+    pruned
+        .iter()
+        .copied()
+        .filter(|name| match finals.get(name) {
+            Some(f) => !history.had(name, f),
+            // An optimizer-made helper counts as its user: not told apart.
+            None => false,
+        })
+        .collect()
+}
+
 /// The reasons for the compiled definitions named in `compiled`, one line
-/// each, against the history stored under `key`.
-pub fn explain(
-    store: &dyn Storage,
-    key: &FragmentDigest,
-    d: &ModuleDigests,
-    compiled: &HashSet<&str>,
-) -> Vec<String> {
-    let before = match store.get(key) {
-        Ok(Lookup::Hit(e)) if e.kind == EntryKind::History => decode(&e.payload),
-        _ => None,
-    };
+/// each, against the unit's previous compile.
+pub fn explain(history: &History, d: &ModuleDigests, compiled: &HashSet<&str>) -> Vec<String> {
+    let before = &history.0;
     let index: HashMap<&str, usize> = d
         .defs
         .iter()
@@ -137,7 +174,7 @@ pub fn explain(
             }
             Some(Some(_)) => "stored before, not found now (evicted)".to_string(),
         };
-        lines.push(format!("{name}: {reason}"));
+        lines.push(format!("compiled {name}: {reason}"));
     }
     lines
 }
@@ -187,6 +224,32 @@ mod tests {
         h.insert([4; 8], ([5; 8], [6; 8]));
         assert_eq!(decode(&encode(&h)).unwrap(), h);
         assert!(decode(&[0; 23]).is_none());
+    }
+
+    #[test]
+    fn shared_is_what_the_previous_compile_did_not_have() {
+        let def = |name: &str, f: u8| crate::pipeline::digest::Definition {
+            name: name.to_string(),
+            kind: DefKind::Function,
+            local: false,
+            constant: true,
+            initial: [f; 32],
+            final_digest: FragmentDigest([f; 32]),
+            position: None,
+        };
+        let before = ModuleDigests {
+            defs: vec![def("mine", 1), def("edited", 2)],
+            ..ModuleDigests::default()
+        };
+        let history = History(decode(&encode(&history_of(&before))));
+        let now = ModuleDigests {
+            defs: vec![def("mine", 1), def("edited", 3), def("instance", 4)],
+            ..ModuleDigests::default()
+        };
+        let pruned = ["edited", "instance", "mine"];
+        assert_eq!(shared(&history, &now, &pruned), vec!["edited", "instance"]);
+        // No history: everything reused came from elsewhere.
+        assert_eq!(shared(&History(None), &now, &pruned).len(), 3);
     }
 
     #[test]

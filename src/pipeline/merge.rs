@@ -1,21 +1,20 @@
-//! Stage 5, function merging: LLVM's MergeFunctions after optimization.
-//! Equal functions are folded: the duplicate's callers are redirected to
-//! the survivor, and the duplicate becomes an alias when its address is
-//! not significant (`unnamed_addr`, and linkage that allows it — the
-//! reference's condition), otherwise a thunk that tail-calls the survivor.
-//! Skipped at -O0, like every other optimization.
+//! Stage 5, function merging: LLVM's MergeFunctions after optimization,
+//! for units compiled whole (without the repository). Equal functions are
+//! folded: the duplicate's callers are redirected to the survivor, and the
+//! duplicate becomes an alias when its address is not significant
+//! (`unnamed_addr`, and linkage that allows it — the reference's
+//! condition), otherwise a thunk that tail-calls the survivor. Skipped at
+//! -O0, like every other optimization.
 //!
-//! In repository mode a merge makes code depend on a partner outside its
-//! digest: a thunk's target, or the survivor a caller was redirected to,
-//! is right only while the partner's content is what it was when they were
-//! found equal. `run_tracked` reports those dependencies (every reference
-//! to a function that merging added), the pipeline stores them with the
-//! fragment as requirements (the partner's final digest), and pruning
-//! reuses a fragment only when its requirements still hold. Duplicates
-//! stay thunks there: an alias would move a definition into its partner's
-//! fragment.
+//! Repository compiles do not merge: a merge folds a function into an
+//! equal one of the same unit, so a fragment's bytes (a thunk, or callers
+//! redirected to the twin) would depend on what else its unit holds, not
+//! only on what its digest covers. A template instance stored by a unit
+//! that had no twin for it would be reused where a cold compile had merged
+//! it, and the object would differ (invariant 4). Entries still carry the
+//! requirements mechanism (see `entries`): [`MergeRequirements`] is empty.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{anyhow, Result};
 use inkwell::passes::PassBuilderOptions;
@@ -66,22 +65,3 @@ pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {
 /// For each definition (by name), the functions merging made it refer
 /// to.
 pub type MergeRequirements = BTreeMap<String, BTreeSet<String>>;
-
-/// Merges, and returns what each definition's code now depends on.
-pub fn run_tracked(unit: &Unit, settings: &CodegenSettings) -> Result<MergeRequirements> {
-    if settings.opt == OptLevel::O0 {
-        return Ok(MergeRequirements::new());
-    }
-    let before: HashSet<(String, String)> = llvm_shim::function_users(&unit.module)
-        .into_iter()
-        .collect();
-    run(unit, settings)?;
-    let mut requires = MergeRequirements::new();
-    for pair in llvm_shim::function_users(&unit.module) {
-        if pair.0 != pair.1 && !before.contains(&pair) {
-            let (function, user) = pair;
-            requires.entry(user).or_default().insert(function);
-        }
-    }
-    Ok(requires)
-}

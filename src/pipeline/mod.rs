@@ -109,6 +109,8 @@ pub struct UnitReport {
     pub definitions_compiled: u64,
     /// Definitions whose fragment came from the repository.
     pub definitions_pruned: u64,
+    /// Of those, the ones another unit stored (see `explain::shared`).
+    pub definitions_shared: u64,
     pub fragments_stored: u64,
     /// Function bodies the optimizer took from the repository as an
     /// earlier compile's inliner left them (see `bodies`).
@@ -361,18 +363,13 @@ fn repository_stages(
     times.optimize = t.elapsed();
     report.bodies_reused = optimized.substituted as u64;
     let t = Instant::now();
-    let merged = if options.merge_functions {
-        // Statics nothing refers to any more (every call inlined) go before
-        // merging: zstd's `ZSTD_isError`, after inlining the static
-        // `ERR_isError`, equals it, and merging made the external function
-        // a jump to the static one, which then stayed in the object (six
-        // units did so; clang's objects have neither the jump nor the
-        // static).
-        optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
-        merge::run_tracked(unit, settings)?
-    } else {
-        merge::MergeRequirements::new()
-    };
+    // No function merging here: merging folds a function into an equal
+    // one *of the same unit*, so a fragment's bytes (a thunk, or callers
+    // redirected to the twin) would depend on what else its unit holds,
+    // not only on what its digest covers — a template instance stored by
+    // a unit that had no twin for it was reused where a cold compile had
+    // merged it (invariant 4). clang does not merge by default either.
+    let merged = merge::MergeRequirements::new();
     optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
     times.merge = t.elapsed();
 
@@ -441,12 +438,14 @@ fn repository_stages(
         .filter(|f| !f.glue)
         .flat_map(|f| f.members.iter().map(String::as_str))
         .collect();
-    (report.definitions_compiled, report.definitions_pruned) = assemble::count(
+    let (compiled_count, pruned_names) = assemble::count(
         &definition_names,
         &compiled_members,
         &views,
         &unit.attached_locals,
     );
+    report.definitions_compiled = compiled_count;
+    report.definitions_pruned = pruned_names.len() as u64;
     let history = explain::history_key(
         &unit.source_name,
         &std::env::current_dir()
@@ -457,13 +456,21 @@ fn repository_stages(
             &unit.target_machine.get_feature_string().to_string_lossy(),
         ),
     );
+    let previous = explain::History::read(store, &history);
+    let shared = explain::shared(&previous, digests, &pruned_names);
+    report.definitions_shared = shared.len() as u64;
     if options.explain {
         let compiled: std::collections::HashSet<&str> = compiled_members
             .iter()
             .copied()
             .filter(|m| definition_names.contains(m))
             .collect();
-        report.explain = explain::explain(store, &history, digests, &compiled);
+        report.explain = explain::explain(&previous, digests, &compiled);
+        report.explain.extend(
+            shared
+                .iter()
+                .map(|n| format!("reused {n}: stored by another unit")),
+        );
     }
     report.bytes_stored += explain::record(store, &history, digests);
 

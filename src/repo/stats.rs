@@ -35,6 +35,9 @@ pub mod key {
     pub const DEFINITIONS_COMPILED: &str = "definitions_compiled";
     /// Definitions whose code came from the repository.
     pub const DEFINITIONS_PRUNED: &str = "definitions_pruned";
+    /// Of those, definitions this unit's previous compile did not store:
+    /// another unit stored them (a template instance, an inline function).
+    pub const DEFINITIONS_SHARED: &str = "definitions_shared";
     /// Fragments written to the repository.
     pub const FRAGMENTS_STORED: &str = "fragments_stored";
     /// Function bodies the optimizer took from the repository as an
@@ -82,6 +85,7 @@ pub mod key {
         DEFINITIONS_TOTAL,
         DEFINITIONS_COMPILED,
         DEFINITIONS_PRUNED,
+        DEFINITIONS_SHARED,
         FRAGMENTS_STORED,
         BODIES_REUSED,
         CORRUPT_ENTRIES,
