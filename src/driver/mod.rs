@@ -373,7 +373,7 @@ fn execute(
         jobs: cfg.jobs(),
         digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
         explain: std::env::var_os("REPOCC_EXPLAIN").is_some(),
-        key: pipeline::key::KeyContext::new(identity, &p.codegen, cfg.merge_functions),
+        key: pipeline::key::KeyContext::new(identity, &p.codegen),
     };
     let force_color = force_color(args);
     // The repository, when the pipeline uses it; clang's identity goes into

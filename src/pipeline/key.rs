@@ -8,7 +8,6 @@
 //! | repocc's identity (version and executable digest) | `repo::identity` | all | any change to repocc may change the bytes |
 //! | LLVM version | the linked LLVM | all | passes and code generation |
 //! | code generation settings (`-O` level, sections, vectorizers, unrolling, code model, `-g`, addrsig, init_array) | `driver::plan` | all | the pass pipeline and the TargetMachine |
-//! | `merge_functions` | configuration | fragments | merging turns twins into thunks |
 //! | CPU and features | the unit's TargetMachine | fragments | instruction selection |
 //! | target triple, data layout, module flags, digest format | the IR (in `digest`) | fragments | layout and ABI |
 //! | the members' final digests | `digest` | fragments | the definitions and all they reach |
@@ -42,16 +41,14 @@ pub struct KeyContext {
     /// The linked LLVM's version.
     pub llvm: String,
     pub settings: CodegenSettings,
-    pub merge_functions: bool,
 }
 
 impl KeyContext {
-    pub fn new(repocc: String, settings: &CodegenSettings, merge_functions: bool) -> KeyContext {
+    pub fn new(repocc: String, settings: &CodegenSettings) -> KeyContext {
         KeyContext {
             repocc,
             llvm: crate::llvm_shim::llvm_version(),
             settings: settings.clone(),
-            merge_functions,
         }
     }
 
@@ -63,7 +60,6 @@ impl KeyContext {
             "cpu": cpu,
             "features": features,
             "settings": self.settings,
-            "merge_functions": self.merge_functions,
             "llvm": self.llvm,
             "repocc": self.repocc,
         })
@@ -225,7 +221,6 @@ mod tests {
             repocc: "0.1.0 abc".into(),
             llvm: "19.1.7".into(),
             settings: settings(),
-            merge_functions: true,
         }
     }
 
@@ -262,13 +257,6 @@ mod tests {
             assert_ne!(frag(&b, "x86-64", ""), frag(k, "x86-64", ""), "{what}");
             assert_ne!(unit(&b), unit(k), "{what}");
         }
-        let mut k = base();
-        k.merge_functions = false;
-        assert_ne!(
-            frag(&b, "x86-64", ""),
-            frag(&k, "x86-64", ""),
-            "merge_functions"
-        );
         assert_ne!(frag(&b, "x86-64", ""), frag(&b, "znver3", ""), "CPU");
         assert_ne!(
             frag(&b, "x86-64", ""),

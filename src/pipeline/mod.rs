@@ -188,21 +188,26 @@ fn run_stages<'ctx>(
     // The copy below counts as part of the mem2reg stage, whose second
     // half it saves.
     let t = Instant::now();
-    // At -O0 with debug info the code comes from clang's own body (see
+    // At -O0 the code comes from clang's own body (see
     // `canonical::load_code` without mem2reg): a module handed over is copied before
     // it becomes the canonical one (bitcode is simply read twice).
     let written_code = match &code {
         canonical::FrontendCode::Module(m)
-            if settings.opt == settings::OptLevel::O0
-                && storage.is_some()
-                && options.debug_fragments
-                && m.get_global_metadata_size("llvm.dbg.cu") > 0 =>
+            if settings.opt == settings::OptLevel::O0 && storage.is_some() =>
         {
-            // The checksums go before the copy (see below): once for both.
-            crate::llvm_shim::strip_file_checksums(m);
-            Some(canonical::FrontendCode::Module(
-                crate::llvm_shim::clone_module(m),
-            ))
+            let debug_info = m.get_global_metadata_size("llvm.dbg.cu") > 0;
+            if debug_info && !options.debug_fragments {
+                None // compiled whole, below
+            } else {
+                if debug_info {
+                    // The checksums go before the copy (see below): once
+                    // for both.
+                    crate::llvm_shim::strip_file_checksums(m);
+                }
+                Some(canonical::FrontendCode::Module(
+                    crate::llvm_shim::clone_module(m),
+                ))
+            }
         }
         canonical::FrontendCode::Bitcode(b) => Some(canonical::FrontendCode::Bitcode(b)),
         canonical::FrontendCode::Module(_) => None,
@@ -237,10 +242,13 @@ fn run_stages<'ctx>(
             .iter()
             .filter(|d| d.kind != digest::DefKind::Glue)
             .count() as u64;
-        // At -O0 with debug info the code comes from clang's own body (see
-        // `canonical::load_code` without mem2reg); the digests from the canonical one.
+        // At -O0 the code comes from clang's own body (see
+        // `canonical::load_code` without mem2reg): the fast instruction
+        // selector spills every phi mem2reg made (lua's lvm.c: 2.3x
+        // clang's `.text`) and loses the debug values of locals. The
+        // digests come from the canonical one.
         let as_written;
-        let code_unit = if debug_info && settings.opt == settings::OptLevel::O0 {
+        let code_unit = if settings.opt == settings::OptLevel::O0 {
             let t = Instant::now();
             let written_code = written_code
                 .ok_or_else(|| anyhow::anyhow!("{source_name}: clang's module was not kept"))?;
@@ -251,7 +259,9 @@ fn run_stages<'ctx>(
                 settings,
                 false,
             )?);
-            crate::llvm_shim::strip_file_checksums(&as_written.module);
+            if debug_info {
+                crate::llvm_shim::strip_file_checksums(&as_written.module);
+            }
             times.parse_and_mem2reg += t.elapsed();
             &as_written
         } else {

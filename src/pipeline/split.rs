@@ -291,7 +291,7 @@ pub fn emit_groups(
         // would change.
         for (i, item) in plan.iter().enumerate() {
             if done[i].is_none()
-                && !(debug_info && (item.1 || takes_block_addresses(unit, &item.0)))
+                && !((debug_info && item.1) || takes_block_addresses(unit, &item.0))
             {
                 done[i] = emit_in_unit(
                     &mut emitter,
@@ -360,8 +360,8 @@ impl Fragment {
 
 /// Whether a member is a variable holding block addresses (a computed
 /// goto's label table). Compiled in the unit's context with debug info,
-/// such a fragment loses its labels ("Undefined temporary symbol"); a
-/// worker compiles it from bitcode.
+/// or at -O0 from clang's own body, such a fragment loses its labels
+/// ("Undefined temporary symbol"); a worker compiles it from bitcode.
 fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
     members.iter().any(|m| {
         unit.module
@@ -529,7 +529,7 @@ fn emit_in_workers(
             let (members, glue) = *item;
             let in_unit = helps
                 && waiting.load(Ordering::Relaxed) >= workers
-                && !(debug_info && (*glue || takes_block_addresses(unit, members)));
+                && !((debug_info && *glue) || takes_block_addresses(unit, members));
             if in_unit {
                 if let Some(f) = emit_in_unit(emitter, item, debug_info, relative_lines, shared)? {
                     set(i, Ok(f));
@@ -719,8 +719,8 @@ fn emit_carved(
     // it (a string copied with immediate stores), so a function compiled
     // beside another fragment's constant would not come out as it does
     // beside a declaration — as when that constant is stored. A fragment
-    // with both code and a constant (rare: a label table with its
-    // function) is compiled on its own.
+    // with both code and a constant, or a label table with its function,
+    // is compiled on its own.
     let mut code = Vec::new();
     let mut data = Vec::new();
     for (pos, spec) in specs.iter().enumerate() {
@@ -731,7 +731,11 @@ fn emit_carved(
         let constant = spec.members.iter().any(|m| {
             (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
         });
-        match (function, constant) {
+        // A label table with its function is compiled on its own too:
+        // carved from the chunk's code generation, clang's own -O0 body
+        // lost the labels the table names ("Undefined temporary symbol").
+        let labels = takes_block_addresses(unit, &spec.members);
+        match (function, constant || labels) {
             (true, true) => {}
             (true, false) => code.push(pos),
             (false, _) => data.push(pos),

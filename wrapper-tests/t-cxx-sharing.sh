@@ -1,0 +1,79 @@
+# C++ units share their template instances and inline functions through
+# the repository, whatever else each unit holds:
+# - two files that share std::map<std::string,int> and std::vector instances
+#   but nothing else: the second prunes every instance the first one has,
+#   its object equals a cold compile's (and the first's, compiled after
+#   it into another repository, equals its own cold object);
+# - a function that needs new instances appended to a file: only it and
+#   the new instances are compiled, and the object equals a cold compile's.
+source "$(dirname "$0")/lib.sh"
+P="$WT_ROOT/programs"
+cd "$SCRATCH"
+
+# linkonce SOURCE -O: the inline functions and template instances a C++
+# source defines at that level, as clang-19 emits them before optimization.
+linkonce() {
+  clang++-19 -std=c++17 "$2" -S -emit-llvm -Xclang -disable-llvm-passes -o - "$1" \
+    | sed -n 's/^define linkonce_odr [^@]*@\([^ (]*\).*/\1/p' | sort -u
+}
+# compiled_names LOG: the definitions REPOCC_EXPLAIN said were compiled.
+compiled_names() {
+  sed -n 's/^repocc: explain [^:]*: compiled \([^:]*\): .*/\1/p' "$1" | sort -u
+}
+
+cp "$P/share-words.cpp" "$P/share-totals.cpp" .
+
+for O in -O0 -O2; do
+  linkonce share-words.cpp $O > words.instances
+  linkonce share-totals.cpp $O > totals.instances
+  comm -12 words.instances totals.instances > shared.instances
+  n_shared=$(wc -l < shared.instances)
+  note "$O: instances the two files share: $n_shared (of $(wc -l < words.instances) and $(wc -l < totals.instances))"
+  [ "$n_shared" -ge 20 ] || fail "the files share too few instances to test anything"
+  note "$O: share-totals.cpp after share-words.cpp"
+  export REPOCC_DIR="$SCRATCH/repo$O"
+  "$REPOCCXX" -std=c++17 $O -c share-words.cpp -o words.o
+  "$REPOCC" --zero-stats > /dev/null
+  REPOCC_EXPLAIN=1 "$REPOCCXX" -std=c++17 $O -c share-totals.cpp -o totals.o 2> totals.explain
+  compiled_names totals.explain > totals.compiled
+  again=$(comm -12 shared.instances totals.compiled)
+  [ -z "$again" ] || fail "$O: shared instances compiled again: $(echo $again | head -c 600)"
+  shared=$(stat_value definitions_shared); pruned=$(stat_value definitions_pruned)
+  note "$O: definitions_shared $shared, definitions_pruned $pruned, compiled $(wc -l < totals.compiled)"
+  [ "$shared" -gt 0 ] && [ "$shared" = "$pruned" ] \
+    || fail "$O: every definition reused came from the other unit (shared $shared, pruned $pruned)"
+  grep -q ": reused .*: stored by another unit" totals.explain || fail "$O: REPOCC_EXPLAIN does not say what another unit stored"
+  if [ "$O" = -O0 ]; then
+    # At -O0 nothing is inlined away: every shared instance is in both.
+    [ "$shared" -ge "$n_shared" ] || fail "$O: $shared reused, $n_shared shared"
+  fi
+  # Any build order, the same bytes.
+  export REPOCC_DIR="$SCRATCH/reverse$O"
+  "$REPOCCXX" -std=c++17 $O -c share-totals.cpp -o totals.cold.o
+  "$REPOCCXX" -std=c++17 $O -c share-words.cpp -o words.after.o
+  cmp totals.o totals.cold.o || fail "$O: share-totals.o built after share-words differs from its cold object"
+  cmp words.o words.after.o || fail "$O: share-words.o built after share-totals differs from its cold object"
+  "$REPOCCXX" $O words.o totals.o -o prog
+  clang++-19 -std=c++17 $O share-words.cpp share-totals.cpp -o prog.clang
+  assert_eq "$O program" "$(./prog.clang a cat)" "$(./prog a cat)"
+
+  note "$O: a function with new template instances appended"
+  export REPOCC_DIR="$SCRATCH/append$O"
+  cp "$P/share-words.cpp" grow.cpp
+  "$REPOCCXX" -std=c++17 $O -c grow.cpp -o grow.o
+  linkonce grow.cpp $O > before.instances
+  cat "$P/share-append.cpp" >> grow.cpp
+  linkonce grow.cpp $O > after.instances
+  comm -13 before.instances after.instances > new.instances
+  { cat new.instances; echo _Z16distinct_lengthsRKSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EE; } | sort -u > may.compile
+  "$REPOCC" --zero-stats > /dev/null
+  REPOCC_EXPLAIN=1 "$REPOCCXX" -std=c++17 $O -c grow.cpp -o grow.o 2> grow.explain
+  compiled_names grow.explain > grow.compiled
+  extra=$(comm -23 grow.compiled may.compile)
+  [ -z "$extra" ] || fail "$O: compiled beyond the new function and its new instances: $(echo $extra | head -c 600)"
+  grep -q "compiled _Z16distinct_lengths" grow.explain || fail "$O: the new function was not compiled"
+  note "$O: compiled $(stat_value definitions_compiled) (new instances: $(wc -l < new.instances)), pruned $(stat_value definitions_pruned)"
+  [ "$(stat_value definitions_pruned)" -ge 50 ] || fail "$O: too little reused after the append"
+  REPOCC_DIR="$SCRATCH/append-cold$O" "$REPOCCXX" -std=c++17 $O -c grow.cpp -o grow.cold.o
+  cmp grow.o grow.cold.o || fail "$O: the object after the append differs from a cold compile's"
+done
