@@ -41,3 +41,15 @@ note "the units compiled in reverse order into an empty repository give the same
 REPOCC_DIR="$SCRATCH/repo-reverse" python3 "$WT_ROOT/replay-reverse.py" "$PWD" "$SCRATCH/reverse" "$JOBS" > reverse.log \
   || { cat reverse.log; fail "objects differ with the units compiled in reverse order"; }
 cat reverse.log
+
+note "-O0 code is clang's: .text of the library's and some tests' objects within 2% of clang-19's"
+O0_UNITS="src/format.cc src/os.cc test/format-test.cc test/core-test.cc test/ranges-test.cc"
+REPOCC_DIR="$SCRATCH/repo-O0" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/repocc" "$REPOCCXX" -O0 $O0_UNITS || fail "repocc++ -O0"
+python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/clang" clang++-19 -O0 $O0_UNITS || fail "clang++-19 -O0"
+text_bytes() { size -A "$1" | awk '$1 ~ /^\.text/ { s += $2 } END { print s + 0 }'; }
+for o in "$SCRATCH"/O0/clang/*.o; do
+  ours=$(text_bytes "$SCRATCH/O0/repocc/$(basename "$o")"); theirs=$(text_bytes "$o")
+  note "-O0 $(basename "$o" .o): .text $ours bytes, clang-19's $theirs"
+  [ $(( ours * 100 )) -le $(( theirs * 102 )) ] && [ $(( ours * 100 )) -ge $(( theirs * 98 )) ] \
+    || fail "-O0 $(basename "$o" .o): .text $ours bytes, clang-19's $theirs"
+done
