@@ -125,8 +125,9 @@ pub struct ModuleDigests {
 }
 
 impl ModuleDigests {
-    /// The position of the definition named `name` (a linear search: for
-    /// the few names merging produces, and tests).
+    /// The position of the definition named `name` (a linear search, for
+    /// tests).
+    #[cfg(test)]
     pub fn position(&self, name: &str) -> Option<usize> {
         self.defs.iter().position(|d| d.name == name)
     }

@@ -11,8 +11,7 @@
 //!   depends on changed** (one that changed is named when the graph shows
 //!   it);
 //! - the same final digest: it was stored before and is gone — **evicted**
-//!   (or its entry was corrupt, or merging made it depend on a partner that
-//!   changed).
+//!   (or its entry was corrupt).
 //!
 //! A definition taken from the repository that the history does not hold
 //! with the same final digest was stored by another unit (a template

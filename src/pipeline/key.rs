@@ -191,22 +191,6 @@ pub fn fragment_key_of_parts(mut parts: Vec<Vec<u8>>) -> FragmentDigest {
     FragmentDigest(*h.finalize().as_bytes())
 }
 
-/// Where the variant of `key` with these requirements (partner name →
-/// final digest hex) is stored.
-pub fn variant_key<'a>(
-    key: &FragmentDigest,
-    requires: impl IntoIterator<Item = (&'a String, &'a String)>,
-) -> FragmentDigest {
-    let mut h = blake3::Hasher::new();
-    h.update(b"repocc fragment variant v1");
-    h.update(&key.0);
-    for (name, digest) in requires {
-        update_with_len(&mut h, name.as_bytes());
-        h.update(digest.as_bytes());
-    }
-    FragmentDigest(*h.finalize().as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,15 +458,9 @@ mod tests {
     }
 
     #[test]
-    fn fragment_keys_ignore_member_order_and_variants_follow_requirements() {
+    fn fragment_keys_ignore_member_order() {
         let a = fragment_key_of_parts(vec![b"f".to_vec(), b"g".to_vec()]);
         assert_eq!(a, fragment_key_of_parts(vec![b"g".to_vec(), b"f".to_vec()]));
         assert_ne!(a, fragment_key_of_parts(vec![b"fg".to_vec()]));
-        let r1 = [("p".to_string(), "01".to_string())];
-        let r2 = [("p".to_string(), "02".to_string())];
-        assert_ne!(
-            variant_key(&a, r1.iter().map(|(n, d)| (n, d))),
-            variant_key(&a, r2.iter().map(|(n, d)| (n, d)))
-        );
     }
 }

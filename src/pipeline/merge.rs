@@ -11,10 +11,7 @@
 //! redirected to the twin) would depend on what else its unit holds, not
 //! only on what its digest covers. A template instance stored by a unit
 //! that had no twin for it would be reused where a cold compile had merged
-//! it, and the object would differ (invariant 4). Entries still carry the
-//! requirements mechanism (see `entries`): [`MergeRequirements`] is empty.
-
-use std::collections::{BTreeMap, BTreeSet};
+//! it, and the object would differ (invariant 4).
 
 use anyhow::{anyhow, Result};
 use inkwell::passes::PassBuilderOptions;
@@ -61,7 +58,3 @@ pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {
         )
         .map_err(|e| anyhow!("merging functions in {}: {e}", unit.source_name))
 }
-
-/// For each definition (by name), the functions merging made it refer
-/// to.
-pub type MergeRequirements = BTreeMap<String, BTreeSet<String>>;

@@ -373,13 +373,7 @@ fn repository_stages(
     times.optimize = t.elapsed();
     report.bodies_reused = optimized.substituted as u64;
     let t = Instant::now();
-    // No function merging here: merging folds a function into an equal
-    // one *of the same unit*, so a fragment's bytes (a thunk, or callers
-    // redirected to the twin) would depend on what else its unit holds,
-    // not only on what its digest covers — a template instance stored by
-    // a unit that had no twin for it was reused where a cold compile had
-    // merged it (invariant 4). clang does not merge by default either.
-    let merged = merge::MergeRequirements::new();
+    // No function merging here: see `merge`.
     optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
     times.merge = t.elapsed();
 
@@ -566,16 +560,9 @@ fn repository_stages(
     let mut fragments_new = 0;
     for &(i, e) in &assembly.store_after {
         let f = &pruned.fragments[i];
-        // A fragment merging made depend on a function without a digest
-        // (one the optimizer created) cannot say when it is reusable.
-        let Some(requires) = entries::requirements_of(&f.members, &merged, digests) else {
-            continue;
-        };
-        new_entries.extend(entries::object_entries(
+        new_entries.push(entries::object_entry(
             &f.key,
-            f.primary.as_ref(),
             &f.members,
-            requires,
             &emitted[e],
             emitted_lines[e].as_ref(),
         ));

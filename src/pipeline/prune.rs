@@ -21,9 +21,6 @@
 //! `versionFunc`, used only by a pruned table, kept its unused arguments'
 //! debug values warm and lost them cold).
 //!
-//! A stored fragment that function merging made depend on a partner is
-//! reused only while its requirements hold (see `entries`).
-//!
 //! Discardable fragments (`linkonce`: C++ inline functions, template
 //! instances) are in an object only where something refers to them, as
 //! clang emits them. A stored deletion of one ("the optimizer dropped it")
@@ -51,11 +48,8 @@ pub const CONTEXT_DEPTH: usize = usize::MAX;
 pub struct PlannedFragment {
     pub members: Vec<String>,
     pub key: FragmentDigest,
-    /// The repository's entry for `key` whose requirements hold, if any.
+    /// The repository's entry for `key`, if any.
     pub stored: Option<Entry>,
-    /// The primary entry for `key` when it exists but is not reusable
-    /// here (see `entries`).
-    pub primary: Option<Entry>,
     /// Every member may be dropped when unused (see `split::discardable`).
     pub discardable: bool,
     /// The symbols the stored code refers to without defining them.
@@ -126,7 +120,7 @@ pub fn prune_known_definitions(
     // One question for all of them to a tier behind a network.
     store.prefetch(&keyed.iter().map(|(_, k)| *k).collect::<Vec<_>>());
     for (members, key) in keyed {
-        let found = entries::lookup(store, &key, digests, &index);
+        let found = entries::lookup(store, &key);
         plan.corrupt_entries += found.corrupt.len() as u64;
         if let Some(c) = found.corrupt.into_iter().next() {
             plan.store_problem.get_or_insert(c);
@@ -139,7 +133,6 @@ pub fn prune_known_definitions(
             members,
             key,
             stored: found.usable,
-            primary: found.primary,
             discardable,
             references: found.references,
             inlined: found.inlined,
