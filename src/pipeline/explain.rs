@@ -90,8 +90,10 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Short, (Short, Short)>> {
 pub struct History(Option<HashMap<Short, (Short, Short)>>);
 
 impl History {
+    /// The history on this machine (read on every compile: never from a
+    /// remote tier, which would cost a round trip per unit).
     pub fn read(store: &dyn Storage, key: &FragmentDigest) -> History {
-        History(match store.get(key) {
+        History(match store.get_local(key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::History => decode(&e.payload),
             _ => None,
         })

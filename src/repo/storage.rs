@@ -26,6 +26,11 @@ pub struct EntryInfo {
 pub trait Storage: Sync {
     /// Reads and verifies the entry under `key`.
     fn get(&self, key: &FragmentDigest) -> Result<Lookup, StoreError>;
+    /// As [`Storage::get`], from this machine's store only: for what only
+    /// matters here (a unit's history), never worth a round trip.
+    fn get_local(&self, key: &FragmentDigest) -> Result<Lookup, StoreError> {
+        self.get(key)
+    }
     /// Says that `keys` are about to be read (a unit's fragments): a tier
     /// behind a network asks for them in one round trip.
     fn prefetch(&self, keys: &[FragmentDigest]) {

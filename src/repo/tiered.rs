@@ -79,6 +79,10 @@ impl Storage for Tiered<'_> {
         }
     }
 
+    fn get_local(&self, key: &FragmentDigest) -> Result<Lookup, StoreError> {
+        self.local.get(key)
+    }
+
     fn prefetch(&self, keys: &[FragmentDigest]) {
         if !self.remote.is_on() {
             return;
