@@ -671,12 +671,46 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   // Pass 1 (below) fills `Kept` before the compile unit's mapping is
   // chosen when the module shares the unit's metadata.
   std::vector<GlobalValue *> Kept;
+  // The copy names the unit's source file only when a member is defined
+  // in it (by path; the digest says so, see `defined_in_unit_file`), and
+  // otherwise a placeholder (the verifier wants a name) in the same
+  // directory. A fragment of a header's inline function or a template
+  // instance is then the same bytes in every unit that includes the
+  // header, and may be reused by any (its digest leaves the compile unit's
+  // file out). The composer names a merged compile unit after its first
+  // member, the glue (see `debug_units`).
+  // A file's path as the digest compares them (`digest::file_path`): the
+  // name under its directory unless absolute or without one.
+  auto pathOf = [](const DIFile *F) {
+    std::string Name = F->getFilename().str(), Dir = F->getDirectory().str();
+    return (!Name.empty() && Name[0] == '/') || Dir.empty() ? Name : Dir + "/" + Name;
+  };
+  auto definedIn = [&](const DIFile *File) {
+    std::string Path = pathOf(File);
+    auto same = [&](const DIFile *F) { return F && pathOf(F) == Path; };
+    for (GlobalValue *GV : Kept) {
+      if (auto *F = dyn_cast<Function>(GV)) {
+        if (DISubprogram *SP = F->getSubprogram(); SP && same(SP->getFile()))
+          return true;
+      } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+        SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+        G->getDebugInfo(GVEs);
+        for (auto *E : GVEs)
+          if (same(E->getVariable()->getFile()))
+            return true;
+      }
+    }
+    return false;
+  };
   auto mapCompileUnits = [&] {
     if (copy_module_asm)
       return;
     for (DICompileUnit *CU : Src.debug_compile_units()) {
+      DIFile *File = CU->getFile();
+      if (!definedIn(File))
+        File = DIFile::get(Src.getContext(), "<repocc fragment>", File->getDirectory());
       DICompileUnit *Own = DICompileUnit::getDistinct(
-          Src.getContext(), CU->getSourceLanguage(), CU->getFile(), CU->getProducer(),
+          Src.getContext(), CU->getSourceLanguage(), File, CU->getProducer(),
           CU->isOptimized(), CU->getFlags(), CU->getRuntimeVersion(),
           CU->getSplitDebugFilename(), CU->getEmissionKind(), DICompositeTypeArray(),
           DIScopeArray(), DIGlobalVariableExpressionArray(), DIImportedEntityArray(),

@@ -5,7 +5,12 @@
 #   its object equals a cold compile's (and the first's, compiled after
 #   it into another repository, equals its own cold object);
 # - a function that needs new instances appended to a file: only it and
-#   the new instances are compiled, and the object equals a cold compile's.
+#   the new instances are compiled, and the object equals a cold compile's;
+# at -O0, -O2 and, with debug fragments (`debug_fragments = true`: C++
+# units with debug info are compiled whole by default), -O2 -g — but for
+# the append: with -g, a new use of a class's member changes the class's
+# debug type, and every definition that names the class (README,
+# Limitations).
 source "$(dirname "$0")/lib.sh"
 P="$WT_ROOT/programs"
 cd "$SCRATCH"
@@ -13,7 +18,7 @@ cd "$SCRATCH"
 # linkonce SOURCE -O: the inline functions and template instances a C++
 # source defines at that level, as clang-19 emits them before optimization.
 linkonce() {
-  clang++-19 -std=c++17 "$2" -S -emit-llvm -Xclang -disable-llvm-passes -o - "$1" \
+  clang++-19 -std=c++17 $2 -S -emit-llvm -Xclang -disable-llvm-passes -o - "$1" \
     | sed -n 's/^define linkonce_odr [^@]*@\([^ (]*\).*/\1/p' | sort -u
 }
 # compiled_names LOG: the definitions REPOCC_EXPLAIN said were compiled.
@@ -23,9 +28,10 @@ compiled_names() {
 
 cp "$P/share-words.cpp" "$P/share-totals.cpp" .
 
-for O in -O0 -O2; do
-  linkonce share-words.cpp $O > words.instances
-  linkonce share-totals.cpp $O > totals.instances
+for O in -O0 -O2 "-O2 -g"; do
+  case "$O" in *-g*) export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
+  linkonce share-words.cpp "$O" > words.instances
+  linkonce share-totals.cpp "$O" > totals.instances
   comm -12 words.instances totals.instances > shared.instances
   n_shared=$(wc -l < shared.instances)
   note "$O: instances the two files share: $n_shared (of $(wc -l < words.instances) and $(wc -l < totals.instances))"
@@ -53,17 +59,23 @@ for O in -O0 -O2; do
   "$REPOCCXX" -std=c++17 $O -c share-words.cpp -o words.after.o
   cmp totals.o totals.cold.o || fail "$O: share-totals.o built after share-words differs from its cold object"
   cmp words.o words.after.o || fail "$O: share-words.o built after share-totals differs from its cold object"
+  case "$O" in *-g*)
+    llvm-dwarfdump-19 --verify totals.o > totals.verify || { tail -n 20 totals.verify; fail "$O: the DWARF of share-totals.o does not verify"; }
+    llvm-dwarfdump-19 --debug-info totals.o | grep -A4 DW_TAG_compile_unit | has 'DW_AT_name.*"share-words.cpp"' \
+      && fail "$O: share-totals.o names the unit that stored its fragments" ;;
+  esac
   "$REPOCCXX" $O words.o totals.o -o prog
   clang++-19 -std=c++17 $O share-words.cpp share-totals.cpp -o prog.clang
   assert_eq "$O program" "$(./prog.clang a cat)" "$(./prog a cat)"
 
+  case "$O" in *-g*) continue ;; esac
   note "$O: a function with new template instances appended"
   export REPOCC_DIR="$SCRATCH/append$O"
   cp "$P/share-words.cpp" grow.cpp
   "$REPOCCXX" -std=c++17 $O -c grow.cpp -o grow.o
-  linkonce grow.cpp $O > before.instances
+  linkonce grow.cpp "$O" > before.instances
   cat "$P/share-append.cpp" >> grow.cpp
-  linkonce grow.cpp $O > after.instances
+  linkonce grow.cpp "$O" > after.instances
   comm -13 before.instances after.instances > new.instances
   { cat new.instances; echo _Z16distinct_lengthsRKSt6vectorINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEESaIS5_EE; } | sort -u > may.compile
   "$REPOCC" --zero-stats > /dev/null

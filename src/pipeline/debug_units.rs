@@ -5,9 +5,12 @@
 //! fragment in the object, where clang's object has one of each for the
 //! whole unit). Here runs of consecutive compile units of the composed
 //! object that share their abbreviation and string offsets tables and say
-//! the same of the unit (producer, language, name, directory) become one
+//! the same of the unit (producer, language, directory) become one
 //! compile unit:
 //!
+//! - the name: a fragment's compile unit names no source file (it may have
+//!   been stored by another unit), the glue's does, and the glue comes
+//!   first: the merged root takes the name of the run's first member;
 //! - `.debug_info`: one header and root DIE (a member's whose root has
 //!   every base attribute the run needs), its range widened to the run's
 //!   code where that is one range of one section, in the members' order,
@@ -41,6 +44,7 @@ use super::relocatable::{
     read_uleb, u16_at, u32_at, write_uleb, Content, OutRela, OutSection, SymRef, SHF_GROUP,
 };
 
+const DW_AT_NAME: u64 = 0x03;
 const DW_AT_STMT_LIST: u64 = 0x10;
 const DW_AT_LOW_PC: u64 = 0x11;
 const DW_AT_HIGH_PC: u64 = 0x12;
@@ -266,8 +270,10 @@ struct Unit {
     abbrevs: (Option<SymRef>, i64),
     strings: Option<(Option<SymRef>, i64)>,
     /// The root's attributes that say what unit it is (producer, language,
-    /// name, directory...): name, form and bytes.
+    /// directory...): name, form and bytes.
     identity: Vec<(u64, u64, Vec<u8>)>,
+    /// The root's `DW_AT_name` (a string index): form, bytes and where.
+    name: Option<(u64, Vec<u8>, usize)>,
     root_at: usize,
     root_end: usize,
     root_children: bool,
@@ -812,6 +818,11 @@ fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
         if f.abbrevs != unit.abbrevs || f.strings != unit.strings || f.identity != unit.identity {
             return false;
         }
+        // The merged root takes the first member's name, in its own field.
+        let shape = |u: &Unit| u.name.as_ref().map(|(form, b, _)| (*form, b.len()));
+        if shape(f) != shape(unit) {
+            return false;
+        }
     }
     let line = &debug.line;
     let Some(&t) = unit.line.and_then(|(l, _)| debug.line_at.get(&l)) else {
@@ -1216,6 +1227,12 @@ fn merged_unit(
             }
         }
     }
+    if let (Some((_, first, _)), Some((_, _, at))) = (&units[*run.members.first()?].name, &d.name) {
+        let at = *placed.get(at)?;
+        out.data
+            .get_mut(at..at + first.len())?
+            .copy_from_slice(first);
+    }
     out.set_addend(*placed.get(&d.line?.1)?, head_line)?;
     for kind in KINDS {
         if let Some((_, at)) = d.bases[kind as usize] {
@@ -1274,6 +1291,7 @@ fn read_unit(
         abbrevs: (None, 0),
         strings: None,
         identity: Vec::new(),
+        name: None,
         root_at: at + 12,
         root_end: at + 12,
         root_children: false,
@@ -1351,6 +1369,9 @@ fn read_unit(
                     DW_AT_LOW_PC if form == DW_FORM_ADDR && info.relocated(p).is_none() => {}
                     DW_AT_HIGH_PC if form == DW_FORM_DATA4 => unit.high_pc = field,
                     DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES => mergeable = false,
+                    DW_AT_NAME if info.relocated(p).is_none() => {
+                        unit.name = Some((form, bytes.to_vec(), p))
+                    }
                     _ if info.relocated(p).is_some() => mergeable = false,
                     _ => unit.identity.push((name, form, bytes.to_vec())),
                 }

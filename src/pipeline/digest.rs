@@ -237,6 +237,38 @@ fn parse(text: &str) -> Result<Parsed<'_>> {
     Ok(p)
 }
 
+/// The compile unit's file node (its text), when the module has one
+/// compile unit.
+fn unit_file<'a>(p: &Parsed<'a>) -> Option<&'a str> {
+    let mut units = p.metadata.values().filter(|b| {
+        b.strip_prefix("distinct ")
+            .unwrap_or(b)
+            .starts_with("!DICompileUnit(")
+    });
+    let unit = units.next()?;
+    if units.next().is_some() {
+        return None;
+    }
+    md_reference(p, unit, "file").and_then(|f| p.metadata.get(f).copied())
+}
+
+/// Whether the debug info a definition's first line attaches (a
+/// subprogram, or a global variable's expression) is in the compile unit's
+/// own file, by path (`repocc_extract_definitions` decides the same way):
+/// its fragment's compile unit then names that file.
+fn defined_in_unit_file(p: &Parsed, first_line: &str, unit_file: &str) -> bool {
+    let Some(node) = dbg_attachment(p, first_line).and_then(|id| p.metadata.get(id)) else {
+        return false;
+    };
+    let node = match md_reference(p, node, "var").and_then(|v| p.metadata.get(v)) {
+        Some(variable) => *variable,
+        None => node,
+    };
+    let file = md_reference(p, node, "file").and_then(|f| p.metadata.get(f));
+    file.and_then(|f| file_path(f))
+        .is_some_and(|path| file_path(unit_file) == Some(path))
+}
+
 /// Appends the `$name = comdat KIND` line of the group a definition's
 /// first line names (`comdat` alone: the definition's own name), so that
 /// its selection kind is in its digest.
@@ -368,6 +400,13 @@ impl<'a> Canonicalizer<'a> {
         h
     }
 
+    /// The `directory:` of a compile unit's file (`"/work"`, quotes
+    /// included).
+    fn unit_directory(&self, cu_body: &str) -> Option<&'a str> {
+        let file = md_field(cu_body, "file")?.strip_prefix('!')?;
+        md_field(self.p.metadata.get(file)?, "directory")
+    }
+
     fn md_text(&mut self, id: &'a str) -> String {
         if self.lineless > 0 {
             if let Some(t) = self.md_memo_lineless.get(id) {
@@ -466,12 +505,17 @@ impl<'a> Canonicalizer<'a> {
         let start = out.len();
         if body.contains("!DICompileUnit(") {
             // A fragment's compile unit is a copy without the unit-wide
-            // lists (see `repocc_extract_definitions`); the glue, which
-            // keeps them, is compiled every time. Left out here, a
-            // definition's digest does not follow every global's line.
-            for piece in without_fields(body, UNIT_WIDE_LISTS) {
+            // lists, and it names the source file's directory only (see
+            // `repocc_extract_definitions`); the glue, which keeps them, is
+            // compiled every time. Left out here, a definition's digest
+            // does not follow every global's line, and an inline function
+            // of a header has the same digest in every unit that includes
+            // it (its own file is in its subprogram).
+            for piece in without_fields(body, FRAGMENT_UNIT_LEAVES_OUT) {
                 self.canonical_into(piece, out, &mut |_, _| {});
             }
+            out.push_str(" directory: ");
+            out.push_str(self.unit_directory(body).unwrap_or_default());
         } else {
             self.canonical_into(body, out, &mut |_, _| {});
         }
@@ -553,9 +597,16 @@ impl<'a> Canonicalizer<'a> {
     }
 }
 
-/// The fields of a `DICompileUnit` that list what belongs to the unit as a
-/// whole.
-const UNIT_WIDE_LISTS: &[&str] = &["enums", "retainedTypes", "globals", "imports", "macros"];
+/// What a fragment's copy of the compile unit does not have: the unit-wide
+/// lists and the source file (its directory stays).
+const FRAGMENT_UNIT_LEAVES_OUT: &[&str] = &[
+    "enums",
+    "retainedTypes",
+    "globals",
+    "imports",
+    "macros",
+    "file",
+];
 
 /// `body` without its top-level `, name: value` fields named in `fields`,
 /// as the slices between them.
@@ -1397,6 +1448,15 @@ fn compute_parsed<'a>(
         c.unit_anchor = unit_anchor(p);
     }
     let anchor = c.unit_anchor.as_ref().map(|(_, a)| *a);
+    let unit_file = unit_file(p);
+    // A definition of the unit's own file: its fragment's compile unit
+    // names the file as the unit's node does (see `defined_in_unit_file`).
+    let own_file_mark = |first_line: &str, out: &mut String| {
+        if let Some(f) = unit_file.filter(|f| defined_in_unit_file(p, first_line, f)) {
+            out.push_str("\nin the unit's file ");
+            out.push_str(f);
+        }
+    };
     let mut memos = LineMemos::default();
     // Sets the definition being digested; its position, if it has one.
     let mut locate = |c: &mut Canonicalizer<'a>, header: &str| -> Option<Position> {
@@ -1450,6 +1510,7 @@ fn compute_parsed<'a>(
         });
         declared_callees(&mut c, &uses, &mut out);
         own_comdat(p, name, text, &mut out);
+        own_file_mark(text, &mut out);
         // `global` or `constant` ends the list of leading keywords.
         let constant = after
             .split_whitespace()
@@ -1488,6 +1549,7 @@ fn compute_parsed<'a>(
         );
         declared_callees(&mut c, &uses, &mut out);
         own_comdat(p, name, header, &mut out);
+        own_file_mark(header, &mut out);
         let after_define = header.strip_prefix("define ").unwrap_or(header);
         let canonical_header = out.lines().next().unwrap_or("");
         if canonical_header.contains("alwaysinline") {
@@ -2113,6 +2175,11 @@ mod tests {
     /// Digests of `c_source` compiled with `-g`, the files' checksums left
     /// out as the pipeline leaves them out.
     fn with_lines(c_source: &str, lines: Lines) -> ModuleDigests {
+        digest_module(&with_lines_ir(c_source), &[], Inlining::Optimizing, lines).unwrap()
+    }
+
+    /// The IR of a C source with debug info, without file checksums.
+    fn with_lines_ir(c_source: &str) -> String {
         let ir: String = ir_of(c_source, &["-g"])
             .lines()
             .map(|l| match l.find(", checksumkind: ") {
@@ -2121,7 +2188,7 @@ mod tests {
             })
             .collect();
         assert!(!ir.contains("checksum"), "{ir}");
-        digest_module(&ir, &[], Inlining::Optimizing, lines).unwrap()
+        ir
     }
 
     const DEBUG_UNIT: &str = "static int counter;\n\
@@ -2204,16 +2271,78 @@ mod tests {
     }
 
     #[test]
+    fn the_units_file_is_left_out_its_directory_is_not() {
+        // A function from a header, in units of other names: the same
+        // digest; the unit's own function differs (it is in the unit's
+        // file), and so does everything in another directory.
+        let ir = with_lines_ir(
+            "# 1 \"/src/h.h\"\nint from_header(int x) { return x * 3; }\n\
+             # 3 \"/src/t.c\"\nint own(int y) { return from_header(y) + 1; }\n",
+        );
+        let cu = ir
+            .lines()
+            .find(|l| l.contains("!DICompileUnit("))
+            .expect("a compile unit");
+        let file = md_field(cu, "file").unwrap();
+        let unit_file = ir
+            .lines()
+            .find(|l| l.starts_with(&format!("{file} = ")))
+            .expect("the unit's file")
+            .to_string();
+        let unit = |file_line: String| {
+            let text = ir.replace(&unit_file, &file_line);
+            digest_module(&text, &[], Inlining::Optimizing, Lines::Relative).unwrap()
+        };
+        let a = unit(unit_file.clone());
+        let b = unit(unit_file.replace("/src/t.c", "/src/b.c"));
+        assert_eq!(fin(&a, "from_header"), fin(&b, "from_header"));
+        assert_ne!(fin(&a, "own"), fin(&b, "own"));
+        let elsewhere = unit(unit_file.replace("directory: \"", "directory: \"/elsewhere"));
+        assert_ne!(fin(&a, "from_header"), fin(&elsewhere, "from_header"));
+    }
+
+    #[test]
+    fn a_definition_of_the_units_own_file_says_so() {
+        // The same function, in the unit whose file it is and in a unit
+        // that includes that file (cJSON's tests include cJSON.c): their
+        // fragments' compile units differ (named, or not), and so must
+        // their digests.
+        let own = with_lines_ir("int f(int x) { return x * 3; }\n");
+        let cu = own
+            .lines()
+            .find(|l| l.contains("!DICompileUnit("))
+            .expect("a compile unit")
+            .to_string();
+        let file = md_field(&cu, "file").unwrap().to_string();
+        let file_line = own
+            .lines()
+            .find(|l| l.starts_with(&format!("{file} = ")))
+            .expect("the unit's file");
+        let other = file_line
+            .replace(&format!("{file} = "), "!999 = ")
+            .replace("/src/t.c", "/src/other.c");
+        let included =
+            own.replace(&cu, &cu.replace(&format!("file: {file}"), "file: !999")) + &other + "\n";
+        for lines in [Lines::Absolute, Lines::Relative] {
+            let digest = |text: &str| {
+                let d = digest_module(text, &[], Inlining::Optimizing, lines).unwrap();
+                fin(&d, "f")
+            };
+            assert_ne!(digest(&own), digest(&included), "{lines:?}");
+        }
+    }
+
+    #[test]
     fn unit_wide_lists_are_left_out() {
         let cu = "distinct !DICompileUnit(language: DW_LANG_C11, file: !3, producer: \"x, globals: !9\", enums: !4, globals: !5, splitDebugInlining: false)";
         assert_eq!(
-            without_fields(cu, UNIT_WIDE_LISTS).concat(),
-            "distinct !DICompileUnit(language: DW_LANG_C11, file: !3, producer: \"x, globals: !9\", splitDebugInlining: false)"
+            without_fields(cu, FRAGMENT_UNIT_LEAVES_OUT).concat(),
+            "distinct !DICompileUnit(language: DW_LANG_C11, producer: \"x, globals: !9\", splitDebugInlining: false)"
         );
-        let last = "!DICompileUnit(file: !3, globals: !5)";
+        let last = "!DICompileUnit(language: DW_LANG_C11, file: !3, globals: !5)";
         assert_eq!(
-            without_fields(last, UNIT_WIDE_LISTS).concat(),
-            "!DICompileUnit(file: !3)"
+            without_fields(last, FRAGMENT_UNIT_LEAVES_OUT).concat(),
+            "!DICompileUnit(language: DW_LANG_C11)"
         );
     }
 
