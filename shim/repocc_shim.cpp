@@ -1161,6 +1161,25 @@ extern "C" char *repocc_print_module(LLVMModuleRef module) {
 // global variables the fragment defines (extraction gave it an empty
 // list); the glue's, which is the unit's own, keeps the enums, retained
 // types and imported entities, emitted once per object, and no variables.
+// Orders the module's functions by name (a stable sort). The always-inliner
+// visits callees in module order, so whether an always_inline callee's own
+// always_inline callees are already inlined into it when it is inlined
+// into a caller — and so where the caller's stack slots lie — follows the
+// order clang emitted the unit's functions in; by name, it is the same in
+// every unit.
+extern "C" void repocc_sort_functions_by_name(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::vector<Function *> Functions;
+  for (Function &F : *M)
+    Functions.push_back(&F);
+  std::stable_sort(Functions.begin(), Functions.end(),
+                   [](Function *A, Function *B) { return A->getName() < B->getName(); });
+  for (Function *F : Functions) {
+    F->removeFromParent();
+    M->getFunctionList().push_back(F);
+  }
+}
+
 extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
   Module *M = unwrap(module);
   SmallVector<Metadata *, 4> Defined;

@@ -302,6 +302,7 @@ extern "C" {
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
+    fn repocc_sort_functions_by_name(module: llvm_sys::prelude::LLVMModuleRef);
     fn repocc_rebase_relative_lines(
         module: llvm_sys::prelude::LLVMModuleRef,
         leader: *const c_char,
@@ -912,6 +913,14 @@ pub fn clone_module<'ctx>(module: &inkwell::module::Module<'ctx>) -> inkwell::mo
     // SAFETY: the module is alive; LLVMCloneModule makes a new module in
     // the same context, which the returned `Module` owns (and disposes of).
     unsafe { inkwell::module::Module::new(llvm_sys::core::LLVMCloneModule(module.as_mut_ptr())) }
+}
+
+/// Orders the module's functions by name (see the shim): the always-inliner's
+/// result then does not depend on the order clang emitted them in.
+pub fn sort_functions_by_name(module: &inkwell::module::Module) {
+    // SAFETY: the module is alive and nothing iterates its functions
+    // meanwhile; the shim only moves functions within the module's list.
+    unsafe { repocc_sort_functions_by_name(module.as_mut_ptr()) }
 }
 
 /// Trims the compile units of a fragment module to what the fragment

@@ -369,6 +369,11 @@ fn repository_stages(
     });
     times.metadata += t.elapsed();
     let t = Instant::now();
+    if settings.opt == settings::OptLevel::O0 {
+        // The always-inliner's result follows the module's order: by
+        // name, a function's code is the same in every unit (see the shim).
+        crate::llvm_shim::sort_functions_by_name(&unit.module);
+    }
     let optimized = optimize::run(unit, settings, &pruned.stored_code, bodies.as_ref())?;
     times.optimize = t.elapsed();
     report.bodies_reused = optimized.substituted as u64;

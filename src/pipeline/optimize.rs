@@ -308,6 +308,26 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
     if internal.is_empty() {
         return Ok(());
     }
+    // `globaldce` also removes discardable definitions nothing in the
+    // module uses, and a live one may be used only by stored code (a
+    // reused template instance that names another, compiled here: fmt's
+    // make_format_args<date> and format_custom_arg<date> at -O0): those
+    // look kept (weak) while it runs.
+    let mut protected = Vec::new();
+    for name in &live {
+        let Some(g) = named_global(module, name) else {
+            continue;
+        };
+        let weak = match g.get_linkage() {
+            Linkage::LinkOnceODR => Linkage::WeakODR,
+            Linkage::LinkOnceAny => Linkage::WeakAny,
+            _ => continue,
+        };
+        if !g.is_declaration() {
+            protected.push((g, g.get_linkage()));
+            g.set_linkage(weak);
+        }
+    }
     let result = module
         .run_passes(
             "globaldce",
@@ -315,6 +335,9 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
             PassBuilderOptions::create(),
         )
         .map_err(|e| anyhow!("removing unused definitions of {}: {e}", unit.source_name));
+    for (g, linkage) in protected {
+        g.set_linkage(linkage);
+    }
     for name in internal {
         if let Some(g) = named_global(module, name) {
             g.set_linkage(Linkage::External);
