@@ -183,6 +183,17 @@ cp dup.orig dup.c
 cmp -s first.o reverted.o || fail "reverting did not reproduce the first object"
 assert_eq "revert compiled nothing" 0 "$(stat_value definitions_compiled)"
 
+note "-O0: two locals declared the other way round give the object a cold compile gives"
+mkdir -p "$SCRATCH/swap" && cd "$SCRATCH/swap"
+printf 'int f(int x) { int a; int b; a = x + 1; b = x * 2; return a * b; }\n' > t.c
+"$REPOCC" -O0 -c t.c -o first.o
+printf 'int f(int x) { int b; int a; a = x + 1; b = x * 2; return a * b; }\n' > t.c
+REPOCC_UNIT_CACHE=false "$REPOCC" -O0 -c t.c -o swapped.o
+REPOCC_DIR="$SCRATCH/swap-cold" "$REPOCC" -O0 -c t.c -o swapped.cold.o
+cmp -s first.o swapped.cold.o && fail "the two orders compile alike: nothing to test"
+cmp -s swapped.o swapped.cold.o || fail "-O0: the warm object after swapping two locals differs from a cold compile's"
+cd "$SCRATCH/merge"
+
 note "C++ static constructors run exactly once in warm builds"
 cat > ctor.cpp <<'CXX'
 #include <cstdio>

@@ -124,8 +124,8 @@ pub enum FrontendCode<'a, 'ctx> {
 /// into SSA values whose debug records describe them only where they are
 /// live, so gdb would print `<optimized out>` where clang's build shows
 /// the value.
-/// Digests are still made of the canonical form: mem2reg is a function of
-/// this body, so whatever changes this body changes the canonical one's.
+/// Its digests are made of this body too: mem2reg maps two bodies that
+/// differ only in the order of their stack slots to one canonical form.
 pub fn load_code<'ctx>(
     context: &'ctx Context,
     code: FrontendCode<'_, 'ctx>,

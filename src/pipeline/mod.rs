@@ -229,24 +229,13 @@ fn run_stages<'ctx>(
     // splitting the resolver away from it loses the ifunc's symbol.
     let ifuncs = crate::llvm_shim::has_ifuncs(&unit.module);
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
-        let t = Instant::now();
-        // A file's checksum would tie every digest of it to every edit
-        // (nothing to do where they went before the module was copied).
-        if debug_info {
-            crate::llvm_shim::strip_file_checksums(&unit.module);
-        }
-        let digests = metadata_stage(&unit, settings, options)?;
-        times.metadata = t.elapsed();
-        let definitions = digests
-            .defs
-            .iter()
-            .filter(|d| d.kind != digest::DefKind::Glue)
-            .count() as u64;
         // At -O0 the code comes from clang's own body (see
         // `canonical::load_code` without mem2reg): the fast instruction
         // selector spills every phi mem2reg made (lua's lvm.c: 2.3x
         // clang's `.text`) and loses the debug values of locals. The
-        // digests come from the canonical one.
+        // digests are made of that body too: two bodies with one mem2reg
+        // form (two locals declared the other way round) put their stack
+        // slots elsewhere.
         let as_written;
         let code_unit = if settings.opt == settings::OptLevel::O0 {
             let t = Instant::now();
@@ -259,14 +248,24 @@ fn run_stages<'ctx>(
                 settings,
                 false,
             )?);
-            if debug_info {
-                crate::llvm_shim::strip_file_checksums(&as_written.module);
-            }
             times.parse_and_mem2reg += t.elapsed();
             &as_written
         } else {
             &unit
         };
+        let t = Instant::now();
+        // A file's checksum would tie every digest of it to every edit
+        // (nothing to do where they went before the module was copied).
+        if debug_info {
+            crate::llvm_shim::strip_file_checksums(&code_unit.module);
+        }
+        let digests = metadata_stage(code_unit, settings, options)?;
+        times.metadata = t.elapsed();
+        let definitions = digests
+            .defs
+            .iter()
+            .filter(|d| d.kind != digest::DefKind::Glue)
+            .count() as u64;
         return repository_stages(
             code_unit,
             sink,
