@@ -240,16 +240,19 @@ fn parse(text: &str) -> Result<Parsed<'_>> {
 /// The compile unit's file node (its text), when the module has one
 /// compile unit.
 fn unit_file<'a>(p: &Parsed<'a>) -> Option<&'a str> {
+    let unit = only_compile_unit(p)?;
+    md_reference(p, unit, "file").and_then(|f| p.metadata.get(f).copied())
+}
+
+/// The module's compile unit node, when it has exactly one.
+fn only_compile_unit<'a>(p: &Parsed<'a>) -> Option<&'a str> {
     let mut units = p.metadata.values().filter(|b| {
         b.strip_prefix("distinct ")
             .unwrap_or(b)
             .starts_with("!DICompileUnit(")
     });
     let unit = units.next()?;
-    if units.next().is_some() {
-        return None;
-    }
-    md_reference(p, unit, "file").and_then(|f| p.metadata.get(f).copied())
+    units.next().is_none().then_some(*unit)
 }
 
 /// Whether the debug info a definition's first line attaches (a
@@ -1053,15 +1056,7 @@ fn file_path(body: &str) -> Option<String> {
 /// compile unit, several, or no such node. `llvm_shim`'s
 /// `repocc_rebase_anchor_lines` finds the same files.
 fn unit_anchor<'a>(p: &Parsed<'a>) -> Option<(HashSet<&'a str>, u64)> {
-    let mut units = p.metadata.values().filter(|b| {
-        b.strip_prefix("distinct ")
-            .unwrap_or(b)
-            .starts_with("!DICompileUnit(")
-    });
-    let unit = units.next()?;
-    if units.next().is_some() {
-        return None;
-    }
+    let unit = only_compile_unit(p)?;
     let path = file_path(p.metadata.get(md_reference(p, unit, "file")?)?)?;
     let files: HashSet<&'a str> = p
         .metadata
