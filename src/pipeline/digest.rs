@@ -13,7 +13,7 @@
 //! | `#N` attribute groups | the group's attributes |
 //! | `!N` metadata (TBAA, loop hints, ranges, debug info) | the node's content, recursively |
 //! | `%struct.T` named types | the type's body, recursively |
-//! | `@name` other globals | the name (their content enters through the graph) |
+//! | `@name` other globals | the name (their content enters through the graph); a declared one's declaration line (visibility, linkage) |
 //! | local values `%0`, blocks | printed numbering: canonical for a given body |
 //! | comments (`; preds = ...`) | left out |
 //!
@@ -48,7 +48,7 @@ use anyhow::{bail, Result};
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 9;
+pub const DIGEST_FORMAT_VERSION: u32 = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -150,6 +150,11 @@ struct Parsed<'a> {
     /// Functions declared with a debug subprogram (`declare !dbg !N`):
     /// name → the subprogram's metadata id.
     declared: HashMap<String, &'a str>,
+    /// Every declaration's line (`declare ...`, `@x = external ...`) by
+    /// name: its linkage, visibility and attributes are in the bytes of
+    /// every fragment that refers to it (the undefined symbol's binding
+    /// and visibility).
+    declarations: HashMap<String, &'a str>,
 }
 
 /// Reads an identifier after a sigil (`@`, `%`, `$`): a quoted string or
@@ -174,10 +179,15 @@ fn parse(text: &str) -> Result<Parsed<'_>> {
         if line.is_empty() || line.starts_with(';') {
             continue;
         }
-        if let Some(rest) = line.strip_prefix("declare !dbg !") {
-            let n = rest.bytes().take_while(u8::is_ascii_digit).count();
-            if let (Some(name), true) = (global_name_in(line), n > 0) {
-                p.declared.insert(name, &rest[..n]);
+        if line.starts_with("declare ") {
+            if let Some(name) = global_name_in(line) {
+                if let Some(rest) = line.strip_prefix("declare !dbg !") {
+                    let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+                    if n > 0 {
+                        p.declared.insert(name.clone(), &rest[..n]);
+                    }
+                }
+                p.declarations.insert(name, line);
             }
             continue;
         }
@@ -1432,6 +1442,32 @@ fn declared_callees<'a>(c: &mut Canonicalizer<'a>, uses: &[(String, Use)], out: 
     }
 }
 
+/// Appends to a definition's canonical text the declaration lines of the
+/// symbols it refers to that the module only declares: how a referenced
+/// symbol is declared (hidden or not, weak or not) is in the fragment's
+/// symbol table, and units that share the definition may declare it
+/// differently (fmt's `vformat_to`, exported by one unit's macros and not
+/// another's).
+fn declared_symbols<'a>(
+    c: &mut Canonicalizer<'a>,
+    decls: &HashMap<&str, &'a str>,
+    uses: &[(String, Use)],
+    out: &mut String,
+) {
+    let mut seen: Vec<&str> = Vec::new();
+    for (name, _) in uses {
+        let Some((name, line)) = decls.get_key_value(name.as_str()) else {
+            continue;
+        };
+        if seen.contains(name) {
+            continue;
+        }
+        seen.push(name);
+        out.push_str("\ndeclares ");
+        c.canonical_into(line, out, &mut |_, _| {});
+    }
+}
+
 fn compute_parsed<'a>(
     p: &'a Parsed<'a>,
     context: &[u8; 32],
@@ -1444,6 +1480,17 @@ fn compute_parsed<'a>(
     }
     let anchor = c.unit_anchor.as_ref().map(|(_, a)| *a);
     let unit_file = unit_file(p);
+    let mut decls: HashMap<&str, &'a str> = p
+        .declarations
+        .iter()
+        .map(|(n, l)| (n.as_str(), *l))
+        .collect();
+    for (name, text) in &p.variables {
+        let after = text.split_once(" = ").map_or("", |(_, r)| r);
+        if after.starts_with("external ") || after.starts_with("extern_weak ") {
+            decls.insert(name.as_str(), text);
+        }
+    }
     // A definition of the unit's own file: its fragment's compile unit
     // names the file as the unit's node does (see `defined_in_unit_file`).
     let own_file_mark = |first_line: &str, out: &mut String| {
@@ -1492,6 +1539,7 @@ fn compute_parsed<'a>(
             DefKind::Variable
         };
         if after.starts_with("external ") || after.starts_with("extern_weak ") {
+            // A declaration: see `declared_symbols`.
             continue; // a declaration
         }
         let position = locate(&mut c, text);
@@ -1504,6 +1552,7 @@ fn compute_parsed<'a>(
             }
         });
         declared_callees(&mut c, &uses, &mut out);
+        declared_symbols(&mut c, &decls, &uses, &mut out);
         own_comdat(p, name, text, &mut out);
         own_file_mark(text, &mut out);
         // `global` or `constant` ends the list of leading keywords.
@@ -1543,6 +1592,7 @@ fn compute_parsed<'a>(
                 .map(|(n, _)| (n, Use::Other)),
         );
         declared_callees(&mut c, &uses, &mut out);
+        declared_symbols(&mut c, &decls, &uses, &mut out);
         own_comdat(p, name, header, &mut out);
         own_file_mark(header, &mut out);
         let after_define = header.strip_prefix("define ").unwrap_or(header);
@@ -2094,6 +2144,28 @@ mod tests {
                 "{from} -> {to} left {name} unchanged"
             );
         }
+    }
+
+    #[test]
+    fn how_a_referenced_symbol_is_declared_is_in_its_users_digest() {
+        let module = |decl: &str| {
+            format!(
+                "{decl}\n@v = external hidden global i32\n\
+                 define void @f() {{\n  call void @g()\n  ret void\n}}\n\
+                 define i32 @h() {{\n  %x = load i32, ptr @v\n  ret i32 %x\n}}\n\
+                 define void @other() {{\n  ret void\n}}\n"
+            )
+        };
+        let digests = |text: &str| compute(text, &[0; 32], Inlining::AlwaysInlineOnly).unwrap();
+        let (a, b) = (
+            digests(&module("declare hidden void @g()")),
+            digests(&module("declare void @g()")),
+        );
+        assert_ne!(fin(&a, "f"), fin(&b, "f"));
+        assert_eq!(fin(&a, "other"), fin(&b, "other"));
+        let c = digests(&module("declare hidden void @g()").replace("external hidden", "external"));
+        assert_ne!(fin(&a, "h"), fin(&c, "h"));
+        assert_eq!(fin(&a, "f"), fin(&c, "f"));
     }
 
     #[test]
