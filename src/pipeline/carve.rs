@@ -11,9 +11,12 @@
 //! optimizer's local helpers: switch tables, specialized clones — copied
 //! into each fragment that uses them, as the per-fragment compile does),
 //! its own pieces of the shared mergeable constant and string sections,
-//! its functions' unwind records (CIE and FDEs, `.eh_frame` rebuilt), its
-//! COMDAT groups and the address-significance entries of what it refers
-//! to. A reference to another fragment's definition becomes an undefined
+//! its functions' unwind records (CIE and FDEs, `.eh_frame` rebuilt) with
+//! what C++ exceptions add to them — the LSDA (`.gcc_except_table.f`),
+//! the exception type stubs it names (pieces of `.data`, as constants
+//! are) and the personality routine's pointer (`DW.ref.__gxx_personality_v0`,
+//! a COMDAT datum each fragment holds, as compiled alone) —, its COMDAT
+//! groups and the address-significance entries of what it refers to. A reference to another fragment's definition becomes an undefined
 //! symbol. Everything is laid out in the order the fragment's own members
 //! reach it, so a fragment's bytes do not depend on what else was
 //! compiled with it (invariant 4: the same definitions give the same
@@ -24,10 +27,12 @@
 //! `.text.unlikely.f` → `.text.unlikely.`), so the composed object has
 //! clang's sections.
 //!
-//! Anything not understood — a section that would be lost or shared, a
-//! relocation in an unwind record other than the function's address
-//! (personality, LSDA: C++ exceptions), another class or byte order —
-//! returns `None`, and the caller compiles fragment by fragment as before.
+//! Anything not understood — a section that would be lost or shared (two
+//! functions in one named section, as clang puts C++ global initializers
+//! in `.text.startup` at `-O0`), another class or byte order — returns
+//! `None`, and the caller compiles that fragment as a module of its own.
+//! (Until C++ unwind records were carved, every function with a landing
+//! pad was: code generation of a C++ unit at `-O0` cost 2.3x clang's.)
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -87,6 +92,7 @@ const PLAIN_PREFIXES: &[&[u8]] = &[
     b".ldata",
     b".lbss",
     b".lrodata",
+    b".gcc_except_table",
 ];
 
 /// One relocation of the whole object.
@@ -105,9 +111,9 @@ struct UnwindRecord {
     /// For an FDE: the start of its CIE, and its relocation (the
     /// function's address).
     fde: Option<(u64, Rela)>,
-    /// Whether it has other relocations (a personality routine, an LSDA:
-    /// C++ exceptions), which are not handled here.
-    unsupported: bool,
+    /// Its other relocations: a CIE's personality routine, an FDE's
+    /// LSDA (C++ exceptions).
+    others: Vec<Rela>,
 }
 
 /// The whole object, indexed for carving.
@@ -119,8 +125,13 @@ struct Whole<'a> {
     group_of: Vec<Option<usize>>,
     symbols_in: Vec<Vec<usize>>,
     global_named: HashMap<&'a [u8], usize>,
-    /// Mergeable sections shared by all functions (constant pools, strings).
+    /// Sections shared by all functions, taken piece by piece: mergeable
+    /// constant pools and strings, and the exception type stubs.
     shared: Vec<bool>,
+    /// Which of the shared sections is the exception type stubs' `.data`:
+    /// a pointer to a type's `typeinfo` per 8 bytes, each with its
+    /// relocation (a call site's catch clause names the type through it).
+    stubs: Vec<bool>,
     eh_frame: Option<usize>,
     unwind: Vec<UnwindRecord>,
     fdes_of: HashMap<usize, Vec<usize>>,
@@ -211,9 +222,9 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
             }
             let total = len.checked_add(4)?;
             let id = u32_at(bytes, at + 4)?;
-            let inside =
-                offsets.partition_point(|&o| o < at + total) - offsets.partition_point(|&o| o < at);
-            claimed += inside;
+            let inside = &offsets[offsets.partition_point(|&o| o < at)
+                ..offsets.partition_point(|&o| o < at + total)];
+            claimed += inside.len();
             let fde = if id == 0 {
                 None
             } else {
@@ -229,18 +240,29 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
                     .push(unwind.len());
                 Some((cie, r))
             };
-            let expected = usize::from(fde.is_some());
+            let others = inside
+                .iter()
+                .filter(|&&o| fde.is_none() || o != at + 8)
+                .map(|o| by_offset[o])
+                .collect();
             unwind.push(UnwindRecord {
                 start: at,
                 len: total,
                 fde,
-                unsupported: inside != expected,
+                others,
             });
             at += total;
         }
         // Every relocation belongs to a record.
         if claimed != relas[e].len() {
             return None;
+        }
+    }
+    let mut stubs = vec![false; n];
+    for i in 1..n {
+        if is_type_stubs(&input, &relas[i], &symbols_in[i], i, group_of[i].is_some()) {
+            shared[i] = true;
+            stubs[i] = true;
         }
     }
     Some(Whole {
@@ -252,11 +274,43 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         symbols_in,
         global_named,
         shared,
+        stubs,
         eh_frame,
         unwind,
         fdes_of,
         addrsig,
     })
+}
+
+/// Size of one exception type stub: a pointer.
+const STUB_SIZE: u64 = 8;
+const R_X86_64_64: u32 = 1;
+const R_AARCH64_ABS64: u32 = 257;
+
+/// Whether section `i` is where the code generator put the exception
+/// type stubs of the functions' LSDAs (`.L_ZTIi.DW.stub`, private labels
+/// in plain `.data`, after all functions): nothing but pointers, each
+/// with its relocation and no symbol of its own. With a section per datum
+/// nothing else lands in plain `.data`.
+fn is_type_stubs(
+    input: &Input,
+    relas: &[Rela],
+    symbols: &[usize],
+    i: usize,
+    grouped: bool,
+) -> bool {
+    let s = input.shdrs[i];
+    c_str(input.shstrtab, s.name) == Some(b".data")
+        && s.sh_type == SHT_PROGBITS
+        && !grouped
+        && s.size % STUB_SIZE == 0
+        && relas.len() as u64 == s.size / STUB_SIZE
+        && relas
+            .iter()
+            .all(|r| r.offset % STUB_SIZE == 0 && matches!(r.r_type, R_X86_64_64 | R_AARCH64_ABS64))
+        && symbols
+            .iter()
+            .all(|&k| input.syms[k].info & 0xf == STT_SECTION)
 }
 
 /// Whether section `i` of the whole object is something a fragment must
@@ -357,6 +411,8 @@ struct Builder<'w, 'a> {
     pool_of: HashMap<usize, usize>,
     /// Names of this fragment's functions (jump tables are named after them).
     function_names: HashSet<&'a [u8]>,
+    /// The COMDAT groups it takes, in order.
+    groups: Vec<usize>,
 }
 
 impl<'w, 'a> Builder<'w, 'a> {
@@ -377,6 +433,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             pieces: HashMap::new(),
             pool_of: HashMap::new(),
             function_names: HashSet::new(),
+            groups: Vec::new(),
         }
     }
 
@@ -390,7 +447,6 @@ impl<'w, 'a> Builder<'w, 'a> {
         let mut names: Vec<&[u8]> = self.members.iter().copied().collect();
         names.sort();
         let mut roots: Vec<usize> = Vec::new();
-        let mut groups: Vec<usize> = Vec::new();
         for name in names {
             let Some(&k) = w.global_named.get(name) else {
                 continue; // not in the object (nothing to emit)
@@ -408,19 +464,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 return None;
             }
             if let Some(g) = w.group_of[section] {
-                if !groups.contains(&g) {
-                    groups.push(g);
-                    let h = w.input.shdrs[g];
-                    for m in slice(w.input.data, h.offset, h.size)?
-                        .chunks_exact(4)
-                        .skip(1)
-                    {
-                        let m = u32_at(m, 0)? as usize;
-                        if w.input.shdrs.get(m)?.sh_type != SHT_RELA {
-                            roots.push(m);
-                        }
-                    }
-                }
+                roots.extend(self.take_group(g)?);
             } else if w.shared[section] {
                 // A member inside a constant pool: a piece with its symbol.
                 let (out, _, at) = self.piece(section, sym.value, Some(sym.size))?;
@@ -435,10 +479,15 @@ impl<'w, 'a> Builder<'w, 'a> {
         while let Some(i) = self.queue.pop_front() {
             self.copy_section(i)?;
         }
-        for g in groups {
+        // The unwind records bring the LSDAs (members of their function's
+        // group) and the personality routine's pointer.
+        self.unwind_records()?;
+        while let Some(i) = self.queue.pop_front() {
+            self.copy_section(i)?;
+        }
+        for g in self.groups.clone() {
             self.group(g)?;
         }
-        self.unwind_records()?;
         if self.sections.is_empty() && self.globals.is_empty() {
             // Nothing of this fragment reached the object.
             return write(
@@ -484,6 +533,28 @@ impl<'w, 'a> Builder<'w, 'a> {
             &|_| false,
             w.addrsig.then_some(&addrsig[..]),
         )
+    }
+
+    /// Takes COMDAT group `g` (once): the sections it holds, but for
+    /// relocations, to include.
+    fn take_group(&mut self, g: usize) -> Option<Vec<usize>> {
+        if self.groups.contains(&g) {
+            return Some(Vec::new());
+        }
+        self.groups.push(g);
+        let w = self.w;
+        let h = w.input.shdrs[g];
+        let mut sections = Vec::new();
+        for m in slice(w.input.data, h.offset, h.size)?
+            .chunks_exact(4)
+            .skip(1)
+        {
+            let m = u32_at(m, 0)? as usize;
+            if w.input.shdrs.get(m)?.sh_type != SHT_RELA {
+                sections.push(m);
+            }
+        }
+        Some(sections)
     }
 
     /// Includes input section `i` (once): an output section is reserved now,
@@ -613,8 +684,13 @@ impl<'w, 'a> Builder<'w, 'a> {
             }
             if sym.info >> 4 == STB_LOCAL {
                 // Temporary labels are not kept (references to them become
-                // section-relative, as the assembler makes them).
-                if !name.starts_with(b".L") && !name.is_empty() {
+                // section-relative, as the assembler makes them), nor an
+                // LSDA's label: `GCC_except_table<n>` is numbered by the
+                // function's place in the module.
+                if !name.starts_with(b".L")
+                    && !name.starts_with(b"GCC_except_table")
+                    && !name.is_empty()
+                {
                     if sym.info & 0xf == STT_FUNC {
                         // Its jump tables are named after it.
                         self.function_names.insert(name);
@@ -699,6 +775,21 @@ impl<'w, 'a> Builder<'w, 'a> {
         }
         let name = self.name_of(k)?;
         if bind != STB_LOCAL {
+            if name.starts_with(b"DW.ref.") && sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
+                // The code generator's pointer to the personality routine
+                // (a hidden COMDAT datum): each fragment holds its own, as
+                // compiled alone, and linkers keep one.
+                self.members.insert(name);
+                let section = sym.shndx as usize;
+                if let Some(g) = w.group_of[section] {
+                    for m in self.take_group(g)? {
+                        self.include(m)?;
+                    }
+                }
+                let o = self.include(section)?;
+                self.define_global(k, Some(o), sym.value)?;
+                return Some((self.symbol_of[&k], addend));
+            }
             if self.members.contains(name) {
                 // A member not reached yet (its section comes later).
                 let section = sym.shndx as usize;
@@ -788,13 +879,22 @@ impl<'w, 'a> Builder<'w, 'a> {
         })
     }
 
+    /// The size of one entry of shared section `i` (a constant, a stub).
+    fn entry_size(&self, i: usize) -> u64 {
+        if self.w.stubs[i] {
+            STUB_SIZE
+        } else {
+            self.w.input.shdrs[i].entsize
+        }
+    }
+
     /// Where the piece holding `offset` of shared section `i` starts.
     fn piece_input_start(&self, i: usize, offset: u64) -> u64 {
         let s = self.w.input.shdrs[i];
         if s.flags & SHF_STRINGS != 0 {
             offset
         } else {
-            offset - offset % s.entsize
+            offset - offset % self.entry_size(i)
         }
     }
 
@@ -823,7 +923,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 }
             }
         } else {
-            s.entsize
+            self.entry_size(i)
         };
         let bytes = rest.get(..usize::try_from(len).ok()?)?;
         let out = match self.pool_of.get(&i) {
@@ -849,12 +949,19 @@ impl<'w, 'a> Builder<'w, 'a> {
         let at = (d.len() as u64).next_multiple_of(s.align.max(1));
         d.resize(at as usize, 0);
         d.extend_from_slice(bytes);
-        // Pieces are plain bytes: a relocation inside one is not handled.
-        if w.relas[i]
-            .iter()
-            .any(|r| r.offset >= start && r.offset < start + len)
-        {
+        // A constant's piece is plain bytes; a stub's relocation comes
+        // with it.
+        let inside: Vec<Rela> = (w.relas[i].iter())
+            .filter(|r| r.offset >= start && r.offset < start + len)
+            .copied()
+            .collect();
+        if !inside.is_empty() && !w.stubs[i] {
             return None;
+        }
+        for r in inside {
+            let mut out_rela = self.relocation(r)?;
+            out_rela.offset = at + (r.offset - start);
+            self.sections[out].relas.push(out_rela);
         }
         self.locals.push(OutSym {
             name: Vec::new(),
@@ -928,19 +1035,17 @@ impl<'w, 'a> Builder<'w, 'a> {
             for &n in w.fdes_of.get(&i).map(Vec::as_slice).unwrap_or(&[]) {
                 let record = &w.unwind[n];
                 let (cie, rela) = record.fde?;
-                if record.unsupported {
-                    return None;
-                }
                 let cie_out = match cie_at.get(&cie) {
                     Some(&c) => c,
                     None => {
                         let c = &w.unwind[*by_start.get(&cie)?];
-                        if c.fde.is_some() || c.unsupported {
+                        if c.fde.is_some() {
                             return None;
                         }
                         let at = data.len() as u64;
                         let record = bytes.get(c.start as usize..(c.start + c.len) as usize)?;
                         data.extend_from_slice(&padded(record)?);
+                        relas.extend(self.moved_relocations(&c.others, c.start, at)?);
                         cie_at.insert(cie, at);
                         at
                     }
@@ -958,6 +1063,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 })?;
                 r.offset = at + 8;
                 relas.push(r);
+                relas.extend(self.moved_relocations(&record.others, record.start, at)?);
             }
         }
         if data.is_empty() {
@@ -975,6 +1081,21 @@ impl<'w, 'a> Builder<'w, 'a> {
             relas,
         });
         Some(())
+    }
+}
+
+impl Builder<'_, '_> {
+    /// An unwind record's relocations `others` (the record starts at
+    /// `from` in the whole object's section) for its copy at `to`.
+    fn moved_relocations(&mut self, others: &[Rela], from: u64, to: u64) -> Option<Vec<OutRela>> {
+        others
+            .iter()
+            .map(|&r| {
+                let mut out = self.relocation(r)?;
+                out.offset = to + (r.offset - from);
+                Some(out)
+            })
+            .collect()
     }
 }
 
@@ -1152,6 +1273,83 @@ int main(int argc, char **argv) {
         assert!(names(&d.join("g.o"), "-s").contains("UND f"));
     }
 
+    const THROWS: &str = r#"
+#include <cstdio>
+struct Oops { int v; };
+extern "C" __attribute__((noinline)) void raise_it(int x) { if (x) throw Oops{x}; throw 7; }
+extern "C" int catch_it(int x) {
+  try { raise_it(x); } catch (const Oops &o) { return o.v; } catch (int i) { return -i; }
+  return 0;
+}
+"#;
+
+    const OTHER: &str = r#"
+extern "C" int other(int x) { try { raise_it(x); } catch (long i) { return 2; } catch (...) { return 1; } return 0; }
+int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
+"#;
+
+    #[test]
+    fn exceptions_are_carved_and_do_not_depend_on_the_company() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let naming = SectionNaming {
+            function_sections: false,
+            data_sections: false,
+            unique_section_names: true,
+        };
+        let members = [
+            "raise_it",
+            "catch_it",
+            "other",
+            "main",
+            "_ZTI4Oops",
+            "_ZTS4Oops",
+        ];
+        let owned: Vec<FragmentSpec> = members.iter().map(|m| spec(&[m], &[])).collect();
+        let specs: Vec<&FragmentSpec> = owned.iter().collect();
+        let w = whole(d, "all.cc", &format!("{THROWS}{OTHER}"), &["-O2", "-fPIC"]);
+        let objects: Vec<Vec<u8>> = carve(&w, &specs, naming)
+            .expect("carved")
+            .into_iter()
+            .map(|o| o.expect("every fragment carved"))
+            .collect();
+        let mut paths = Vec::new();
+        for (m, o) in members.iter().zip(&objects) {
+            let p = d.join(format!("{m}.o"));
+            std::fs::write(&p, o).unwrap();
+            paths.push(p);
+        }
+        // The LSDA comes with its function, under clang's plain name; the
+        // personality routine's pointer is the fragment's own; the LSDA's
+        // numbered label is not kept.
+        let catch_it = names(&paths[1], "-S");
+        assert!(catch_it.contains(" .gcc_except_table "), "{catch_it}");
+        assert!(
+            catch_it.contains("DW.ref.__gxx_personality_v0"),
+            "{catch_it}"
+        );
+        assert!(!names(&paths[1], "-s").contains("GCC_except_table"));
+        let exe = d.join("prog");
+        succeed(
+            Command::new("clang++-19")
+                .args(["-fuse-ld=bfd", "-Wl,--eh-frame-hdr", "-o"])
+                .arg(&exe)
+                .args(&paths),
+        );
+        let run = Command::new(&exe).output().unwrap();
+        assert_eq!(String::from_utf8(run.stdout).unwrap(), "3 -7 1\n");
+        // Compiled without `other` (whose catch clause names `long`: one
+        // more type stub in the unit), `catch_it` is the same.
+        let alone = whole(
+            d,
+            "alone.cc",
+            &format!("{THROWS}int main() {{ return catch_it(1); }}\n"),
+            &["-O2", "-fPIC"],
+        );
+        let from_alone = carve(&alone, &[&spec(&["catch_it"], &[])], naming).unwrap();
+        assert_eq!(from_alone[0].as_ref().unwrap(), &objects[1]);
+    }
+
     #[test]
     fn declines_what_it_does_not_handle() {
         let dir = tempfile::tempdir().unwrap();
@@ -1161,24 +1359,29 @@ int main(int argc, char **argv) {
             data_sections: true,
             unique_section_names: true,
         };
-        // C++ unwind records name a personality routine: that fragment is
-        // declined, the other one carved, whatever is compiled with them.
-        let cxx = whole(
+        // Two functions in one named section cannot be told apart: both
+        // are declined, the other one carved.
+        let shared = whole(
             d,
-            "t.cc",
-            "void may_throw(int);\n\
-             int run(int x) { try { may_throw(x); } catch (...) { return 1; } return 0; }\n\
-             extern \"C\" int plain(int x) { return x + 1; }\n",
+            "t.c",
+            "__attribute__((section(\".text.mine\"))) int one(int x) { return x * 3; }\n\
+             __attribute__((section(\".text.mine\"))) int two(int x) { return x * 5; }\n\
+             int plain(int x) { return x + 1; }\n",
             &["-O2"],
         );
         let carved = carve(
-            &cxx,
-            &[&spec(&["_Z3runi"], &[]), &spec(&["plain"], &[])],
+            &shared,
+            &[
+                &spec(&["one"], &[]),
+                &spec(&["two"], &[]),
+                &spec(&["plain"], &[]),
+            ],
             naming,
         )
         .unwrap();
         assert!(carved[0].is_none());
-        assert!(carved[1].is_some());
+        assert!(carved[1].is_none());
+        assert!(carved[2].is_some());
         // Not a recognized object: declined as a whole.
         assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_none());
     }

@@ -1,8 +1,8 @@
 //! Stage 6 in repository mode, fragments: which fragments the optimized
 //! module holds, and their objects — carved out of one code generation
 //! per worker (code and data apart; see `carve`), or, for what the carver
-//! does not take (debug info, the glue, C++ unwind records with a
-//! personality routine), one module per fragment.
+//! does not take (debug info, the glue, functions sharing a named
+//! section), one module per fragment.
 //!
 //! A fragment is a definition (function or global variable), or all the
 //! members of one COMDAT group, plus the aliases that point into it; the
@@ -811,24 +811,45 @@ fn emit_carved(
     Ok(())
 }
 
-/// Adds an empty local function after all others, so that its unwind
-/// record is the object's last: LLVM pads the last record of `.eh_frame`
-/// to the section's alignment, the others to 4 bytes, and a fragment's
-/// records must not depend on where they stood (`carve` takes them as
-/// they are). No fragment claims it.
+/// Adds a local function whose unwind record is the object's last: LLVM
+/// pads the last record of `.eh_frame` to 8 bytes, the others to 4, and a
+/// fragment's records must not depend on where they stood (`carve` takes
+/// them as they are). LLVM orders the records by their CIE, personality
+/// routine's name first; this function's routine (never called: the
+/// function is never run, nor claimed by any fragment) is named to sort
+/// after every other, so its record comes last whatever the chunk holds.
 fn add_last_unwind_record(module: &Module) {
     let context = module.get_context();
-    let function = module.add_function(
-        "repocc.carve.end",
-        context.void_type().fn_type(&[], false),
-        Some(Linkage::Internal),
+    let void = context.void_type().fn_type(&[], false);
+    let personality = module.add_function(
+        "~repocc.carve.end.personality",
+        context.i32_type().fn_type(&[], true),
+        Some(Linkage::External),
     );
+    let callee = module.add_function("repocc.carve.end.callee", void, Some(Linkage::External));
+    let function = module.add_function("repocc.carve.end", void, Some(Linkage::Internal));
+    function.set_personality_function(personality);
+    let entry = context.append_basic_block(function, "entry");
+    let done = context.append_basic_block(function, "done");
+    let pad = context.append_basic_block(function, "pad");
     let builder = context.create_builder();
-    builder.position_at_end(context.append_basic_block(function, "entry"));
+    builder.position_at_end(entry);
+    let _ = builder.build_invoke(callee, &[], done, pad, "");
+    builder.position_at_end(done);
     let _ = builder.build_return(None);
+    builder.position_at_end(pad);
+    let landing = context.struct_type(
+        &[
+            context.ptr_type(inkwell::AddressSpace::default()).into(),
+            context.i32_type().into(),
+        ],
+        false,
+    );
+    if let Ok(value) = builder.build_landing_pad(landing, personality, &[], true, "") {
+        let _ = builder.build_resume(value);
+    }
 }
 
-/// `weights` cut into at most `n` contiguous ranges of about equal weight.
 fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {
     let total: u64 = weights.iter().sum();
     let n = n.clamp(1, weights.len().max(1)) as u64;
