@@ -303,7 +303,7 @@ fn is_type_stubs(
     c_str(input.shstrtab, s.name) == Some(b".data")
         && s.sh_type == SHT_PROGBITS
         && !grouped
-        && s.size % STUB_SIZE == 0
+        && s.size.is_multiple_of(STUB_SIZE)
         && relas.len() as u64 == s.size / STUB_SIZE
         && relas
             .iter()
