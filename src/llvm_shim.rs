@@ -906,15 +906,6 @@ pub fn rebase_relative_lines(
     }
 }
 
-/// A copy of `module` in its context. inkwell's `Module::clone` verifies
-/// the module first (and panics if it is not valid): a tenth of the copy's
-/// time on a large unit with debug info, for a module clang just made.
-pub fn clone_module<'ctx>(module: &inkwell::module::Module<'ctx>) -> inkwell::module::Module<'ctx> {
-    // SAFETY: the module is alive; LLVMCloneModule makes a new module in
-    // the same context, which the returned `Module` owns (and disposes of).
-    unsafe { inkwell::module::Module::new(llvm_sys::core::LLVMCloneModule(module.as_mut_ptr())) }
-}
-
 /// Orders the module's functions by name (see the shim): the always-inliner's
 /// result then does not depend on the order clang emitted them in.
 pub fn sort_functions_by_name(module: &inkwell::module::Module) {

@@ -185,39 +185,19 @@ fn run_stages<'ctx>(
     } = *input;
     let storage = storage.filter(|_| options.fragments);
     let mut times = StageTimes::default();
-    // The copy below counts as part of the mem2reg stage, whose second
-    // half it saves.
     let t = Instant::now();
-    // At -O0 the code comes from clang's own body (see
-    // `canonical::load_code` without mem2reg): a module handed over is copied before
-    // it becomes the canonical one (bitcode is simply read twice).
-    let written_code = match &code {
-        canonical::FrontendCode::Module(m)
-            if settings.opt == settings::OptLevel::O0 && storage.is_some() =>
-        {
-            let debug_info = m.get_global_metadata_size("llvm.dbg.cu") > 0;
-            if debug_info && !options.debug_fragments {
-                None // compiled whole, below
-            } else {
-                if debug_info {
-                    // The checksums go before the copy (see below): once
-                    // for both.
-                    crate::llvm_shim::strip_file_checksums(m);
-                }
-                Some(canonical::FrontendCode::Module(
-                    crate::llvm_shim::clone_module(m),
-                ))
-            }
-        }
-        canonical::FrontendCode::Bitcode(b) => Some(canonical::FrontendCode::Bitcode(b)),
-        canonical::FrontendCode::Module(_) => None,
-    };
+    // At -O0 the code comes from clang's own body, not its mem2reg form:
+    // the fast instruction selector spills every phi mem2reg made (lua's
+    // lvm.c: 2.3x clang's `.text`) and loses the debug values of locals.
+    // With the repository the digests are made of that body too: two
+    // bodies with one mem2reg form (two locals declared the other way
+    // round) put their stack slots elsewhere.
     let unit = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_code(
         context,
         code,
         source_name,
         settings,
-        true,
+        settings.opt != settings::OptLevel::O0,
     )?);
     times.parse_and_mem2reg = t.elapsed();
 
@@ -229,30 +209,7 @@ fn run_stages<'ctx>(
     // splitting the resolver away from it loses the ifunc's symbol.
     let ifuncs = crate::llvm_shim::has_ifuncs(&unit.module);
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
-        // At -O0 the code comes from clang's own body (see
-        // `canonical::load_code` without mem2reg): the fast instruction
-        // selector spills every phi mem2reg made (lua's lvm.c: 2.3x
-        // clang's `.text`) and loses the debug values of locals. The
-        // digests are made of that body too: two bodies with one mem2reg
-        // form (two locals declared the other way round) put their stack
-        // slots elsewhere.
-        let as_written;
-        let code_unit = if settings.opt == settings::OptLevel::O0 {
-            let t = Instant::now();
-            let written_code = written_code
-                .ok_or_else(|| anyhow::anyhow!("{source_name}: clang's module was not kept"))?;
-            as_written = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_code(
-                context,
-                written_code,
-                source_name,
-                settings,
-                false,
-            )?);
-            times.parse_and_mem2reg += t.elapsed();
-            &as_written
-        } else {
-            &unit
-        };
+        let code_unit = &unit;
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
         // (nothing to do where they went before the module was copied).
