@@ -134,6 +134,8 @@ struct Whole<'a> {
     stubs: Vec<bool>,
     eh_frame: Option<usize>,
     unwind: Vec<UnwindRecord>,
+    /// Unwind record by where it starts.
+    unwind_at: HashMap<u64, usize>,
     fdes_of: HashMap<usize, Vec<usize>>,
     /// Whether the object has an address-significance table.
     addrsig: bool,
@@ -276,6 +278,9 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         shared,
         stubs,
         eh_frame,
+        unwind_at: (unwind.iter().enumerate())
+            .map(|(n, r)| (r.start, n))
+            .collect(),
         unwind,
         fdes_of,
         addrsig,
@@ -1019,12 +1024,6 @@ impl<'w, 'a> Builder<'w, 'a> {
         };
         let h = w.input.shdrs[e];
         let bytes = slice(w.input.data, h.offset, h.size)?;
-        let by_start: HashMap<u64, usize> = w
-            .unwind
-            .iter()
-            .enumerate()
-            .map(|(n, r)| (r.start, n))
-            .collect();
         let mut data: Vec<u8> = Vec::new();
         let mut relas = Vec::new();
         let mut cie_at: HashMap<u64, u64> = HashMap::new();
@@ -1038,7 +1037,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 let cie_out = match cie_at.get(&cie) {
                     Some(&c) => c,
                     None => {
-                        let c = &w.unwind[*by_start.get(&cie)?];
+                        let c = &w.unwind[*w.unwind_at.get(&cie)?];
                         if c.fde.is_some() {
                             return None;
                         }
