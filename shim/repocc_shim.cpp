@@ -5,6 +5,8 @@
 // file is compiled against (the same LLVM that inkwell links statically).
 // The Rust side (src/llvm_shim.rs) documents the invariants for each call.
 
+#include <functional>
+#include <llvm/ADT/SetVector.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm-c/TargetMachine.h>
@@ -1113,6 +1115,98 @@ extern "C" char *repocc_global_users(LLVMModuleRef module) {
   for (GlobalValue &G : M->global_values())
     if (G.hasName())
       appendUsers(G, Out);
+  return LLVMCreateMessage(Out.c_str());
+}
+
+// What a fragment of the definitions `names`, extracted alone (see
+// repocc_extract_definitions), refers to and marks address-significant,
+// found without making its module: the members and, through the local
+// definitions it would hold copies of, everything they reach. One line
+// per symbol: "R\t<name>" where the fragment would declare it (a reference),
+// "S\t<name>" where it has a use there and its address is significant (not
+// unnamed_addr, not thread-local); and "W\t<n>", the basic blocks of its
+// functions. The caller frees the string with LLVMDisposeMessage.
+extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *names,
+                                       size_t count) {
+  Module &M = *unwrap(module);
+  SmallPtrSet<GlobalValue *, 16> Inside; // defined in the fragment
+  SmallVector<GlobalValue *, 16> Work;
+  SetVector<GlobalValue *> Used;       // with a use in the fragment
+  SetVector<GlobalValue *> Named;      // named by metadata only
+  SmallPtrSet<const Constant *, 32> Seen;
+  for (size_t i = 0; i < count; i++) {
+    GlobalValue *GV = M.getNamedValue(names[i]);
+    if (GV && !GV->isDeclaration() && Inside.insert(GV).second)
+      Work.push_back(GV);
+  }
+  // A local definition is copied into the fragment (the materializer's
+  // rule); any other global is declared there.
+  std::function<void(const Constant *)> reach = [&](const Constant *C) {
+    if (auto *G = dyn_cast<GlobalValue>(C)) {
+      auto *GV = const_cast<GlobalValue *>(G);
+      Used.insert(GV);
+      if (GV->hasLocalLinkage() && !GV->isDeclaration() &&
+          (isa<Function>(GV) || isa<GlobalVariable>(GV)) && Inside.insert(GV).second)
+        Work.push_back(GV);
+      return;
+    }
+    if (!Seen.insert(C).second)
+      return;
+    for (const Use &Op : C->operands())
+      if (auto *OC = dyn_cast<Constant>(Op.get()))
+        reach(OC);
+  };
+  auto reachOperand = [&](const Value *V) {
+    if (auto *C = dyn_cast<Constant>(V)) {
+      reach(C);
+    } else if (auto *MV = dyn_cast<MetadataAsValue>(V)) {
+      if (auto *VM = dyn_cast<ValueAsMetadata>(MV->getMetadata()))
+        if (auto *G = dyn_cast<GlobalValue>(VM->getValue()))
+          Named.insert(const_cast<GlobalValue *>(G));
+    }
+  };
+  uint64_t Blocks = 0;
+  while (!Work.empty()) {
+    GlobalValue *GV = Work.pop_back_val();
+    if (auto *F = dyn_cast<Function>(GV)) {
+      if (F->hasPersonalityFn())
+        reach(F->getPersonalityFn());
+      if (F->hasPrefixData())
+        reach(F->getPrefixData());
+      if (F->hasPrologueData())
+        reach(F->getPrologueData());
+      for (const BasicBlock &BB : *F) {
+        Blocks++;
+        for (const Instruction &I : BB)
+          for (const Use &Op : I.operands())
+            reachOperand(Op.get());
+      }
+    } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+      if (G->hasInitializer())
+        reach(G->getInitializer());
+    } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
+      reach(A->getAliasee());
+    }
+  }
+  std::string Out;
+  auto line = [&](char Kind, const GlobalValue *G) {
+    if (!G->hasName() || G->getName().starts_with("llvm."))
+      return;
+    Out += Kind;
+    Out += '\t';
+    Out += G->getName();
+    Out += '\n';
+  };
+  for (GlobalValue *G : Used) {
+    if (!Inside.count(G) && (isa<Function>(G) || isa<GlobalVariable>(G) || isa<GlobalAlias>(G)))
+      line('R', G);
+    if (G->getUnnamedAddr() == GlobalValue::UnnamedAddr::None && !G->isThreadLocal())
+      line('S', G);
+  }
+  for (GlobalValue *G : Named)
+    if (!Inside.count(G) && !Used.count(G))
+      line('R', G);
+  Out += "W\t" + std::to_string(Blocks + 1) + "\n";
   return LLVMCreateMessage(Out.c_str());
 }
 

@@ -300,6 +300,11 @@ extern "C" {
     fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
     fn repocc_is_used(value: llvm_sys::prelude::LLVMValueRef) -> c_int;
     fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
+    fn repocc_fragment_reach(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        names: *const *const c_char,
+        count: usize,
+    ) -> *mut c_char;
     fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
     fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
     fn repocc_sort_functions_by_name(module: llvm_sys::prelude::LLVMModuleRef);
@@ -777,6 +782,50 @@ pub fn remove_use_anchor(module: &inkwell::module::Module) {
 pub fn global_users(module: &inkwell::module::Module) -> Vec<(String, String)> {
     // SAFETY: the module is alive and not modified during the call.
     unsafe { user_pairs(module, repocc_global_users) }
+}
+
+/// What a fragment of the definitions `members` refers to and marks
+/// address-significant, as compiling it extracted alone would have it
+/// (see the shim's `repocc_fragment_reach`), without extracting it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct FragmentReach {
+    /// The symbols it would declare, sorted.
+    pub references: Vec<String>,
+    /// The symbols with a use in it whose address is significant.
+    pub address_significant: std::collections::HashSet<String>,
+    /// Its functions' basic blocks, plus one.
+    pub weight: u64,
+}
+
+pub fn fragment_reach(module: &inkwell::module::Module, members: &[String]) -> FragmentReach {
+    let names: Vec<CString> = members
+        .iter()
+        .filter_map(|m| CString::new(m.as_str()).ok())
+        .collect();
+    let pointers: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    // SAFETY: the module is alive and not modified during the call; the
+    // names outlive it; the shim returns a string from LLVMCreateMessage,
+    // copied and disposed of here.
+    let text = unsafe {
+        let raw = repocc_fragment_reach(module.as_mut_ptr(), pointers.as_ptr(), pointers.len());
+        let text = std::ffi::CStr::from_ptr(raw).to_string_lossy().into_owned();
+        llvm_sys::core::LLVMDisposeMessage(raw);
+        text
+    };
+    let mut reach = FragmentReach::default();
+    for line in text.lines() {
+        match line.split_once('\t') {
+            Some(("R", name)) => reach.references.push(name.to_string()),
+            Some(("S", name)) => {
+                reach.address_significant.insert(name.to_string());
+            }
+            Some(("W", n)) => reach.weight = n.parse().unwrap_or(1),
+            _ => {}
+        }
+    }
+    reach.references.sort();
+    reach.references.dedup();
+    reach
 }
 
 /// Whether `function` has a body: its first block, where

@@ -69,7 +69,9 @@ fn references_of(module: &Module) -> Vec<String> {
 
 /// The symbols LLVM lists as address-significant compiling `module`: the
 /// globals with a use that are not `unnamed_addr` (nor thread-local or
-/// intrinsics), as `AsmPrinter` decides.
+/// intrinsics), as `AsmPrinter` decides. (Carving asks the shim's
+/// `fragment_reach` instead, which the tests hold to this.)
+#[cfg(test)]
 fn address_significant(module: &Module) -> std::collections::HashSet<String> {
     use inkwell::values::{BasicValue, GlobalValue, UnnamedAddress};
     let significant = |g: GlobalValue| {
@@ -695,17 +697,12 @@ fn emit_carved(
     let mut weights = Vec::with_capacity(own.len());
     for &i in &own {
         let members = &plan[i].0;
-        let module = extract(unit, members, false, None);
-        references.push(references_of(&module));
-        weights.push(
-            1 + module
-                .get_functions()
-                .map(|f| u64::from(f.count_basic_blocks()))
-                .sum::<u64>(),
-        );
+        let reach = llvm_shim::fragment_reach(&unit.module, members);
+        references.push(reach.references);
+        weights.push(reach.weight);
         specs.push(carve::FragmentSpec {
             members: members.clone(),
-            address_significant: address_significant(&module),
+            address_significant: reach.address_significant,
         });
     }
     let sectioned = CodegenSettings {
@@ -953,6 +950,71 @@ pub fn unname_file_symbols(object: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::balanced_chunks;
+
+    /// The shim's reach of each fragment is what extracting it gives:
+    /// its references and address-significant symbols decide which stored
+    /// fragments an object takes and its `.llvm_addrsig`.
+    #[test]
+    fn fragment_reach_is_what_extraction_gives() {
+        use super::super::canonical;
+        use crate::pipeline::settings::CodegenSettings;
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("t.cc");
+        std::fs::write(
+            &src,
+            r#"
+#include <stdexcept>
+#include <vector>
+static const int table[] = {3, 1, 4, 1, 5};
+static int helper(int x) { return table[x % 5] * x; }
+__thread int per_thread;
+int counter;
+int (*pointer)(int) = helper;
+extern "C" int aliased(int x) { return x + 1; }
+extern "C" int other_name(int) __attribute__((alias("aliased")));
+template <class T> T twice(T x) { if (x < 0) throw std::runtime_error("neg"); return x + x; }
+int use(int x) {
+  std::vector<int> v{x, helper(x)};
+  try { per_thread += twice(x); } catch (const std::exception &) { return -1; }
+  counter += v.size();
+  return pointer(x) + other_name(x) + twice<long>(x);
+}
+"#,
+        )
+        .unwrap();
+        for opt in ["-O0", "-O2"] {
+            let out = std::process::Command::new("clang++-19")
+                .args([opt, "-Xclang", "-disable-llvm-passes", "-c", "-emit-llvm"])
+                .args(["-o", "-"])
+                .arg(&src)
+                .output()
+                .expect("clang++-19");
+            assert!(out.status.success());
+            let settings = CodegenSettings::plain_o2();
+            let context = inkwell::context::Context::create();
+            let unit = canonical::load(&context, &out.stdout, "t.cc", &settings).unwrap();
+            let mut checked = 0;
+            for (members, glue) in super::plan(&unit.module) {
+                if glue {
+                    continue;
+                }
+                let module = super::extract(&unit, &members, false, None);
+                let reach = crate::llvm_shim::fragment_reach(&unit.module, &members);
+                assert_eq!(
+                    reach.references,
+                    super::references_of(&module),
+                    "{members:?}"
+                );
+                assert_eq!(
+                    reach.address_significant,
+                    super::address_significant(&module),
+                    "{members:?}"
+                );
+                checked += 1;
+            }
+            assert!(checked > 10, "{checked}");
+        }
+    }
 
     #[test]
     fn chunks_are_contiguous_and_about_equal() {
