@@ -310,9 +310,9 @@ fn is_type_stubs(
         && !grouped
         && s.size.is_multiple_of(STUB_SIZE)
         && relas.len() as u64 == s.size / STUB_SIZE
-        && relas
-            .iter()
-            .all(|r| r.offset % STUB_SIZE == 0 && matches!(r.r_type, R_X86_64_64 | R_AARCH64_ABS64))
+        && relas.iter().all(|r| {
+            r.offset.is_multiple_of(STUB_SIZE) && matches!(r.r_type, R_X86_64_64 | R_AARCH64_ABS64)
+        })
         && symbols
             .iter()
             .all(|&k| input.syms[k].info & 0xf == STT_SECTION)
@@ -884,6 +884,19 @@ impl<'w, 'a> Builder<'w, 'a> {
         })
     }
 
+    /// Relocations `relas` of bytes that started at `from` in the whole
+    /// object (an unwind record, a stub), for their copy at `to`.
+    fn moved_relocations(&mut self, relas: &[Rela], from: u64, to: u64) -> Option<Vec<OutRela>> {
+        relas
+            .iter()
+            .map(|&r| {
+                let mut out = self.relocation(r)?;
+                out.offset = to + (r.offset - from);
+                Some(out)
+            })
+            .collect()
+    }
+
     /// The size of one entry of shared section `i` (a constant, a stub).
     fn entry_size(&self, i: usize) -> u64 {
         if self.w.stubs[i] {
@@ -963,11 +976,8 @@ impl<'w, 'a> Builder<'w, 'a> {
         if !inside.is_empty() && !w.stubs[i] {
             return None;
         }
-        for r in inside {
-            let mut out_rela = self.relocation(r)?;
-            out_rela.offset = at + (r.offset - start);
-            self.sections[out].relas.push(out_rela);
-        }
+        let moved = self.moved_relocations(&inside, start, at)?;
+        self.sections[out].relas.extend(moved);
         self.locals.push(OutSym {
             name: Vec::new(),
             info: STT_NOTYPE,
@@ -1080,21 +1090,6 @@ impl<'w, 'a> Builder<'w, 'a> {
             relas,
         });
         Some(())
-    }
-}
-
-impl Builder<'_, '_> {
-    /// An unwind record's relocations `others` (the record starts at
-    /// `from` in the whole object's section) for its copy at `to`.
-    fn moved_relocations(&mut self, others: &[Rela], from: u64, to: u64) -> Option<Vec<OutRela>> {
-        others
-            .iter()
-            .map(|&r| {
-                let mut out = self.relocation(r)?;
-                out.offset = to + (r.offset - from);
-                Some(out)
-            })
-            .collect()
     }
 }
 

@@ -209,14 +209,13 @@ fn run_stages<'ctx>(
     // splitting the resolver away from it loses the ifunc's symbol.
     let ifuncs = crate::llvm_shim::has_ifuncs(&unit.module);
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
-        let code_unit = &unit;
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
         // (nothing to do where they went before the module was copied).
         if debug_info {
-            crate::llvm_shim::strip_file_checksums(&code_unit.module);
+            crate::llvm_shim::strip_file_checksums(&unit.module);
         }
-        let digests = metadata_stage(code_unit, settings, options)?;
+        let digests = metadata_stage(&unit, settings, options)?;
         times.metadata = t.elapsed();
         let definitions = digests
             .defs
@@ -224,7 +223,7 @@ fn run_stages<'ctx>(
             .filter(|d| d.kind != digest::DefKind::Glue)
             .count() as u64;
         return repository_stages(
-            code_unit,
+            &unit,
             sink,
             &digests,
             store,
