@@ -209,21 +209,116 @@ struct UsedAbbrevs {
     dies: Vec<(usize, usize, usize, usize)>,
 }
 
-/// The abbreviation declarations every object of a composition uses, in
-/// the order of their contents: one table the composed object's units
-/// share, where their codes keep their lengths (see `DebugSections::finish`).
-pub(super) struct AbbrevUnion(Vec<Vec<u8>>);
+/// The abbreviation declarations a run of a composition's objects uses:
+/// one table their units share, where every DIE's code keeps its length
+/// (see `DebugSections::finish`). A declaration that DIEs name with
+/// one-byte codes (a fragment's first 127) is numbered from 1, one they
+/// name with two-byte codes from 128, each in the order of their contents
+/// (one named both ways is in the table twice). Objects join the table in
+/// order while it holds at most 127 declarations named with one byte; then
+/// a new one starts (C++ fragments use more between them than one table
+/// can number so).
+pub(super) struct AbbrevUnion {
+    /// (the length of the code DIEs name it with, its body), in code order.
+    declarations: Vec<(usize, Vec<u8>)>,
+    /// Each declaration's code.
+    codes: Vec<u64>,
+}
+
+/// The shared abbreviation tables of a composition, and which each object
+/// uses.
+pub(super) struct AbbrevUnions {
+    tables: Vec<AbbrevUnion>,
+    of_object: Vec<Option<usize>>,
+}
+
+impl AbbrevUnions {
+    pub(super) fn of(objects: &[&DebugSections]) -> AbbrevUnions {
+        let mut tables = Vec::new();
+        let mut of_object = Vec::with_capacity(objects.len());
+        let mut current: std::collections::BTreeSet<(usize, Vec<u8>)> = Default::default();
+        let flush = |current: &mut std::collections::BTreeSet<(usize, Vec<u8>)>,
+                     tables: &mut Vec<AbbrevUnion>| {
+            if !current.is_empty() {
+                tables.push(AbbrevUnion::numbered(std::mem::take(current)));
+            }
+        };
+        for o in objects {
+            let Some(used) = o.used_abbrevs.as_ref() else {
+                of_object.push(None);
+                continue;
+            };
+            let mut named: Vec<(usize, usize)> = used
+                .dies
+                .iter()
+                .map(|&(_, _, len, body)| (len, body))
+                .collect();
+            named.sort_unstable();
+            named.dedup();
+            // Past two-byte codes, or more one-byte ones than any table
+            // holds: the object's own table.
+            if named.iter().any(|&(len, _)| len > 2)
+                || named.iter().filter(|&&(len, _)| len == 1).count() > 127
+            {
+                of_object.push(None);
+                continue;
+            }
+            let new: Vec<(usize, Vec<u8>)> = named
+                .iter()
+                .map(|&(len, body)| (len, used.bodies[body].clone()))
+                .filter(|d| !current.contains(d))
+                .collect();
+            let short = |set: &std::collections::BTreeSet<(usize, Vec<u8>)>| {
+                set.iter().filter(|(len, _)| *len == 1).count()
+            };
+            let joined_short = short(&current) + new.iter().filter(|(len, _)| *len == 1).count();
+            let joined_all = current.len() + new.len();
+            if joined_short > 127 || joined_all - joined_short > 16384 - 128 {
+                flush(&mut current, &mut tables);
+                current.extend(
+                    named
+                        .iter()
+                        .map(|&(len, body)| (len, used.bodies[body].clone())),
+                );
+            } else {
+                current.extend(new);
+            }
+            of_object.push(Some(tables.len()));
+        }
+        flush(&mut current, &mut tables);
+        AbbrevUnions { tables, of_object }
+    }
+
+    pub(super) fn of_object(&self, position: usize) -> Option<&AbbrevUnion> {
+        self.tables.get((*self.of_object.get(position)?)?)
+    }
+}
 
 impl AbbrevUnion {
-    pub(super) fn of(objects: &[&DebugSections]) -> AbbrevUnion {
-        let mut all: Vec<Vec<u8>> = objects
+    fn numbered(declarations: std::collections::BTreeSet<(usize, Vec<u8>)>) -> AbbrevUnion {
+        let declarations: Vec<(usize, Vec<u8>)> = declarations.into_iter().collect();
+        let mut next = [0u64, 1, 128];
+        let codes = declarations
             .iter()
-            .filter_map(|o| o.used_abbrevs.as_ref())
-            .flat_map(|u| u.bodies.iter().cloned())
+            .map(|(len, _)| {
+                let code = next[*len];
+                next[*len] += 1;
+                code
+            })
             .collect();
-        all.sort_unstable();
-        all.dedup();
-        AbbrevUnion(all)
+        AbbrevUnion {
+            declarations,
+            codes,
+        }
+    }
+
+    /// The code of the declaration `body` that a DIE names with a code of
+    /// `len` bytes.
+    fn code(&self, len: usize, body: &[u8]) -> Option<u64> {
+        self.declarations
+            .binary_search_by(|(l, b)| (*l, b.as_slice()).cmp(&(len, body)))
+            .ok()
+            .map(|k| self.codes[k])
     }
 }
 
@@ -341,16 +436,23 @@ impl DebugSections {
                 .iter()
                 .all(|&(_, _, size, body)| uleb_len(codes[body]) == size)
         };
+        // With the union: every DIE's code, by its declaration and length.
         let union_codes: Option<Vec<u64>> = union.and_then(|u| {
-            let codes: Vec<u64> = used
-                .bodies
+            used.dies
                 .iter()
-                .map(|b| u.0.binary_search(b).ok().map(|k| k as u64 + 1))
-                .collect::<Option<_>>()?;
-            fits(&codes).then_some(codes)
+                .map(|&(_, _, len, body)| u.code(len, &used.bodies[body]))
+                .collect()
         });
-        let (table, codes): (&[Vec<u8>], Vec<u64>) = match (union, union_codes) {
-            (Some(u), Some(codes)) => (&u.0, codes),
+        let (out, die_codes) = match (union, union_codes) {
+            (Some(u), Some(codes)) => {
+                let mut out = Vec::new();
+                for ((_, body), code) in u.declarations.iter().zip(&u.codes) {
+                    write_uleb(&mut out, *code);
+                    out.extend_from_slice(body);
+                }
+                out.push(0);
+                (out, codes)
+            }
             _ => {
                 let own: Vec<u64> = (1..=used.bodies.len() as u64).collect();
                 if !fits(&own) {
@@ -360,18 +462,20 @@ impl DebugSections {
                     self.shared_abbrevs = Some(used.section);
                     return;
                 }
-                (&used.bodies, own)
+                let mut out = Vec::new();
+                for (k, body) in used.bodies.iter().enumerate() {
+                    write_uleb(&mut out, k as u64 + 1);
+                    out.extend_from_slice(body);
+                }
+                out.push(0);
+                let codes = used.dies.iter().map(|&(_, _, _, body)| own[body]).collect();
+                (out, codes)
             }
         };
-        let mut out = Vec::new();
-        for (k, body) in table.iter().enumerate() {
-            write_uleb(&mut out, k as u64 + 1);
-            out.extend_from_slice(body);
-        }
-        out.push(0);
-        for &(die_section, at, _, body) in &used.dies {
+        for (&(die_section, at, len, _), code) in used.dies.iter().zip(die_codes) {
+            debug_assert_eq!(uleb_len(code), len);
             let mut field = Vec::new();
-            write_uleb(&mut field, codes[body]);
+            write_uleb(&mut field, code);
             self.patches.push((die_section, at, field));
         }
         self.rewritten.insert(used.section, out);

@@ -461,7 +461,7 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
     }
     let debug_sections: Vec<&super::debug_compose::DebugSections> =
         prepared.iter().map(|p| &p.2).collect();
-    let abbrevs = super::debug_compose::AbbrevUnion::of(&debug_sections);
+    let abbrevs = super::debug_compose::AbbrevUnions::of(&debug_sections);
     let string_tables = super::debug_compose::StringTables::of(&debug_sections);
     // Where each shared string offsets table is: its id → (output section,
     // offset).
@@ -474,7 +474,11 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
         inputs.iter().zip(prepared).enumerate()
     {
         let n = input.shdrs.len();
-        strings.finish(input, Some(&abbrevs), string_tables.of_object(position));
+        strings.finish(
+            input,
+            abbrevs.of_object(position),
+            string_tables.of_object(position),
+        );
         // Data sections: where each lands (output section, offset).
         let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
         // Sections placed where an earlier part's identical one is: their
@@ -1010,30 +1014,47 @@ pub(super) fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// A string table under construction.
+/// One string table for symbol and section names (`.strtab`, as LLVM
+/// writes it): each name once, and a name that ends another one (a
+/// function's name and its section's, `.text.` and `.rela.text.` before
+/// it) held as that one's tail.
 struct Strings {
     bytes: Vec<u8>,
     at: HashMap<Vec<u8>, u32>,
 }
 
 impl Strings {
-    fn new() -> Self {
-        Strings {
-            bytes: vec![0],
-            at: HashMap::new(),
+    fn of<'n>(names: impl Iterator<Item = &'n [u8]>) -> Self {
+        let mut names: Vec<&[u8]> = names.filter(|n| !n.is_empty()).collect();
+        // Read backwards, in descending order: every name that ends
+        // others comes right after one of them.
+        names.sort_unstable_by(|a, b| b.iter().rev().cmp(a.iter().rev()));
+        names.dedup();
+        let mut bytes = vec![0];
+        let mut at = HashMap::with_capacity(names.len());
+        let mut previous: Option<(&[u8], u32)> = None;
+        for name in names {
+            let offset = match previous {
+                Some((p, o)) if p.ends_with(name) => o + (p.len() - name.len()) as u32,
+                _ => {
+                    let o = bytes.len() as u32;
+                    bytes.extend_from_slice(name);
+                    bytes.push(0);
+                    o
+                }
+            };
+            at.insert(name.to_vec(), offset);
+            previous = Some((name, offset));
         }
+        Strings { bytes, at }
     }
-    fn add(&mut self, s: &[u8]) -> u32 {
+
+    /// A name's offset; every name was given to `of`.
+    fn get(&self, s: &[u8]) -> u32 {
         if s.is_empty() {
             return 0;
         }
-        if let Some(&o) = self.at.get(s) {
-            return o;
-        }
-        let o = self.bytes.len() as u32;
-        self.bytes.extend_from_slice(s);
-        self.bytes.push(0);
-        self.at.insert(s.to_vec(), o);
-        o
+        self.at.get(s).copied().unwrap_or(0)
     }
 }
 
@@ -1067,8 +1088,8 @@ pub(super) fn write(
         next += 1;
         next - 1
     });
-    let (symtab_index, strtab_index, shstrtab_index) = (next, next + 1, next + 2);
-    let shnum = next + 3;
+    let (symtab_index, strtab_index) = (next, next + 1);
+    let shnum = next + 2;
     if shnum >= u32::from(SHN_LORESERVE) {
         return None;
     }
@@ -1095,10 +1116,22 @@ pub(super) fn write(
         SymRef::Global(i) => global_final[i],
     };
 
-    let mut strtab = Strings::new();
+    let rela_names: Vec<Vec<u8>> = sections
+        .iter()
+        .filter(|s| !s.relas.is_empty())
+        .map(|s| [&b".rela"[..], &s.name].concat())
+        .collect();
+    let strtab = Strings::of(
+        order
+            .iter()
+            .map(|s| s.name.as_slice())
+            .chain(sections.iter().map(|s| s.name.as_slice()))
+            .chain(rela_names.iter().map(|n| n.as_slice()))
+            .chain([&b".llvm_addrsig"[..], b".symtab", b".strtab"]),
+    );
     let mut symtab = vec![0u8; 24];
     for s in &order {
-        let name = strtab.add(&s.name);
+        let name = strtab.get(&s.name);
         let info = if localize(s) {
             s.info & 0xf // STB_LOCAL, same type
         } else {
@@ -1116,7 +1149,6 @@ pub(super) fn write(
         symtab.extend_from_slice(&s.size.to_le_bytes());
     }
 
-    let mut shstrtab = Strings::new();
     let mut out = vec![0u8; 64];
     let mut headers: Vec<[u64; 10]> = vec![[0; 10]];
     let place = |out: &mut Vec<u8>, bytes: &[u8], align: u64| -> u64 {
@@ -1126,7 +1158,7 @@ pub(super) fn write(
         at
     };
     for (i, s) in sections.iter().enumerate() {
-        let name = u64::from(shstrtab.add(&s.name));
+        let name = u64::from(strtab.get(&s.name));
         let (offset, link, info) = match &s.content {
             Content::Data(d) => (place(&mut out, d, s.align), 0, 0),
             Content::Bss(_) => ((out.len() as u64).next_multiple_of(s.align), 0, 0),
@@ -1178,7 +1210,7 @@ pub(super) fn write(
             let mut rela_name = b".rela".to_vec();
             rela_name.extend_from_slice(&s.name);
             headers.push([
-                u64::from(shstrtab.add(&rela_name)),
+                u64::from(strtab.get(&rela_name)),
                 u64::from(SHT_RELA),
                 SHF_INFO_LINK | (s.flags & SHF_GROUP),
                 place(&mut out, &table, 8),
@@ -1197,7 +1229,7 @@ pub(super) fn write(
             write_uleb(&mut bytes, u64::from(final_of(r)));
         }
         headers.push([
-            u64::from(shstrtab.add(b".llvm_addrsig")),
+            u64::from(strtab.get(b".llvm_addrsig")),
             u64::from(SHT_LLVM_ADDRSIG),
             SHF_EXCLUDE,
             place(&mut out, &bytes, 1),
@@ -1210,7 +1242,7 @@ pub(super) fn write(
         ]);
     }
     headers.push([
-        u64::from(shstrtab.add(b".symtab")),
+        u64::from(strtab.get(b".symtab")),
         u64::from(SHT_SYMTAB),
         0,
         place(&mut out, &symtab, 8),
@@ -1222,25 +1254,11 @@ pub(super) fn write(
         0,
     ]);
     headers.push([
-        u64::from(shstrtab.add(b".strtab")),
+        u64::from(strtab.get(b".strtab")),
         u64::from(SHT_STRTAB),
         0,
         place(&mut out, &strtab.bytes, 1),
         strtab.bytes.len() as u64,
-        0,
-        0,
-        1,
-        0,
-        0,
-    ]);
-    let shstrtab_name = u64::from(shstrtab.add(b".shstrtab"));
-    let shstrtab_bytes = std::mem::take(&mut shstrtab.bytes);
-    headers.push([
-        shstrtab_name,
-        u64::from(SHT_STRTAB),
-        0,
-        place(&mut out, &shstrtab_bytes, 1),
-        shstrtab_bytes.len() as u64,
         0,
         0,
         1,
@@ -1273,7 +1291,7 @@ pub(super) fn write(
     out[0x34..0x36].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
     out[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes()); // e_shentsize
     out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
-    out[0x3e..0x40].copy_from_slice(&(shstrtab_index as u16).to_le_bytes());
+    out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
     Some(out)
 }
 
