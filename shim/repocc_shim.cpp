@@ -307,36 +307,91 @@ template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&vi
 // drops the stubs; a fragment's code generation no longer builds the
 // whole graph of types its functions reach (most of a `-O0 -g`
 // fragment's cost), and the repository no longer stores it with each.
+//
+// With `CxxDecls` (a C++ unit with full debug info), a fragment holds every
+// class, struct and union with an ODR identifier (its mangled name) that
+// is declared at namespace scope or inside another such class as a
+// declaration: tag, name, identifier and the scope chain (namespaces, the
+// enclosing class's declaration), nothing else -- what clang itself emits
+// for a class whose definition another unit holds (`-fno-standalone-debug`).
+// A class's members and its completeness follow what each unit uses, so
+// a fragment that held them would differ from unit to unit; as a
+// declaration, a template instance's fragment is the same in every unit
+// that instantiates it the same way. The glue holds every complete class
+// the unit's definitions reach (`repocc_retain_unit_types`), and debuggers
+// find a declaration's definition by its name, as they do across clang's
+// own units. Member declarations a definition names (`declaration:`) stay,
+// inside the class's declaration, as in clang's output.
+enum StubKind { StubNone = 0, StubCRecords = 1, StubCxxDecls = 2 };
+
 struct RepoccSharedTypes {
   DenseSet<const Metadata *> Clean;
-  bool Stub = false;
+  StubKind Stub = StubNone;
   DenseMap<const DICompositeType *, DICompositeType *> Stubs;
 };
 
 namespace {
 
-// Whether the unit's fragments hold stubs of its types (see above): every
-// compile unit is C with full debug info. (C++ types carry their mangled
-// names as identifiers and members that fragments' skeleton declarations
-// need; they stay whole.)
-bool stubsUnitTypes(const Module &M) {
-  bool Any = false;
+// How the unit's fragments hold its types (see above): C records when
+// every compile unit is C with full debug info, C++ declarations when every
+// one is C++ with full debug info, none otherwise (a mix, line tables only).
+StubKind stubsUnitTypes(const Module &M) {
+  StubKind Kind = StubNone;
   for (const DICompileUnit *CU : M.debug_compile_units()) {
-    Any = true;
     if (CU->getEmissionKind() != DICompileUnit::FullDebug)
-      return false;
+      return StubNone;
+    StubKind This;
     switch (CU->getSourceLanguage()) {
     case dwarf::DW_LANG_C:
     case dwarf::DW_LANG_C89:
     case dwarf::DW_LANG_C99:
     case dwarf::DW_LANG_C11:
     case dwarf::DW_LANG_C17:
+      This = StubCRecords;
+      break;
+    case dwarf::DW_LANG_C_plus_plus:
+    case dwarf::DW_LANG_C_plus_plus_03:
+    case dwarf::DW_LANG_C_plus_plus_11:
+    case dwarf::DW_LANG_C_plus_plus_14:
+    case dwarf::DW_LANG_C_plus_plus_17:
+    case dwarf::DW_LANG_C_plus_plus_20:
+      This = StubCxxDecls;
+      break;
+    default:
+      return StubNone;
+    }
+    if (Kind != StubNone && Kind != This)
+      return StubNone;
+    Kind = This;
+  }
+  return Kind;
+}
+
+// A C++ class, struct or union a fragment holds as a declaration (see
+// RepoccSharedTypes): it has an ODR identifier and lies at namespace scope
+// or in another such class. (Enums stay whole: they hold no members that
+// follow their uses. Classes local to a function stay with it.)
+bool cxxDeclared(const Metadata *MD) {
+  for (int Depth = 0; Depth < 256; Depth++) {
+    auto *T = dyn_cast_or_null<DICompositeType>(MD);
+    if (!T || !T->getRawIdentifier())
+      return false;
+    switch (T->getTag()) {
+    case dwarf::DW_TAG_class_type:
+    case dwarf::DW_TAG_structure_type:
+    case dwarf::DW_TAG_union_type:
       break;
     default:
       return false;
     }
+    const Metadata *Scope = T->getRawScope();
+    while (auto *NS = dyn_cast_or_null<DINamespace>(Scope))
+      Scope = NS->getRawScope();
+    if (!Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope))
+      return true;
+    MD = Scope;
   }
-  return Any;
+  return false;
 }
 
 // A complete struct, union or enum declared at file scope: what
@@ -368,54 +423,43 @@ bool stubbable(const Metadata *MD) {
 
 DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
   auto [It, New] = Shared.Stubs.try_emplace(T, nullptr);
-  if (New) {
-    // No file, line or scope: the stub's own type unit is always dropped,
-    // and a stub with lines would need placing.
-    It->second = DICompositeType::get(
-        T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, nullptr, nullptr,
-        T->getSizeInBits(), T->getAlignInBits(), 0, T->getFlags(), nullptr,
-        T->getRuntimeLang(), nullptr, nullptr, T->getRawIdentifier());
+  if (!New)
+    return It->second;
+  if (Shared.Stub == StubCxxDecls) {
+    // The scope: namespaces as they are (uniqued, no lines), an enclosing
+    // class as its own declaration, a file as none.
+    Metadata *Scope = T->getRawScope();
+    const Metadata *Outer = Scope;
+    while (auto *NS = dyn_cast_or_null<DINamespace>(Outer))
+      Outer = NS->getRawScope();
+    if (Scope && Scope == Outer) {
+      if (auto *Class = dyn_cast<DICompositeType>(Scope))
+        Scope = stubOf(Class, Shared);
+      else
+        Scope = nullptr;
+    }
+    DICompositeType *Stub = DICompositeType::get(
+        T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, Scope, nullptr, 0, 0, 0,
+        DINode::FlagFwdDecl, nullptr, 0, nullptr, nullptr, T->getRawIdentifier());
+    // `stubOf` above may have grown the map.
+    Shared.Stubs[T] = Stub;
+    return Stub;
   }
+  // No file, line or scope: the stub's own type unit is always dropped,
+  // and a stub with lines would need placing.
+  It->second = DICompositeType::get(
+      T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, nullptr, nullptr,
+      T->getSizeInBits(), T->getAlignInBits(), 0, T->getFlags(), nullptr,
+      T->getRuntimeLang(), nullptr, nullptr, T->getRawIdentifier());
   return It->second;
 }
 
-} // namespace
-
-// With stubs, every type a fragment can reach is one its unit retains
-// (`repocc_retain_unit_types`) or lists as an enum: their stubs are made
-// once, here, for every fragment's mapping.
-extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
-  auto *Shared = new RepoccSharedTypes;
-  Module &M = *unwrap(module);
-  Shared->Stub = stubsUnitTypes(M);
-  if (Shared->Stub)
-    for (DICompileUnit *CU : M.debug_compile_units()) {
-      for (auto *T : CU->getRetainedTypes())
-        if (stubbable(T))
-          stubOf(cast<DICompositeType>(T), *Shared);
-      for (auto *T : CU->getEnumTypes())
-        if (stubbable(T))
-          stubOf(T, *Shared);
-    }
-  return Shared;
-}
-
-extern "C" int repocc_stubs_unit_types(LLVMModuleRef module) {
-  return stubsUnitTypes(*unwrap(module));
-}
-
-// Makes the unit's compile units retain every complete file-scope struct,
-// union and enum its definitions' debug info reaches, for the glue to hold
-// them in full (see RepoccSharedTypes). Called before pruning, so that the
-// list is the same whatever the repository holds: a type only a pruned
-// (reused) fragment uses is still there. Returns how many were added.
-extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
-  Module &M = *unwrap(module);
-  if (!stubsUnitTypes(M))
-    return 0;
+// Calls `Found` on every metadata node the module's globals and functions
+// reach, each once, in a fixed order (globals, then functions, each one's
+// operands in order); compile units are not entered.
+template <class Found> void forEachReachedNode(const Module &M, Found &&found) {
   DenseSet<const Metadata *> Seen;
   SmallVector<const Metadata *, 64> Stack;
-  SmallVector<Metadata *, 64> Found;
   auto visit = [&](const Metadata *MD) {
     if (MD && Seen.insert(MD).second)
       Stack.push_back(MD);
@@ -426,8 +470,7 @@ extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
       auto *N = dyn_cast<MDNode>(MD);
       if (!N || isa<DICompileUnit>(N))
         continue;
-      if (auto *T = dyn_cast<DICompositeType>(N); T && fileScopeRecord(T))
-        Found.push_back(const_cast<DICompositeType *>(T));
+      found(N);
       // Operands in reverse, so that the walk meets them in order.
       for (unsigned I = N->getNumOperands(); I > 0; I--)
         visit(N->getOperand(I - 1).get());
@@ -441,6 +484,64 @@ extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
     forEachObjectRoot(F, visit);
     drain();
   }
+}
+
+} // namespace
+
+// With stubs, every type a fragment can reach is one its unit retains
+// (`repocc_retain_unit_types`) or lists as an enum (C), or one the walk
+// of the unit's metadata meets (C++): their stubs are made once, here, for
+// every fragment's mapping.
+extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
+  auto *Shared = new RepoccSharedTypes;
+  Module &M = *unwrap(module);
+  Shared->Stub = stubsUnitTypes(M);
+  if (Shared->Stub == StubCRecords)
+    for (DICompileUnit *CU : M.debug_compile_units()) {
+      for (auto *T : CU->getRetainedTypes())
+        if (stubbable(T))
+          stubOf(cast<DICompositeType>(T), *Shared);
+      for (auto *T : CU->getEnumTypes())
+        if (stubbable(T))
+          stubOf(T, *Shared);
+    }
+  if (Shared->Stub == StubCxxDecls) {
+    forEachReachedNode(M, [&](const MDNode *N) {
+      if (cxxDeclared(N))
+        stubOf(cast<DICompositeType>(N), *Shared);
+    });
+    for (DICompileUnit *CU : M.debug_compile_units())
+      for (auto *T : CU->getRetainedTypes())
+        if (cxxDeclared(T))
+          stubOf(cast<DICompositeType>(T), *Shared);
+  }
+  return Shared;
+}
+
+extern "C" int repocc_stubs_unit_types(LLVMModuleRef module) {
+  return stubsUnitTypes(*unwrap(module));
+}
+
+// Makes the unit's compile units retain every complete type its
+// definitions' debug info reaches that fragments hold as stubs (C:
+// file-scope structs, unions and enums; C++: classes, see
+// RepoccSharedTypes), for the glue to hold them in full. Called before
+// pruning, so that the list is the same whatever the repository holds: a
+// type only a pruned (reused) fragment uses is still there. Returns how
+// many were added.
+extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
+  Module &M = *unwrap(module);
+  StubKind Kind = stubsUnitTypes(M);
+  if (Kind == StubNone)
+    return 0;
+  SmallVector<Metadata *, 64> Found;
+  forEachReachedNode(M, [&](const MDNode *N) {
+    auto *T = dyn_cast<DICompositeType>(N);
+    if (!T)
+      return;
+    if (Kind == StubCRecords ? fileScopeRecord(T) : cxxDeclared(T) && !T->isForwardDecl())
+      Found.push_back(const_cast<DICompositeType *>(T));
+  });
   unsigned Added = 0;
   for (DICompileUnit *CU : M.debug_compile_units()) {
     SmallVector<Metadata *, 64> Retained;
@@ -1570,30 +1671,106 @@ extern "C" void repocc_identify_debug_types(LLVMModuleRef module) {
 // Returns how many files were stripped.
 extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
   Module &M = *unwrap(module);
-  DebugInfoFinder Finder;
-  Finder.processModule(M);
   ValueToValueMapTy VM;
   unsigned Stripped = 0;
-  auto Strip = [&](DIFile *F) {
-    if (!F || !F->getRawChecksum() || VM.getMappedMD(F))
+  auto Strip = [&](const DIFile *F) {
+    if (!F->getRawChecksum() || VM.getMappedMD(F))
       return;
     VM.MD()[F].reset(DIFile::get(M.getContext(), F->getRawFilename(),
                                  F->getRawDirectory(), std::nullopt,
                                  F->getRawSource()));
     Stripped++;
   };
-  for (DICompileUnit *CU : Finder.compile_units())
-    Strip(CU->getFile());
-  for (DISubprogram *SP : Finder.subprograms())
-    Strip(SP->getFile());
-  for (DIType *T : Finder.types())
-    Strip(T->getFile());
-  for (DIScope *S : Finder.scopes())
-    Strip(S->getFile());
-  for (DIGlobalVariableExpression *G : Finder.global_variables())
-    Strip(G->getVariable()->getFile());
+  // Every node, not DebugInfoFinder's: it does not enter every operand
+  // (a template parameter's, a member declaration's file), and a file
+  // left with its checksum makes a header's definitions differ between
+  // units that reach it differently.
+  forEachReachedNode(M, [&](const MDNode *N) {
+    if (auto *F = dyn_cast<DIFile>(N))
+      Strip(F);
+  });
+  DenseSet<const Metadata *> Seen;
+  SmallVector<const Metadata *, 64> Stack;
+  if (NamedMDNode *CUs = M.getNamedMetadata("llvm.dbg.cu"))
+    for (const MDNode *CU : CUs->operands())
+      Stack.push_back(CU);
+  while (!Stack.empty()) {
+    auto *N = dyn_cast<MDNode>(Stack.pop_back_val());
+    if (!N || !Seen.insert(N).second)
+      continue;
+    if (auto *F = dyn_cast<DIFile>(N))
+      Strip(F);
+    for (const MDOperand &Op : N->operands())
+      if (Op.get())
+        Stack.push_back(Op.get());
+  }
   if (!Stripped)
     return 0;
+  // ValueMapper alone leaves uniqued nodes that reach a file only through
+  // a cycle with a distinct node (a class's member declarations, whose
+  // scope is the class) unmapped. So every uniqued node that reaches a
+  // stripped file is re-created here first, without entering distinct
+  // nodes (uniqued nodes form no cycle of their own); then each distinct
+  // node's operands are replaced in place.
+  DenseMap<const Metadata *, Metadata *> Made;
+  SmallVector<MDNode *, 64> Distinct;
+  DenseSet<const MDNode *> DistinctSeen;
+  std::function<Metadata *(Metadata *)> Rebuilt = [&](Metadata *MD) -> Metadata * {
+    auto *N = dyn_cast_or_null<MDNode>(MD);
+    if (!N)
+      return MD;
+    if (N->isDistinct()) {
+      if (DistinctSeen.insert(N).second)
+        Distinct.push_back(N);
+      return N;
+    }
+    if (auto Mapped = VM.getMappedMD(N))
+      return const_cast<Metadata *>(*Mapped);
+    if (auto It = Made.find(N); It != Made.end())
+      return It->second;
+    SmallVector<Metadata *, 8> Ops;
+    bool Changed = false;
+    for (const MDOperand &Op : N->operands()) {
+      Ops.push_back(Rebuilt(Op.get()));
+      Changed |= Ops.back() != Op.get();
+    }
+    Metadata *Result = N;
+    if (Changed) {
+      TempMDNode Copy = N->clone();
+      for (unsigned I = 0; I < Ops.size(); I++)
+        Copy->replaceOperandWith(I, Ops[I]);
+      Result = MDNode::replaceWithUniqued(std::move(Copy));
+      if (Result == N) {
+        // A member of a class with an ODR identifier is uniqued by its
+        // name and class alone, so the copy is the node itself: it is
+        // changed in place (nothing else has its key).
+        for (unsigned I = 0; I < Ops.size(); I++)
+          if (N->getOperand(I).get() != Ops[I])
+            N->replaceOperandWith(I, Ops[I]);
+      } else {
+        VM.MD()[N].reset(Result);
+      }
+    }
+    Made[N] = Result;
+    return Result;
+  };
+  auto rebuildFrom = [&](const Metadata *MD) { Rebuilt(const_cast<Metadata *>(MD)); };
+  for (const Function &F : M)
+    forEachObjectRoot(F, rebuildFrom);
+  for (const GlobalVariable &G : M.globals())
+    forEachObjectRoot(G, rebuildFrom);
+  if (NamedMDNode *CUs = M.getNamedMetadata("llvm.dbg.cu"))
+    for (MDNode *CU : CUs->operands())
+      rebuildFrom(CU);
+  for (size_t I = 0; I < Distinct.size(); I++) {
+    MDNode *N = Distinct[I];
+    for (unsigned Op = 0; Op < N->getNumOperands(); Op++) {
+      Metadata *Old = N->getOperand(Op).get();
+      Metadata *New = Rebuilt(Old);
+      if (New != Old)
+        N->replaceOperandWith(Op, New);
+    }
+  }
   ValueMapper Mapper(VM, RF_ReuseAndMutateDistinctMDs | RF_IgnoreMissingLocals);
   for (Function &F : M)
     Mapper.remapFunction(F);

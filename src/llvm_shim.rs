@@ -488,9 +488,8 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
 /// only what is its own. Made per unit, used in its context only (the
 /// thread that extracts), dropped before the context.
 ///
-/// In a C unit with full debug info, fragments hold the unit's file-scope
-/// structs, unions and enums as stubs (tag, name, size, identifier), and
-/// the glue holds them whole (see [`retain_unit_types`]).
+/// With full debug info, fragments hold the unit's types as stubs (see
+/// [`StubKind`]), and the glue holds them whole (see [`retain_unit_types`]).
 pub struct SharedTypes(*mut c_void);
 
 impl SharedTypes {
@@ -501,11 +500,28 @@ impl SharedTypes {
     }
 }
 
-/// Whether the unit's fragments hold stubs of its types (see
-/// [`SharedTypes`]): every compile unit is C with full debug info.
-pub fn stubs_unit_types(module: &inkwell::module::Module) -> bool {
+/// How a unit's fragments hold its debug types (see [`SharedTypes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StubKind {
+    /// Whole (no debug info, line tables only, or a mix of languages).
+    None,
+    /// C: file-scope structs, unions and enums as stubs of their type
+    /// units (tag, name, size, identifier); the glue holds them whole.
+    CRecords,
+    /// C++: classes, structs and unions with an ODR identifier as
+    /// declarations (tag, name, scope chain, identifier), as clang emits a
+    /// class another unit defines; the glue holds every complete one.
+    CxxDecls,
+}
+
+/// How the unit's fragments hold its types (see [`StubKind`]).
+pub fn stubs_unit_types(module: &inkwell::module::Module) -> StubKind {
     // SAFETY: reads the module's compile units only.
-    unsafe { repocc_stubs_unit_types(module.as_mut_ptr()) != 0 }
+    match unsafe { repocc_stubs_unit_types(module.as_mut_ptr()) } {
+        1 => StubKind::CRecords,
+        2 => StubKind::CxxDecls,
+        _ => StubKind::None,
+    }
 }
 
 /// Where fragments hold stubs of the unit's types, makes its compile units

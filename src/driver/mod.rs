@@ -357,7 +357,12 @@ fn execute(
                 .iter()
                 .all(|u| matches!(u.language, "c" | "cpp-output")),
         );
-    pipeline::merge::configure_llvm(fragments, fragments && debug_fragments);
+    // Type units hold C's types (C++ fragments declare classes instead).
+    let c_units = p
+        .units
+        .iter()
+        .any(|u| matches!(u.language, "c" | "cpp-output"));
+    pipeline::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {

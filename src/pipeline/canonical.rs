@@ -519,6 +519,20 @@ mod tests {
         unit.module.verify().unwrap();
         // Nothing left to strip.
         assert_eq!(crate::llvm_shim::strip_file_checksums(&unit.module), 0);
+
+        // C++: member declarations reached only through a class and the
+        // definitions that name them.
+        let bitcode = bitcode_with(
+            "#include <vector>\n\
+             int first(const std::vector<int> &v) { return *v.begin() + (int)v.size(); }\n",
+            &["-x", "c++", "-O0", "-g", "-Xclang", "-disable-O0-optnone"],
+        );
+        let unit = load(&context, &bitcode, "t.cc", &settings).unwrap();
+        assert!(crate::llvm_shim::strip_file_checksums(&unit.module) >= 1);
+        let after = unit.module.print_to_string().to_string();
+        let left: Vec<&str> = after.lines().filter(|l| l.contains("checksum")).collect();
+        assert!(left.is_empty(), "{left:?}");
+        unit.module.verify().unwrap();
     }
 
     #[test]

@@ -45,6 +45,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::{bail, Result};
 
+use crate::llvm_shim::StubKind;
 use crate::repo::store::FragmentDigest;
 
 /// Bump when what the digest covers changes.
@@ -333,9 +334,8 @@ struct Canonicalizer<'a> {
     /// With relative lines: the unit's source file node and its anchor;
     /// file-level nodes of that file have their lines relative to it.
     unit_anchor: Option<(HashSet<&'a str>, u64)>,
-    /// Whether fragments hold the unit's file-scope types as stubs
-    /// ([`stubs_unit_types`]).
-    stubs: bool,
+    /// How fragments hold the unit's types ([`stubs_unit_types`]).
+    stubs: StubKind,
     /// Inside such a type (depth): no node's lines count (`LineKind::Stub`);
     /// texts so made are memoized apart.
     lineless: usize,
@@ -445,7 +445,16 @@ impl<'a> Canonicalizer<'a> {
         }
         self.budget = self.budget.saturating_sub(body.len());
         // A type fragments hold as a stub, and all its content: no lines.
-        let lineless = self.lineless > 0 || (self.stubs && stubbed_type(self.p, body));
+        if self.stubs == StubKind::CxxDecls && cxx_declared(self.p, body) {
+            // Fragments hold the class as a declaration: its tag, name,
+            // identifier and scope chain are all of it they say.
+            let text = self.cxx_declaration_text(body);
+            let h = format!("!M{}", &blake3::hash(text.as_bytes()).to_hex()[..32]);
+            self.md_memo.insert(id, h.clone());
+            return h;
+        }
+        let lineless =
+            self.lineless > 0 || (self.stubs == StubKind::CRecords && stubbed_type(self.p, body));
         self.lineless += usize::from(lineless);
         self.md_stack.push(id);
         let before = self.md_stack.len();
@@ -512,6 +521,27 @@ impl<'a> Canonicalizer<'a> {
         }
         self.depends_on_own = outer || dependent;
         h
+    }
+
+    /// The text of a C++ class as fragments declare it (the shim's
+    /// `stubOf` with `CxxDecls`): tag, name, identifier, and the scope as
+    /// namespaces and the enclosing class's declaration.
+    fn cxx_declaration_text(&mut self, body: &'a str) -> String {
+        let tag = md_field(body, "tag").unwrap_or_default();
+        let name = md_string_field(body, "name").unwrap_or_default();
+        let identifier = md_string_field(body, "identifier").unwrap_or_default();
+        let scope = match md_reference(self.p, body, "scope") {
+            Some(s)
+                if self.p.metadata.get(s).is_some_and(|b| {
+                    let b = b.strip_prefix("distinct ").unwrap_or(b);
+                    b.starts_with("!DINamespace(") || b.starts_with("!DICompositeType(")
+                }) =>
+            {
+                self.md_text(s)
+            }
+            _ => "none".to_string(),
+        };
+        format!("declaration {tag} {name} {identifier} scope: {scope}")
     }
 
     fn canonical_into_md(&mut self, body: &'a str, out: &mut String, cyclic: &mut bool) {
@@ -943,29 +973,82 @@ enum LineKind<'a> {
     Absolute,
 }
 
-/// Whether fragments hold the unit's file-scope structs, unions and enums
-/// as stubs: every compile unit is C with full debug info. The shim's
-/// `stubsUnitTypes` decides the same from the module.
-fn stubs_unit_types(p: &Parsed) -> bool {
-    let mut units = p
-        .metadata
-        .values()
-        .filter(|b| {
-            b.strip_prefix("distinct ")
-                .unwrap_or(b)
-                .starts_with("!DICompileUnit(")
-        })
-        .peekable();
-    units.peek().is_some()
-        && units.all(|b| {
-            md_field(b, "emissionKind") == Some("FullDebug")
-                && matches!(
-                    md_field(b, "language"),
-                    Some(
-                        "DW_LANG_C" | "DW_LANG_C89" | "DW_LANG_C99" | "DW_LANG_C11" | "DW_LANG_C17"
-                    )
-                )
-        })
+/// How fragments hold the unit's types: C records when every compile unit
+/// is C with full debug info, C++ declarations when every one is C++ with
+/// full debug info. The shim's `stubsUnitTypes` decides the same from the
+/// module.
+fn stubs_unit_types(p: &Parsed) -> StubKind {
+    let mut kind = StubKind::None;
+    for b in p.metadata.values() {
+        if !b
+            .strip_prefix("distinct ")
+            .unwrap_or(b)
+            .starts_with("!DICompileUnit(")
+        {
+            continue;
+        }
+        if md_field(b, "emissionKind") != Some("FullDebug") {
+            return StubKind::None;
+        }
+        let this = match md_field(b, "language") {
+            Some("DW_LANG_C" | "DW_LANG_C89" | "DW_LANG_C99" | "DW_LANG_C11" | "DW_LANG_C17") => {
+                StubKind::CRecords
+            }
+            Some(
+                "DW_LANG_C_plus_plus"
+                | "DW_LANG_C_plus_plus_03"
+                | "DW_LANG_C_plus_plus_11"
+                | "DW_LANG_C_plus_plus_14"
+                | "DW_LANG_C_plus_plus_17"
+                | "DW_LANG_C_plus_plus_20",
+            ) => StubKind::CxxDecls,
+            _ => return StubKind::None,
+        };
+        if kind != StubKind::None && kind != this {
+            return StubKind::None;
+        }
+        kind = this;
+    }
+    kind
+}
+
+/// A C++ class, struct or union fragments hold as a declaration (the
+/// shim's `cxxDeclared`): it has an identifier and lies at namespace scope
+/// or inside another such class.
+fn cxx_declared(p: &Parsed, body: &str) -> bool {
+    let mut body = body;
+    for _ in 0..256 {
+        let kind = body.strip_prefix("distinct ").unwrap_or(body);
+        let tagged = [
+            "!DICompositeType(tag: DW_TAG_class_type,",
+            "!DICompositeType(tag: DW_TAG_structure_type,",
+            "!DICompositeType(tag: DW_TAG_union_type,",
+        ]
+        .iter()
+        .any(|k| kind.starts_with(k));
+        if !tagged || md_string_field(body, "identifier").is_none() {
+            return false;
+        }
+        let mut scope = md_reference(p, body, "scope").and_then(|s| p.metadata.get(s).copied());
+        while let Some(s) = scope.filter(|s| {
+            s.strip_prefix("distinct ")
+                .unwrap_or(s)
+                .starts_with("!DINamespace(")
+        }) {
+            scope = md_reference(p, s, "scope").and_then(|s| p.metadata.get(s).copied());
+        }
+        match scope {
+            None => return true,
+            Some(s) => {
+                let s2 = s.strip_prefix("distinct ").unwrap_or(s);
+                if s2.starts_with("!DIFile(") || s2.starts_with("!DICompileUnit(") {
+                    return true;
+                }
+                body = s;
+            }
+        }
+    }
+    false
 }
 
 /// A type fragments hold as a stub (see `LineKind::Stub`): a complete
@@ -2687,7 +2770,10 @@ mod tests {
         for flags in [&["-g", "-O0"][..], &["-g", "-O2"]] {
             let context = Context::create();
             let module = module_of(&context, &ir_of(src, flags));
-            assert!(crate::llvm_shim::stubs_unit_types(&module));
+            assert_eq!(
+                crate::llvm_shim::stubs_unit_types(&module),
+                StubKind::CRecords
+            );
             assert_eq!(crate::llvm_shim::retain_unit_types(&module), 3, "{flags:?}");
             // Retained once.
             assert_eq!(crate::llvm_shim::retain_unit_types(&module), 0, "{flags:?}");
@@ -2726,12 +2812,13 @@ mod tests {
                     assert!(whole.is_some(), "{id} not whole in the unit");
                 }
             }
-            // C++: nothing retained, nothing stubbed.
+            // C++: the two structs are classes with identifiers, retained
+            // (the enum stays whole).
             let mut cxx_flags = flags.to_vec();
             cxx_flags.extend(["-x", "c++"]);
             let cxx = module_of(&context, &ir_of(src, &cxx_flags));
-            assert!(!crate::llvm_shim::stubs_unit_types(&cxx));
-            assert_eq!(crate::llvm_shim::retain_unit_types(&cxx), 0);
+            assert_eq!(crate::llvm_shim::stubs_unit_types(&cxx), StubKind::CxxDecls);
+            assert_eq!(crate::llvm_shim::retain_unit_types(&cxx), 2, "{flags:?}");
         }
     }
 
@@ -2802,14 +2889,58 @@ mod tests {
         // Its content still counts.
         let changed = src.replace("    int y;", "    long y;");
         assert_ne!(fin(&a, "get"), fin(&digests(&changed, &[]), "get"));
-        // C++: the struct is whole in the fragment.
+        // C++: the struct is a declaration in the fragment (name and
+        // identifier): where it lies and what its members are leave the
+        // digest; the code that reads a member still counts.
         let cxx = |src: &str| {
             digests(
                 &src.replace("int get(", "extern \"C\" int get("),
                 &["-x", "c++"],
             )
         };
-        assert_ne!(fin(&cxx(src), "get"), fin(&cxx(&moved), "get"));
+        assert_eq!(fin(&cxx(src), "get"), fin(&cxx(&moved), "get"));
+        assert_eq!(fin(&cxx(src), "get"), fin(&cxx(&member), "get"));
+        assert_ne!(fin(&cxx(src), "get"), fin(&cxx(&changed), "get"));
+        let renamed = src.replace("point", "spot");
+        assert_ne!(fin(&cxx(src), "get"), fin(&cxx(&renamed), "get"));
+    }
+
+    /// A C++ template instance's digest does not follow what else its unit
+    /// uses of the class (the members its debug type lists, whether it is
+    /// complete): fragments declare the class, the glue defines it.
+    #[test]
+    fn cxx_instances_have_the_same_digest_whatever_else_the_unit_uses() {
+        let header = "template <class T> struct Box {\n  T v;\n  T get() const { return v; }\n  \
+                      void set(T x) { v = x; }\n  T twice() const { return v + v; }\n};\n";
+        let digests = |src: &str, flags: &[&str]| {
+            let mut all = vec!["-x", "c++", "-g"];
+            all.extend(flags);
+            let ir: String = ir_of(src, &all)
+                .lines()
+                .map(|l| match l.find(", checksumkind: ") {
+                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            digest_module(&ir, &[], Inlining::AlwaysInlineOnly, Lines::Relative).unwrap()
+        };
+        let get = "_ZNK3BoxIiE3getEv";
+        let first = format!("{header}int f(const Box<int> &b) {{ return b.get(); }}\n");
+        let second = format!(
+            "{header}int g(Box<int> &b) {{ b.set(2); return b.get() + b.twice(); }}\n\
+             struct Other {{ Box<long> l; }};\nlong h(Other *o) {{ return o->l.get(); }}\n"
+        );
+        for flags in [&["-O0"][..], &["-O0", "-fstandalone-debug"]] {
+            let one = digests(&first, flags);
+            assert_eq!(
+                fin(&one, get),
+                fin(&digests(&second, flags), get),
+                "{flags:?}"
+            );
+            // Not blind: the instance's own code counts.
+            let changed = first.replace("return v; }", "return v + 1; }");
+            assert_ne!(fin(&one, get), fin(&digests(&changed, flags), get));
+        }
     }
 
     #[test]

@@ -300,10 +300,10 @@ fn repository_stages(
     // Before pruning, so that the glue holds the same types whatever the
     // repository holds (see `llvm_shim::SharedTypes`).
     let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
-    if stubbed_types {
-        // A stub emitted inside a fragment's own compile unit (no type
+    if stubbed_types != crate::llvm_shim::StubKind::None {
+        // A C stub emitted inside a fragment's own compile unit (no type
         // units) would be the type a debugger sees.
-        if !merge::debug_type_units() {
+        if stubbed_types == crate::llvm_shim::StubKind::CRecords && !merge::debug_type_units() {
             anyhow::bail!(
                 "{}: debug types are not emitted as type units",
                 unit.source_name
@@ -490,7 +490,7 @@ fn repository_stages(
         .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
         .collect::<Result<_>>()?;
     let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
-    if stubbed_types {
+    if stubbed_types != crate::llvm_shim::StubKind::None {
         // The glue is the first part, when there is one.
         let glue_first = matches!(
             parts.first(),
@@ -502,7 +502,9 @@ fn repository_stages(
                 unit.source_name
             );
         }
-        every_type_unit_whole(&objects, &unit.source_name)?;
+        if stubbed_types == crate::llvm_shim::StubKind::CRecords {
+            every_type_unit_whole(&objects, &unit.source_name)?;
+        }
     }
     compose::compose_fragments(
         &objects,
