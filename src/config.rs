@@ -39,22 +39,22 @@ pub struct Config {
 pub enum DebugFragments {
     Off,
     On,
-    /// C units at `-O1` and above. At `-O0` the frontend is most of a
+    /// Units at `-O1` and above. At `-O0` the frontend is most of a
     /// unit's compile, so an edited unit costs what clang's compile does
-    /// while a cold one costs more; C++ fragments keep an abbreviation
-    /// table each, which leaves their objects several times clang's
-    /// (see the README's limitations).
+    /// while a cold one costs more (fmt's C++ units at `-O0 -g`: 1.4
+    /// times clang-19's cold, 1.1 times with every definition reused; see
+    /// the README's limitations).
     Auto,
 }
 
 impl DebugFragments {
     /// Whether an invocation's units with debug info use the repository:
-    /// `optimizing` is `-O1` and above, `all_c` that every unit is C.
-    pub fn applies(self, optimizing: bool, all_c: bool) -> bool {
+    /// `optimizing` is `-O1` and above.
+    pub fn applies(self, optimizing: bool) -> bool {
         match self {
             DebugFragments::Off => false,
             DebugFragments::On => true,
-            DebugFragments::Auto => optimizing && all_c,
+            DebugFragments::Auto => optimizing,
         }
     }
 
@@ -423,13 +423,12 @@ mod tests {
         let user = d.path().join("user.json");
         let auto = load_from(None, None, |_| None);
         assert_eq!(auto.config.debug_fragments, DebugFragments::Auto);
-        assert!(auto.config.debug_fragments.applies(true, true));
-        assert!(!auto.config.debug_fragments.applies(false, true));
-        assert!(!auto.config.debug_fragments.applies(true, false));
+        assert!(auto.config.debug_fragments.applies(true));
+        assert!(!auto.config.debug_fragments.applies(false));
         std::fs::write(&user, r#"{"debug_fragments": true}"#).unwrap();
         let on = load_from(Some(user.clone()), None, |_| None);
         assert_eq!(on.config.debug_fragments, DebugFragments::On);
-        assert!(on.config.debug_fragments.applies(false, false));
+        assert!(on.config.debug_fragments.applies(false));
         for (raw, want) in [
             ("0", DebugFragments::Off),
             ("yes", DebugFragments::On),
