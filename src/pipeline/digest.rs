@@ -450,9 +450,6 @@ impl<'a> Canonicalizer<'a> {
             // identifier and scope chain are all of it they say.
             let text = self.cxx_declaration_text(body);
             let h = format!("!M{}", &blake3::hash(text.as_bytes()).to_hex()[..32]);
-            if std::env::var_os("DUMPMD").is_some() {
-                eprintln!("MD {h} = {text}");
-            }
             self.md_memo.insert(id, h.clone());
             return h;
         }
@@ -506,9 +503,6 @@ impl<'a> Canonicalizer<'a> {
         self.md_stack.pop();
         debug_assert_eq!(before - 1, self.md_stack.len());
         let h = format!("!M{}", &blake3::hash(out.as_bytes()).to_hex()[..32]);
-        if std::env::var_os("DUMPMD").is_some() {
-            eprintln!("MD {h} = {}", out.replace('\n', " "));
-        }
         let dependent = self.depends_on_own;
         if lineless {
             self.lineless -= 1;
@@ -1695,12 +1689,7 @@ fn compute_parsed<'a>(
             kind: DefKind::Function,
             local: is_local(after_define),
             constant: true,
-            initial: {
-                if std::env::var_os("DUMPMD").is_some() {
-                    eprintln!("FN {name} = {}", out.replace('\n', " "));
-                }
-                digest_of(2, &out)
-            },
+            initial: digest_of(2, &out),
             final_digest: FragmentDigest([0; 32]),
             position,
         });
