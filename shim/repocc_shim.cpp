@@ -776,7 +776,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   std::vector<GlobalValue *> Kept;
   // The copy names the unit's source file only when a member is defined
   // in it (by path; the digest says so, see `defined_in_unit_file`), and
-  // otherwise a placeholder (the verifier wants a name) in the same
+  // otherwise a placeholder (the verifier wants a name) without a
   // directory. A fragment of a header's inline function or a template
   // instance is then the same bytes in every unit that includes the
   // header, and may be reused by any (its digest leaves the compile unit's
@@ -805,13 +805,37 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     }
     return false;
   };
+  auto firstRelativeDirectory = [&]() -> StringRef {
+    const DIFile *F = nullptr;
+    if (!Kept.empty()) {
+      if (auto *Fn = dyn_cast<Function>(Kept.front())) {
+        if (DISubprogram *SP = Fn->getSubprogram())
+          F = SP->getFile();
+      } else if (auto *G = dyn_cast<GlobalVariable>(Kept.front())) {
+        SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+        G->getDebugInfo(GVEs);
+        if (!GVEs.empty())
+          F = GVEs.front()->getVariable()->getFile();
+      }
+    }
+    if (!F || F->getFilename().starts_with("/"))
+      return "";
+    return F->getDirectory();
+  };
   auto mapCompileUnits = [&] {
     if (copy_module_asm)
       return;
     for (DICompileUnit *CU : Src.debug_compile_units()) {
       DIFile *File = CU->getFile();
+      // Nor the unit's directory: units compiled in other directories (a
+      // CMake project's subdirectories) share it too. The directory is
+      // that of the first member's file when its path is relative (a
+      // header next to the source, found by `#include "..."`), so that
+      // the line table names it relative to the directory as clang's
+      // does; none otherwise. Either way it is in the members' digests.
+      // The composed compile unit takes the glue's (see `debug_units`).
       if (!definedIn(File))
-        File = DIFile::get(Src.getContext(), "<repocc fragment>", File->getDirectory());
+        File = DIFile::get(Src.getContext(), "<repocc fragment>", firstRelativeDirectory());
       DICompileUnit *Own = DICompileUnit::getDistinct(
           Src.getContext(), CU->getSourceLanguage(), File, CU->getProducer(),
           CU->isOptimized(), CU->getFlags(), CU->getRuntimeVersion(),

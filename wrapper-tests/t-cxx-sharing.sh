@@ -11,6 +11,7 @@
 # whole by default). With -g, fragments declare the classes they name and
 # the glue defines them, so what else a unit uses of a class changes no
 # fragment.
+# With -g, a unit compiled in another directory shares as much.
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
@@ -64,6 +65,14 @@ for O in -O0 -O2 "-O2 -g" "-O0 -g"; do
   cmp totals.o totals.cold.o || fail "$O: share-totals.o built after share-words differs from its cold object"
   cmp words.o words.after.o || fail "$O: share-words.o built after share-totals differs from its cold object"
   case "$O" in *-g*)
+    # Compiled in another directory (a CMake project's subdirectory), the
+    # second file shares as much.
+    export REPOCC_DIR="$SCRATCH/subdir$O"
+    mkdir -p sub && cp share-totals.cpp sub/
+    "$REPOCCXX" -std=c++17 $O -c share-words.cpp -o words.sub.o
+    "$REPOCC" --zero-stats > /dev/null
+    (cd sub && "$REPOCCXX" -std=c++17 $O -c share-totals.cpp -o totals.o)
+    assert_eq "$O: shared from another directory" "$shared" "$(stat_value definitions_shared)"
     llvm-dwarfdump-19 --verify totals.o > totals.verify || { tail -n 20 totals.verify; fail "$O: the DWARF of share-totals.o does not verify"; }
     llvm-dwarfdump-19 --debug-info totals.o | grep -A4 DW_TAG_compile_unit | has 'DW_AT_name.*"share-words.cpp"' \
       && fail "$O: share-totals.o names the unit that stored its fragments" ;;

@@ -45,6 +45,7 @@ use super::relocatable::{
 };
 
 const DW_AT_NAME: u64 = 0x03;
+const DW_AT_COMP_DIR: u64 = 0x1b;
 const DW_AT_STMT_LIST: u64 = 0x10;
 const DW_AT_LOW_PC: u64 = 0x11;
 const DW_AT_HIGH_PC: u64 = 0x12;
@@ -274,6 +275,9 @@ struct Unit {
     identity: Vec<(u64, u64, Vec<u8>)>,
     /// The root's `DW_AT_name` (a string index): form, bytes and where.
     name: Option<(u64, Vec<u8>, usize)>,
+    /// The root's `DW_AT_comp_dir`: form and bytes. A fragment that names
+    /// no file of the unit has none (see `repocc_extract_definitions`).
+    comp_dir: Option<(u64, Vec<u8>)>,
     root_at: usize,
     root_end: usize,
     root_children: bool,
@@ -785,9 +789,15 @@ fn form_runs(debug: &Debug, units: &[Unit]) -> Vec<Run> {
 /// children, a range if the run has code, and the base of every table the
 /// run has. `false` when none has.
 fn choose_donor(run: &mut Run, units: &[Unit]) -> bool {
+    let comp_dir = run
+        .members
+        .first()
+        .and_then(|&f| units[f].comp_dir.as_ref());
     run.donor = run.members.iter().copied().find(|&m| {
         let unit = &units[m];
-        unit.root_children
+        // The merged root says the run's directory.
+        unit.comp_dir.as_ref() == comp_dir
+            && unit.root_children
             && (run.code.is_none() || (unit.low_pc.is_some() && unit.high_pc.is_some()))
             && KINDS
                 .iter()
@@ -816,6 +826,11 @@ fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
     if let Some(&first) = run.members.first() {
         let f = &units[first];
         if f.abbrevs != unit.abbrevs || f.strings != unit.strings || f.identity != unit.identity {
+            return false;
+        }
+        // A member without a directory takes the run's; one with another
+        // ends it.
+        if unit.comp_dir.is_some() && unit.comp_dir != f.comp_dir {
             return false;
         }
         // The merged root takes the first member's name, in its own field.
@@ -1291,6 +1306,7 @@ fn read_unit(
         abbrevs: (None, 0),
         strings: None,
         identity: Vec::new(),
+        comp_dir: None,
         name: None,
         root_at: at + 12,
         root_end: at + 12,
@@ -1371,6 +1387,9 @@ fn read_unit(
                     DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES => mergeable = false,
                     DW_AT_NAME if info.relocated(p).is_none() => {
                         unit.name = Some((form, bytes.to_vec(), p))
+                    }
+                    DW_AT_COMP_DIR if info.relocated(p).is_none() => {
+                        unit.comp_dir = Some((form, bytes.to_vec()))
                     }
                     _ if info.relocated(p).is_some() => mergeable = false,
                     _ => unit.identity.push((name, form, bytes.to_vec())),

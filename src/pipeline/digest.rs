@@ -413,13 +413,6 @@ impl<'a> Canonicalizer<'a> {
         h
     }
 
-    /// The `directory:` of a compile unit's file (`"/work"`, quotes
-    /// included).
-    fn unit_directory(&self, cu_body: &str) -> Option<&'a str> {
-        let file = md_field(cu_body, "file")?.strip_prefix('!')?;
-        md_field(self.p.metadata.get(file)?, "directory")
-    }
-
     fn md_text(&mut self, id: &'a str) -> String {
         if self.lineless > 0 {
             if let Some(t) = self.md_memo_lineless.get(id) {
@@ -548,17 +541,18 @@ impl<'a> Canonicalizer<'a> {
         let start = out.len();
         if body.contains("!DICompileUnit(") {
             // A fragment's compile unit is a copy without the unit-wide
-            // lists, and it names the source file's directory only (see
-            // `repocc_extract_definitions`); the glue, which keeps them, is
+            // lists, and it names the source file and its directory only
+            // for a definition of that file (see
+            // `repocc_extract_definitions`; the digest says so apart, see
+            // `defined_in_unit_file`); the glue, which keeps them, is
             // compiled every time. Left out here, a definition's digest
             // does not follow every global's line, and an inline function
             // of a header has the same digest in every unit that includes
-            // it (its own file is in its subprogram).
+            // it, wherever it is compiled (its own file is in its
+            // subprogram).
             for piece in without_fields(body, FRAGMENT_UNIT_LEAVES_OUT) {
                 self.canonical_into(piece, out, &mut |_, _| {});
             }
-            out.push_str(" directory: ");
-            out.push_str(self.unit_directory(body).unwrap_or_default());
         } else {
             self.canonical_into(body, out, &mut |_, _| {});
         }
@@ -641,7 +635,7 @@ impl<'a> Canonicalizer<'a> {
 }
 
 /// What a fragment's copy of the compile unit does not have: the unit-wide
-/// lists and the source file (its directory stays).
+/// lists and the source file.
 const FRAGMENT_UNIT_LEAVES_OUT: &[&str] = &[
     "enums",
     "retainedTypes",
@@ -2421,10 +2415,10 @@ mod tests {
     }
 
     #[test]
-    fn the_units_file_is_left_out_its_directory_is_not() {
-        // A function from a header, in units of other names: the same
-        // digest; the unit's own function differs (it is in the unit's
-        // file), and so does everything in another directory.
+    fn the_units_file_and_directory_are_left_out() {
+        // A function from a header, in units of other names or compiled in
+        // another directory: the same digest; the unit's own function
+        // differs (it is in the unit's file).
         let ir = with_lines_ir(
             "# 1 \"/src/h.h\"\nint from_header(int x) { return x * 3; }\n\
              # 3 \"/src/t.c\"\nint own(int y) { return from_header(y) + 1; }\n",
@@ -2448,7 +2442,8 @@ mod tests {
         assert_eq!(fin(&a, "from_header"), fin(&b, "from_header"));
         assert_ne!(fin(&a, "own"), fin(&b, "own"));
         let elsewhere = unit(unit_file.replace("directory: \"", "directory: \"/elsewhere"));
-        assert_ne!(fin(&a, "from_header"), fin(&elsewhere, "from_header"));
+        assert_eq!(fin(&a, "from_header"), fin(&elsewhere, "from_header"));
+        assert_ne!(fin(&a, "own"), fin(&elsewhere, "own"));
     }
 
     #[test]
