@@ -3,7 +3,8 @@
 # the library, googletest and the tests build at fmt's default -O3, and the
 # whole ctest suite passes (including compile-error-test, which checks that
 # bad code fails to compile, and the CMake sub-project tests).
-# The units share their template instances and inline functions: of the
+# The units share their template instances and inline functions (also with
+# -g: see the end): of the
 # COMDAT definitions that repeat across the objects, at least 90% are
 # reused from another unit (`definitions_shared`), and every object equals
 # the one the same unit gets when the units are compiled in reverse order
@@ -62,3 +63,40 @@ for o in "$SCRATCH"/O0/clang/*.o; do
   [ $(( ours * 100 )) -le $(( theirs * 102 )) ] && [ $(( ours * 100 )) -ge $(( theirs * 98 )) ] \
     || fail "-O0 $(basename "$o" .o): .text $ours bytes, clang-19's $theirs"
 done
+
+# With debug info: the library and some tests, C++ units through the
+# repository (-O2 -g by default, -O0 -g with debug_fragments = true): the
+# units share what they instantiate alike (fragments declare the classes
+# they name), compiled in reverse order they give the same objects, the
+# DWARF verifies, and ostream-test linked from them passes.
+G_UNITS="src/format.cc src/os.cc test/gtest-extra.cc test/util.cc test/args-test.cc test/assert-test.cc test/ostream-test.cc"
+G_REVERSED=$(echo $G_UNITS | tr ' ' '\n' | tac | tr '\n' ' ')
+for O in "-O2 -g" "-O0 -g"; do
+  tag=$(echo "$O" | tr -d ' -')
+  case "$O" in -O0*) export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
+  export REPOCC_DIR="$SCRATCH/repo-$tag"
+  python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/repocc" "$REPOCCXX" "$O" $G_UNITS > "$tag.log" 2>&1 || { tail -n 20 "$tag.log"; fail "repocc++ $O"; }
+  python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/clang" clang++-19 "$O" $G_UNITS > /dev/null 2>&1 || fail "clang++-19 $O"
+  nm --defined-only "$SCRATCH/$tag"/clang/*.o 2>/dev/null | awk '$2 == "W" || $2 == "V" {print $3}' > "weak-$tag.txt"
+  repeats=$(( $(wc -l < "weak-$tag.txt") - $(sort -u "weak-$tag.txt" | wc -l) ))
+  shared=$(stat_value definitions_shared)
+  note "$O: COMDAT definitions repeated across clang-19's objects: $repeats; definitions_shared: $shared; whole: $(stat_value debug_units_whole); objects $(du -cb "$SCRATCH/$tag"/repocc/*.o | tail -n 1 | cut -f1) bytes, clang-19's $(du -cb "$SCRATCH/$tag"/clang/*.o | tail -n 1 | cut -f1)"
+  assert_eq "$O: units compiled whole" 0 "$(stat_value debug_units_whole)"
+  [ $(( shared * 10 )) -ge $(( repeats * 9 )) ] && [ "$shared" -gt 300 ] \
+    || fail "$O: only $shared definitions reused from another unit for $repeats repeated ones"
+  REPOCC_DIR="$SCRATCH/repo-$tag-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/reverse" "$REPOCCXX" "$O" $G_REVERSED > /dev/null 2>&1 \
+    || fail "repocc++ $O (reverse order)"
+  for o in "$SCRATCH/$tag"/repocc/*.o; do
+    cmp -s "$o" "$SCRATCH/$tag/reverse/$(basename "$o")" || fail "$O $(basename "$o" .o): another object with the units compiled in reverse order"
+  done
+  llvm-dwarfdump-19 --verify "$SCRATCH/$tag/repocc/ostream-test.cc.o" > "verify-$tag.log" 2>&1 \
+    || { tail -n 20 "verify-$tag.log"; fail "$O: the DWARF of ostream-test.o does not verify"; }
+done
+unset REPOCC_DEBUG_FRAGMENTS
+note "-O2 -g: ostream-test linked from the library and test objects built through the repository"
+G="$SCRATCH/O2g/repocc"
+"$REPOCCXX" -O2 -g "$G/ostream-test.cc.o" "$G/gtest-extra.cc.o" "$G/util.cc.o" test/CMakeFiles/test-main.dir/test-main.cc.o \
+  "$G/format.cc.o" "$G/os.cc.o" lib/libgmock.a lib/libgtest.a -pthread -o ostream-test-g \
+  > link-g.log 2>&1 || { cat link-g.log; fail "linking ostream-test (-O2 -g)"; }
+./ostream-test-g > ostream-test-g.log 2>&1 || { tail -n 30 ostream-test-g.log; fail "ostream-test (-O2 -g) fails"; }
+grep -q "PASSED" ostream-test-g.log || fail "ostream-test (-O2 -g) did not pass: $(tail -n 5 ostream-test-g.log)"

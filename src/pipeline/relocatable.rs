@@ -609,6 +609,12 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     // section as LLVM does.
                     let align = if sec.name == b".eh_frame" {
                         align.min(UNWIND_RECORD_ALIGN)
+                    } else if s.size == 0 {
+                        // An empty section (every object has a `.text`)
+                        // adds no padding: placed last, it would pad the
+                        // section's end, depending on which parts came
+                        // from the repository.
+                        1
                     } else {
                         align
                     };
