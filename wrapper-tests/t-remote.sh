@@ -215,11 +215,14 @@ note "E: $(stat_value remote_corrupt) corrupt remote entries, $(stat_value remot
 assert_eq "E: no corrupt entry was used" 0 "$(stat_value remote_hits)"
 assert_eq "E compiled every unit" "$units" "$(stat_value compiles)"
 
-note "servers that misbehave: silent, answering garbage, full"
+note "servers that misbehave: silent, answering garbage, full, hostile (a valid reply one byte at a time, a 4 GiB value announced, a 4-billion-value array announced)"
 cat > "$SCRATCH/fake-server.py" <<'EOF2'
 # A TCP server on a free loopback port (printed) that accepts and then
-# either never answers (silent) or answers garbage to everything.
-import socket, sys, threading
+# never answers (silent), answers garbage to everything, or answers a
+# request with a valid reply one byte every 0.2 s (drip), a 4 GiB value
+# (huge-value) or an array of 4294967295 values (huge-array), then zeros or
+# nil values as fast as they are taken.
+import socket, sys, threading, time
 mode = sys.argv[1]
 s = socket.socket()
 s.bind(("127.0.0.1", 0))
@@ -230,6 +233,18 @@ def serve(c):
         while c.recv(65536):
             if mode == "garbage":
                 c.sendall(b"\x00\xffnot redis\r\n")
+            elif mode == "drip":
+                for b in b"*4\r\n" + b"$-1\r\n" * 4:
+                    c.sendall(bytes([b]))
+                    time.sleep(0.2)
+            elif mode == "huge-value":
+                c.sendall(b"$4294967296\r\n")
+                while True:
+                    c.sendall(bytes(1 << 20))
+            elif mode == "huge-array":
+                c.sendall(b"*4294967295\r\n")
+                while True:
+                    c.sendall(b"$-1\r\n" * 100000)
     except OSError:
         pass
 while True:
@@ -245,7 +260,7 @@ mkdir -p "$SCRATCH/faults/ref" && (cd "$SCRATCH/faults" && mv *.o ref/)
 redis-server --port 0 --unixsocket "$SCRATCH/full.sock" --unixsocketperm 700 --maxmemory 100kb \
   --maxmemory-policy noeviction --save "" --appendonly no --daemonize yes \
   --pidfile "$SCRATCH/full.pid" --logfile "$SCRATCH/full.log" || fail "redis-server (full)"
-for mode in silent garbage full; do
+for mode in silent garbage full drip huge-value huge-array; do
   case $mode in
     full) url="redis+unix://$SCRATCH/full.sock" ;;
     *)
@@ -255,9 +270,15 @@ for mode in silent garbage full; do
       url="redis://127.0.0.1:$(cat "$SCRATCH/$mode.port")" ;;
   esac
   export REPOCC_DIR="$SCRATCH/repo-$mode"
+  # Bounded whatever the server sends: a hang fails here, not in CI's
+  # time-out; the peak memory is printed by time(1) (%M, KiB).
   (cd "$SCRATCH/faults" && REPOCC_REMOTE_STORAGE="$url" REPOCC_REMOTE_TIMEOUT_MS=300 \
+    timeout 120 /usr/bin/time -o "$SCRATCH/$mode.rss" -f %M \
     repocc -O2 -DLUA_USE_LINUX -c $fault_units 2> "$SCRATCH/$mode.stderr") \
     || fail "$mode server: the compile failed: $(cat "$SCRATCH/$mode.stderr")"
+  rss=$(tail -n 1 "$SCRATCH/$mode.rss")
+  note "$mode server: peak memory ${rss} KiB"
+  [ "$rss" -lt 1048576 ] || fail "$mode server: the compile took ${rss} KiB"
   for o in "$SCRATCH/faults/ref"/*.o; do
     cmp -s "$o" "$SCRATCH/faults/$(basename "$o")" || fail "$mode server: $(basename "$o") differs"
   done

@@ -5,6 +5,7 @@
 pub mod fsx;
 pub mod identity;
 pub mod remote;
+pub mod resp;
 pub mod size;
 pub mod stats;
 pub mod storage;

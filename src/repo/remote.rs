@@ -16,9 +16,11 @@
 //! travel; the invocation waits for them at its end, at most four request
 //! time-outs and a connect time-out.
 //!
-//! The server's replies are not bounded in size by this client (the redis
-//! crate reads a whole reply): a server that is trusted to hold code is
-//! trusted not to flood memory either.
+//! A request ends within its time-out, whatever the server sends, and a
+//! reply larger than a request can need (a value larger than the largest
+//! entry, more values than keys asked for) is refused before it is read
+//! (see `resp`): a hostile or broken server costs a compile at most its
+//! time-outs and a bounded amount of memory.
 //!
 //! Trust: whoever can write the Redis instance can put code into the
 //! programs built from it (the checksum catches accidents, not intent).
@@ -28,6 +30,7 @@ use std::sync::mpsc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::resp::{self, Reply};
 use super::store::{self, Entry, EntryKind, FragmentDigest, FORMAT_VERSION};
 
 const VALUE_MAGIC: &[u8; 8] = b"RPCCZST1";
@@ -35,6 +38,10 @@ const VALUE_MAGIC: &[u8; 8] = b"RPCCZST1";
 const ZSTD_LEVEL: i32 = 3;
 /// Largest entry accepted from the server, decompressed.
 const MAX_ENTRY_BYTES: u64 = store::MAX_ENTRY_BYTES;
+/// Largest value accepted from the server: an entry of the largest size,
+/// compressed (zstd adds a little to what it cannot compress), with its
+/// magic.
+const MAX_VALUE_BYTES: u64 = MAX_ENTRY_BYTES + MAX_ENTRY_BYTES / 128 + 4096;
 /// Keys per MGET, and values per pipelined write.
 const BATCH: usize = 512;
 
@@ -78,7 +85,7 @@ pub struct Remote {
     server: Server,
     /// The URL without its password, for messages.
     label: String,
-    connection: Mutex<Option<redis::Connection>>,
+    connection: Mutex<Option<resp::Connection>>,
     /// Off for the rest of the invocation.
     off: AtomicBool,
     failures: AtomicU32,
@@ -97,10 +104,10 @@ pub fn remote_key(key: &FragmentDigest) -> String {
     format!("repocc:v{FORMAT_VERSION}:{}", key.to_hex())
 }
 
-/// An error on one line: a time-out says so; the server's own text (which
-/// may span lines, or be garbage) is cut short.
-fn describe(e: &redis::RedisError) -> String {
-    if e.is_timeout() {
+/// An error on one line: a time-out says so; the server's own text is
+/// cut short (`resp` cuts what it quotes).
+fn describe(e: &std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::TimedOut {
         return "timed out".into();
     }
     let text: String = e
@@ -108,7 +115,7 @@ fn describe(e: &redis::RedisError) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    match text.char_indices().nth(160) {
+    match text.char_indices().nth(200) {
         Some((at, _)) => format!("{}...", &text[..at]),
         None => text,
     }
@@ -205,10 +212,10 @@ impl Remote {
     /// Records a failure: one warning per invocation; off after a failed
     /// connect, a time-out (waiting again would cost as much) or the
     /// second failure.
-    fn failed(&self, what: &str, e: &redis::RedisError, connecting: bool) {
+    fn failed(&self, what: &str, e: &std::io::Error, connecting: bool) {
         add(&self.stats.errors, 1);
         let n = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        if connecting || e.is_timeout() || n >= 2 {
+        if connecting || e.kind() == std::io::ErrorKind::TimedOut || n >= 2 {
             self.off.store(true, Ordering::Relaxed);
         }
         self.warn(&format!("{what}: {}", describe(e)));
@@ -229,7 +236,7 @@ impl Remote {
     fn with_connection<T>(
         &self,
         what: &str,
-        request: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+        request: impl FnOnce(&mut resp::Connection) -> std::io::Result<T>,
     ) -> Option<T> {
         if self.off.load(Ordering::Relaxed) {
             return None;
@@ -270,13 +277,26 @@ impl Remote {
         for chunk in keys.chunks(BATCH) {
             let names: Vec<String> = chunk.iter().map(remote_key).collect();
             let values: Option<Vec<Option<Vec<u8>>>> = self.with_connection("reading", |c| {
-                if names.len() == 1 {
-                    redis::cmd("GET")
-                        .arg(&names[0])
-                        .query::<Option<Vec<u8>>>(c)
-                        .map(|v| vec![v])
-                } else {
-                    redis::cmd("MGET").arg(&names).query(c)
+                let mut args: Vec<&[u8]> = vec![if names.len() == 1 { b"GET" } else { b"MGET" }];
+                args.extend(names.iter().map(|n| n.as_bytes()));
+                let limits = resp::Limits {
+                    bulk: MAX_VALUE_BYTES,
+                    array: names.len() as u64,
+                    total: 2 * MAX_VALUE_BYTES,
+                };
+                let reply = c.request(&resp::command(&args), 1, limits)?.pop();
+                let value = |r: Reply| match r {
+                    Reply::Bulk(v) => Ok(Some(v)),
+                    Reply::Nil => Ok(None),
+                    Reply::Error(e) => Err(std::io::Error::other(e)),
+                    other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
+                };
+                match reply {
+                    Some(Reply::Array(items)) if names.len() > 1 => {
+                        items.into_iter().map(value).collect()
+                    }
+                    Some(r) if names.len() == 1 => value(r).map(|v| vec![v]),
+                    other => Err(std::io::Error::other(format!("unexpected reply {other:?}"))),
                 }
             });
             match values {
@@ -345,7 +365,7 @@ impl Remote {
             .name("repocc-remote-writer".into())
             .spawn(move || {
                 let mut outcome = WriterOutcome::default();
-                let mut con: Option<redis::Connection> = None;
+                let mut con: Option<resp::Connection> = None;
                 for batch in inbox {
                     if outcome.error.is_some() {
                         continue;
@@ -361,7 +381,8 @@ impl Remote {
                     }
                     let c = con.as_mut().expect("connected above");
                     for chunk in batch.chunks(BATCH) {
-                        let mut pipe = redis::pipe();
+                        let mut commands = Vec::new();
+                        let mut count = 0;
                         let (mut bytes, mut raw_bytes) = (0, 0);
                         for (key, entry) in chunk {
                             let (value, raw) = encode_value(key, entry);
@@ -370,10 +391,27 @@ impl Remote {
                             }
                             bytes += value.len() as u64;
                             raw_bytes += raw;
-                            pipe.cmd("SET").arg(remote_key(key)).arg(value).ignore();
+                            let name = remote_key(key);
+                            commands.extend(resp::command(&[b"SET", name.as_bytes(), &value]));
+                            count += 1;
                         }
                         outcome.round_trips += 1;
-                        match pipe.query::<()>(c) {
+                        // One short status line per value.
+                        let limits = resp::Limits {
+                            bulk: 0,
+                            array: 0,
+                            total: 4096 * (count as u64 + 1),
+                        };
+                        let result = c.request(&commands, count, limits).and_then(|replies| {
+                            match replies.into_iter().find(|r| !matches!(r, Reply::Status(_))) {
+                                None => Ok(()),
+                                Some(Reply::Error(e)) => Err(std::io::Error::other(e)),
+                                Some(other) => Err(std::io::Error::other(format!(
+                                    "unexpected reply {other:?}"
+                                ))),
+                            }
+                        });
+                        match result {
                             Ok(()) => {
                                 outcome.bytes += bytes;
                                 outcome.raw_bytes += raw_bytes;
@@ -429,13 +467,12 @@ struct Server {
 }
 
 impl Server {
-    fn connect(&self) -> redis::RedisResult<redis::Connection> {
-        let c = self
-            .client
-            .get_connection_with_timeout(self.settings.connect_timeout)?;
-        c.set_read_timeout(Some(self.settings.request_timeout))?;
-        c.set_write_timeout(Some(self.settings.request_timeout))?;
-        Ok(c)
+    fn connect(&self) -> std::io::Result<resp::Connection> {
+        resp::Connection::open(
+            self.client.get_connection_info(),
+            self.settings.connect_timeout,
+            self.settings.request_timeout,
+        )
     }
 }
 
@@ -445,7 +482,7 @@ struct WriterOutcome {
     /// Written, compressed and as entries.
     bytes: u64,
     raw_bytes: u64,
-    error: Option<(&'static str, redis::RedisError)>,
+    error: Option<(&'static str, std::io::Error)>,
 }
 
 impl RemoteStats {
