@@ -1,7 +1,8 @@
 # Safety: repocc never harms what is not its own and never trusts what others
 # could have written. Each part reproduces a fault-injection finding and
 # asserts the fix: -o /dev/null and FIFO outputs, symlinked shards,
-# non-regular entries, repositories writable by others, a changed repocc
+# non-regular entries, repositories (or shards, or entries) writable or
+# owned by others, a changed repocc
 # binary, bad input as clang handles it, per-key configuration errors,
 # honest statistics, byte-identical objects from a partly emptied
 # repository or one whose files were damaged in place, SIGKILLs during
@@ -158,6 +159,43 @@ chmod 755 parent
 shown=$(env -u HOME -u XDG_CACHE_HOME -u REPOCC_DIR "$REPOCC" --show-config | grep '^repository')
 case "$shown" in *"/tmp"*) fail "without HOME: $shown" ;; esac
 assert_contains "without HOME" "/.cache/repocc" "$shown"
+
+# ---------------------------------------------------------------------------
+note "4b. shards, v1 or entries that others can write or own are not used"
+"$REPOCC" -O2 -c x.c -o x.o
+cp x.o trusted-cold.o
+v1="$REPOCC_DIR/v1"
+untrusted_round() { # WHAT: a rebuild (unit cache off) uses nothing, warns once
+  local before err
+  before=$(stat_value definitions_pruned)
+  REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -c x.c -o x.o 2> round.err || fail "$1: the build failed"
+  cmp -s x.o trusted-cold.o || fail "$1: the object differs"
+  assert_eq "$1: definitions pruned" 0 "$(delta definitions_pruned "$before")"
+  err=$(cat round.err)
+  assert_contains "$1: warning" "not used" "$err"
+  assert_eq "$1: warning lines" 1 "$(wc -l < round.err)"
+}
+chmod 777 "$v1"/fragments/*/
+untrusted_round "shards writable by others"
+chmod 700 "$v1"/fragments/*/
+chmod 777 "$v1"
+untrusted_round "v1 writable by others"
+chmod 700 "$v1"
+if [ "$is_root" = 1 ]; then
+  find "$v1/fragments" -type f -exec chown nobody {} +
+  untrusted_round "entries owned by another user"
+  find "$v1/fragments" -type f -exec chown "$(id -u)" {} +
+fi
+before=$(stat_value definitions_pruned)
+REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -c x.c -o x.o 2> round.err || fail "the build after the repair"
+[ -s round.err ] && fail "a trusted repository warned: $(cat round.err)"
+[ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the repaired repository was not used"
+chmod 777 "$v1"/fragments/*/
+before=$(stat_value definitions_pruned)
+REPOCC_SHARED_DIR="$REPOCC_DIR" REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -c x.c -o x.o 2> round.err || fail "shared build"
+[ -s round.err ] && fail "a shared repository warned: $(cat round.err)"
+[ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the shared repository's shards were not used"
+chmod 700 "$v1"/fragments/*/
 
 # ---------------------------------------------------------------------------
 note "5. a different repocc binary (one byte appended) reuses nothing"

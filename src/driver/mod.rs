@@ -939,7 +939,16 @@ fn compile_unit(
 
     match result {
         Ok(report) => {
+            // Parts of the repository another user could write are said
+            // once (the first), not for each read and write they refuse.
+            let mut untrusted_said = false;
             for w in &report.warnings {
+                if untrusted_cause(w).is_some() {
+                    if untrusted_said {
+                        continue;
+                    }
+                    untrusted_said = true;
+                }
                 let line = format!("repocc: warning: {w}\n");
                 stderr.extend_from_slice(line.as_bytes());
             }
@@ -1091,4 +1100,12 @@ fn plain_compile(
     }
     let out = cmd.output().context("running clang")?;
     Ok((frontend::exit_code(&out.status), out.stderr, listed))
+}
+
+/// The part of a repository warning that names a directory or entry
+/// another user could write (`repo::fsx`'s "PATH ...: not used").
+fn untrusted_cause(warning: &str) -> Option<&str> {
+    let end = warning.find(": not used")?;
+    let start = warning[..end].rfind(": ").map_or(0, |at| at + 2);
+    Some(&warning[start..end])
 }

@@ -31,6 +31,36 @@ pub fn set_shared(shared: bool) {
     SHARED.store(shared, Ordering::Relaxed);
 }
 
+/// Whether a directory or file of the repository may hold what repocc
+/// reads: owned by this user and not writable by group or others, as what
+/// it creates is (mode 0700 and 0600), unless the repository is shared on
+/// purpose. The top directory is checked once (`trust`); this holds every
+/// shard and entry below it, as git's `safe.directory` holds a repository:
+/// another user who can write a shard (or owns an entry in it) could put
+/// code into the user's programs.
+fn trusted(st: &rustix::fs::Stat, path: &Path) -> io::Result<()> {
+    if SHARED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    let untrusted = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{} {why}: not used", path.display()),
+        ))
+    };
+    if st.st_uid != uid {
+        return untrusted(format!("is owned by user {} (not {uid})", st.st_uid));
+    }
+    if st.st_mode & 0o022 != 0 {
+        return untrusted(format!(
+            "is writable by others (mode {:o})",
+            st.st_mode & 0o7777
+        ));
+    }
+    Ok(())
+}
+
 /// Mode of the directories repocc creates in its repository (the umask
 /// applies as well).
 fn dir_mode() -> u32 {
@@ -231,10 +261,10 @@ impl RepoDir {
             Err(rustix::io::Errno::NOENT) => return Ok(None),
             Err(e) => return Err(self.not_a_directory(name, e)),
         };
-        Ok(Some(RepoDir {
-            fd,
-            path: self.path.join(name),
-        }))
+        let path = self.path.join(name);
+        let st = rustix::fs::fstat(&fd).map_err(errno_io)?;
+        trusted(&st, &path)?;
+        Ok(Some(RepoDir { fd, path }))
     }
 
     fn not_a_directory(&self, name: &str, e: rustix::io::Errno) -> io::Error {
@@ -281,6 +311,7 @@ impl RepoDir {
         if kind != Kind::Regular {
             return Err(ReadError::NotRegular(kind));
         }
+        trusted(&st, &self.path.join(name)).map_err(ReadError::Io)?;
         Ok((File::from(fd), st.st_size as u64))
     }
 
