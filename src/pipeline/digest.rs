@@ -2324,15 +2324,21 @@ mod tests {
 
     /// The IR of a C source with debug info, without file checksums.
     fn with_lines_ir(c_source: &str) -> String {
-        let ir: String = ir_of(c_source, &["-g"])
+        let ir = ir_without_checksums(c_source, &["-g"]);
+        assert!(!ir.contains("checksum"), "{ir}");
+        ir
+    }
+
+    /// The IR of `source` with `flags`, its files without checksums (as
+    /// the pipeline strips them).
+    fn ir_without_checksums(source: &str, flags: &[&str]) -> String {
+        ir_of(source, flags)
             .lines()
             .map(|l| match l.find(", checksumkind: ") {
                 Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
                 None => format!("{l}\n"),
             })
-            .collect();
-        assert!(!ir.contains("checksum"), "{ir}");
-        ir
+            .collect()
     }
 
     const DEBUG_UNIT: &str = "static int counter;\n\
@@ -2825,13 +2831,7 @@ mod tests {
         let src = "struct s { int x; };\nextern void use(int);\n\
                    int f(struct s *p) {\n  use(p->x);\n  use(p->x + 1);\n  return p->x;\n}\n";
         let digests = |src: &str| {
-            let ir: String = ir_of(src, &["-g", "-O2"])
-                .lines()
-                .map(|l| match l.find(", checksumkind: ") {
-                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
-                    None => format!("{l}\n"),
-                })
-                .collect();
+            let ir = ir_without_checksums(src, &["-g", "-O2"]);
             assert!(ir.contains("declare !dbg !"), "{ir}");
             digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
         };
@@ -2860,13 +2860,7 @@ mod tests {
         let digests = |src: &str, extra: &[&str]| {
             let mut flags = vec!["-g", "-O0"];
             flags.extend(extra);
-            let ir: String = ir_of(src, &flags)
-                .lines()
-                .map(|l| match l.find(", checksumkind: ") {
-                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
-                    None => format!("{l}\n"),
-                })
-                .collect();
+            let ir = ir_without_checksums(src, &flags);
             digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
         };
         let a = digests(src, &[]);
@@ -2910,13 +2904,7 @@ mod tests {
         let digests = |src: &str, flags: &[&str]| {
             let mut all = vec!["-x", "c++", "-g"];
             all.extend(flags);
-            let ir: String = ir_of(src, &all)
-                .lines()
-                .map(|l| match l.find(", checksumkind: ") {
-                    Some(at) => format!("{}){}\n", &l[..at], &l[l.rfind(')').unwrap() + 1..]),
-                    None => format!("{l}\n"),
-                })
-                .collect();
+            let ir = ir_without_checksums(src, &all);
             digest_module(&ir, &[], Inlining::AlwaysInlineOnly, Lines::Relative).unwrap()
         };
         let get = "_ZNK3BoxIiE3getEv";

@@ -42,7 +42,7 @@ fn trusted(st: &rustix::fs::Stat, path: &Path) -> io::Result<()> {
     if SHARED.load(Ordering::Relaxed) {
         return Ok(());
     }
-    let uid = rustix::process::geteuid().as_raw();
+    let uid = super::trust::current_uid();
     let untrusted = |why: String| {
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
