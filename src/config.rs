@@ -39,22 +39,24 @@ pub struct Config {
 pub enum DebugFragments {
     Off,
     On,
-    /// Units at `-O1` and above. At `-O0` the frontend is most of a
+    /// C units at `-O1` and above. At `-O0` the frontend is most of a
     /// unit's compile, so an edited unit costs what clang's compile does
     /// while a cold one costs more (fmt's C++ units at `-O0 -g`: 1.4
-    /// times clang-19's cold, 1.1 times with every definition reused; see
-    /// the README's limitations).
+    /// times clang-19's cold, 1.1 times with every definition reused).
+    /// C++ at `-O2 -g` pays on edits (fmt with its tests: 0.63x) but not
+    /// cold (1.28x, against 0.98x compiled whole; see the README's
+    /// limitations).
     Auto,
 }
 
 impl DebugFragments {
     /// Whether an invocation's units with debug info use the repository:
-    /// `optimizing` is `-O1` and above.
-    pub fn applies(self, optimizing: bool) -> bool {
+    /// `optimizing` is `-O1` and above, `all_c` that every unit is C.
+    pub fn applies(self, optimizing: bool, all_c: bool) -> bool {
         match self {
             DebugFragments::Off => false,
             DebugFragments::On => true,
-            DebugFragments::Auto => optimizing,
+            DebugFragments::Auto => optimizing && all_c,
         }
     }
 
@@ -423,12 +425,13 @@ mod tests {
         let user = d.path().join("user.json");
         let auto = load_from(None, None, |_| None);
         assert_eq!(auto.config.debug_fragments, DebugFragments::Auto);
-        assert!(auto.config.debug_fragments.applies(true));
-        assert!(!auto.config.debug_fragments.applies(false));
+        assert!(auto.config.debug_fragments.applies(true, true));
+        assert!(!auto.config.debug_fragments.applies(false, true));
+        assert!(!auto.config.debug_fragments.applies(true, false));
         std::fs::write(&user, r#"{"debug_fragments": true}"#).unwrap();
         let on = load_from(Some(user.clone()), None, |_| None);
         assert_eq!(on.config.debug_fragments, DebugFragments::On);
-        assert!(on.config.debug_fragments.applies(false));
+        assert!(on.config.debug_fragments.applies(false, false));
         for (raw, want) in [
             ("0", DebugFragments::Off),
             ("yes", DebugFragments::On),

@@ -6,9 +6,8 @@
 #   it into another repository, equals its own cold object);
 # - a function that needs new instances appended to a file: only it and
 #   the new instances are compiled, and the object equals a cold compile's;
-# at -O0, -O2, -O2 -g (debug fragments by default) and -O0 -g (with
-# `debug_fragments = true`: at -O0, C++ units with debug info are compiled
-# whole by default). With -g, fragments declare the classes they name and
+# at -O0, -O2, and with `debug_fragments = true` (C++ units with debug
+# info are compiled whole by default) -O2 -g and -O0 -g. With -g, fragments declare the classes they name and
 # the glue defines them, so what else a unit uses of a class changes no
 # fragment.
 # With -g, a unit compiled in another directory shares as much.
@@ -34,7 +33,7 @@ compiled_names() {
 cp "$P/share-words.cpp" "$P/share-totals.cpp" .
 
 for O in -O0 -O2 "-O2 -g" "-O0 -g"; do
-  case "$O" in "-O0 -g") export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
+  case "$O" in *-g*) export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
   linkonce share-words.cpp "$O" > words.instances
   linkonce share-totals.cpp "$O" > totals.instances
   comm -12 words.instances totals.instances > shared.instances

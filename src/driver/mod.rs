@@ -351,9 +351,12 @@ fn execute(
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
     let debug_fragments = p.debug_any
-        && cfg
-            .debug_fragments
-            .applies(p.codegen.opt != plan::OptLevel::O0);
+        && cfg.debug_fragments.applies(
+            p.codegen.opt != plan::OptLevel::O0,
+            p.units
+                .iter()
+                .all(|u| matches!(u.language, "c" | "cpp-output")),
+        );
     // Type units hold C's types (C++ fragments declare classes instead).
     let c_units = p
         .units
