@@ -425,26 +425,6 @@ DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
   auto [It, New] = Shared.Stubs.try_emplace(T, nullptr);
   if (!New)
     return It->second;
-  if (Shared.Stub == StubCxxDecls) {
-    // The scope: namespaces as they are (uniqued, no lines), an enclosing
-    // class as its own declaration, a file as none.
-    Metadata *Scope = T->getRawScope();
-    const Metadata *Outer = Scope;
-    while (auto *NS = dyn_cast_or_null<DINamespace>(Outer))
-      Outer = NS->getRawScope();
-    if (Scope && Scope == Outer) {
-      if (auto *Class = dyn_cast<DICompositeType>(Scope))
-        Scope = stubOf(Class, Shared);
-      else
-        Scope = nullptr;
-    }
-    DICompositeType *Stub = DICompositeType::get(
-        T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, Scope, nullptr, 0, 0, 0,
-        DINode::FlagFwdDecl, nullptr, 0, nullptr, nullptr, T->getRawIdentifier());
-    // `stubOf` above may have grown the map.
-    Shared.Stubs[T] = Stub;
-    return Stub;
-  }
   // No file, line or scope: the stub's own type unit is always dropped,
   // and a stub with lines would need placing.
   It->second = DICompositeType::get(
@@ -452,6 +432,70 @@ DICompositeType *stubOf(const DICompositeType *T, RepoccSharedTypes &Shared) {
       T->getSizeInBits(), T->getAlignInBits(), 0, T->getFlags(), nullptr,
       T->getRuntimeLang(), nullptr, nullptr, T->getRawIdentifier());
   return It->second;
+}
+
+// A C++ class's declaration in the fragment being extracted (see
+// RepoccSharedTypes), made once per fragment and kept in its mapping: its
+// scope is the namespaces as they are (uniqued, no lines), an enclosing
+// class as its own declaration, a file as none.
+//
+// Each fragment gets declarations of its own (distinct nodes), never one
+// shared by the unit's fragments: LLVM folds a uniqued member declaration
+// (a method named by a definition's `declaration:`) into an existing one
+// with the same name and class alone (ODR uniquing), whatever the rest of
+// it is. With shared class declarations a fragment took another
+// fragment's member declarations, and with them that fragment's copies of
+// the nodes below (a lambda's class, the function it lies in, and that
+// fragment's compile unit, which this one does not list: the verifier
+// dropped the debug info and the unit went to clang), and its bytes
+// depended on which fragments were extracted before it.
+DICompositeType *cxxDeclarationOf(const DICompositeType *T, ValueToValueMapTy &VMap) {
+  if (auto It = VMap.MD().find(T); It != VMap.MD().end())
+    if (auto *Mapped = dyn_cast_or_null<DICompositeType>(It->second.get()))
+      return Mapped;
+  Metadata *Scope = T->getRawScope();
+  const Metadata *Outer = Scope;
+  while (auto *NS = dyn_cast_or_null<DINamespace>(Outer))
+    Outer = NS->getRawScope();
+  if (Scope && Scope == Outer) {
+    if (auto *Class = dyn_cast<DICompositeType>(Scope))
+      Scope = cxxDeclarationOf(Class, VMap);
+    else
+      Scope = nullptr;
+  }
+  DICompositeType *Declaration = DICompositeType::getDistinct(
+      T->getContext(), T->getTag(), T->getRawName(), nullptr, 0, Scope, nullptr, 0, 0, 0,
+      DINode::FlagFwdDecl, nullptr, 0, nullptr, nullptr, T->getRawIdentifier());
+  VMap.MD()[T].reset(Declaration);
+  return Declaration;
+}
+
+// Maps every C++ class the objects' metadata reaches (see `cxxDeclared`)
+// to its declaration in this fragment; the walk stops at them and at
+// compile units, so it covers about what the fragment itself will hold.
+void mapCxxDeclarations(ArrayRef<GlobalValue *> Objects, ValueToValueMapTy &VMap) {
+  SmallPtrSet<const Metadata *, 32> Seen;
+  SmallVector<const MDNode *, 64> Stack;
+  auto visit = [&](const Metadata *MD) {
+    if (auto *N = dyn_cast_or_null<MDNode>(MD); N && Seen.insert(N).second)
+      Stack.push_back(N);
+  };
+  for (GlobalValue *GV : Objects)
+    if (auto *GO = dyn_cast<GlobalObject>(GV))
+      forEachObjectRoot(*GO, visit);
+  while (!Stack.empty()) {
+    const MDNode *N = Stack.pop_back_val();
+    // Mapped already: by an earlier call for the same fragment, with what
+    // lies under it.
+    if (isa<DICompileUnit>(N) || VMap.MD().count(N))
+      continue;
+    if (cxxDeclared(N)) {
+      cxxDeclarationOf(cast<DICompositeType>(N), VMap);
+      continue;
+    }
+    for (const MDOperand &Op : N->operands())
+      visit(Op.get());
+  }
 }
 
 // Calls `Found` on every metadata node the module's globals and functions
@@ -488,10 +532,10 @@ template <class Found> void forEachReachedNode(const Module &M, Found &&found) {
 
 } // namespace
 
-// With stubs, every type a fragment can reach is one its unit retains
-// (`repocc_retain_unit_types`) or lists as an enum (C), or one the walk
-// of the unit's metadata meets (C++): their stubs are made once, here, for
-// every fragment's mapping.
+// With C stubs, every type a fragment can reach is one its unit retains
+// (`repocc_retain_unit_types`) or lists as an enum: their stubs are made
+// once, here, for every fragment's mapping. C++ declarations are made per
+// fragment (`cxxDeclarationOf`).
 extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
   auto *Shared = new RepoccSharedTypes;
   Module &M = *unwrap(module);
@@ -505,16 +549,7 @@ extern "C" RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module) {
         if (stubbable(T))
           stubOf(T, *Shared);
     }
-  if (Shared->Stub == StubCxxDecls) {
-    forEachReachedNode(M, [&](const MDNode *N) {
-      if (cxxDeclared(N))
-        stubOf(cast<DICompositeType>(N), *Shared);
-    });
-    for (DICompileUnit *CU : M.debug_compile_units())
-      for (auto *T : CU->getRetainedTypes())
-        if (cxxDeclared(T))
-          stubOf(cast<DICompositeType>(T), *Shared);
-  }
+  // C++ declarations are made per fragment (`mapCxxDeclarations`).
   return Shared;
 }
 
@@ -616,6 +651,10 @@ void mapToSelf(ValueToValueMapTy &VMap, const Metadata *MD) {
 
 void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
                            RepoccSharedTypes *Shared) {
+  if (Shared && Shared->Stub == StubCxxDecls) {
+    mapCxxDeclarations(Kept, VMap);
+    return;
+  }
   if (Shared && Shared->Stub) {
     // Stubs cut every type graph at its structs: what is left to copy is
     // small, and not worth a walk. Each of the unit's types maps to its

@@ -82,6 +82,7 @@ for O in "-O2 -g" "-O0 -g"; do
   shared=$(stat_value definitions_shared)
   note "$O: COMDAT definitions repeated across clang-19's objects: $repeats; definitions_shared: $shared; whole: $(stat_value debug_units_whole); fallbacks: $(stat_value fallbacks); objects $(du -cb "$SCRATCH/$tag"/repocc/*.o | tail -n 1 | cut -f1) bytes, clang-19's $(du -cb "$SCRATCH/$tag"/clang/*.o | tail -n 1 | cut -f1)"
   assert_eq "$O: units compiled whole" 0 "$(stat_value debug_units_whole)"
+  assert_eq "$O: units that went to clang" 0 "$(stat_value fallbacks)"
   [ $(( shared * 10 )) -ge $(( repeats * 9 )) ] \
     || fail "$O: only $shared definitions reused from another unit for $repeats repeated ones"
   REPOCC_DIR="$SCRATCH/repo-$tag-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/reverse" "$REPOCCXX" "$O" $G_REVERSED > /dev/null 2>&1 \

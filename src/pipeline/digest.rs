@@ -2757,6 +2757,80 @@ mod tests {
         }
     }
 
+    /// C++: a fragment's extraction is the same whatever the unit's other
+    /// fragments extracted before it into the same context. Two functions
+    /// that inline the same member of a class instantiated with a lambda
+    /// both name the member's declaration, whose type reaches the lambda's
+    /// class and the function it lies in; LLVM folds equal-named member
+    /// declarations of one class (ODR uniquing), so with class declarations
+    /// shared by the unit's fragments the second took the first's copies,
+    /// down to a compile unit it does not list (the verifier then dropped
+    /// its debug info, and the unit went to clang).
+    #[test]
+    fn cxx_extraction_takes_nothing_from_fragments_extracted_before() {
+        use inkwell::context::Context;
+        let src = "void ext(void *);\n\
+                   template <class F> struct Holder {\n  F f;\n  F *get() { ext(this); return &f; }\n  \
+                   __attribute__((noinline)) int call() { return (*get())(); }\n  \
+                   __attribute__((noinline)) int check() { return get() != nullptr; }\n};\n\
+                   template <class T> __attribute__((noinline)) int make(T x) {\n  \
+                   auto l = [x] { return (int)x * 3; };\n  Holder<decltype(l)> h{l};\n  \
+                   return h.call() + h.check();\n}\n\
+                   int use() { return make(1) + make(2L); }\n";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.cc");
+        std::fs::write(&path, src).unwrap();
+        // Optimized, so that `get` is inlined into both.
+        let out = std::process::Command::new("clang-19")
+            .args(["-x", "c++", "-O1", "-g", "-S", "-emit-llvm", "-o", "-"])
+            .arg(&path)
+            .output()
+            .expect("clang-19");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ir = String::from_utf8(out.stdout).unwrap();
+        let names: Vec<String> = ir
+            .lines()
+            .filter(|l| l.starts_with("define ") && l.contains("6Holder"))
+            .filter_map(|l| l.split('@').nth(1)?.split('(').next().map(str::to_string))
+            .collect();
+        assert!(names.len() >= 4, "{names:?}");
+        let extracted = |before: &[String], name: &str| {
+            let context = Context::create();
+            let module = module_of(&context, &ir);
+            assert_eq!(
+                crate::llvm_shim::stubs_unit_types(&module),
+                StubKind::CxxDecls
+            );
+            crate::llvm_shim::retain_unit_types(&module);
+            let shared = crate::llvm_shim::SharedTypes::new(&module);
+            for other in before {
+                crate::llvm_shim::extract_definitions(
+                    &module,
+                    &[other.as_str()],
+                    false,
+                    Some(&shared),
+                );
+            }
+            let f = crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+            assert!(
+                f.verify().is_ok(),
+                "{name} after {before:?}: {:?}",
+                f.verify()
+            );
+            f.print_to_string().to_string()
+        };
+        for (i, name) in names.iter().enumerate() {
+            let alone = extracted(&[], name);
+            let others: Vec<String> = names.iter().filter(|n| *n != name).cloned().collect();
+            assert_eq!(extracted(&others, name), alone, "{name}");
+            assert_eq!(extracted(&names[..i], name), alone, "{name}");
+        }
+    }
+
     /// In a C unit, a fragment holds the structs it uses as stubs (name,
     /// size and identifier: the same type unit signature), and the unit's
     /// compile unit retains every struct its definitions reach, for the

@@ -78,6 +78,19 @@ impl std::fmt::Display for BackendDiagnostic {
 
 impl std::error::Error for BackendDiagnostic {}
 
+/// What LLVM reported about a module repocc built, as the error to return.
+/// The verifier's "ignoring invalid debug info" is about metadata repocc
+/// made (clang's own never has it): repocc's failure, said as one warning
+/// before clang compiles the unit, and not a diagnostic of the user's that
+/// clang's compile would show (that path said nothing).
+pub fn llvm_reported(diagnostic: String) -> anyhow::Error {
+    if diagnostic.starts_with("ignoring invalid debug info") {
+        anyhow::anyhow!("LLVM's verifier dropped the debug info repocc made: {diagnostic}")
+    } else {
+        BackendDiagnostic(diagnostic).into()
+    }
+}
+
 /// Options of the pipeline that come from repocc's configuration.
 #[derive(Clone, Debug)]
 pub struct PipelineOptions {
@@ -257,7 +270,7 @@ fn run_stages<'ctx>(
 
     // Nothing reaches the output if LLVM complained: clang redoes the unit.
     if let Some(d) = sink.first() {
-        return Err(BackendDiagnostic(d).into());
+        return Err(llvm_reported(d));
     }
 
     let t = Instant::now();
@@ -389,7 +402,7 @@ fn repository_stages(
     )?;
     times.codegen = t.elapsed();
     if let Some(d) = sink.first() {
-        return Err(BackendDiagnostic(d).into());
+        return Err(llvm_reported(d));
     }
     let definition_names: std::collections::HashSet<&str> = digests
         .defs

@@ -602,7 +602,7 @@ fn compile_bitcode(
         let references = references_of(&module);
         let object = emit_object(pipeline, machine, &module, what)?;
         if let Some(d) = sink.first() {
-            return Err(super::BackendDiagnostic(d).into());
+            return Err(super::llvm_reported(d));
         }
         Ok((object, references, inlined))
     })
