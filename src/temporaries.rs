@@ -4,8 +4,9 @@
 //! onto it, the objects of a compile-and-link. Each is removed when it is
 //! done with, and also when the build is interrupted (SIGINT, SIGTERM,
 //! SIGHUP), as clang removes its own: a `make` stopped with Ctrl-C leaves
-//! nothing of repocc's behind. (SIGKILL leaves what it leaves, as it does
-//! with clang; the repository sweeps its own temporaries.)
+//! nothing of repocc's behind. SIGKILL runs no handler: a later invocation
+//! removes the scratch directories of processes that are gone
+//! (`sweep_killed_scratch`), and the repository sweeps its own temporaries.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -73,8 +74,14 @@ pub struct ScratchDir {
 }
 
 impl ScratchDir {
+    /// The directory is named `PREFIX<pid>.<random>`: a later invocation
+    /// removes it if this process died without doing so (SIGKILL), see
+    /// [`sweep_killed_scratch`].
     pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
-        let dir = tempfile::Builder::new().prefix(prefix).tempdir()?;
+        let parent = std::env::temp_dir();
+        sweep_killed_scratch(&parent, prefix, KILLED_SCRATCH_AGE);
+        let own = format!("{prefix}{}.", std::process::id());
+        let dir = tempfile::Builder::new().prefix(&own).tempdir_in(&parent)?;
         let removal = RemovedOnInterrupt::directory(dir.path());
         Ok(ScratchDir {
             dir: Some(dir),
@@ -97,6 +104,67 @@ impl ScratchDir {
         }
         path
     }
+}
+
+/// How long a scratch directory of a process that no longer exists is
+/// left alone: a process in another PID namespace (a container sharing
+/// `/tmp`) looks gone from here, and its compile may still use it.
+const KILLED_SCRATCH_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the scratch directories in `parent` (named `PREFIX<pid>.…`)
+/// that this user owns, whose process is gone and that nothing changed for
+/// `age`: what compiles killed with SIGKILL left (no handler runs). Only the
+/// regular files directly inside are removed, then the directory if that
+/// emptied it; a symlink is never followed, and anything unexpected stays.
+pub fn sweep_killed_scratch(parent: &Path, prefix: &str, age: std::time::Duration) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let me = rustix::process::geteuid().as_raw();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|elapsed| elapsed >= age);
+        if !meta.is_dir() || meta.uid() != me || !old || process_exists(pid) {
+            continue;
+        }
+        if let Ok(files) = std::fs::read_dir(&path) {
+            for f in files.flatten() {
+                if f.file_type().is_ok_and(|t| t.is_file()) {
+                    let _ = std::fs::remove_file(f.path());
+                }
+            }
+        }
+        let _ = std::fs::remove_dir(&path);
+    }
+}
+
+/// Whether a process with this id exists (or cannot be told apart from
+/// one: anything but "no such process").
+fn process_exists(pid: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid) else {
+        return false;
+    };
+    !matches!(
+        rustix::process::test_kill_process(pid),
+        Err(rustix::io::Errno::SRCH)
+    )
 }
 
 impl Drop for ScratchDir {
@@ -168,6 +236,35 @@ impl TemporaryPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a compile killed with SIGKILL left is removed by the next one;
+    /// a live process's directory, another name, or one changed lately stay.
+    #[test]
+    fn scratch_of_killed_processes_is_swept() {
+        let parent = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let make = |name: &str| {
+            let dir = parent.path().join(name);
+            std::fs::create_dir(&dir).unwrap();
+            std::fs::write(dir.join("0.d"), "x.o: x.c\n").unwrap();
+            dir
+        };
+        let killed = make(&format!("repocc-dep-{dead}.abc"));
+        let alive = make(&format!("repocc-dep-{}.def", std::process::id()));
+        let other = make(&format!("other-{dead}.ghi"));
+        let zero = std::time::Duration::ZERO;
+        sweep_killed_scratch(
+            parent.path(),
+            "repocc-dep-",
+            std::time::Duration::from_secs(600),
+        );
+        assert!(killed.exists(), "changed lately: left alone");
+        sweep_killed_scratch(parent.path(), "repocc-dep-", zero);
+        assert!(!killed.exists());
+        assert!(alive.join("0.d").exists() && other.join("0.d").exists());
+    }
 
     #[test]
     fn scratch_files_and_temporaries_go_when_dropped() {
