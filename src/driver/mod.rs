@@ -516,6 +516,7 @@ fn execute(
                 counters.add(key::DEFINITIONS_COMPILED, rep.definitions_compiled);
                 counters.add(key::DEFINITIONS_PRUNED, rep.definitions_pruned);
                 counters.add(key::DEFINITIONS_SHARED, rep.definitions_shared);
+                counters.add(key::COMPILE_MS_SAVED, rep.estimated_ms_saved());
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
                 counters.add(key::BODIES_REUSED, rep.bodies_reused);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);

@@ -140,6 +140,21 @@ pub struct UnitReport {
     pub explain: Vec<String>,
 }
 
+impl UnitReport {
+    /// An estimate of the time the definitions taken from the repository
+    /// saved (milliseconds): this run's optimization and code generation
+    /// time per definition it compiled, times the definitions it reused.
+    /// Nothing when it compiled none (no measure of their cost).
+    pub fn estimated_ms_saved(&self) -> u64 {
+        if self.definitions_compiled == 0 {
+            return 0;
+        }
+        let t = &self.times;
+        let backend = (t.optimize + t.merge + t.codegen).as_secs_f64() * 1000.0;
+        (backend * self.definitions_pruned as f64 / self.definitions_compiled as f64) as u64
+    }
+}
+
 /// What the frontend produced, for the pipeline: bitcode, or clang's
 /// module itself (clang in this process).
 pub enum FrontendIr<'a> {

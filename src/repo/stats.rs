@@ -56,7 +56,8 @@ pub mod key {
     /// Units the unit cache looked up and did not have.
     pub const UNIT_MISSES: &str = "unit_misses";
     /// What the units served by the unit cache took to compile when they
-    /// were recorded (milliseconds).
+    /// were recorded, plus an estimate for the definitions reused from the
+    /// repository (`UnitReport::estimated_ms_saved`), in milliseconds.
     pub const COMPILE_MS_SAVED: &str = "compile_ms_saved";
 
     /// The remote tier (`remote_storage`): entries the
