@@ -83,3 +83,23 @@ note "stored $stored fragments under a 1 MiB limit; the repository holds $bytes 
 [ "$bytes" -le $((3 << 19)) ] || fail "the repository grew past the limit: $bytes bytes"
 [ "$stored" -gt "$(stat_value repo_entries)" ] || fail "nothing was evicted"
 verify_clean small-limit
+
+note "--clear beside a build: every --clear succeeds, the build warns of nothing"
+export REPOCC_DIR="$SCRATCH/clear-repo"
+unset REPOCC_MAX_SIZE
+(cd lua-a && make clean > /dev/null)
+(cd lua-a && make -j4 linux CC="repocc -std=gnu99" > ../lua-a.clear.log 2>&1) &
+build=$!
+clears=0; failed=0
+while kill -0 "$build" 2> /dev/null; do
+  "$REPOCC" --clear > clear.out 2>&1 || { failed=$((failed + 1)); cat clear.out; }
+  clears=$((clears + 1))
+  sleep 0.05
+done
+wait "$build" || { tail -n 30 lua-a.clear.log; fail "build beside --clear"; }
+note "   $clears --clear runs during the build, $failed failed"
+assert_eq "failed --clear runs beside a build" 0 "$failed"
+grep "repocc: warning" lua-a.clear.log && fail "the build beside --clear warned"
+out=$(lua-a/src/lua "$P/checks.lua") || fail "checks after --clear: $out"
+assert_contains "checks after --clear" "lua checks: 31 passed, 0 failed" "$out"
+verify_clean clear

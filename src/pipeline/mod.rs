@@ -571,6 +571,8 @@ fn repository_stages(
             report.fragments_stored += fragments_new;
             report.bytes_stored += bytes;
         }
+        // Cleared while written: what a clear beside the build wants.
+        Err(crate::repo::store::StoreError::RemovedMeanwhile { .. }) => {}
         Err(err) => {
             store_error = Some(format!("{err}; fragments not stored"));
         }

@@ -438,6 +438,14 @@ impl RepoDir {
         }
     }
 
+    /// Renames `from` to `to` in this directory (whatever `from` is; `to`
+    /// is replaced if it is a file or an empty directory).
+    pub fn rename(&self, from: &str, to: &str) -> io::Result<()> {
+        name_ok(from)?;
+        name_ok(to)?;
+        rustix::fs::renameat(&self.fd, from, &self.fd, to).map_err(errno_io)
+    }
+
     /// Removes whatever is at `name` — a file, a symlink (never what it
     /// points to), a FIFO or device node, or a directory tree (descending
     /// only into real directories). Missing is not an error.

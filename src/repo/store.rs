@@ -169,6 +169,9 @@ pub enum StoreError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The directories a write went into kept being removed while it ran
+    /// (`--clear` beside the build): nothing stored, nothing to say.
+    RemovedMeanwhile { path: PathBuf },
     /// Reading failed for a reason other than a missing entry.
     Unreadable {
         path: PathBuf,
@@ -181,6 +184,9 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Unwritable { path, source } => {
                 write!(f, "repository {} is not writable: {source}", path.display())
+            }
+            StoreError::RemovedMeanwhile { path } => {
+                write!(f, "repository {} was removed while written", path.display())
             }
             StoreError::Unreadable { path, source } => {
                 write!(
@@ -505,6 +511,15 @@ impl Store {
         if let Some(d) = self.opened.get() {
             return Ok(Some(d));
         }
+        match self.open_fragments(create)? {
+            Some(dir) => Ok(Some(self.opened.get_or_init(|| dir))),
+            None => Ok(None),
+        }
+    }
+
+    /// `v1/fragments`, opened from the root now (see [`Store::fragments`]
+    /// for the one kept open).
+    fn open_fragments(&self, create: bool) -> std::io::Result<Option<RepoDir>> {
         let Some(root) = RepoDir::open_root(&self.repo, create)? else {
             return Ok(None);
         };
@@ -522,7 +537,7 @@ impl Store {
                 None => return Ok(None),
             }
         }
-        Ok(Some(self.opened.get_or_init(|| dir)))
+        Ok(Some(dir))
     }
 
     fn shard_and_name(d: &FragmentDigest) -> (String, String) {
@@ -604,13 +619,14 @@ impl Store {
     /// in the way inside the repository (a symlinked shard, a directory
     /// where the entry goes) is removed, never written through.
     pub fn put(&self, d: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
-        self.write_loose(&[(*d, encode(d, entry))])
+        let encoded = [(*d, encode(d, entry))];
+        self.writing(&mut None, |f| self.write_loose(f, &encoded))
     }
 
-    /// The shard directory `shard_name`, created if missing; a shard that
-    /// is not a real directory (a symlink, a file) is removed first.
-    fn shard_for_writing(&self, shard_name: &str) -> std::io::Result<RepoDir> {
-        let fragments = self.fragments(true)?.expect("created when missing");
+    /// The shard directory `shard_name` of `fragments`, created if
+    /// missing; a shard that is not a real directory (a symlink, a file) is
+    /// removed first.
+    fn shard_for_writing(fragments: &RepoDir, shard_name: &str) -> std::io::Result<RepoDir> {
         let shard = match fragments.subdir(shard_name, true) {
             Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
                 fragments.remove(shard_name)?;
@@ -619,6 +635,52 @@ impl Store {
             other => other,
         }?;
         Ok(shard.expect("created when missing"))
+    }
+
+    /// Runs `write` in the fragments directory kept open, or in `fresh`
+    /// once one was needed: a directory the write used went away meanwhile
+    /// (`--clear` beside the build renames `fragments` away and removes it;
+    /// eviction may empty a shard), and the write failed with "No such
+    /// file or directory". Then it runs again (up to 3 times) in the
+    /// directory now at the path, opened anew: the one kept open may be
+    /// the renamed one, still there while it is being removed. Removed
+    /// every time: `RemovedMeanwhile` (the entries would be gone anyway).
+    fn writing(
+        &self,
+        fresh: &mut Option<RepoDir>,
+        write: impl Fn(&RepoDir) -> Result<u64, StoreError>,
+    ) -> Result<u64, StoreError> {
+        let unwritable = |source| StoreError::Unwritable {
+            path: self.root.clone(),
+            source,
+        };
+        let mut runs = 0;
+        loop {
+            let result = match fresh.as_ref() {
+                Some(dir) => write(dir),
+                None => write(
+                    self.fragments(true)
+                        .map_err(unwritable)?
+                        .expect("created when missing"),
+                ),
+            };
+            match result {
+                Err(StoreError::Unwritable { path, source })
+                    if source.kind() == std::io::ErrorKind::NotFound =>
+                {
+                    if runs == 3 {
+                        return Err(StoreError::RemovedMeanwhile { path });
+                    }
+                    runs += 1;
+                    *fresh = Some(
+                        self.open_fragments(true)
+                            .map_err(unwritable)?
+                            .expect("created when missing"),
+                    );
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Stores several entries (a compile's new fragments): packs of up to
@@ -633,6 +695,7 @@ impl Store {
             last_of.insert(*d, i);
         }
         let mut written = 0;
+        let mut fresh = None;
         let mut pack: Vec<(FragmentDigest, Vec<u8>)> = Vec::new();
         let mut pack_bytes = 0;
         for (i, (d, entry)) in items.iter().enumerate() {
@@ -641,32 +704,37 @@ impl Store {
             }
             let encoded = encode(d, entry);
             if encoded.len() > PACK_MAX_BYTES {
-                written += self.write_loose(&[(*d, encoded)])?;
+                let loose = [(*d, encoded)];
+                written += self.writing(&mut fresh, |f| self.write_loose(f, &loose))?;
                 continue;
             }
             if pack.len() == PACK_MAX_ENTRIES || pack_bytes + encoded.len() > PACK_MAX_BYTES {
-                written += self.write_pack(&std::mem::take(&mut pack))?;
+                let full = std::mem::take(&mut pack);
+                written += self.writing(&mut fresh, |f| self.write_pack(f, &full))?;
                 pack_bytes = 0;
             }
             pack_bytes += encoded.len();
             pack.push((*d, encoded));
         }
-        written += self.write_pack(&pack)?;
+        written += self.writing(&mut fresh, |f| self.write_pack(f, &pack))?;
         Ok(written)
     }
 
     /// Writes one pack and links every entry's name to it.
-    fn write_pack(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
+    fn write_pack(
+        &self,
+        fragments: &RepoDir,
+        entries: &[(FragmentDigest, Vec<u8>)],
+    ) -> Result<u64, StoreError> {
         let [(first, _), _, ..] = entries else {
-            return self.write_loose(entries);
+            return self.write_loose(fragments, entries);
         };
         let (first_shard_name, _) = Store::shard_and_name(first);
         let unwritable = |shard: &str, source| StoreError::Unwritable {
             path: self.root.join(shard),
             source,
         };
-        let home = self
-            .shard_for_writing(&first_shard_name)
+        let home = Store::shard_for_writing(fragments, &first_shard_name)
             .map_err(|e| unwritable(&first_shard_name, e))?;
         let pack = encode_pack(entries);
         let body = home
@@ -678,7 +746,7 @@ impl Store {
             let linked = if shard_name == first_shard_name {
                 home.link_into(&body, &home, &name)
             } else {
-                self.shard_for_writing(&shard_name)
+                Store::shard_for_writing(fragments, &shard_name)
                     .and_then(|shard| home.link_into(&body, &shard, &name))
             };
             match linked {
@@ -686,7 +754,7 @@ impl Store {
                 // A file system without hard links (or with a link limit):
                 // the rest get files of their own.
                 Err(e) if cannot_link(&e) => {
-                    result = self.write_loose(&entries[i..]);
+                    result = self.write_loose(fragments, &entries[i..]);
                     break;
                 }
                 Err(e) => {
@@ -703,7 +771,11 @@ impl Store {
     /// Writes already encoded entries as files of their own, atomically.
     /// Whatever is in the way inside the repository (a symlinked shard, a
     /// directory where the entry goes) is removed, never written through.
-    fn write_loose(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
+    fn write_loose(
+        &self,
+        fragments: &RepoDir,
+        entries: &[(FragmentDigest, Vec<u8>)],
+    ) -> Result<u64, StoreError> {
         let mut written = 0;
         for (d, encoded) in entries {
             let (shard_name, name) = Store::shard_and_name(d);
@@ -711,7 +783,7 @@ impl Store {
                 path: self.root.join(&shard_name),
                 source,
             };
-            let shard = self.shard_for_writing(&shard_name).map_err(unwritable)?;
+            let shard = Store::shard_for_writing(fragments, &shard_name).map_err(unwritable)?;
             if let Ok(Some(fsx::Kind::Directory)) = shard.kind_of(&name) {
                 shard.remove(&name).map_err(unwritable)?;
             }
@@ -865,12 +937,42 @@ impl Store {
     pub fn clear(&self) -> std::io::Result<()> {
         match RepoDir::open_path(&self.repo, &[], false)? {
             Some(repo) => match repo.subdir("v1", false) {
-                Ok(Some(v1)) => v1.remove("fragments"),
+                Ok(Some(v1)) => Store::clear_fragments(&v1),
                 Ok(None) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => repo.remove("v1"),
                 Err(e) => Err(e),
             },
             None => Ok(()),
+        }
+    }
+}
+
+impl Store {
+    /// Removes `fragments` from `v1` while builds may be writing to it: the
+    /// directory is first renamed out of their way (a build then makes a
+    /// new one), and what a build that had it open still writes into the
+    /// old one is removed on the next pass (a directory that was not empty
+    /// failed `--clear` with "Directory not empty" beside builds).
+    fn clear_fragments(v1: &RepoDir) -> std::io::Result<()> {
+        let aside = format!(".cleared-{}", std::process::id());
+        let gone = match v1.rename("fragments", &aside) {
+            Ok(()) => aside.as_str(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Not renamable (a file in the way of `aside`...): in place.
+            Err(_) => "fragments",
+        };
+        let mut passes = 0;
+        loop {
+            match v1.remove(gone) {
+                Err(e)
+                    if passes < 20
+                        && e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error()) =>
+                {
+                    passes += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => return other,
+            }
         }
     }
 }
@@ -1067,7 +1169,8 @@ mod tests {
         let items: Vec<(FragmentDigest, Vec<u8>)> = (0..3)
             .map(|i| (digest(i), encode(&digest(i), &entry(&[i; 50]))))
             .collect();
-        s.write_loose(&items).unwrap();
+        s.write_loose(s.fragments(true).unwrap().unwrap(), &items)
+            .unwrap();
         for i in 0..3 {
             assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(e) if e == entry(&[i; 50])));
             assert!(fs::read(s.path_of(&digest(i))).unwrap().starts_with(MAGIC));
