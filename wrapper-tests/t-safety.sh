@@ -496,4 +496,32 @@ assert_contains "an ignored SIGHUP" "0" "$(cat nohup.out)"
 [ -s small.o ] || fail "the compile with SIGHUP ignored wrote no object"
 [ -z "$(ls -A itmp)" ] || fail "the compile with SIGHUP ignored left: $(ls -A itmp)"
 
+# ---------------------------------------------------------------------------
+note "12. the repository's records: a symlinked stats/, damaged size and identity files"
+cd "$SCRATCH"
+export REPOCC_DIR="$SCRATCH/records-repo"
+rm -rf "$REPOCC_DIR" elsewhere; mkdir -p elsewhere
+"$REPOCC" -O2 -c x.c -o records.o || fail "compile into the records repository"
+rm -rf "$REPOCC_DIR/stats" && ln -s "$SCRATCH/elsewhere" "$REPOCC_DIR/stats"
+"$REPOCC" --zero-stats > zero.out 2>&1 || fail "--zero-stats with stats/ a symlink: $(cat zero.out)"
+[ -L "$REPOCC_DIR/stats" ] && fail "--zero-stats left the symlinked stats/"
+ln -s "$SCRATCH/elsewhere" "$REPOCC_DIR/stats"
+REPOCC_UNIT_CACHE=false "$REPOCC" -O2 -c x.c -o records.o || fail "compile with stats/ a symlink"
+[ -d "$REPOCC_DIR/stats" ] && [ ! -L "$REPOCC_DIR/stats" ] || fail "stats/ is still not a real directory"
+[ -z "$(ls -A elsewhere)" ] || fail "statistics were written through the symlink: $(ls -A elsewhere)"
+assert_eq "compiles counted with stats/ once a symlink" 1 "$(stat_value compiles)"
+echo garbage > "$REPOCC_DIR/size/measured"
+for f in "$REPOCC_DIR"/identity/*; do echo '{"broken' > "$f"; done
+ln -s "$SCRATCH/elsewhere" "$REPOCC_DIR/stats/9.json"
+"$REPOCC" --verify > verify.out 2>&1 || true
+for what in "size/measured" "identity/" "stats/9.json"; do
+  grep -q "$what" verify.out || fail "--verify did not report $what: $(cat verify.out)"
+done
+[ -e "$REPOCC_DIR/size/measured" ] && fail "--verify kept a size that is not a number"
+again=$("$REPOCC" --verify) || fail "--verify after the repair: $again"
+assert_contains "--verify after the repair" "removed 0 bad" "$again"
+"$REPOCC" -O2 -c x.c -o records.o && cc records.o -o records && [ "$(./records)" = "$expected" ] \
+  || fail "compile after --verify repaired the records"
+unset REPOCC_DIR
+
 note "all safety checks passed"

@@ -230,7 +230,16 @@ impl RepoDir {
             return Ok(None);
         };
         for c in components {
-            match dir.subdir(c, create)? {
+            let sub = match dir.subdir(c, create) {
+                // Creating: what stands in the way inside the repository (a
+                // symlink, a file) goes, never written through.
+                Err(e) if create && e.kind() == io::ErrorKind::NotADirectory => {
+                    dir.remove(c)?;
+                    dir.subdir(c, create)?
+                }
+                other => other?,
+            };
+            match sub {
                 Some(d) => dir = d,
                 None => return Ok(None),
             }

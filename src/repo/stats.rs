@@ -378,6 +378,16 @@ pub fn zero_in(repo: &Path, sub: &str) -> Result<()> {
     let dir = match RepoDir::open_path(repo, &[sub], false) {
         Ok(Some(d)) => d,
         Ok(None) => return Ok(()),
+        // Not a real directory (a symlink): no counters to zero, and what
+        // is in the way goes (the next compile makes the directory).
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            let Some(root) = RepoDir::open_root(repo, false)? else {
+                return Ok(());
+            };
+            return root
+                .remove(sub)
+                .with_context(|| format!("removing {}", repo.join(sub).display()));
+        }
         Err(e) => return Err(e).with_context(|| format!("opening {}", repo.join(sub).display())),
     };
     for shard in 0..SHARDS {

@@ -854,6 +854,7 @@ impl Store {
     /// are not real directories, and temporary files older than an hour.
     pub fn verify_all(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
+        self.verify_bookkeeping(&mut report);
         let fragments = match self.fragments(false) {
             Ok(Some(f)) => f,
             Ok(None) => return report,
@@ -918,6 +919,74 @@ impl Store {
 
     /// Removes a `v1` or `v1/fragments` that is not a real directory;
     /// returns its path.
+    /// The repository's own records beside the entries: the statistics
+    /// (`stats/`), the size ledger (`size/`) and the cached identities
+    /// (`identity/`). Each must be a real directory of regular files, its
+    /// JSON files parse and the measured size is a number; what is not is
+    /// removed (a symlinked `stats` lost every count, silently), and the
+    /// next compile writes it anew.
+    fn verify_bookkeeping(&self, report: &mut VerifyReport) {
+        let Ok(Some(root)) = RepoDir::open_root(&self.repo, false) else {
+            return;
+        };
+        for name in ["stats", "size", "identity"] {
+            let path = root.path().join(name);
+            let dir = match root.subdir(name, false) {
+                Ok(Some(d)) => d,
+                Ok(None) => continue,
+                Err(e) => {
+                    report.checked += 1;
+                    if root.remove(name).is_ok() {
+                        report.removed.push((path, e.to_string()));
+                    }
+                    continue;
+                }
+            };
+            for f in dir.list().unwrap_or_default() {
+                if f.name.starts_with(".tmp") && f.kind == fsx::Kind::Regular {
+                    // A write in flight, or one a kill left (as in shards).
+                    let age = SystemTime::now()
+                        .duration_since(f.modified)
+                        .unwrap_or_default();
+                    if age > TEMPORARY_GRACE && dir.remove(&f.name).is_ok() {
+                        report
+                            .removed
+                            .push((dir.path().join(&f.name), "stale temporary file".into()));
+                    }
+                    continue;
+                }
+                report.checked += 1;
+                let problem = if f.kind != fsx::Kind::Regular {
+                    Some(format!("not a regular file ({:?})", f.kind))
+                } else if f.name.ends_with(".lock") {
+                    None
+                } else {
+                    let json = name == "identity" || f.name.ends_with(".json");
+                    let measured = name == "size" && f.name == "measured";
+                    match dir.read_regular(&f.name, 1 << 20) {
+                        Err(e) => Some(format!("{e:?}")),
+                        Ok((bytes, _)) if json => {
+                            serde_json::from_slice::<serde_json::Value>(&bytes)
+                                .err()
+                                .map(|e| format!("not JSON: {e}"))
+                        }
+                        Ok((bytes, _)) if measured => std::str::from_utf8(&bytes)
+                            .ok()
+                            .and_then(|t| t.trim().parse::<u64>().ok())
+                            .is_none()
+                            .then(|| "not a size".to_string()),
+                        Ok(_) => None,
+                    }
+                };
+                if let Some(p) = problem {
+                    if dir.remove(&f.name).is_ok() {
+                        report.removed.push((dir.path().join(&f.name), p));
+                    }
+                }
+            }
+        }
+    }
+
     fn remove_bad_top_level(&self) -> Option<PathBuf> {
         let mut dir = RepoDir::open_root(&self.repo, false).ok()??;
         for name in ["v1", "fragments"] {
