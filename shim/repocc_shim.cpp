@@ -10,6 +10,12 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm-c/TargetMachine.h>
+#include <llvm/CodeGen/TargetSubtargetInfo.h>
+#include <llvm/MC/MCAsmBackend.h>
+#include <llvm/MC/MCRegisterInfo.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/MCTargetOptions.h>
+#include <llvm/MC/TargetRegistry.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -48,6 +54,31 @@ void repocc_set_target_options(LLVMTargetMachineRef tm,
   o.EmitCallSiteInfo = opts->emit_call_site_info != 0;
   if (opts->debugger_tuning_gdb)
     o.DebuggerTuning = llvm::DebuggerKind::GDB;
+}
+
+// The longest NOP LLVM's assembler writes for the machine's subtarget when
+// it pads code (between the functions of a section): what the composer pads
+// with, so that the gaps it fills are the bytes a single object would hold.
+// 0 if the target has no assembler backend.
+// The subtarget is that of the module's first function with a body, as
+// code generation builds it from its attributes ("tune-cpu" = "generic" has
+// longer NOPs than the machine's own CPU): the same for every function
+// clang emits in a unit.
+unsigned repocc_max_nop_bytes(LLVMTargetMachineRef tm, LLVMModuleRef module) {
+  llvm::TargetMachine *machine = reinterpret_cast<llvm::TargetMachine *>(tm);
+  const llvm::MCSubtargetInfo *STI = machine->getMCSubtargetInfo();
+  for (const llvm::Function &F : *llvm::unwrap(module))
+    if (!F.isDeclaration()) {
+      STI = machine->getSubtargetImpl(F);
+      break;
+    }
+  const llvm::MCRegisterInfo *MRI = machine->getMCRegisterInfo();
+  if (!STI || !MRI)
+    return 0;
+  llvm::MCTargetOptions Options;
+  std::unique_ptr<llvm::MCAsmBackend> Backend(
+      machine->getTarget().createMCAsmBackend(*STI, *MRI, Options));
+  return Backend ? Backend->getMaximumNopSize(*STI) : 0;
 }
 
 // Reads the options back, so a unit test can prove the writes landed.

@@ -404,6 +404,10 @@ extern "C" {
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
     );
+    fn repocc_max_nop_bytes(
+        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
+        module: llvm_sys::prelude::LLVMModuleRef,
+    ) -> std::ffi::c_uint;
     fn repocc_object_emitter_new(tm: llvm_sys::target_machine::LLVMTargetMachineRef)
         -> *mut c_void;
     fn repocc_object_emitter_run(
@@ -424,6 +428,15 @@ extern "C" {
 pub fn set_target_options(tm: &TargetMachine, opts: &ShimTargetOptions) {
     // SAFETY: see the module invariants; `tm` outlives the call.
     unsafe { repocc_set_target_options(tm.as_mut_ptr(), opts) }
+}
+
+/// The longest NOP LLVM's assembler pads `module`'s code with on `tm`
+/// (its functions' subtarget: 15 bytes for clang's x86-64 with
+/// `tune-cpu=generic`); 0 without an assembler backend.
+pub fn max_nop_bytes(tm: &TargetMachine, module: &inkwell::module::Module) -> u8 {
+    // SAFETY: see the module invariants; both outlive the call.
+    let n = unsafe { repocc_max_nop_bytes(tm.as_mut_ptr(), module.as_mut_ptr()) };
+    u8::try_from(n).unwrap_or(u8::MAX)
 }
 
 /// One code generation pipeline for many modules (see the shim's

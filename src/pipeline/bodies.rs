@@ -552,6 +552,7 @@ mod tests {
             originally_local: Vec::new(),
             unnamed_locals: Vec::new(),
             attached_locals: HashMap::new(),
+            max_nop: 0,
         };
         let (members, sizes) = members(&unit, &digests);
         let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();

@@ -62,6 +62,10 @@ pub struct Unit<'ctx> {
     /// (see [`externalize_locals`]): name -> that function. They are in no
     /// fragment of their own and count with their user's.
     pub attached_locals: HashMap<String, String>,
+    /// The longest NOP the assembler pads this unit's code with (see
+    /// `relocatable::CodeFill`), taken before pruning leaves functions
+    /// without bodies: the same warm as cold.
+    pub max_nop: u8,
 }
 
 pub fn init_targets() {
@@ -167,6 +171,7 @@ pub fn load_code<'ctx>(
     if settings.opt != OptLevel::O0 {
         inline_static_single_calls(&module, &originally_local);
     }
+    let max_nop = llvm_shim::max_nop_bytes(&target_machine, &module);
     Ok(Unit {
         module,
         target_machine,
@@ -174,6 +179,7 @@ pub fn load_code<'ctx>(
         originally_local,
         unnamed_locals,
         attached_locals,
+        max_nop,
     })
 }
 

@@ -45,9 +45,10 @@ pub fn compose_fragments(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
+    fill: super::relocatable::CodeFill,
     output: &Path,
 ) -> Result<()> {
-    if let Some(bytes) = super::relocatable::combine(objects, locals, unnamed) {
+    if let Some(bytes) = super::relocatable::combine_filling(objects, locals, unnamed, fill) {
         return super::output::write_output(output, &bytes);
     }
     let dir = tempfile::Builder::new()
@@ -81,7 +82,7 @@ pub fn compose_fragments(
         );
     }
     let bytes = std::fs::read(&combined).context("reading the composed object")?;
-    write_object(&bytes, locals, unnamed, output)
+    write_object(&bytes, locals, unnamed, fill, output)
 }
 
 /// A System V `ar` archive of the objects, members named `f<N>.o`, in
@@ -117,12 +118,13 @@ pub fn write_object(
     object: &[u8],
     locals: &[String],
     unnamed: &[String],
+    fill: super::relocatable::CodeFill,
     output: &Path,
 ) -> Result<()> {
     if locals.is_empty() {
         return super::output::write_output(output, object);
     }
-    if let Some(bytes) = super::relocatable::combine(&[object], locals, unnamed) {
+    if let Some(bytes) = super::relocatable::combine_filling(&[object], locals, unnamed, fill) {
         return super::output::write_output(output, &bytes);
     }
     // A device or FIFO output: localize in a temporary file, then write the

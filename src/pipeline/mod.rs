@@ -155,6 +155,12 @@ impl UnitReport {
     }
 }
 
+/// How composing pads code for the unit's subtarget: as its assembler pads
+/// between functions (see `relocatable::CodeFill`).
+fn code_fill(unit: &canonical::Unit) -> relocatable::CodeFill {
+    relocatable::CodeFill::Nops(unit.max_nop)
+}
+
 /// What the frontend produced, for the pipeline: bitcode, or clang's
 /// module itself (clang in this process).
 pub enum FrontendIr<'a> {
@@ -293,6 +299,7 @@ fn run_stages<'ctx>(
         object.as_slice(),
         &unit.originally_local,
         &unit.unnamed_locals,
+        code_fill(&unit),
         output,
     )?;
     times.write = t.elapsed();
@@ -538,6 +545,7 @@ fn repository_stages(
         &objects,
         &unit.originally_local,
         &unit.unnamed_locals,
+        code_fill(unit),
         output,
     )?;
     times.write = t.elapsed();

@@ -240,7 +240,17 @@ pub fn prune_known_definitions(
         if has_alias || kept_for_the_optimizer {
             continue;
         }
-        if f.members.iter().any(|m| in_context(m)) {
+        // A variable stays defined wherever it is, as in a cold compile:
+        // whether a global is a definition decides more than folding its
+        // value (LICM promotes a load and store of a global it knows to
+        // be writable memory, which a declaration may not be), and a
+        // declaration made an edited `main` another code than the cold
+        // compile's (csmith seed 7002000). It costs no optimization.
+        let variables_only = f
+            .members
+            .iter()
+            .all(|m| unit.module.get_function(m).is_none() && unit.module.get_global(m).is_some());
+        if f.members.iter().any(|m| in_context(m)) || variables_only {
             if f.has_stored_object() {
                 plan.stored_code.context.extend(f.members.iter().cloned());
             }

@@ -380,7 +380,73 @@ pub fn debug_type_groups(object: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(out)
 }
 
+#[cfg(test)]
 pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Option<Vec<u8>> {
+    combine_filling(objects, locals, unnamed, CodeFill::Trap)
+}
+
+/// How the gaps an alignment leaves between pieces of x86-64 code are
+/// filled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeFill {
+    /// One-byte traps (`int3`), as lld pads between input sections.
+    #[cfg_attr(not(test), allow(dead_code))]
+    Trap,
+    /// NOPs as LLVM's assembler pads between the functions of one section,
+    /// each at most this many bytes (the subtarget's longest, see
+    /// `llvm_shim::max_nop_bytes`): a fragment compiled alone with other
+    /// functions (its local helpers) holds such padding, and the same
+    /// functions carved apart and composed must get the same bytes.
+    Nops(u8),
+}
+
+impl CodeFill {
+    /// `len` bytes of padding.
+    fn bytes(self, len: usize) -> Vec<u8> {
+        match self {
+            CodeFill::Trap | CodeFill::Nops(0) => vec![0xcc; len],
+            CodeFill::Nops(max) => x86_nops(len, usize::from(max)),
+        }
+    }
+}
+
+/// `len` bytes of x86 NOPs, written as LLVM's X86 assembler backend writes
+/// them (`writeNopData`): instructions of at most `max` bytes, the longest
+/// first; one longer than 10 bytes is the 10-byte NOP behind `0x66`
+/// prefixes.
+fn x86_nops(len: usize, max: usize) -> Vec<u8> {
+    const NOPS: [&[u8]; 10] = [
+        &[0x90],
+        &[0x66, 0x90],
+        &[0x0f, 0x1f, 0x00],
+        &[0x0f, 0x1f, 0x40, 0x00],
+        &[0x0f, 0x1f, 0x44, 0x00, 0x00],
+        &[0x66, 0x0f, 0x1f, 0x44, 0x00, 0x00],
+        &[0x0f, 0x1f, 0x80, 0x00, 0x00, 0x00, 0x00],
+        &[0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &[0x66, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+        &[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00],
+    ];
+    let max = max.max(1);
+    let mut out = Vec::with_capacity(len);
+    let mut left = len;
+    while left > 0 {
+        let this = left.min(max);
+        let prefixes = this.saturating_sub(10);
+        out.extend(std::iter::repeat(0x66).take(prefixes));
+        out.extend_from_slice(NOPS[this - prefixes - 1]);
+        left -= this;
+    }
+    out
+}
+
+/// [`combine`], with code padded as `fill` says.
+pub fn combine_filling(
+    objects: &[&[u8]],
+    locals: &[String],
+    unnamed: &[String],
+    fill: CodeFill,
+) -> Option<Vec<u8>> {
     let inputs: Vec<Input> = objects.iter().map(|o| parse(o)).collect::<Option<_>>()?;
     let first = inputs.first()?;
     let machine = u16_at(first.data, 18)?;
@@ -595,13 +661,9 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                             continue;
                         }
                     }
-                    // Padding in code is a trap where the target has a
-                    // one-byte one (int3), as lld pads.
-                    let fill = if machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0 {
-                        0xcc
-                    } else {
-                        0
-                    };
+                    // Padding in x86-64 code as `fill` says (see
+                    // `CodeFill`), zeros elsewhere.
+                    let code = machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0;
                     // Unwind records are 4-byte aligned and must follow
                     // one another without a gap (a zero word reads as the
                     // end of the section), whatever the section's
@@ -621,7 +683,12 @@ pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Opti
                     let at = match &mut sec.content {
                         Content::Data(d) => {
                             let at = (d.len() as u64).next_multiple_of(align);
-                            d.resize(at as usize, fill);
+                            let gap = at as usize - d.len();
+                            if code {
+                                d.extend_from_slice(&fill.bytes(gap));
+                            } else {
+                                d.resize(at as usize, 0);
+                            }
                             match strings.rewritten.get(&i) {
                                 Some(bytes) => d.extend_from_slice(bytes),
                                 None => d.extend_from_slice(slice(input.data, s.offset, s.size)?),
@@ -1304,6 +1371,24 @@ pub(super) fn write(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
+
+    /// Code padding is the NOPs LLVM's assembler writes (as read back from
+    /// objects clang-19 wrote: 13 and 14 bytes with a 15-byte maximum, one
+    /// instruction behind `0x66` prefixes; with a 10-byte maximum, two).
+    #[test]
+    fn code_padding_is_the_assemblers_nops() {
+        let cs_nopw: &[u8] = &[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0];
+        let prefixed = |n: usize| [vec![0x66; n], cs_nopw.to_vec()].concat();
+        assert_eq!(CodeFill::Nops(15).bytes(13), prefixed(3));
+        assert_eq!(CodeFill::Nops(15).bytes(14), prefixed(4));
+        assert_eq!(
+            CodeFill::Nops(10).bytes(13),
+            [cs_nopw.to_vec(), vec![0x0f, 0x1f, 0x00]].concat()
+        );
+        assert_eq!(CodeFill::Nops(15).bytes(1), [0x90]);
+        assert_eq!(CodeFill::Nops(15).bytes(31).len(), 31);
+        assert_eq!(CodeFill::Trap.bytes(3), [0xcc; 3]);
+    }
     use std::path::Path;
     use std::process::Command;
 
