@@ -433,7 +433,7 @@ fn x86_nops(len: usize, max: usize) -> Vec<u8> {
     while left > 0 {
         let this = left.min(max);
         let prefixes = this.saturating_sub(10);
-        out.extend(std::iter::repeat(0x66).take(prefixes));
+        out.extend(std::iter::repeat_n(0x66, prefixes));
         out.extend_from_slice(NOPS[this - prefixes - 1]);
         left -= this;
     }
