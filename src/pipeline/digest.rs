@@ -2057,20 +2057,22 @@ mod tests {
     }
 
     fn ir_of(c_source: &str, extra: &[&str]) -> String {
+        let args: Vec<&str> = ["-O2", "-Xclang", "-disable-llvm-passes"]
+            .iter()
+            .chain(extra)
+            .copied()
+            .collect();
+        clang_ir(c_source, &args)
+    }
+
+    /// clang-19's IR (text) of `source` compiled with `args`.
+    fn clang_ir(source: &str, args: &[&str]) -> String {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("t.c");
-        std::fs::write(&src, c_source).unwrap();
+        std::fs::write(&src, source).unwrap();
         let out = std::process::Command::new("clang-19")
-            .args([
-                "-O2",
-                "-Xclang",
-                "-disable-llvm-passes",
-                "-S",
-                "-emit-llvm",
-                "-o",
-                "-",
-            ])
-            .args(extra)
+            .args(["-S", "-emit-llvm", "-o", "-"])
+            .args(args)
             // The same paths in every test's debug info.
             .arg(format!("-ffile-prefix-map={}=/src", dir.path().display()))
             .arg(&src)
@@ -2777,21 +2779,8 @@ mod tests {
                    auto l = [x] { return (int)x * 3; };\n  Holder<decltype(l)> h{l};\n  \
                    return h.call() + h.check();\n}\n\
                    int use() { return make(1) + make(2L); }\n";
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.cc");
-        std::fs::write(&path, src).unwrap();
         // Optimized, so that `get` is inlined into both.
-        let out = std::process::Command::new("clang-19")
-            .args(["-x", "c++", "-O1", "-g", "-S", "-emit-llvm", "-o", "-"])
-            .arg(&path)
-            .output()
-            .expect("clang-19");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let ir = String::from_utf8(out.stdout).unwrap();
+        let ir = clang_ir(src, &["-x", "c++", "-O1", "-g"]);
         let names: Vec<String> = ir
             .lines()
             .filter(|l| l.starts_with("define ") && l.contains("6Holder"))
