@@ -887,13 +887,7 @@ impl Store {
             };
             for f in shard.list().unwrap_or_default() {
                 let path = shard.path().join(&f.name);
-                if f.name.starts_with(".tmp") && f.kind == fsx::Kind::Regular {
-                    let age = SystemTime::now()
-                        .duration_since(f.modified)
-                        .unwrap_or_default();
-                    if age > TEMPORARY_GRACE && shard.remove(&f.name).is_ok() {
-                        report.removed.push((path, "stale temporary file".into()));
-                    }
+                if sweep_temporary(&shard, &f, &mut report) {
                     continue;
                 }
                 report.checked += 1;
@@ -943,16 +937,7 @@ impl Store {
                 }
             };
             for f in dir.list().unwrap_or_default() {
-                if f.name.starts_with(".tmp") && f.kind == fsx::Kind::Regular {
-                    // A write in flight, or one a kill left (as in shards).
-                    let age = SystemTime::now()
-                        .duration_since(f.modified)
-                        .unwrap_or_default();
-                    if age > TEMPORARY_GRACE && dir.remove(&f.name).is_ok() {
-                        report
-                            .removed
-                            .push((dir.path().join(&f.name), "stale temporary file".into()));
-                    }
+                if sweep_temporary(&dir, &f, report) {
                     continue;
                 }
                 report.checked += 1;
@@ -1014,6 +999,24 @@ impl Store {
             None => Ok(()),
         }
     }
+}
+
+/// Whether `f` (listed in `dir`) is a temporary file of a write; one older
+/// than [`TEMPORARY_GRACE`] (a write a kill left, not one in flight) is
+/// removed and reported.
+fn sweep_temporary(dir: &RepoDir, f: &fsx::Listed, report: &mut VerifyReport) -> bool {
+    if !f.name.starts_with(".tmp") || f.kind != fsx::Kind::Regular {
+        return false;
+    }
+    let age = SystemTime::now()
+        .duration_since(f.modified)
+        .unwrap_or_default();
+    if age > TEMPORARY_GRACE && dir.remove(&f.name).is_ok() {
+        report
+            .removed
+            .push((dir.path().join(&f.name), "stale temporary file".into()));
+    }
+    true
 }
 
 impl Store {
