@@ -404,6 +404,7 @@ impl CodeFill {
     /// `len` bytes of padding.
     fn bytes(self, len: usize) -> Vec<u8> {
         match self {
+            // No assembler backend to ask (`max_nop_bytes` gave 0): traps.
             CodeFill::Trap | CodeFill::Nops(0) => vec![0xcc; len],
             CodeFill::Nops(max) => x86_nops(len, usize::from(max)),
         }

@@ -911,8 +911,6 @@ impl Store {
         report
     }
 
-    /// Removes a `v1` or `v1/fragments` that is not a real directory;
-    /// returns its path.
     /// The repository's own records beside the entries: the statistics
     /// (`stats/`), the size ledger (`size/`) and the cached identities
     /// (`identity/`). Each must be a real directory of regular files, its
@@ -972,6 +970,8 @@ impl Store {
         }
     }
 
+    /// Removes a `v1` or `v1/fragments` that is not a real directory;
+    /// returns its path.
     fn remove_bad_top_level(&self) -> Option<PathBuf> {
         let mut dir = RepoDir::open_root(&self.repo, false).ok()??;
         for name in ["v1", "fragments"] {
