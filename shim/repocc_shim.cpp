@@ -1442,7 +1442,9 @@ extern "C" char *repocc_print_module(LLVMModuleRef module) {
   return LLVMCreateMessage(Out.c_str());
 }
 
+#include <llvm/ADT/StringSet.h>
 #include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/Target/TargetLoweringObjectFile.h>
 
 // Debug info of a fragment module, after it was parsed into a code
 // generation worker's context (its compile units are its own there, so
@@ -1467,6 +1469,52 @@ extern "C" void repocc_sort_functions_by_name(LLVMModuleRef module) {
     F->removeFromParent();
     M->getFunctionList().push_back(F);
   }
+}
+
+// The local definitions a fragment's module holds besides its members `names`
+// (the helpers repocc_extract_definitions copies in, in the order its mapper
+// met them) put in an order the carver finds again in an object compiled
+// with a section per definition (see carve.rs's `canonical_order`): after
+// the members, functions by name, and variables by name but for those the
+// code generator pools in mergeable sections (constants and strings, which
+// the carver takes piece by piece in the order the code refers to them),
+// which keep their order. Laid out so, a fragment compiled as a module
+// of its own (with debug info) holds its code and data where the carved
+// fragment (without) holds them, and `-g` moves nothing.
+extern "C" void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetMachineRef tm,
+                                               const char *const *names, size_t count) {
+  Module *M = unwrap(module);
+  const TargetMachine &TM = *reinterpret_cast<TargetMachine *>(tm);
+  StringSet<> Members;
+  for (size_t i = 0; i < count; i++)
+    Members.insert(names[i]);
+  auto helper = [&](const GlobalObject &G) {
+    return G.hasLocalLinkage() && !G.isDeclaration() && !Members.contains(G.getName());
+  };
+  auto byName = [](const GlobalValue *A, const GlobalValue *B) {
+    return A->getName() < B->getName();
+  };
+  std::vector<Function *> Functions;
+  for (Function &F : *M)
+    if (helper(F))
+      Functions.push_back(&F);
+  std::stable_sort(Functions.begin(), Functions.end(), byName);
+  for (Function *F : Functions) {
+    F->removeFromParent();
+    M->getFunctionList().push_back(F);
+  }
+  std::vector<GlobalVariable *> Pooled, Own;
+  for (GlobalVariable &G : M->globals())
+    if (helper(G)) {
+      SectionKind Kind = TargetLoweringObjectFile::getKindForGlobal(&G, TM);
+      (Kind.isMergeableCString() || Kind.isMergeableConst() ? Pooled : Own).push_back(&G);
+    }
+  std::stable_sort(Own.begin(), Own.end(), byName);
+  for (auto *List : {&Pooled, &Own})
+    for (GlobalVariable *G : *List) {
+      M->removeGlobalVariable(G);
+      M->insertGlobalVariable(G);
+    }
 }
 
 extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {

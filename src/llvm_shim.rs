@@ -404,6 +404,12 @@ extern "C" {
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         opts: *const ShimTargetOptions,
     );
+    fn repocc_order_local_definitions(
+        module: llvm_sys::prelude::LLVMModuleRef,
+        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
+        names: *const *const c_char,
+        count: usize,
+    );
     fn repocc_max_nop_bytes(
         tm: llvm_sys::target_machine::LLVMTargetMachineRef,
         module: llvm_sys::prelude::LLVMModuleRef,
@@ -990,6 +996,34 @@ pub fn sort_functions_by_name(module: &inkwell::module::Module) {
     // SAFETY: the module is alive and nothing iterates its functions
     // meanwhile; the shim only moves functions within the module's list.
     unsafe { repocc_sort_functions_by_name(module.as_mut_ptr()) }
+}
+
+/// Lays out the local helpers a fragment's module holds besides its
+/// `members` (functions by name, variables by name but for pooled
+/// constants) in the order the carver gives the same fragment's sections
+/// (see `carve`), so that a fragment compiled as a module of its own, as
+/// with debug info, holds its code and data in the same places.
+pub fn order_local_definitions(
+    module: &inkwell::module::Module,
+    tm: &TargetMachine,
+    members: &[&str],
+) {
+    let owned: Vec<CString> = members
+        .iter()
+        .filter_map(|n| CString::new(*n).ok())
+        .collect();
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: the module and machine are alive and nothing iterates the
+    // module meanwhile; the shim only moves definitions within its lists;
+    // `ptrs` points into `owned`, alive for the call.
+    unsafe {
+        repocc_order_local_definitions(
+            module.as_mut_ptr(),
+            tm.as_mut_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+        )
+    }
 }
 
 /// Trims the compile units of a fragment module to what the fragment

@@ -49,6 +49,7 @@ const SHF_MERGE: u64 = 0x10;
 const SHF_STRINGS: u64 = 0x20;
 const SHF_EXECINSTR: u64 = 0x4;
 const SHT_REL: u32 = 9;
+const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STT_TLS: u8 = 6;
 
@@ -95,6 +96,16 @@ const PLAIN_PREFIXES: &[&[u8]] = &[
     b".gcc_except_table",
 ];
 
+/// Prefixes of function sections besides those of `PLAIN_PREFIXES`:
+/// with the definition's name after them, a section of its own.
+const TEXT_PREFIXES: &[&[u8]] = &[
+    b".text.unlikely",
+    b".text.hot",
+    b".text.startup",
+    b".text.exit",
+    b".text.split",
+];
+
 /// One relocation of the whole object.
 #[derive(Clone, Copy)]
 struct Rela {
@@ -125,6 +136,8 @@ struct Whole<'a> {
     group_of: Vec<Option<usize>>,
     symbols_in: Vec<Vec<usize>>,
     global_named: HashMap<&'a [u8], usize>,
+    /// Names of the functions defined, global or local.
+    function_named: HashSet<&'a [u8]>,
     /// Sections shared by all functions, taken piece by piece: mergeable
     /// constant pools and strings, and the exception type stubs.
     shared: Vec<bool>,
@@ -196,9 +209,13 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
     }
     let mut symbols_in = vec![Vec::new(); n];
     let mut global_named = HashMap::new();
+    let mut function_named = HashSet::new();
     for (k, sym) in input.syms.iter().enumerate().skip(1) {
         if sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
             symbols_in.get_mut(sym.shndx as usize)?.push(k);
+            if sym.info & 0xf == STT_FUNC {
+                function_named.insert(c_str(input.strtab, sym.name)?);
+            }
         }
         if sym.info >> 4 != STB_LOCAL && sym.shndx != SHN_UNDEF {
             global_named.insert(c_str(input.strtab, sym.name)?, k);
@@ -275,6 +292,7 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         group_of,
         symbols_in,
         global_named,
+        function_named,
         shared,
         stubs,
         eh_frame,
@@ -355,7 +373,20 @@ pub fn carve(
     let mut out = Vec::with_capacity(fragments.len());
     for spec in fragments {
         let mut b = Builder::new(&w, spec, naming);
-        let object = b.build();
+        let mut object = b.build();
+        // Laid out again in the order the fragment's own module has them,
+        // where the order its code reached them differs.
+        if object.is_some() {
+            let order = b.canonical_order(spec);
+            if !order
+                .iter()
+                .eq(b.order.iter().filter(|&&i| w.group_of[i].is_none()))
+            {
+                b = Builder::new(&w, spec, naming);
+                b.laid_out = order;
+                object = b.build();
+            }
+        }
         if object.is_some() {
             for &i in b.out_of.keys() {
                 claimed[i] = true;
@@ -414,10 +445,11 @@ struct Builder<'w, 'a> {
     pieces: HashMap<(usize, u64), (usize, usize, u64)>,
     /// Shared input section → its output section.
     pool_of: HashMap<usize, usize>,
-    /// Names of this fragment's functions (jump tables are named after them).
-    function_names: HashSet<&'a [u8]>,
     /// The COMDAT groups it takes, in order.
     groups: Vec<usize>,
+    /// Input sections to include first, in this order (see
+    /// `canonical_order`).
+    laid_out: Vec<usize>,
 }
 
 impl<'w, 'a> Builder<'w, 'a> {
@@ -437,9 +469,66 @@ impl<'w, 'a> Builder<'w, 'a> {
             symbol_of: HashMap::new(),
             pieces: HashMap::new(),
             pool_of: HashMap::new(),
-            function_names: HashSet::new(),
             groups: Vec::new(),
+            laid_out: Vec::new(),
         }
+    }
+
+    /// The sections `build` took, in the order the fragment compiled as a
+    /// module of its own (with debug info) lays them out (see the shim's
+    /// `repocc_order_local_definitions`): the code generator emits
+    /// functions in module order, each with its jump tables and exception
+    /// tables, and the variables after all functions, in module order;
+    /// the module holds the members in the order given, then the local
+    /// helpers by name. The order in which the code reaches them (its
+    /// relocations, as `build` finds them) is another, and a fragment
+    /// with helpers would otherwise lay them out differently with `-g`
+    /// than without. Pieces of shared pools are not sections here: they
+    /// keep the order the code refers to them in, as the module's pooled
+    /// constants keep theirs. Nor are sections of COMDAT groups, which
+    /// have names of their own and come with their group.
+    fn canonical_order(&self, spec: &FragmentSpec) -> Vec<usize> {
+        let position: HashMap<&[u8], usize> = (spec.members.iter().enumerate())
+            .map(|(n, m)| (m.as_bytes(), n))
+            .collect();
+        let mut keyed: Vec<_> = (self.order.iter().enumerate())
+            .filter(|(_, &i)| self.w.group_of[i].is_none())
+            .map(|(found, &i)| {
+                let owner = self.owner_of(i);
+                let code = self.w.input.shdrs[i].flags & SHF_EXECINSTR != 0
+                    || self.w.function_named.contains(owner);
+                let member = position.get(owner).copied().unwrap_or(usize::MAX);
+                ((!code, member, owner, found), i)
+            })
+            .collect();
+        keyed.sort();
+        keyed.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// The definition input section `i` belongs to: the symbol defined in
+    /// it, or the one its name carries (a jump table's `.rodata.f`, a
+    /// private datum's `.rodata..Lname`, an exception table's
+    /// `.gcc_except_table.f`).
+    fn owner_of(&self, i: usize) -> &'a [u8] {
+        let w = self.w;
+        let defined = (w.symbols_in[i].iter())
+            .map(|&k| w.input.syms[k])
+            // Not a label (an LSDA's `GCC_except_table<n>`).
+            .filter(|sym| matches!(sym.info & 0xf, STT_FUNC | STT_OBJECT | STT_TLS))
+            .min_by_key(|sym| sym.value)
+            .and_then(|sym| c_str(w.input.strtab, sym.name))
+            .filter(|n| !n.is_empty());
+        if let Some(name) = defined {
+            return name;
+        }
+        let name = c_str(w.input.shstrtab, w.input.shdrs[i].name).unwrap_or_default();
+        if let Some(at) = name.windows(3).position(|w| w == b"..L") {
+            return &name[at + 3..];
+        }
+        (PLAIN_PREFIXES.iter().chain(TEXT_PREFIXES))
+            .filter_map(|p| name.strip_prefix(*p)?.strip_prefix(b"."))
+            .min_by_key(|rest| rest.len())
+            .unwrap_or(name)
     }
 
     fn name_of(&self, k: usize) -> Option<&'a [u8]> {
@@ -457,9 +546,6 @@ impl<'w, 'a> Builder<'w, 'a> {
                 continue; // not in the object (nothing to emit)
             };
             let sym = w.input.syms[k];
-            if sym.info & 0xf == STT_FUNC {
-                self.function_names.insert(c_str(w.input.strtab, sym.name)?);
-            }
             let section = sym.shndx as usize;
             if sym.shndx == SHN_COMMON {
                 self.define_global(k, None, sym.value)?;
@@ -478,6 +564,9 @@ impl<'w, 'a> Builder<'w, 'a> {
             }
             roots.push(section);
         }
+        for i in std::mem::take(&mut self.laid_out) {
+            self.include(i)?;
+        }
         for r in roots {
             self.include(r)?;
         }
@@ -493,6 +582,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         for g in self.groups.clone() {
             self.group(g)?;
         }
+        self.align_like_one_section();
         if self.sections.is_empty() && self.globals.is_empty() {
             // Nothing of this fragment reached the object.
             return write(
@@ -538,6 +628,45 @@ impl<'w, 'a> Builder<'w, 'a> {
             &|_| false,
             w.addrsig.then_some(&addrsig[..]),
         )
+    }
+
+    /// Gives the first (non-empty) of the sections that composing puts
+    /// into one output section the alignment of all of them. Compiled as a
+    /// module of its own (with debug info), the fragment has one section
+    /// where it has several here (its jump tables and a constant, both in
+    /// `.rodata`), aligned as its most aligned content; composed, that one
+    /// starts at such a boundary, and the pieces after it at the offsets
+    /// they have in it. So do these now, and `-g` moves nothing.
+    fn align_like_one_section(&mut self) {
+        let w = self.w;
+        let apart: HashSet<usize> = (self.pool_of.values().copied())
+            .chain(
+                (self.out_of.iter())
+                    .filter(|(&i, _)| w.group_of[i].is_some())
+                    .map(|(_, &o)| o),
+            )
+            .collect();
+        // (name, type, flags, entry size) → (first section, alignment).
+        type Run<'s> = (&'s [u8], u32, u64, u64);
+        let mut first: HashMap<Run, (usize, u64)> = HashMap::new();
+        for (o, s) in self.sections.iter().enumerate() {
+            let size = match &s.content {
+                Content::Data(d) => d.len() as u64,
+                Content::Bss(n) => *n,
+                _ => 0,
+            };
+            if size == 0 || apart.contains(&o) {
+                continue;
+            }
+            let run = first
+                .entry((&s.name, s.sh_type, s.flags, s.entsize))
+                .or_insert((o, 0));
+            run.1 = run.1.max(s.align);
+        }
+        let raised: Vec<(usize, u64)> = first.into_values().collect();
+        for (o, align) in raised {
+            self.sections[o].align = align;
+        }
     }
 
     /// Takes COMDAT group `g` (once): the sections it holds, but for
@@ -654,7 +783,11 @@ impl<'w, 'a> Builder<'w, 'a> {
                     .then_some((n, sym.info & 0xf == STT_FUNC))
             })
             .collect();
-        candidates.extend(self.function_names.iter().map(|n| (*n, true)));
+        // A jump table's section is named after its function.
+        let owner = self.owner_of(i);
+        if w.function_named.contains(owner) {
+            candidates.push((owner, true));
+        }
         for (suffix, is_function) in candidates {
             let Some(prefix) = name.strip_suffix(suffix).and_then(|p| p.strip_suffix(b".")) else {
                 continue;
@@ -696,10 +829,6 @@ impl<'w, 'a> Builder<'w, 'a> {
                     && !name.starts_with(b"GCC_except_table")
                     && !name.is_empty()
                 {
-                    if sym.info & 0xf == STT_FUNC {
-                        // Its jump tables are named after it.
-                        self.function_names.insert(name);
-                    }
                     self.locals.push(OutSym {
                         name: name.to_vec(),
                         info: sym.info,

@@ -334,7 +334,11 @@ fn extract<'a, 'ctx>(
     shared: Option<&llvm_shim::SharedTypes>,
 ) -> Module<'ctx> {
     let names: Vec<&str> = members.into_iter().map(String::as_str).collect();
-    llvm_shim::extract_definitions(&unit.module, &names, glue, shared)
+    let module = llvm_shim::extract_definitions(&unit.module, &names, glue, shared);
+    if !glue {
+        llvm_shim::order_local_definitions(&module, &unit.target_machine, &names);
+    }
+    module
 }
 
 impl Fragment {
