@@ -7,13 +7,13 @@
 # an unused function appended. Flag sets -O1 -g, -O2, -O2 -g, -Os -g, -O3.
 # And -g never changes the code: -O2 and -O2 -g objects have the same
 # .text, .rodata and .data (a fragment's local helpers laid out alike).
-# Fixed seeds (cases that differed before) and one fresh seed per run
-# (printed, CSMITH_SEED replays it).
+# Fixed seeds (cases that differed before) and two fresh seeds per run
+# (printed, CSMITH_SEED replays them).
 source "$(dirname "$0")/lib.sh"
 cd "$SCRATCH"
 export REPOCC_UNIT_CACHE=false
 FRESH=${CSMITH_SEED:-$(( $(date +%s) % 1000000 + 8000000 ))}
-note "seeds 7002000 7011002 7020002 and $FRESH (CSMITH_SEED=$FRESH replays the last)"
+note "seeds 7002000 7011002 7020002, $FRESH and $((FRESH + 1)) (CSMITH_SEED=$FRESH replays the last two)"
 
 # edit KIND IN OUT: the edited program (fails when the edit finds no place).
 edit() {
@@ -56,7 +56,8 @@ same_layout() {
 }
 
 compared=0
-for seed in 7002000 7011002 7020002 "$FRESH"; do
+declare -A per_flags
+for seed in 7002000 7011002 7020002 "$FRESH" $((FRESH + 1)); do
   csmith --seed "$seed" > "orig-$seed.c" 2> /dev/null || fail "csmith --seed $seed"
   for kind in const1 const2 shift append; do
     edit "$kind" "orig-$seed.c" "edited.c" || { note "seed $seed: no place for $kind"; continue; }
@@ -69,12 +70,14 @@ for seed in 7002000 7011002 7020002 "$FRESH"; do
       REPOCC_DIR="$PWD/cold-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o cold.o || fail "seed $seed $kind $O: cold compile"
       cmp -s warm.o cold.o || fail "seed $seed, $kind, $O: the warm object is not the cold one"
       compared=$((compared + 1))
+      per_flags[$O]=$(( ${per_flags[$O]:-0} + 1 ))
     done
   done
   cp "orig-$seed.c" x.c
   same_layout "seed $seed" x.c -I/usr/include/csmith
 done
-note "$compared warm objects compared with cold ones: all the same bytes"
+note "$compared warm objects compared with cold ones: all the same bytes" \
+  "($(for O in "-O1 -g" "-O2" "-O2 -g" "-Os -g" "-O3"; do printf '%s: %s; ' "$O" "${per_flags[$O]:-0}"; done))"
 
 # lua sources whose fragments carry local helpers (static functions and
 # constants, jump tables of statics), with and without -g. clang-19's own
