@@ -9,6 +9,7 @@ bash scripts/install-deps.sh
 cargo build --release
 ln -sf repocc target/release/repocc++
 cargo fmt --all -- --check
+python3 scripts/check-layers.py
 if cargo clippy --version >/dev/null 2>&1; then
   cargo clippy --release --all-targets -- -D warnings
 else

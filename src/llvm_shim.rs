@@ -949,7 +949,7 @@ pub fn rebase_relative_lines(
     leader: &str,
     shared: Option<&SharedTypes>,
 ) -> (Rebased, Vec<String>) {
-    use crate::pipeline::debug_lines as lines;
+    use crate::support::line_bases as lines;
     let Ok(leader) = std::ffi::CString::new(leader) else {
         return (Rebased::Unsupported, Vec::new());
     };

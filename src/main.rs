@@ -18,8 +18,10 @@ mod cli;
 mod config;
 mod driver;
 mod llvm_shim;
+mod obj;
 mod pipeline;
 mod repo;
+mod support;
 mod temporaries;
 mod unit_cache;
 

@@ -63,7 +63,7 @@ pub struct Unit<'ctx> {
     /// fragment of their own and count with their user's.
     pub attached_locals: HashMap<String, String>,
     /// The longest NOP the assembler pads this unit's code with (see
-    /// `relocatable::CodeFill`), taken before pruning leaves functions
+    /// `obj::combine::CodeFill`), taken before pruning leaves functions
     /// without bodies: the same warm as cold.
     pub max_nop: u8,
 }
@@ -313,7 +313,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
             // Only constants whose address means nothing: a fragment that
-            // declares one cannot say so (see `relocatable`).
+            // declares one cannot say so (see `obj::combine`).
             if linkage == Linkage::Private
                 && g.get_unnamed_address() == UnnamedAddress::Global
                 && g.is_constant()

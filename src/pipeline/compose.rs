@@ -2,7 +2,7 @@
 //! canonical stage made hidden external for the optimizer are local symbols
 //! again, so two units' `static int counter` stay separate, exactly as in
 //! clang's object. The fragments are combined and the symbols localized in
-//! process (`relocatable`); where that declines (an object it does not
+//! process (`obj::combine`); where that declines (an object it does not
 //! handle), `ld.lld -r` and `llvm-objcopy --localize-symbols` do it as
 //! before. The object is written atomically (a temporary file in the
 //! output's directory, then a rename).
@@ -45,10 +45,10 @@ pub fn compose_fragments(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
-    fill: super::relocatable::CodeFill,
+    fill: crate::obj::combine::CodeFill,
     output: &Path,
 ) -> Result<()> {
-    if let Some(bytes) = super::relocatable::combine_filling(objects, locals, unnamed, fill) {
+    if let Some(bytes) = crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
         return super::output::write_output(output, &bytes);
     }
     let dir = tempfile::Builder::new()
@@ -58,7 +58,7 @@ pub fn compose_fragments(
     let archive = dir.path().join("fragments.a");
     let objects: Vec<std::borrow::Cow<[u8]>> = objects
         .iter()
-        .map(|o| super::relocatable::unwind_aligned_to_records(o))
+        .map(|o| crate::obj::combine::unwind_aligned_to_records(o))
         .collect();
     let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
     std::fs::write(&archive, ar_archive(&objects))
@@ -113,18 +113,18 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
 
 /// Writes `object` to `output` with `locals` made local symbols and the
 /// symbols of `unnamed` (a subset: private in the source) left out where
-/// `relocatable::combine` can; the external tools keep them as locals.
+/// `obj::combine` can; the external tools keep them as locals.
 pub fn write_object(
     object: &[u8],
     locals: &[String],
     unnamed: &[String],
-    fill: super::relocatable::CodeFill,
+    fill: crate::obj::combine::CodeFill,
     output: &Path,
 ) -> Result<()> {
     if locals.is_empty() {
         return super::output::write_output(output, object);
     }
-    if let Some(bytes) = super::relocatable::combine_filling(&[object], locals, unnamed, fill) {
+    if let Some(bytes) = crate::obj::combine::combine_filling(&[object], locals, unnamed, fill) {
         return super::output::write_output(output, &bytes);
     }
     // A device or FIFO output: localize in a temporary file, then write the
@@ -141,7 +141,7 @@ pub fn write_object(
         super::output::temporary_beside(output, object)?
     };
     let list = symbol_list("repocc-locals", locals.iter().cloned())?;
-    // The private constants get `.L` names, as `relocatable::combine`
+    // The private constants get `.L` names, as `obj::combine`
     // gives them (localizing matches the old name, renaming comes after).
     let renames = symbol_list(
         "repocc-renames",

@@ -1236,7 +1236,7 @@ pub struct RebasedText {
 /// `None`: the leader has no position, its fragment's lines stay as they
 /// are.
 pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<RebasedText>> {
-    use super::debug_lines::{
+    use crate::support::line_bases::{
         DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, MAX_INLINED_DEFINITIONS, RELATIVE_LINE_BASE,
     };
     let p = parse(module_text)?;
@@ -1330,7 +1330,7 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<R
 /// file-level nodes of its source relative to it.
 #[cfg(test)]
 fn rebase_anchor_lines(module_text: &str) -> Option<(u64, String)> {
-    use super::debug_lines::ANCHOR_LINE_BASE;
+    use crate::support::line_bases::ANCHOR_LINE_BASE;
     let p = parse(module_text).ok()?;
     let unit = unit_anchor(&p)?;
     let mut memos = LineMemos::default();
@@ -1452,7 +1452,7 @@ pub fn digest_module(
     // as relative ones.
     let lines = match lines {
         Lines::Relative
-            if has_line_at_or_above(&p, super::debug_lines::RELATIVE_LINE_THRESHOLD) =>
+            if has_line_at_or_above(&p, crate::support::line_bases::RELATIVE_LINE_THRESHOLD) =>
         {
             Lines::Absolute
         }
@@ -2509,7 +2509,7 @@ mod tests {
         let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
         assert!(rebased.inlined.is_empty());
         let rebased = rebased.text;
-        let base = crate::pipeline::debug_lines::RELATIVE_LINE_BASE;
+        let base = crate::support::line_bases::RELATIVE_LINE_BASE;
         let subprogram = |text: &str, name: &str| -> String {
             text.lines()
                 .find(|l| l.contains("!DISubprogram(") && l.contains(&format!("name: \"{name}\"")))
@@ -2604,7 +2604,7 @@ mod tests {
             int api(int x) {\n  static int calls;\n  struct inner { int q; } in = { x };\n\
               local_t l = { { x, 2 }, { 0, 1 }, 3 };\n\
               calls += declared(&l);\n  return twice(x) + l.p.a + calls + counter + in.q;\n}\n";
-        let anchor_base = crate::pipeline::debug_lines::ANCHOR_LINE_BASE;
+        let anchor_base = crate::support::line_bases::ANCHOR_LINE_BASE;
         for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
             let context = Context::create();
             let module = module_of(&context, &ir_of(src, flags));
@@ -2654,7 +2654,7 @@ mod tests {
     /// header's inlined function keeps its lines.
     #[test]
     fn inlined_definitions_are_rebased_in_memory_as_in_the_text() {
-        use crate::pipeline::debug_lines::{
+        use crate::support::line_bases::{
             DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, RELATIVE_LINE_BASE,
         };
         use inkwell::context::Context;

@@ -137,7 +137,7 @@ pub fn object_entry(
     key: &FragmentDigest,
     members: &[String],
     compiled: &super::split::Fragment,
-    lines: Option<&super::debug_lines::RelativeLines>,
+    lines: Option<&crate::obj::debug_lines::RelativeLines>,
 ) -> (FragmentDigest, Entry) {
     let meta = Metadata {
         members: members.to_vec(),

@@ -22,15 +22,10 @@
 pub mod assemble;
 pub mod bodies;
 pub mod canonical;
-pub mod carve;
 pub mod clang_units;
 pub mod codegen;
 pub mod compose;
-pub mod debug_compose;
-pub mod debug_lines;
-pub mod debug_units;
 pub mod digest;
-pub mod dwarf;
 pub mod entries;
 pub mod explain;
 pub mod frontend;
@@ -39,16 +34,15 @@ pub mod merge;
 pub mod optimize;
 pub mod output;
 pub mod prune;
-pub mod relocatable;
 pub mod settings;
 pub mod split;
-pub mod unwind;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::obj::{combine, debug_lines};
 use crate::pipeline::settings::CodegenSettings;
 use crate::repo::storage::Storage;
 
@@ -156,9 +150,9 @@ impl UnitReport {
 }
 
 /// How composing pads code for the unit's subtarget: as its assembler pads
-/// between functions (see `relocatable::CodeFill`).
-fn code_fill(unit: &canonical::Unit) -> relocatable::CodeFill {
-    relocatable::CodeFill::Nops(unit.max_nop)
+/// between functions (see `combine::CodeFill`).
+fn code_fill(unit: &canonical::Unit) -> combine::CodeFill {
+    combine::CodeFill::Nops(unit.max_nop)
 }
 
 /// What the frontend produced, for the pipeline: bitcode, or clang's
@@ -378,7 +372,7 @@ fn repository_stages(
         // The file-level lines, relative to the unit's anchor once for
         // every fragment (see `debug_lines`), as the digests hold them.
         if let Some(anchor) = digests.anchor.filter(|_| digests.relative_lines) {
-            let base = debug_lines::ANCHOR_LINE_BASE;
+            let base = crate::support::line_bases::ANCHOR_LINE_BASE;
             if crate::llvm_shim::rebase_anchor_lines(&unit.module, anchor, base)
                 == crate::llvm_shim::Rebased::Unsupported
             {
@@ -598,7 +592,7 @@ fn repository_stages(
 /// every type the unit's definitions reach); checked all the same.
 fn every_type_unit_whole(objects: &[&[u8]], source_name: &str) -> Result<()> {
     let groups = |o: &[u8]| {
-        relocatable::debug_type_groups(o)
+        crate::obj::elf::debug_type_groups(o)
             .ok_or_else(|| anyhow::anyhow!("{source_name}: a fragment's object cannot be read"))
     };
     let Some((glue, fragments)) = objects.split_first() else {
@@ -756,7 +750,7 @@ fn digest_report(source: &str, d: &digest::ModuleDigests) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::relocatable::tests::compile;
+    use super::combine::tests::compile;
 
     /// Composing declines when a fragment has a type unit the glue (the
     /// first object) lacks: that type unit would be a stub.
@@ -773,9 +767,9 @@ mod tests {
             &flags,
         );
         let without = compile(d, "b.cc", "int second(int x) { return x + 1; }\n", &flags);
-        let groups = super::relocatable::debug_type_groups(&with_type).unwrap();
+        let groups = crate::obj::elf::debug_type_groups(&with_type).unwrap();
         assert_eq!(groups.len(), 1, "{groups:?}");
-        assert!(super::relocatable::debug_type_groups(&without)
+        assert!(crate::obj::elf::debug_type_groups(&without)
             .unwrap()
             .is_empty());
         assert!(super::every_type_unit_whole(&[&with_type, &with_type, &without], "t.c").is_ok());

@@ -30,8 +30,8 @@ use inkwell::module::{Linkage, Module};
 use inkwell::targets::FileType;
 
 use super::canonical::{self, Unit};
-use super::carve;
 use crate::llvm_shim;
+use crate::obj::carve;
 use crate::pipeline::settings::CodegenSettings;
 
 /// One fragment: its members (first is the fragment's name) and object.
@@ -44,7 +44,7 @@ pub struct Fragment {
     pub references: Vec<String>,
     /// With relative lines: the keys of the definitions whose inlined code
     /// it holds with lines relative to theirs, by index (see
-    /// `debug_lines::DEFINITION_LINE_BASE`).
+    /// `support::line_bases::DEFINITION_LINE_BASE`).
     pub inlined: Vec<String>,
 }
 

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::relocatable::{u32_at, Content, OutRela, OutSection, SymRef};
+use super::elf::{u32_at, Content, OutRela, OutSection, SymRef};
 
 /// One record of the section: where it starts, its length (with the
 /// length field), and for an FDE where its CIE starts.
@@ -163,8 +163,8 @@ pub(super) fn pad_to_alignment(section: &mut OutSection, align: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::relocatable::combine;
-    use super::super::relocatable::tests::{compile, succeed};
+    use super::super::combine::combine;
+    use super::super::combine::tests::{compile, succeed};
     use std::process::Command;
 
     fn cies(object: &std::path::Path) -> usize {

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use super::dwarf::{form_size, form_value, read_abbrevs, uleb_padded, unit_extent, Abbrev};
-use super::relocatable::{
+use super::elf::{
     read_uleb, u16_at, u32_at, write_uleb, Content, OutRela, OutSection, SymRef, SHF_GROUP,
 };
 
@@ -1840,8 +1840,8 @@ fn line_tables(data: &[u8]) -> Option<Vec<LineTable>> {
 mod tests {
     use std::process::Command;
 
-    use super::super::relocatable::combine;
-    use super::super::relocatable::tests::{compile, dump, succeed};
+    use super::super::combine::combine;
+    use super::super::combine::tests::{compile, dump, succeed};
 
     /// One source compiled as three fragments (as `split` makes them: one
     /// definition each, the same compile unit name): a function, a global

@@ -1,4 +1,4 @@
-//! The debug sections of one fragment, as the composer (`relocatable`)
+//! The debug sections of one fragment, as the composer (`combine`)
 //! takes them (analysed by `DebugSections::of`, numbered by `finish` once
 //! every fragment of the composition is known). Every fragment of a unit with debug info is a compile unit
 //! of its own with its own tables (string offsets, abbreviations, line
@@ -30,7 +30,7 @@ use std::collections::HashMap;
 
 use super::dwarf::uleb_padded;
 
-use super::relocatable::{
+use super::elf::{
     c_str, read_uleb, slice, u32_at, u64_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF,
     SHT_PROGBITS, SHT_RELA, STT_SECTION,
 };

@@ -36,7 +36,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::relocatable::{
+use super::elf::{
     c_str, parse, slice, u16_at, u32_at, u64_at, write, Content, Input, Member, OutRela,
     OutSection, OutSym, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON,
     SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA,
@@ -1242,7 +1242,7 @@ fn padded(record: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::relocatable::tests::{compile, succeed};
+    use super::super::combine::tests::{compile, succeed};
     use super::*;
     use std::path::Path;
     use std::process::Command;
@@ -1354,7 +1354,7 @@ int main(int argc, char **argv) {
         );
         // Combined into one object, as composition does, it links too.
         let refs: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
-        let one = super::super::relocatable::combine(&refs, &[], &[]).expect("combined");
+        let one = super::super::combine::combine(&refs, &[], &[]).expect("combined");
         std::fs::write(d.join("one.o"), one).unwrap();
         succeed(
             Command::new("clang-19")

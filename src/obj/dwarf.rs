@@ -1,5 +1,5 @@
 //! DWARF reading shared by the composer's debug-info passes (`debug_lines`,
-//! the string pass of `relocatable`): unit headers, abbreviations, the
+//! the string pass of `combine`): unit headers, abbreviations, the
 //! sizes of attribute forms, and a walk over every attribute of every DIE
 //! of a `.debug_info` (or DWARF 4 `.debug_types`) section of a relocatable
 //! object, with the relocations that hold a value in such an object
@@ -9,7 +9,7 @@
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
 
-use super::relocatable::{c_str, read_uleb, slice, u16_at, u32_at, u64_at, Input, SHT_RELA};
+use super::elf::{c_str, read_uleb, slice, u16_at, u32_at, u64_at, Input, SHT_RELA};
 
 pub(super) const DW_FORM_INDIRECT: u64 = 0x16;
 pub(super) const DW_FORM_IMPLICIT_CONST: u64 = 0x21;

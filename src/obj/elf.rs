@@ -1,0 +1,554 @@
+//! ELF64 relocatable objects as bytes (little endian; x86-64 and
+//! AArch64): the reader (`parse`, bounds-checked accessors), the writer
+//! (`write`, from sections, symbols and relocations described by value)
+//! and the constants every object stage shares. No LLVM, no repository:
+//! `combine`, `carve`, `unwind` and the DWARF stages are built on it.
+//!
+//! Written by hand rather than with the `object` crate: its ELF builder
+//! (0.40) refuses `SHT_GROUP` and `SHT_LLVM_ADDRSIG` sections, which every
+//! C++ fragment and every clang object carry.
+
+use std::collections::HashMap;
+
+/// How `.eh_frame` records are aligned (LLVM pads each to 4 bytes, the
+/// section's last to the section's alignment).
+pub(super) const UNWIND_RECORD_ALIGN: u64 = 4;
+/// The alignment of clang's `.eh_frame` on the 64-bit targets composed.
+pub(super) const EH_FRAME_ALIGN: u64 = 8;
+pub(super) const SHT_PROGBITS: u32 = 1;
+pub(super) const SHT_SYMTAB: u32 = 2;
+pub(super) const SHT_STRTAB: u32 = 3;
+pub(super) const SHT_RELA: u32 = 4;
+pub(super) const SHT_NOTE: u32 = 7;
+pub(super) const SHT_NOBITS: u32 = 8;
+pub(super) const SHT_INIT_ARRAY: u32 = 14;
+pub(super) const SHT_FINI_ARRAY: u32 = 15;
+pub(super) const SHT_PREINIT_ARRAY: u32 = 16;
+pub(super) const SHT_GROUP: u32 = 17;
+pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+/// `.linker-options` (clang emits it, empty, for C++20 units).
+pub(super) const SHT_LLVM_LINKER_OPTIONS: u32 = 0x6fff_4c01;
+pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
+pub(super) const SHF_EXECINSTR: u64 = 0x4;
+pub(super) const GRP_COMDAT: u32 = 0x1;
+pub(super) const SHF_INFO_LINK: u64 = 0x40;
+pub(super) const SHF_LINK_ORDER: u64 = 0x80;
+pub(super) const SHF_GROUP: u64 = 0x200;
+pub(super) const SHF_COMPRESSED: u64 = 0x800;
+pub(super) const SHF_EXCLUDE: u64 = 0x8000_0000;
+pub(super) const SHN_UNDEF: u16 = 0;
+pub(super) const SHN_LORESERVE: u16 = 0xff00;
+pub(super) const SHN_ABS: u16 = 0xfff1;
+pub(super) const SHN_COMMON: u16 = 0xfff2;
+pub(super) const STB_LOCAL: u8 = 0;
+pub(super) const STB_GLOBAL: u8 = 1;
+pub(super) const STB_WEAK: u8 = 2;
+pub(super) const STT_NOTYPE: u8 = 0;
+pub(super) const STT_SECTION: u8 = 3;
+pub(super) const EM_X86_64: u16 = 62;
+pub(super) const EM_AARCH64: u16 = 183;
+
+pub(super) fn rd<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
+    let at = usize::try_from(at).ok()?;
+    b.get(at..at.checked_add(N)?)?.try_into().ok()
+}
+pub(super) fn u16_at(b: &[u8], at: u64) -> Option<u16> {
+    rd::<2>(b, at).map(u16::from_le_bytes)
+}
+pub(super) fn u32_at(b: &[u8], at: u64) -> Option<u32> {
+    rd::<4>(b, at).map(u32::from_le_bytes)
+}
+pub(super) fn u64_at(b: &[u8], at: u64) -> Option<u64> {
+    rd::<8>(b, at).map(u64::from_le_bytes)
+}
+pub(super) fn slice(b: &[u8], off: u64, len: u64) -> Option<&[u8]> {
+    let off = usize::try_from(off).ok()?;
+    let len = usize::try_from(len).ok()?;
+    b.get(off..off.checked_add(len)?)
+}
+pub(super) fn c_str(table: &[u8], at: u32) -> Option<&[u8]> {
+    let rest = table.get(at as usize..)?;
+    Some(&rest[..rest.iter().position(|&c| c == 0)?])
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Shdr {
+    pub(super) name: u32,
+    pub(super) sh_type: u32,
+    pub(super) flags: u64,
+    pub(super) offset: u64,
+    pub(super) size: u64,
+    pub(super) link: u32,
+    pub(super) info: u32,
+    pub(super) align: u64,
+    pub(super) entsize: u64,
+}
+
+#[derive(Clone, Copy)]
+pub(super) struct Sym {
+    pub(super) name: u32,
+    pub(super) info: u8,
+    pub(super) other: u8,
+    pub(super) shndx: u16,
+    pub(super) value: u64,
+    pub(super) size: u64,
+}
+
+/// One input object, parsed and checked.
+pub(super) struct Input<'a> {
+    pub(super) data: &'a [u8],
+    pub(super) shdrs: Vec<Shdr>,
+    pub(super) shstrtab: &'a [u8],
+    pub(super) strtab: &'a [u8],
+    pub(super) syms: Vec<Sym>,
+}
+
+pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
+    // ELF64, little endian, version 1, relocatable.
+    if data.get(..7)? != [0x7f, b'E', b'L', b'F', 2, 1, 1] || u16_at(data, 16)? != 1 {
+        return None;
+    }
+    let shoff = u64_at(data, 0x28)?;
+    let (shentsize, shnum, shstrndx) = (
+        u16_at(data, 0x3a)?,
+        u16_at(data, 0x3c)?,
+        u16_at(data, 0x3e)?,
+    );
+    if shentsize != 64 || shnum == 0 || shnum >= SHN_LORESERVE || shstrndx >= shnum {
+        return None;
+    }
+    let mut shdrs = Vec::with_capacity(shnum as usize);
+    for i in 0..shnum as u64 {
+        let h = shoff.checked_add(i * 64)?;
+        shdrs.push(Shdr {
+            name: u32_at(data, h)?,
+            sh_type: u32_at(data, h + 4)?,
+            flags: u64_at(data, h + 8)?,
+            offset: u64_at(data, h + 0x18)?,
+            size: u64_at(data, h + 0x20)?,
+            link: u32_at(data, h + 0x28)?,
+            info: u32_at(data, h + 0x2c)?,
+            align: u64_at(data, h + 0x30)?,
+            entsize: u64_at(data, h + 0x38)?,
+        });
+    }
+    let sh = &shdrs[shstrndx as usize];
+    let shstrtab = slice(data, sh.offset, sh.size)?;
+    let mut symtabs = shdrs.iter().filter(|s| s.sh_type == SHT_SYMTAB);
+    let symtab = *symtabs.next()?;
+    if symtabs.next().is_some() || symtab.entsize != 24 {
+        return None;
+    }
+    let strtab_hdr = shdrs.get(symtab.link as usize)?;
+    let strtab = slice(data, strtab_hdr.offset, strtab_hdr.size)?;
+    let table = slice(data, symtab.offset, symtab.size)?;
+    let mut syms = Vec::with_capacity(table.len() / 24);
+    for e in table.chunks_exact(24) {
+        syms.push(Sym {
+            name: u32_at(e, 0)?,
+            info: e[4],
+            other: e[5],
+            shndx: u16_at(e, 6)?,
+            value: u64_at(e, 8)?,
+            size: u64_at(e, 16)?,
+        });
+    }
+    Some(Input {
+        data,
+        shdrs,
+        shstrtab,
+        strtab,
+        syms,
+    })
+}
+
+/// Where an output symbol lives before final indices are known.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum SymRef {
+    Local(usize),
+    Global(usize),
+}
+
+#[derive(Clone)]
+pub(super) struct OutSym {
+    pub(super) name: Vec<u8>,
+    pub(super) info: u8,
+    pub(super) other: u8,
+    /// `None`: undefined, absolute or common (kept in `special`).
+    pub(super) section: Option<usize>,
+    pub(super) special: u16,
+    pub(super) value: u64,
+    pub(super) size: u64,
+}
+
+pub(super) struct OutRela {
+    pub(super) offset: u64,
+    pub(super) sym: Option<SymRef>,
+    pub(super) r_type: u32,
+    pub(super) addend: i64,
+}
+
+pub(super) enum Member {
+    Section(usize),
+    RelaOf(usize),
+}
+
+pub(super) enum Content {
+    Data(Vec<u8>),
+    Bss(u64),
+    Group {
+        flag: u32,
+        signature: SymRef,
+        members: Vec<Member>,
+    },
+}
+
+pub(super) struct OutSection {
+    pub(super) name: Vec<u8>,
+    pub(super) sh_type: u32,
+    pub(super) flags: u64,
+    pub(super) align: u64,
+    pub(super) entsize: u64,
+    pub(super) content: Content,
+    pub(super) relas: Vec<OutRela>,
+}
+
+impl OutSection {
+    fn size(&self) -> u64 {
+        match &self.content {
+            Content::Data(d) => d.len() as u64,
+            Content::Bss(n) => *n,
+            Content::Group { members, .. } => 4 + 4 * members.len() as u64,
+        }
+    }
+}
+
+/// The signatures of the COMDAT groups of debug info (type units: a
+/// `.debug_info` or `.debug_types` member) an object has; `None` when it
+/// is not an object this module reads.
+pub fn debug_type_groups(object: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let input = parse(object)?;
+    let mut out = Vec::new();
+    for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
+        let words = slice(input.data, s.offset, s.size)?;
+        if u32_at(words, 0)? & GRP_COMDAT == 0 {
+            continue;
+        }
+        let mut debug = false;
+        for w in words.chunks_exact(4).skip(1) {
+            let member = input.shdrs.get(u32_at(w, 0)? as usize)?;
+            let name = c_str(input.shstrtab, member.name)?;
+            debug |= name == b".debug_info" || name == b".debug_types";
+        }
+        if debug {
+            let sym = input.syms.get(s.info as usize)?;
+            out.push(c_str(input.strtab, sym.name)?.to_vec());
+        }
+    }
+    Some(out)
+}
+
+pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
+}
+
+pub(super) fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// A string table under construction.
+/// One string table for symbol and section names (`.strtab`, as LLVM
+/// writes it): each name once, and a name that ends another one (a
+/// function's name and its section's, `.text.` and `.rela.text.` before
+/// it) held as that one's tail.
+struct Strings {
+    bytes: Vec<u8>,
+    at: HashMap<Vec<u8>, u32>,
+}
+
+impl Strings {
+    fn of<'n>(names: impl Iterator<Item = &'n [u8]>) -> Self {
+        let mut names: Vec<&[u8]> = names.filter(|n| !n.is_empty()).collect();
+        // Read backwards, in descending order: every name that ends
+        // others comes right after one of them.
+        names.sort_unstable_by(|a, b| b.iter().rev().cmp(a.iter().rev()));
+        names.dedup();
+        let mut bytes = vec![0];
+        let mut at = HashMap::with_capacity(names.len());
+        let mut previous: Option<(&[u8], u32)> = None;
+        for name in names {
+            let offset = match previous {
+                Some((p, o)) if p.ends_with(name) => o + (p.len() - name.len()) as u32,
+                _ => {
+                    let o = bytes.len() as u32;
+                    bytes.extend_from_slice(name);
+                    bytes.push(0);
+                    o
+                }
+            };
+            at.insert(name.to_vec(), offset);
+            previous = Some((name, offset));
+        }
+        Strings { bytes, at }
+    }
+
+    /// A name's offset; every name was given to `of`.
+    fn get(&self, s: &[u8]) -> u32 {
+        if s.is_empty() {
+            return 0;
+        }
+        self.at.get(s).copied().unwrap_or(0)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn write(
+    header_from: &[u8],
+    machine: u16,
+    e_flags: u32,
+    sections: &[OutSection],
+    locals: &[OutSym],
+    globals: &[OutSym],
+    localize: &dyn Fn(&OutSym) -> bool,
+    addrsig: Option<&[SymRef]>,
+) -> Option<Vec<u8>> {
+    // Final section indices: each section, then its relocations.
+    let mut index = vec![0u32; sections.len()];
+    let mut rela_index = vec![0u32; sections.len()];
+    let mut next = 1u32;
+    for (i, s) in sections.iter().enumerate() {
+        index[i] = next;
+        next += 1;
+        if !s.relas.is_empty() {
+            rela_index[i] = next;
+            next += 1;
+        }
+    }
+    // An object without the table has every symbol address-significant
+    // (lld's safe identical code folding folds none of its sections); an
+    // empty table, none.
+    let addrsig_index = addrsig.is_some().then(|| {
+        next += 1;
+        next - 1
+    });
+    let (symtab_index, strtab_index) = (next, next + 1);
+    let shnum = next + 2;
+    if shnum >= u32::from(SHN_LORESERVE) {
+        return None;
+    }
+
+    // Final symbol order: locals, localized globals, globals.
+    let mut order: Vec<&OutSym> = Vec::with_capacity(1 + locals.len() + globals.len());
+    let mut local_final = vec![0u32; locals.len()];
+    let mut global_final = vec![0u32; globals.len()];
+    for (i, s) in locals.iter().enumerate() {
+        order.push(s);
+        local_final[i] = order.len() as u32;
+    }
+    for (i, s) in globals.iter().enumerate().filter(|(_, s)| localize(s)) {
+        order.push(s);
+        global_final[i] = order.len() as u32;
+    }
+    let first_global = order.len() as u32 + 1;
+    for (i, s) in globals.iter().enumerate().filter(|(_, s)| !localize(s)) {
+        order.push(s);
+        global_final[i] = order.len() as u32;
+    }
+    let final_of = |r: SymRef| match r {
+        SymRef::Local(i) => local_final[i],
+        SymRef::Global(i) => global_final[i],
+    };
+
+    let rela_names: Vec<Vec<u8>> = sections
+        .iter()
+        .filter(|s| !s.relas.is_empty())
+        .map(|s| [&b".rela"[..], &s.name].concat())
+        .collect();
+    let strtab = Strings::of(
+        order
+            .iter()
+            .map(|s| s.name.as_slice())
+            .chain(sections.iter().map(|s| s.name.as_slice()))
+            .chain(rela_names.iter().map(|n| n.as_slice()))
+            .chain([&b".llvm_addrsig"[..], b".symtab", b".strtab"]),
+    );
+    let mut symtab = vec![0u8; 24];
+    for s in &order {
+        let name = strtab.get(&s.name);
+        let info = if localize(s) {
+            s.info & 0xf // STB_LOCAL, same type
+        } else {
+            s.info
+        };
+        let shndx = match s.section {
+            Some(o) => u16::try_from(index[o]).ok()?,
+            None => s.special,
+        };
+        symtab.extend_from_slice(&name.to_le_bytes());
+        symtab.push(info);
+        symtab.push(s.other);
+        symtab.extend_from_slice(&shndx.to_le_bytes());
+        symtab.extend_from_slice(&s.value.to_le_bytes());
+        symtab.extend_from_slice(&s.size.to_le_bytes());
+    }
+
+    let mut out = vec![0u8; 64];
+    let mut headers: Vec<[u64; 10]> = vec![[0; 10]];
+    let place = |out: &mut Vec<u8>, bytes: &[u8], align: u64| -> u64 {
+        let at = (out.len() as u64).next_multiple_of(align.max(1));
+        out.resize(at as usize, 0);
+        out.extend_from_slice(bytes);
+        at
+    };
+    for (i, s) in sections.iter().enumerate() {
+        let name = u64::from(strtab.get(&s.name));
+        let (offset, link, info) = match &s.content {
+            Content::Data(d) => (place(&mut out, d, s.align), 0, 0),
+            Content::Bss(_) => ((out.len() as u64).next_multiple_of(s.align), 0, 0),
+            Content::Group {
+                flag,
+                signature,
+                members,
+            } => {
+                let mut words = flag.to_le_bytes().to_vec();
+                for m in members {
+                    let k = match m {
+                        Member::Section(o) => index[*o],
+                        Member::RelaOf(o) => rela_index[*o],
+                    };
+                    if k == 0 {
+                        return None;
+                    }
+                    words.extend_from_slice(&k.to_le_bytes());
+                }
+                (
+                    place(&mut out, &words, 4),
+                    u64::from(symtab_index),
+                    u64::from(final_of(*signature)),
+                )
+            }
+        };
+        headers.push([
+            name,
+            u64::from(s.sh_type),
+            s.flags,
+            offset,
+            s.size(),
+            link,
+            info,
+            s.align,
+            s.entsize,
+            0,
+        ]);
+        if !s.relas.is_empty() {
+            let mut table = Vec::with_capacity(s.relas.len() * 24);
+            for r in &s.relas {
+                let sym = r.sym.map_or(0, final_of);
+                table.extend_from_slice(&r.offset.to_le_bytes());
+                table.extend_from_slice(
+                    &((u64::from(sym) << 32) | u64::from(r.r_type)).to_le_bytes(),
+                );
+                table.extend_from_slice(&r.addend.to_le_bytes());
+            }
+            let mut rela_name = b".rela".to_vec();
+            rela_name.extend_from_slice(&s.name);
+            headers.push([
+                u64::from(strtab.get(&rela_name)),
+                u64::from(SHT_RELA),
+                SHF_INFO_LINK | (s.flags & SHF_GROUP),
+                place(&mut out, &table, 8),
+                table.len() as u64,
+                u64::from(symtab_index),
+                u64::from(index[i]),
+                8,
+                24,
+                0,
+            ]);
+        }
+    }
+    if let (Some(_), Some(addrsig)) = (addrsig_index, addrsig) {
+        let mut bytes = Vec::new();
+        for &r in addrsig {
+            write_uleb(&mut bytes, u64::from(final_of(r)));
+        }
+        headers.push([
+            u64::from(strtab.get(b".llvm_addrsig")),
+            u64::from(SHT_LLVM_ADDRSIG),
+            SHF_EXCLUDE,
+            place(&mut out, &bytes, 1),
+            bytes.len() as u64,
+            u64::from(symtab_index),
+            0,
+            1,
+            0,
+            0,
+        ]);
+    }
+    headers.push([
+        u64::from(strtab.get(b".symtab")),
+        u64::from(SHT_SYMTAB),
+        0,
+        place(&mut out, &symtab, 8),
+        symtab.len() as u64,
+        u64::from(strtab_index),
+        u64::from(first_global),
+        8,
+        24,
+        0,
+    ]);
+    headers.push([
+        u64::from(strtab.get(b".strtab")),
+        u64::from(SHT_STRTAB),
+        0,
+        place(&mut out, &strtab.bytes, 1),
+        strtab.bytes.len() as u64,
+        0,
+        0,
+        1,
+        0,
+        0,
+    ]);
+    debug_assert_eq!(headers.len() as u32, shnum);
+
+    let shoff = place(&mut out, &[], 8);
+    for h in &headers {
+        out.extend_from_slice(&(h[0] as u32).to_le_bytes()); // sh_name
+        out.extend_from_slice(&(h[1] as u32).to_le_bytes()); // sh_type
+        out.extend_from_slice(&h[2].to_le_bytes()); // sh_flags
+        out.extend_from_slice(&0u64.to_le_bytes()); // sh_addr
+        out.extend_from_slice(&h[3].to_le_bytes()); // sh_offset
+        out.extend_from_slice(&h[4].to_le_bytes()); // sh_size
+        out.extend_from_slice(&(h[5] as u32).to_le_bytes()); // sh_link
+        out.extend_from_slice(&(h[6] as u32).to_le_bytes()); // sh_info
+        out.extend_from_slice(&h[7].to_le_bytes()); // sh_addralign
+        out.extend_from_slice(&h[8].to_le_bytes()); // sh_entsize
+    }
+
+    // The ELF header: identification as the first input's.
+    out[..16].copy_from_slice(header_from.get(..16)?);
+    out[16..18].copy_from_slice(&1u16.to_le_bytes()); // ET_REL
+    out[18..20].copy_from_slice(&machine.to_le_bytes());
+    out[20..24].copy_from_slice(&1u32.to_le_bytes());
+    out[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+    out[0x30..0x34].copy_from_slice(&e_flags.to_le_bytes());
+    out[0x34..0x36].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+    out[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes()); // e_shentsize
+    out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
+    out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
+    Some(out)
+}

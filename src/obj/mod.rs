@@ -1,0 +1,25 @@
+//! The object layer: ELF relocatable objects and their DWARF as bytes. No
+//! LLVM, no repository, nothing above it: the pipeline hands it objects
+//! and gets objects back.
+//!
+//! - [`elf`]: the ELF model, its reader and writer, shared constants.
+//! - [`combine`]: a unit's fragments combined into one object, as `ld.lld
+//!   -r` would (composing), with the DWARF of the parts merged through
+//!   [`debug_compose`] and [`debug_units`] and unwind records through
+//!   [`unwind`].
+//! - [`carve`]: one object compiled for many fragments cut into one object
+//!   per fragment.
+//! - [`dwarf`]: reading DWARF units, abbreviations and forms;
+//!   [`debug_lines`]: moving a fragment's relative lines into place.
+//!
+//! Imports point down only: `elf` ← `dwarf`, `unwind` ← the DWARF stages ←
+//! `combine`, `carve` (checked by `scripts/check-layers.py`).
+
+pub mod carve;
+pub mod combine;
+pub mod debug_compose;
+pub mod debug_lines;
+pub mod debug_units;
+pub mod dwarf;
+pub mod elf;
+pub mod unwind;
