@@ -17,6 +17,7 @@ macro_rules! say {
 mod cli;
 mod config;
 mod driver;
+mod ir;
 mod llvm_shim;
 mod obj;
 mod pipeline;

@@ -29,7 +29,7 @@ use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 
 use crate::config::{self, Config};
-use crate::pipeline::frontend::{self, Clang, RealClang};
+use crate::ir::frontend::{self, Clang, RealClang};
 use crate::pipeline::{self, PipelineOptions};
 use crate::repo::size;
 use crate::repo::stats::{self, key, Category, Counters, Reason};
@@ -362,7 +362,7 @@ fn execute(
         .units
         .iter()
         .any(|u| matches!(u.language, "c" | "cpp-output"));
-    pipeline::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
+    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
     crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::args::{Arg, Role};
-pub use crate::pipeline::settings::{CodeModelSetting, CodegenSettings, OptLevel};
+pub use crate::ir::settings::{CodeModelSetting, CodegenSettings, OptLevel};
 use crate::repo::stats::{Category, Reason};
 
 /// Source languages repocc compiles itself.

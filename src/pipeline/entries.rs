@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::digest::ModuleDigests;
+use crate::ir::digest::ModuleDigests;
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 
 /// The repository key of a fragment with these members.
@@ -39,7 +39,7 @@ pub fn fragment_key(
         digests.defs[i].position.as_ref()
     };
     if let Some(leader) = members.first().and_then(position) {
-        let held_relative_to_leader = |p: &&super::digest::Position| !p.placed_in_inliners;
+        let held_relative_to_leader = |p: &&crate::ir::digest::Position| !p.placed_in_inliners;
         for p in members
             .iter()
             .skip(1)

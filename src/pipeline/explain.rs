@@ -22,7 +22,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use crate::pipeline::digest::{DefKind, ModuleDigests};
+use crate::ir::digest::{DefKind, ModuleDigests};
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 
 /// Where the history of a unit lives.
@@ -229,7 +229,7 @@ mod tests {
 
     #[test]
     fn shared_is_what_the_previous_compile_did_not_have() {
-        let def = |name: &str, f: u8| crate::pipeline::digest::Definition {
+        let def = |name: &str, f: u8| crate::ir::digest::Definition {
             name: name.to_string(),
             kind: DefKind::Function,
             local: false,

@@ -30,7 +30,7 @@
 
 use serde::Serialize;
 
-use crate::pipeline::settings::CodegenSettings;
+use crate::ir::settings::CodegenSettings;
 use crate::repo::storage::FragmentDigest;
 
 /// What every key of one invocation shares.
@@ -194,7 +194,7 @@ pub fn fragment_key_of_parts(mut parts: Vec<Vec<u8>>) -> FragmentDigest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::settings::{CodeModelSetting, OptLevel};
+    use crate::ir::settings::{CodeModelSetting, OptLevel};
 
     fn settings() -> CodegenSettings {
         CodegenSettings::plain_o2()

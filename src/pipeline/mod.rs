@@ -1,40 +1,37 @@
-//! The per-translation-unit pipeline, one stage a file, in flow order:
+//! The per-translation-unit pipeline: the orchestration of one unit, in
+//! flow order (the IR stages live in `crate::ir`, the object layer in
+//! `crate::obj`):
 //!
-//! 1. [`frontend`]: clang-19 with the user's flags emits unoptimized IR
+//! 1. `ir::frontend`: clang-19 with the user's flags emits unoptimized IR
 //!    (diagnostics go to the user exactly as clang prints them): clang in
 //!    this process hands its module over in a fresh LLVM context, clang as
 //!    a process writes bitcode.
-//! 2. [`canonical`]: bitcode is read into a fresh context, mem2reg runs
+//! 2. `ir::canonical`: bitcode is read into a fresh context, mem2reg runs
 //!    and local names go — the canonical form the repository stages
 //!    digest, the same from either frontend.
-//! 3. [`digest`]: repository metadata — a digest per definition, the
-//!    contribution/dependency graph and final digests (pruning comes next)
-//! 4. [`optimize`]: the pass pipeline of the user's `-O` level.
-//! 5. [`merge`]: function merging (LLVM MergeFunctions; aliases where the
+//! 3. `ir::digest`: repository metadata — a digest per definition, the
+//!    contribution/dependency graph and final digests; then [`prune`]
+//!    takes what the repository holds ([`entries`]: keys and entries).
+//! 4. `ir::optimize`: the pass pipeline of the user's `-O` level.
+//! 5. `ir::merge`: function merging (LLVM MergeFunctions; aliases where the
 //!    address is not significant, thunks otherwise).
-//! 6. [`codegen`]: object code with the TargetMachine clang would build.
-//! 7. [`compose`]: the object at its path, with the definitions that were
+//! 6. [`split`]: the new fragments' object code (`ir::codegen`, carved by
+//!    `obj::carve`).
+//! 7. [`assemble`] and [`compose`]: the object at its path from new and
+//!    stored fragments (`obj::combine`), with the definitions that were
 //!    internal in the source local again; [`output`] writes atomically.
 //!
 //! [`compile_unit`] runs them in order for one unit. Each unit owns its own
 //! `inkwell::context::Context`; only bytes cross threads.
 
 pub mod assemble;
-pub mod bodies;
-pub mod canonical;
 pub mod clang_units;
-pub mod codegen;
 pub mod compose;
-pub mod digest;
 pub mod entries;
 pub mod explain;
-pub mod frontend;
 pub mod key;
-pub mod merge;
-pub mod optimize;
 pub mod output;
 pub mod prune;
-pub mod settings;
 pub mod split;
 
 use std::path::Path;
@@ -42,8 +39,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::ir::settings::CodegenSettings;
+use crate::ir::{bodies, canonical, codegen, digest, merge, optimize, settings};
 use crate::obj::{combine, debug_lines};
-use crate::pipeline::settings::CodegenSettings;
 use crate::repo::storage::Storage;
 
 /// Timings per stage, for `REPOCC_TIMINGS=1` and the benchmark.
@@ -694,7 +692,7 @@ fn metadata_stage(
         &tm.get_cpu().to_string_lossy(),
         &tm.get_feature_string().to_string_lossy(),
     );
-    let inlining = if settings.opt == crate::pipeline::settings::OptLevel::O0 {
+    let inlining = if settings.opt == crate::ir::settings::OptLevel::O0 {
         digest::Inlining::AlwaysInlineOnly
     } else {
         digest::Inlining::Optimizing
@@ -801,7 +799,7 @@ mod split_measurement {
             return;
         };
         let bitcode = std::fs::read(path).unwrap();
-        let settings = crate::pipeline::settings::CodegenSettings::plain_o2();
+        let settings = crate::ir::settings::CodegenSettings::plain_o2();
         let context = inkwell::context::Context::create();
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();

@@ -32,10 +32,10 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::Result;
 
-use super::canonical::Unit;
-use super::digest::ModuleDigests;
 use super::entries::{self, fragment_key};
 use super::split;
+use crate::ir::canonical::Unit;
+use crate::ir::digest::ModuleDigests;
 use crate::llvm_shim;
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Storage};
 
@@ -83,7 +83,7 @@ pub struct PrunePlan {
     pub store_problem: Option<String>,
     /// What the stored code the object may hold refers to (see
     /// `optimize::drop_unreferenced_locals`).
-    pub stored_code: super::optimize::StoredCode,
+    pub stored_code: crate::ir::optimize::StoredCode,
     /// The definitions compiled now and everything they reach: the
     /// optimizer sees the whole reach of each, as a cold compile does
     /// (what else stays in the module may miss a callee's body, see
@@ -308,7 +308,7 @@ fn named_by_new_code(
     let names_new_code = |u: usize| in_context(u) || !stored_code[u];
     let mut named = vec![false; n];
     let mut pending: Vec<usize> = (0..n)
-        .filter(|&i| in_context(i) || digests.defs[i].kind == super::digest::DefKind::Glue)
+        .filter(|&i| in_context(i) || digests.defs[i].kind == crate::ir::digest::DefKind::Glue)
         .collect();
     while let Some(u) = pending.pop() {
         if std::mem::replace(&mut named[u], true) || !names_new_code(u) {

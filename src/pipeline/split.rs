@@ -29,10 +29,10 @@ use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
 use inkwell::targets::FileType;
 
-use super::canonical::{self, Unit};
+use crate::ir::canonical::{self, Unit};
+use crate::ir::settings::CodegenSettings;
 use crate::llvm_shim;
 use crate::obj::carve;
-use crate::pipeline::settings::CodegenSettings;
 
 /// One fragment: its members (first is the fragment's name) and object.
 #[derive(Clone, Debug)]
@@ -628,7 +628,7 @@ fn rebase_lines<'ctx>(
         }
         (llvm_shim::Rebased::Unsupported, _) => {
             let text = module.print_to_string().to_string();
-            let Some(rebased) = super::digest::rebase_relative_lines(&text, leader)
+            let Some(rebased) = crate::ir::digest::rebase_relative_lines(&text, leader)
                 .map_err(|e| anyhow!("rebasing the lines of {what}: {e}"))?
             else {
                 return Ok((module, Vec::new()));
@@ -960,8 +960,8 @@ mod tests {
     /// fragments an object takes and its `.llvm_addrsig`.
     #[test]
     fn fragment_reach_is_what_extraction_gives() {
-        use super::super::canonical;
-        use crate::pipeline::settings::CodegenSettings;
+        use crate::ir::canonical;
+        use crate::ir::settings::CodegenSettings;
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("t.cc");
         std::fs::write(

@@ -581,10 +581,10 @@ fn preprocess_command(
     let mut cmd = std::process::Command::new(clang);
     cmd.args(unit.search_options)
         .args(["-E", "-x", unit.language, unit.source, "-o", output])
-        .env(crate::pipeline::frontend::RECURSION_GUARD, "1")
+        .env(crate::ir::frontend::RECURSION_GUARD, "1")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    crate::pipeline::frontend::list_headers(&mut cmd, header_list);
+    crate::ir::frontend::list_headers(&mut cmd, header_list);
     cmd
 }
 
@@ -614,7 +614,7 @@ pub struct RecordedUnit<'a> {
     /// The `-x` name of its language.
     pub language: &'a str,
     /// clang listed the headers while compiling (see
-    /// [`crate::pipeline::frontend::headers_listable`]).
+    /// [`crate::ir::frontend::headers_listable`]).
     pub headers_listed: bool,
 }
 

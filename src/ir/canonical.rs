@@ -41,8 +41,8 @@ use inkwell::values::{AnyValue, GlobalValue, UnnamedAddress};
 use inkwell::GlobalVisibility;
 use inkwell::OptimizationLevel;
 
+use crate::ir::settings::{CodeModelSetting, CodegenSettings, OptLevel};
 use crate::llvm_shim::{self, ShimTargetOptions};
-use crate::pipeline::settings::{CodeModelSetting, CodegenSettings, OptLevel};
 
 /// One translation unit in LLVM form, with its TargetMachine.
 pub struct Unit<'ctx> {

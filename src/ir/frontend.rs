@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
 
-use crate::pipeline::settings::OptLevel;
+use crate::ir::settings::OptLevel;
 
 /// Set in the environment of every compiler repocc runs; finding it set at
 /// start-up means the "compiler" ran repocc again (see `driver::toolchain`).
@@ -235,7 +235,7 @@ impl Clang for InProcessClang {
         // Bitcode does not depend on which targets are registered, but
         // the frontend's data-layout check does: register them first, as
         // the pipeline would.
-        crate::pipeline::canonical::init_targets();
+        crate::ir::canonical::init_targets();
         let prog_name = self.process.path.display().to_string();
         let run = || run_clang_frontend(&self.resolved, &prog_name, &all, header_list, want_module);
         let ran = match on_main_thread(run) {
@@ -492,8 +492,8 @@ mod tests {
 
     #[test]
     fn a_module_handed_over_reads_as_its_bitcode() {
-        use crate::pipeline::canonical::{load_code, FrontendCode};
-        use crate::pipeline::settings::CodegenSettings;
+        use crate::ir::canonical::{load_code, FrontendCode};
+        use crate::ir::settings::CodegenSettings;
         use inkwell::context::Context;
         // Loops and branches (mem2reg's phis and their names), statics,
         // string constants, a switch.

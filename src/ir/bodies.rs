@@ -443,8 +443,8 @@ mod tests {
     use super::*;
     use crate::repo::store::Store;
 
-    fn def(name: &str, kind: DefKind) -> crate::pipeline::digest::Definition {
-        crate::pipeline::digest::Definition {
+    fn def(name: &str, kind: DefKind) -> crate::ir::digest::Definition {
+        crate::ir::digest::Definition {
             name: name.to_string(),
             kind,
             local: false,

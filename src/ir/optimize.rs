@@ -39,8 +39,8 @@ use inkwell::GlobalVisibility;
 
 use super::bodies::{self, ContextBodies, Snapshot};
 use super::canonical::Unit;
+use crate::ir::settings::CodegenSettings;
 use crate::llvm_shim::{self, HookPoint};
-use crate::pipeline::settings::CodegenSettings;
 
 const CTORS: &str = "llvm.global_ctors";
 const HIDDEN_CTORS: &str = "repocc.hidden.global_ctors";

@@ -17,8 +17,8 @@ use anyhow::{anyhow, Result};
 use inkwell::passes::PassBuilderOptions;
 
 use super::canonical::Unit;
+use crate::ir::settings::{CodegenSettings, OptLevel};
 use crate::llvm_shim;
-use crate::pipeline::settings::{CodegenSettings, OptLevel};
 
 static DEBUG_TYPE_UNITS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
