@@ -329,7 +329,7 @@ impl Config {
         let home = std::env::var_os("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
-            .or_else(|| crate::repo::trust::home_of(crate::repo::trust::current_uid()))?;
+            .or_else(|| crate::repo::trust::home_of(crate::repo::fsx::current_uid()))?;
         Some(home.join(".cache/repocc"))
     }
 
@@ -357,7 +357,7 @@ impl Config {
             "no repository: HOME is not set and the user has no home directory; set REPOCC_DIR",
         )?;
         let shared = self.shared_dir();
-        crate::repo::trust::check(&dir, crate::repo::trust::current_uid(), shared.as_deref())
+        crate::repo::trust::check(&dir, crate::repo::fsx::current_uid(), shared.as_deref())
             .map_err(|why| {
                 format!(
                     "not using the repository {}: {why} (others could put code into your programs; \

@@ -46,7 +46,7 @@ use std::collections::{HashMap, HashSet};
 use anyhow::{bail, Result};
 
 use crate::llvm_shim::StubKind;
-use crate::repo::store::FragmentDigest;
+use crate::repo::storage::FragmentDigest;
 
 /// Bump when what the digest covers changes.
 pub const DIGEST_FORMAT_VERSION: u32 = 10;

@@ -572,7 +572,7 @@ fn repository_stages(
             report.bytes_stored += bytes;
         }
         // Cleared while written: what a clear beside the build wants.
-        Err(crate::repo::store::StoreError::RemovedMeanwhile { .. }) => {}
+        Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
         Err(err) => {
             store_error = Some(format!("{err}; fragments not stored"));
         }

@@ -31,7 +31,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::resp::{self, Reply};
-use super::store::{self, Entry, EntryKind, FragmentDigest, FORMAT_VERSION};
+use super::storage::{Entry, EntryKind, FragmentDigest};
+use super::store::{self, FORMAT_VERSION};
 
 const VALUE_MAGIC: &[u8; 8] = b"RPCCZST1";
 /// zstd level: fast to write (entries are written once per new fragment).

@@ -20,7 +20,8 @@ use anyhow::{Context, Result};
 
 use super::fsx::{self, RepoDir};
 use super::stats::{self, Counters};
-use super::store::{EvictReport, Store};
+use super::storage::EvictReport;
+use super::store::Store;
 
 const BYTES_WRITTEN: &str = "bytes_written";
 /// The ledger's directory name inside the repository.
@@ -104,7 +105,7 @@ pub fn record_measured(repo: &Path, bytes: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::repo::store::{Entry, EntryKind, FragmentDigest};
+    use crate::repo::storage::{Entry, EntryKind, FragmentDigest};
 
     fn put(store: &Store, n: u8, len: usize) -> u64 {
         let entry = Entry {
@@ -140,11 +141,11 @@ mod tests {
         // The newest entry survived; the oldest went.
         assert!(matches!(
             store.get(&FragmentDigest([39; 32])),
-            Ok(crate::repo::store::Lookup::Hit(_))
+            Ok(crate::repo::storage::Lookup::Hit(_))
         ));
         assert!(matches!(
             store.get(&FragmentDigest([0; 32])),
-            Ok(crate::repo::store::Lookup::Miss)
+            Ok(crate::repo::storage::Lookup::Miss)
         ));
     }
 

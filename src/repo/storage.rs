@@ -12,7 +12,172 @@
 
 use std::time::{Duration, SystemTime};
 
-pub use super::store::{Entry, EntryKind, EvictReport, FragmentDigest, Lookup, StoreError};
+use std::fmt;
+use std::path::PathBuf;
+
+/// The key of a fragment: a definition's final digest.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FragmentDigest(pub [u8; 32]);
+
+impl FragmentDigest {
+    pub fn to_hex(self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    pub fn from_hex(s: &str) -> Option<FragmentDigest> {
+        if s.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, chunk) in s.as_bytes().chunks(2).enumerate() {
+            let hex = std::str::from_utf8(chunk).ok()?;
+            out[i] = u8::from_str_radix(hex, 16).ok()?;
+        }
+        Some(FragmentDigest(out))
+    }
+}
+
+impl fmt::Debug for FragmentDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", &self.to_hex()[..16])
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    /// Object code for the definition.
+    Object,
+    /// The optimizer deleted the definition (fully inlined or dead).
+    Deleted,
+    /// A whole unit's object, compiled by clang after the pipeline gave up
+    /// on the unit (see `pipeline::clang_units`).
+    ClangObject,
+    /// The unit goes to clang, whose compile printed diagnostics (so its
+    /// object cannot be replayed without them).
+    ClangOnly,
+    /// The unit cache's manifest of a unit: which files it read, and the
+    /// results for each version of them (see `unit_cache::manifest`).
+    UnitManifest,
+    /// A unit's finished result: object, dependency file and diagnostics.
+    UnitResult,
+    /// The digests of a unit's last compile, for `REPOCC_EXPLAIN` (see
+    /// `pipeline::explain`).
+    History,
+    /// clang's include search list for a set of options (see
+    /// `unit_cache::search`).
+    SearchList,
+    /// That clang compiled a unit with these arguments (empty; see
+    /// `pipeline::clang_units`).
+    ClangUnitHint,
+    /// Where a function's body after the inliner is stored: which
+    /// [`EntryKind::Bodies`] entry, under which name (see
+    /// `ir::bodies`).
+    BodyIndex,
+    /// Function bodies after the inliner, as compressed bitcode (see
+    /// `ir::bodies`).
+    Bodies,
+}
+
+impl EntryKind {
+    pub(super) fn byte(self) -> u8 {
+        match self {
+            EntryKind::Object => 0,
+            EntryKind::Deleted => 1,
+            EntryKind::ClangObject => 2,
+            EntryKind::ClangOnly => 3,
+            EntryKind::UnitManifest => 4,
+            EntryKind::UnitResult => 5,
+            EntryKind::History => 6,
+            EntryKind::SearchList => 7,
+            EntryKind::ClangUnitHint => 8,
+            EntryKind::BodyIndex => 9,
+            EntryKind::Bodies => 10,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub kind: EntryKind,
+    pub metadata: Vec<u8>,
+    pub payload: Vec<u8>,
+}
+
+/// What can go wrong with the store; every variant names the path.
+#[derive(Debug)]
+pub enum StoreError {
+    /// The repository directory cannot be created or written.
+    Unwritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// The directories a write went into kept being removed while it ran
+    /// (`--clear` beside the build): nothing stored, nothing to say.
+    RemovedMeanwhile { path: PathBuf },
+    /// Reading failed for a reason other than a missing entry.
+    Unreadable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Unwritable { path, source } => {
+                write!(f, "repository {} is not writable: {source}", path.display())
+            }
+            StoreError::RemovedMeanwhile { path } => {
+                write!(f, "repository {} was removed while written", path.display())
+            }
+            StoreError::Unreadable { path, source } => {
+                write!(
+                    f,
+                    "cannot read repository entry {}: {source}",
+                    path.display()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Why an entry was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Corruption {
+    TooShort,
+    BadMagic,
+    OtherVersion(u32),
+    BadKind(u8),
+    WrongDigest,
+    BadLength,
+    BadChecksum,
+    /// Something other than a regular file at the entry's place.
+    NotRegular(String),
+    /// A shard that is not a real directory (a symlink, a file).
+    NotADirectory,
+    /// Larger than any entry repocc writes.
+    TooLarge,
+}
+
+/// The outcome of a lookup.
+#[derive(Debug)]
+pub enum Lookup {
+    Hit(Entry),
+    Miss,
+    /// The entry existed but failed verification; it has been removed.
+    Corrupt(Corruption),
+}
+
+/// Counts from eviction.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EvictReport {
+    pub entries_before: u64,
+    pub bytes_before: u64,
+    pub removed: u64,
+    pub bytes_after: u64,
+}
 
 /// One stored entry, as listed by [`Storage::entries`].
 #[derive(Clone, Debug, PartialEq, Eq)]

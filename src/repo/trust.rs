@@ -26,11 +26,6 @@ impl std::fmt::Display for Untrusted {
     }
 }
 
-/// The effective user id of this process.
-pub fn current_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
-
 /// Checks `repo` for the user `uid`. `shared` is the configured shared
 /// repository, trusted as it is.
 pub fn check(repo: &Path, uid: u32, shared: Option<&Path>) -> Result<(), Untrusted> {
@@ -127,7 +122,7 @@ mod tests {
     #[test]
     fn writable_by_others_is_untrusted_unless_shared() {
         let d = tempfile::tempdir().unwrap();
-        let uid = current_uid();
+        let uid = crate::repo::fsx::current_uid();
         let repo = d.path().join("repo");
         std::fs::create_dir(&repo).unwrap();
         chmod(&repo, 0o700);
@@ -151,7 +146,7 @@ mod tests {
     fn owned_by_another_user_is_untrusted() {
         let d = tempfile::tempdir().unwrap();
         std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
-        let uid = current_uid();
+        let uid = crate::repo::fsx::current_uid();
         let err = check(d.path(), uid.wrapping_add(1), None).unwrap_err();
         assert!(err.0.contains("owned by user"), "{err}");
     }

@@ -136,7 +136,7 @@ pub struct AbsentNames {
 
 impl AbsentNames {
     pub fn path_of(&self, name: &str) -> String {
-        super::search::join(&self.dir, name)
+        join(&self.dir, name)
     }
 }
 
@@ -395,6 +395,17 @@ impl<'a> Checker<'a> {
             .names
             .iter()
             .all(|n| is_absent(&self.cwd.join(group.path_of(n))))
+    }
+}
+
+/// `rest` under `dir` ("" is the working directory).
+pub fn join(dir: &str, rest: &str) -> String {
+    if dir.is_empty() {
+        rest.to_string()
+    } else if dir.ends_with('/') {
+        format!("{dir}{rest}")
+    } else {
+        format!("{dir}/{rest}")
     }
 }
 

@@ -19,7 +19,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::manifest::{dir_times, is_absent, AbsentNames};
+use super::manifest::{dir_times, is_absent, join, AbsentNames};
 use crate::ir::frontend::RECURSION_GUARD;
 
 /// The include search list clang uses for these options (without the
@@ -70,17 +70,6 @@ fn parse_search_list(text: &str) -> Option<Vec<String>> {
     // printed, and assuming "before everything" only adds candidates.
     ignored.extend(dirs);
     complete.then_some(ignored)
-}
-
-/// `rest` under `dir` ("" is the working directory).
-pub fn join(dir: &str, rest: &str) -> String {
-    if dir.is_empty() {
-        rest.to_string()
-    } else if dir.ends_with('/') {
-        format!("{dir}{rest}")
-    } else {
-        format!("{dir}/{rest}")
-    }
 }
 
 /// `path` as (directory, last name): "/" for names at the top, "" (the
