@@ -22,8 +22,9 @@
 //! caller composes with the external tools as before: never a wrong
 //! object, at worst a slower one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use super::debug_compose::{AbbrevUnions, DebugSections, StringTables};
 use super::elf::*;
 
 /// What identifies a section of private read-only data — bytes,
@@ -215,52 +216,58 @@ pub fn combine_filling(
     if !matches!(machine, EM_X86_64 | EM_AARCH64) {
         return None;
     }
-    let mut sections: Vec<OutSection> = Vec::new();
-    let mut merged: HashMap<(Vec<u8>, u32, u64, u64), usize> = HashMap::new();
-    let mut locals_out: Vec<OutSym> = Vec::new();
-    let mut section_symbol: HashMap<usize, usize> = HashMap::new();
-    let mut globals: Vec<OutSym> = Vec::new();
-    let mut global_index: HashMap<Vec<u8>, usize> = HashMap::new();
-    let mut addrsig: Vec<SymRef> = Vec::new();
+    if inputs
+        .iter()
+        .any(|input| u16_at(input.data, 18) != Some(machine))
+    {
+        return None;
+    }
     // The composed object's table says which symbols are address-
     // significant only if every part's did.
     let every_part_has_addrsig = inputs
         .iter()
         .all(|input| input.shdrs.iter().any(|s| s.sh_type == SHT_LLVM_ADDRSIG));
-    let mut addrsig_seen: std::collections::HashSet<SymRef> = Default::default();
-    let mut comdat_groups_seen: std::collections::HashSet<Vec<u8>> = Default::default();
-    // Debug string sections merged string by string (see `DebugStrings`):
-    // output section → where each string is.
-    let mut interned: HashMap<usize, HashMap<Vec<u8>, u64>> = HashMap::new();
-    // Abbreviation tables kept once: (output section, bytes) → offset.
-    let mut shared_tables: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
-    // Private read-only data kept once (see `private_data_key`):
-    // (output section, key) → offset.
-    let mut private_data: HashMap<(usize, Vec<u8>), u64> = HashMap::new();
+    // How each part's debug sections are composed is known before the
+    // first is placed: the parts' units share one abbreviation table.
+    let plans = plan_parts(&inputs)?;
+    let debug: Vec<&DebugSections> = plans.iter().map(|p| &p.debug).collect();
+    let abbrevs = AbbrevUnions::of(&debug);
+    let string_tables = StringTables::of(&debug);
+    let mut composer = Composer::new(machine, fill);
+    for (position, (input, mut plan)) in inputs.iter().zip(plans).enumerate() {
+        plan.debug.finish(
+            input,
+            abbrevs.of_object(position),
+            string_tables.of_object(position),
+        );
+        composer.add_part(input, &plan)?;
+    }
+    composer.finish(first.data, e_flags, locals, unnamed, every_part_has_addrsig)
+}
 
-    // Per object, which sections are in a group and which are left out,
-    // and how its debug sections are composed — all known before the first
-    // is placed: the objects' units share one abbreviation table.
-    let mut prepared = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        if u16_at(input.data, 18)? != machine {
-            return None;
-        }
+/// What is known of one part before any is placed.
+struct PartPlan {
+    /// Which sections belong to a group: those stay unmerged.
+    in_group: Vec<bool>,
+    /// Sections of a COMDAT group whose signature an earlier part's group
+    /// already had — a type unit of debug info, the
+    /// `DW.ref.__gxx_personality_v0` every C++ fragment with exceptions
+    /// defines — are left out, as `ld -r` keeps one group per signature;
+    /// their global symbols are the kept group's.
+    dropped: Vec<bool>,
+    /// How its debug sections are composed.
+    debug: DebugSections,
+}
+
+/// Each part's groups and debug sections, in order.
+fn plan_parts(inputs: &[Input]) -> Option<Vec<PartPlan>> {
+    let mut comdat_groups_seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut plans = Vec::with_capacity(inputs.len());
+    for input in inputs {
         let n = input.shdrs.len();
-        // Which sections belong to a group: those stay unmerged.
         let mut in_group = vec![false; n];
-        // Sections of a COMDAT group whose signature an earlier
-        // fragment's group already had — a type unit of debug info, the
-        // `DW.ref.__gxx_personality_v0` every C++ fragment with exceptions
-        // defines — are left out, as `ld -r` keeps one group per
-        // signature; their global symbols are the kept group's.
         let mut dropped = vec![false; n];
-        for (g, s) in input
-            .shdrs
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.sh_type == SHT_GROUP)
-        {
+        for (g, s) in (input.shdrs.iter().enumerate()).filter(|(_, s)| s.sh_type == SHT_GROUP) {
             let words = slice(input.data, s.offset, s.size)?;
             let mut members = Vec::new();
             for w in words.chunks_exact(4).skip(1) {
@@ -269,9 +276,7 @@ pub fn combine_filling(
                 members.push(m);
             }
             let comdat = u32_at(words, 0)? & GRP_COMDAT != 0;
-            let signature = input
-                .syms
-                .get(s.info as usize)
+            let signature = (input.syms.get(s.info as usize))
                 .and_then(|sym| c_str(input.strtab, sym.name))
                 .filter(|name| !name.is_empty());
             if let (true, Some(signature)) = (comdat, signature) {
@@ -283,37 +288,93 @@ pub fn combine_filling(
                 }
             }
         }
-        let strings = super::debug_compose::DebugSections::of(input, &in_group, &dropped);
-        prepared.push((in_group, dropped, strings));
+        let debug = DebugSections::of(input, &in_group, &dropped);
+        plans.push(PartPlan {
+            in_group,
+            dropped,
+            debug,
+        });
     }
-    let debug_sections: Vec<&super::debug_compose::DebugSections> =
-        prepared.iter().map(|p| &p.2).collect();
-    let abbrevs = super::debug_compose::AbbrevUnions::of(&debug_sections);
-    let string_tables = super::debug_compose::StringTables::of(&debug_sections);
-    // Where each shared string offsets table is: its id → (output section,
-    // offset).
-    let mut string_tables_at: HashMap<usize, (usize, u64)> = HashMap::new();
-    // Entries of the shared string offsets table already relocated (by an
-    // earlier object whose units name the same string).
-    let mut shared_entries: std::collections::HashSet<(usize, u64)> = Default::default();
+    Some(plans)
+}
 
-    for (position, (input, (in_group, dropped, mut strings))) in
-        inputs.iter().zip(prepared).enumerate()
-    {
+/// Where one part's sections and symbols landed.
+struct Placement {
+    /// Data sections: where each lands (output section, offset).
+    placed: Vec<Option<(usize, u64)>>,
+    /// Sections placed where an earlier part's identical one is: their
+    /// relocations are that one's.
+    placed_on_earlier: Vec<bool>,
+    /// Its groups: (input index, output index).
+    groups: Vec<(usize, usize)>,
+    /// Input symbol → output symbol and what to add to a relocation's
+    /// addend against it (a section symbol of a merged section).
+    map: Vec<Option<(SymRef, i64)>>,
+}
+
+/// The composed object under construction, part by part.
+struct Composer {
+    machine: u16,
+    fill: CodeFill,
+    sections: Vec<OutSection>,
+    /// (name, type, flags, entry size) → the output section merging them.
+    merged: HashMap<(Vec<u8>, u32, u64, u64), usize>,
+    locals: Vec<OutSym>,
+    /// Output section → its section symbol (a local).
+    section_symbol: HashMap<usize, usize>,
+    globals: Vec<OutSym>,
+    global_index: HashMap<Vec<u8>, usize>,
+    addrsig: Vec<SymRef>,
+    addrsig_seen: HashSet<SymRef>,
+    /// Debug string sections merged string by string (see
+    /// `DebugStrings`): output section → where each string is.
+    interned: HashMap<usize, HashMap<Vec<u8>, u64>>,
+    /// Abbreviation tables kept once: (output section, bytes) → offset.
+    shared_tables: HashMap<(usize, Vec<u8>), u64>,
+    /// Private read-only data kept once (see `private_data_key`):
+    /// (output section, key) → offset.
+    private_data: HashMap<(usize, Vec<u8>), u64>,
+    /// Where each shared string offsets table is: its id → (output
+    /// section, offset).
+    string_tables_at: HashMap<usize, (usize, u64)>,
+    /// Entries of the shared string offsets table already relocated (by an
+    /// earlier part whose units name the same string).
+    shared_entries: HashSet<(usize, u64)>,
+}
+
+impl Composer {
+    fn new(machine: u16, fill: CodeFill) -> Composer {
+        Composer {
+            machine,
+            fill,
+            sections: Vec::new(),
+            merged: HashMap::new(),
+            locals: Vec::new(),
+            section_symbol: HashMap::new(),
+            globals: Vec::new(),
+            global_index: HashMap::new(),
+            addrsig: Vec::new(),
+            addrsig_seen: HashSet::new(),
+            interned: HashMap::new(),
+            shared_tables: HashMap::new(),
+            private_data: HashMap::new(),
+            string_tables_at: HashMap::new(),
+            shared_entries: HashSet::new(),
+        }
+    }
+
+    /// Adds one part: its sections, symbols, relocations, address
+    /// significance and groups.
+    fn add_part(&mut self, input: &Input, plan: &PartPlan) -> Option<()> {
         let n = input.shdrs.len();
-        strings.finish(
-            input,
-            abbrevs.of_object(position),
-            string_tables.of_object(position),
-        );
-        // Data sections: where each lands (output section, offset).
-        let mut placed: Vec<Option<(usize, u64)>> = vec![None; n];
-        // Sections placed where an earlier part's identical one is: their
-        // relocations are that one's.
-        let mut placed_on_earlier = vec![false; n];
-        let mut groups: Vec<(usize, usize)> = Vec::new(); // (input index, output index)
+        let mut part = Placement {
+            placed: vec![None; n],
+            placed_on_earlier: vec![false; n],
+            groups: Vec::new(),
+            map: vec![None; input.syms.len()],
+        };
         for (i, s) in input.shdrs.iter().enumerate().skip(1) {
-            if dropped[i] {
+            if plan.dropped[i] {
                 continue;
             }
             if s.flags & (SHF_LINK_ORDER | SHF_COMPRESSED) != 0 {
@@ -321,7 +382,7 @@ pub fn combine_filling(
             }
             match s.sh_type {
                 SHT_GROUP => {
-                    sections.push(OutSection {
+                    self.sections.push(OutSection {
                         name: c_str(input.shstrtab, s.name)?.to_vec(),
                         sh_type: SHT_GROUP,
                         flags: s.flags,
@@ -330,434 +391,484 @@ pub fn combine_filling(
                         content: Content::Bss(0), // filled once symbols are mapped
                         relas: Vec::new(),
                     });
-                    groups.push((i, sections.len() - 1));
+                    let o = self.sections.len() - 1;
+                    part.groups.push((i, o));
                     // LLVM defines a group's signature symbol in the group
                     // section itself when nothing else defines it (the
                     // type units of debug info): a local there too.
-                    placed[i] = Some((sections.len() - 1, 0));
+                    part.placed[i] = Some((o, 0));
                 }
-                t if is_data_type(t, machine) => {
-                    let name = c_str(input.shstrtab, s.name)?.to_vec();
-                    let align = s.align.max(1);
-                    if !align.is_power_of_two() {
-                        return None;
-                    }
-                    let key = (name.clone(), t, s.flags, s.entsize);
-                    let existing = if in_group[i] {
-                        None
-                    } else {
-                        merged.get(&key).copied()
-                    };
-                    let out = match existing {
-                        Some(o) => o,
-                        None => {
-                            sections.push(OutSection {
-                                name,
-                                sh_type: t,
-                                flags: s.flags,
-                                align,
-                                entsize: s.entsize,
-                                content: if t == SHT_NOBITS {
-                                    Content::Bss(0)
-                                } else {
-                                    Content::Data(Vec::new())
-                                },
-                                relas: Vec::new(),
-                            });
-                            let o = sections.len() - 1;
-                            if !in_group[i] {
-                                merged.insert(key, o);
-                            }
-                            o
-                        }
-                    };
-                    let sec = &mut sections[out];
-                    sec.align = sec.align.max(align);
-                    if strings.merged[i] {
-                        // Its strings arrive with the relocations that
-                        // refer to them.
-                        interned.entry(out).or_default();
-                        placed[i] = Some((out, 0));
-                        continue;
-                    }
-                    // A string offsets table an earlier fragment shares.
-                    let shared_strings = strings.shared_strings.filter(|&(t, _)| t == i);
-                    let earlier = shared_strings.and_then(|(_, id)| string_tables_at.get(&id));
-                    if let Some(&at) = earlier.filter(|&&(o, _)| o == out) {
-                        placed[i] = Some(at);
-                        continue;
-                    }
-                    // An abbreviation table another fragment already has.
-                    let shared = strings
-                        .shared_abbrevs
-                        .filter(|&a| a == i)
-                        .and_then(|a| strings.rewritten.get(&a));
-                    if let Some(table) = shared {
-                        if let Some(&at) = shared_tables.get(&(out, table.clone())) {
-                            placed[i] = Some((out, at));
-                            continue;
-                        }
-                    }
-                    // The linker options are the module's: every part
-                    // of a unit that has them has the same, kept once.
-                    if t == SHT_LLVM_LINKER_OPTIONS {
-                        let bytes = slice(input.data, s.offset, s.size)?;
-                        if let Content::Data(d) = &sec.content {
-                            if bytes.is_empty() || d.as_slice() == bytes {
-                                placed[i] = Some((out, 0));
-                                continue;
-                            }
-                        }
-                    }
-                    // A table an earlier part has, byte for byte.
-                    let private_key = if in_group[i] {
-                        None
-                    } else {
-                        private_data_key(input, i)
-                    };
-                    if let Some(key) = &private_key {
-                        if let Some(&at) = private_data.get(&(out, key.clone())) {
-                            placed[i] = Some((out, at));
-                            placed_on_earlier[i] = true;
-                            continue;
-                        }
-                    }
-                    // Padding in x86-64 code as `fill` says (see
-                    // `CodeFill`), zeros elsewhere.
-                    let code = machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0;
-                    // Unwind records are 4-byte aligned and must follow
-                    // one another without a gap (a zero word reads as the
-                    // end of the section), whatever the section's
-                    // alignment; `unwind::pad_to_alignment` ends the
-                    // section as LLVM does.
-                    let align = if sec.name == b".eh_frame" {
-                        align.min(UNWIND_RECORD_ALIGN)
-                    } else if s.size == 0 {
-                        // An empty section (every object has a `.text`)
-                        // adds no padding: placed last, it would pad the
-                        // section's end, depending on which parts came
-                        // from the repository.
-                        1
-                    } else {
-                        align
-                    };
-                    let at = match &mut sec.content {
-                        Content::Data(d) => {
-                            let at = (d.len() as u64).next_multiple_of(align);
-                            let gap = at as usize - d.len();
-                            if code {
-                                d.extend_from_slice(&fill.bytes(gap));
-                            } else {
-                                d.resize(at as usize, 0);
-                            }
-                            match strings.rewritten.get(&i) {
-                                Some(bytes) => d.extend_from_slice(bytes),
-                                None => d.extend_from_slice(slice(input.data, s.offset, s.size)?),
-                            }
-                            at
-                        }
-                        Content::Bss(size) => {
-                            let at = size.next_multiple_of(align);
-                            *size = at.checked_add(s.size)?;
-                            at
-                        }
-                        Content::Group { .. } => return None,
-                    };
-                    if let Some(table) = shared {
-                        shared_tables.insert((out, table.clone()), at);
-                    }
-                    if let Some((_, id)) = shared_strings {
-                        string_tables_at.insert(id, (out, at));
-                    }
-                    if let Some(key) = private_key {
-                        private_data.insert((out, key), at);
-                    }
-                    placed[i] = Some((out, at));
+                t if is_data_type(t, self.machine) => {
+                    part.placed[i] = Some(self.place_section(input, plan, &mut part, i)?);
                 }
                 SHT_RELA | SHT_SYMTAB | SHT_STRTAB | SHT_LLVM_ADDRSIG => {}
                 _ => return None,
             }
         }
-
-        // Symbols.
-        let mut map: Vec<Option<(SymRef, i64)>> = vec![None; input.syms.len()];
-        for (k, sym) in input.syms.iter().enumerate().skip(1) {
-            let name = c_str(input.strtab, sym.name)?;
-            let (bind, kind) = (sym.info >> 4, sym.info & 0xf);
-            let section = match sym.shndx {
-                SHN_UNDEF | SHN_ABS | SHN_COMMON => None,
-                s if s >= SHN_LORESERVE => return None,
-                // Defined in a left-out group: a global is the kept
-                // group's definition; nothing kept refers to a local (a
-                // reference would find no mapping and decline).
-                s if dropped.get(s as usize) == Some(&true) => {
-                    let bind = sym.info >> 4;
-                    if let Some(&g) = global_index
-                        .get(name)
-                        .filter(|_| bind == STB_GLOBAL || bind == STB_WEAK)
-                    {
-                        map[k] = Some((SymRef::Global(g), 0));
-                    }
-                    continue;
-                }
-                s => Some(placed.get(s as usize).copied().flatten()?),
-            };
-            if kind == STT_SECTION {
-                let (out, at) = section?;
-                let local = *section_symbol.entry(out).or_insert_with(|| {
-                    locals_out.push(OutSym {
-                        name: Vec::new(),
-                        info: STT_SECTION,
-                        other: 0,
-                        section: Some(out),
-                        special: 0,
-                        value: 0,
-                        size: 0,
-                    });
-                    locals_out.len() - 1
-                });
-                map[k] = Some((SymRef::Local(local), at as i64 + sym.value as i64));
-                continue;
-            }
-            let out_sym = OutSym {
-                name: name.to_vec(),
-                info: sym.info,
-                other: sym.other,
-                section: section.map(|(o, _)| o),
-                special: if section.is_some() { 0 } else { sym.shndx },
-                value: sym.value + section.map_or(0, |(_, at)| at),
-                size: sym.size,
-            };
-            if bind == STB_LOCAL {
-                // The fragments' unnamed file symbols (see `split`).
-                if name.is_empty() && kind == STT_NOTYPE && sym.shndx == SHN_ABS {
-                    continue;
-                }
-                locals_out.push(out_sym);
-                map[k] = Some((SymRef::Local(locals_out.len() - 1), 0));
-                continue;
-            }
-            if bind != STB_GLOBAL && bind != STB_WEAK {
-                return None;
-            }
-            let g = match global_index.get(name) {
-                None => {
-                    globals.push(out_sym);
-                    global_index.insert(name.to_vec(), globals.len() - 1);
-                    globals.len() - 1
-                }
-                Some(&g) => {
-                    let old = &mut globals[g];
-                    let old_defined = old.section.is_some() || old.special != SHN_UNDEF;
-                    let new_defined = sym.shndx != SHN_UNDEF;
-                    let other = merge_visibility(old.other, sym.other);
-                    match (old_defined, new_defined) {
-                        (true, true) => return None,
-                        (false, true) => *old = out_sym,
-                        (false, false) if bind == STB_GLOBAL => old.info = sym.info,
-                        _ => {}
-                    }
-                    old.other = other;
-                    g
-                }
-            };
-            map[k] = Some((SymRef::Global(g), 0));
+        for k in 1..input.syms.len() {
+            part.map[k] = self.map_symbol(input, plan, &part, k)?;
         }
-
-        // Relocations, moved with their sections.
         for s in input.shdrs.iter() {
             match s.sh_type {
-                SHT_RELA if dropped.get(s.info as usize) == Some(&true) => {}
-                SHT_RELA => {
-                    if s.entsize != 24 {
-                        return None;
-                    }
-                    let (out, at) = placed.get(s.info as usize).copied().flatten()?;
-                    if placed_on_earlier[s.info as usize] {
-                        continue;
-                    }
-                    let table = slice(input.data, s.offset, s.size)?;
-                    let live = strings
-                        .live_offsets
-                        .as_ref()
-                        .filter(|l| l.0 == s.info as usize);
-                    let line_table = strings
-                        .line_files
-                        .as_ref()
-                        .filter(|l| l.0 == s.info as usize);
-                    let shared_table = strings
-                        .shared_strings
-                        .is_some_and(|(t, _)| t == s.info as usize);
-                    for e in table.chunks_exact(24) {
-                        let info = u64_at(e, 8)?;
-                        let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
-                        let mut r_offset = u64_at(e, 0)?;
-                        // An entry of the string offsets no unit kept uses
-                        // goes; a kept one may move up.
-                        if let Some((_, live)) = live {
-                            match live.get(&r_offset) {
-                                Some(&moved) => r_offset = moved,
-                                None => continue,
-                            }
-                        }
-                        // An entry of the shared table: relocated once.
-                        if shared_table && !shared_entries.insert((out, r_offset + at)) {
-                            continue;
-                        }
-                        // In a line table some file entries left: what was
-                        // in them goes, what followed moves up.
-                        if let Some((_, removed)) = line_table {
-                            if removed.iter().any(|r| r.contains(&r_offset)) {
-                                continue;
-                            }
-                            r_offset -= removed
-                                .iter()
-                                .filter(|r| r.end <= r_offset)
-                                .map(|r| r.end - r.start)
-                                .sum::<u64>();
-                        }
-                        let (sym, delta) = if sym_index == 0 {
-                            (None, 0)
-                        } else {
-                            let (r, d) = map.get(sym_index).copied().flatten()?;
-                            (Some(r), d)
-                        };
-                        let mut addend = (u64_at(e, 16)? as i64).checked_add(delta)?;
-                        if let Some(&from) = strings.section_symbols.get(&sym_index) {
-                            // A merged string: the one it names, interned.
-                            if !is_absolute(machine, r_type) {
-                                return None;
-                            }
-                            let h = &input.shdrs[from];
-                            let bytes = slice(input.data, h.offset, h.size)?;
-                            let string = c_str(bytes, u32::try_from(addend).ok()?)?;
-                            let (target, _) = placed.get(from).copied().flatten()?;
-                            let table = interned.get_mut(&target)?;
-                            addend = match table.get(string) {
-                                Some(&o) => o,
-                                None => {
-                                    let Content::Data(d) = &mut sections[target].content else {
-                                        return None;
-                                    };
-                                    let o = d.len() as u64;
-                                    d.extend_from_slice(string);
-                                    d.push(0);
-                                    table.insert(string.to_vec(), o);
-                                    o
-                                }
-                            } as i64;
-                        }
-                        sections[out].relas.push(OutRela {
-                            offset: r_offset + at,
-                            sym,
-                            r_type,
-                            addend,
-                        });
-                    }
-                }
-                SHT_LLVM_ADDRSIG => {
-                    let mut bytes = slice(input.data, s.offset, s.size)?;
-                    while !bytes.is_empty() {
-                        let (v, used) = read_uleb(bytes)?;
-                        bytes = &bytes[used..];
-                        let index = usize::try_from(v).ok()?;
-                        // A local of a left-out group is gone.
-                        let Some((r, _)) = map.get(index).copied().flatten() else {
-                            let sym = input.syms.get(index)?;
-                            if dropped.get(sym.shndx as usize) == Some(&true) {
-                                continue;
-                            }
-                            return None;
-                        };
-                        if addrsig_seen.insert(r) {
-                            addrsig.push(r);
-                        }
-                    }
-                }
+                SHT_RELA if plan.dropped.get(s.info as usize) == Some(&true) => {}
+                SHT_RELA => self.move_relocations(input, plan, &part, s)?,
+                SHT_LLVM_ADDRSIG => self.take_address_significance(input, plan, &part, s)?,
                 _ => {}
             }
         }
-        for (gi, go) in groups {
+        for &(gi, go) in &part.groups {
             let s = &input.shdrs[gi];
             let words = slice(input.data, s.offset, s.size)?;
             let flag = u32_at(words, 0)?;
-            let (signature, _) = map.get(s.info as usize).copied().flatten()?;
+            let (signature, _) = part.map.get(s.info as usize).copied().flatten()?;
             let mut members = Vec::new();
             for w in words.chunks_exact(4).skip(1) {
                 let m = u32_at(w, 0)? as usize;
                 let h = input.shdrs.get(m)?;
                 members.push(if h.sh_type == SHT_RELA {
-                    Member::RelaOf(placed.get(h.info as usize).copied().flatten()?.0)
+                    Member::RelaOf(part.placed.get(h.info as usize).copied().flatten()?.0)
                 } else {
-                    Member::Section(placed.get(m).copied().flatten()?.0)
+                    Member::Section(part.placed.get(m).copied().flatten()?.0)
                 });
             }
-            sections[go].content = Content::Group {
+            self.sections[go].content = Content::Group {
                 flag,
                 signature,
                 members,
             };
         }
+        Some(())
     }
 
-    // One compile unit where the fragments of a unit had one each.
-    super::debug_units::merge_compile_units(&mut sections, &section_symbol);
-
-    // One CIE where the fragments repeat it (see `unwind`), unless a
-    // symbol or a relocation elsewhere points into the section.
-    for o in 0..sections.len() {
-        if sections[o].name != b".eh_frame" {
-            continue;
+    /// Places data section `i` of `input`: merged into the output section
+    /// of its name (a group's member stays a section of its own), or onto
+    /// what an earlier part already placed there (shared string offsets
+    /// and abbreviation tables, the linker options, identical private
+    /// tables); where it lands.
+    fn place_section(
+        &mut self,
+        input: &Input,
+        plan: &PartPlan,
+        part: &mut Placement,
+        i: usize,
+    ) -> Option<(usize, u64)> {
+        let s = input.shdrs[i];
+        let t = s.sh_type;
+        let strings = &plan.debug;
+        let name = c_str(input.shstrtab, s.name)?.to_vec();
+        let align = s.align.max(1);
+        if !align.is_power_of_two() {
+            return None;
         }
-        let defines = locals_out
-            .iter()
-            .chain(&globals)
-            .any(|s| s.section == Some(o) && s.info & 0xf != STT_SECTION);
-        let section_symbol = section_symbol.get(&o).map(|&l| SymRef::Local(l));
-        let referred = section_symbol.is_some()
-            && sections
-                .iter()
-                .enumerate()
-                .any(|(j, sec)| j != o && sec.relas.iter().any(|r| r.sym == section_symbol));
-        if !defines && !referred {
-            super::unwind::share_cies(&mut sections[o]);
-            super::unwind::pad_to_alignment(&mut sections[o], EH_FRAME_ALIGN);
+        let key = (name.clone(), t, s.flags, s.entsize);
+        let existing = if plan.in_group[i] {
+            None
+        } else {
+            self.merged.get(&key).copied()
+        };
+        let out = match existing {
+            Some(o) => o,
+            None => {
+                self.sections.push(OutSection {
+                    name,
+                    sh_type: t,
+                    flags: s.flags,
+                    align,
+                    entsize: s.entsize,
+                    content: if t == SHT_NOBITS {
+                        Content::Bss(0)
+                    } else {
+                        Content::Data(Vec::new())
+                    },
+                    relas: Vec::new(),
+                });
+                let o = self.sections.len() - 1;
+                if !plan.in_group[i] {
+                    self.merged.insert(key, o);
+                }
+                o
+            }
+        };
+        let sec = &mut self.sections[out];
+        sec.align = sec.align.max(align);
+        if strings.merged[i] {
+            // Its strings arrive with the relocations that refer to them.
+            self.interned.entry(out).or_default();
+            return Some((out, 0));
         }
+        // A string offsets table an earlier fragment shares.
+        let shared_strings = strings.shared_strings.filter(|&(t, _)| t == i);
+        let earlier = shared_strings.and_then(|(_, id)| self.string_tables_at.get(&id));
+        if let Some(&at) = earlier.filter(|&&(o, _)| o == out) {
+            return Some(at);
+        }
+        // An abbreviation table another fragment already has.
+        let shared = (strings.shared_abbrevs)
+            .filter(|&a| a == i)
+            .and_then(|a| strings.rewritten.get(&a));
+        if let Some(&at) = shared.and_then(|table| self.shared_tables.get(&(out, table.clone()))) {
+            return Some((out, at));
+        }
+        // The linker options are the module's: every part of a unit that
+        // has them has the same, kept once.
+        if t == SHT_LLVM_LINKER_OPTIONS {
+            let bytes = slice(input.data, s.offset, s.size)?;
+            if let Content::Data(d) = &sec.content {
+                if bytes.is_empty() || d.as_slice() == bytes {
+                    return Some((out, 0));
+                }
+            }
+        }
+        // A table an earlier part has, byte for byte.
+        let private_key = if plan.in_group[i] {
+            None
+        } else {
+            private_data_key(input, i)
+        };
+        if let Some(key) = &private_key {
+            if let Some(&at) = self.private_data.get(&(out, key.clone())) {
+                part.placed_on_earlier[i] = true;
+                return Some((out, at));
+            }
+        }
+        // Padding in x86-64 code as `fill` says (see `CodeFill`), zeros
+        // elsewhere.
+        let code = self.machine == EM_X86_64 && sec.flags & SHF_EXECINSTR != 0;
+        // Unwind records are 4-byte aligned and must follow one another
+        // without a gap (a zero word reads as the end of the section),
+        // whatever the section's alignment; `unwind::pad_to_alignment`
+        // ends the section as LLVM does.
+        let align = if sec.name == b".eh_frame" {
+            align.min(UNWIND_RECORD_ALIGN)
+        } else if s.size == 0 {
+            // An empty section (every object has a `.text`) adds no
+            // padding: placed last, it would pad the section's end,
+            // depending on which parts came from the repository.
+            1
+        } else {
+            align
+        };
+        let at = match &mut sec.content {
+            Content::Data(d) => {
+                let at = (d.len() as u64).next_multiple_of(align);
+                let gap = at as usize - d.len();
+                if code {
+                    d.extend_from_slice(&self.fill.bytes(gap));
+                } else {
+                    d.resize(at as usize, 0);
+                }
+                match strings.rewritten.get(&i) {
+                    Some(bytes) => d.extend_from_slice(bytes),
+                    None => d.extend_from_slice(slice(input.data, s.offset, s.size)?),
+                }
+                at
+            }
+            Content::Bss(size) => {
+                let at = size.next_multiple_of(align);
+                *size = at.checked_add(s.size)?;
+                at
+            }
+            Content::Group { .. } => return None,
+        };
+        if let Some(table) = shared {
+            self.shared_tables.insert((out, table.clone()), at);
+        }
+        if let Some((_, id)) = shared_strings {
+            self.string_tables_at.insert(id, (out, at));
+        }
+        if let Some(key) = private_key {
+            self.private_data.insert((out, key), at);
+        }
+        Some((out, at))
     }
 
-    // The private constants (`unnamed`) are local `.L` symbols, as in
-    // clang's object: GNU ld and lld leave `.L` symbols of merged string
-    // sections out of what they link, so a debugger shows no `<.rc.…>`
-    // symbol after a string pointer.
-    let unnamed: std::collections::HashSet<&[u8]> = unnamed.iter().map(|l| l.as_bytes()).collect();
-    for g in globals.iter_mut() {
-        if g.section.is_some() && unnamed.contains(g.name.as_slice()) {
-            g.name.splice(0..0, b".L".iter().copied());
+    /// The output symbol input symbol `k` becomes (`Some(None)`: none, as
+    /// the fragments' unnamed file symbols and the locals of a left-out
+    /// group); `None`: a symbol not handled here (defined twice, another
+    /// binding, a special section).
+    fn map_symbol(
+        &mut self,
+        input: &Input,
+        plan: &PartPlan,
+        part: &Placement,
+        k: usize,
+    ) -> Option<Option<(SymRef, i64)>> {
+        let sym = input.syms[k];
+        let name = c_str(input.strtab, sym.name)?;
+        let (bind, kind) = (sym.info >> 4, sym.info & 0xf);
+        let section = match sym.shndx {
+            SHN_UNDEF | SHN_ABS | SHN_COMMON => None,
+            s if s >= SHN_LORESERVE => return None,
+            // Defined in a left-out group: a global is the kept group's
+            // definition; nothing kept refers to a local (a reference
+            // would find no mapping and decline).
+            s if plan.dropped.get(s as usize) == Some(&true) => {
+                let global = (self.global_index.get(name))
+                    .filter(|_| bind == STB_GLOBAL || bind == STB_WEAK);
+                return Some(global.map(|&g| (SymRef::Global(g), 0)));
+            }
+            s => Some(part.placed.get(s as usize).copied().flatten()?),
+        };
+        if kind == STT_SECTION {
+            let (out, at) = section?;
+            let locals = &mut self.locals;
+            let local = *self.section_symbol.entry(out).or_insert_with(|| {
+                locals.push(OutSym {
+                    name: Vec::new(),
+                    info: STT_SECTION,
+                    other: 0,
+                    section: Some(out),
+                    special: 0,
+                    value: 0,
+                    size: 0,
+                });
+                locals.len() - 1
+            });
+            return Some(Some((SymRef::Local(local), at as i64 + sym.value as i64)));
         }
+        let out_sym = OutSym {
+            name: name.to_vec(),
+            info: sym.info,
+            other: sym.other,
+            section: section.map(|(o, _)| o),
+            special: if section.is_some() { 0 } else { sym.shndx },
+            value: sym.value + section.map_or(0, |(_, at)| at),
+            size: sym.size,
+        };
+        if bind == STB_LOCAL {
+            // The fragments' unnamed file symbols (see `split`).
+            if name.is_empty() && kind == STT_NOTYPE && sym.shndx == SHN_ABS {
+                return Some(None);
+            }
+            self.locals.push(out_sym);
+            return Some(Some((SymRef::Local(self.locals.len() - 1), 0)));
+        }
+        if bind != STB_GLOBAL && bind != STB_WEAK {
+            return None;
+        }
+        let g = match self.global_index.get(name) {
+            None => {
+                self.globals.push(out_sym);
+                self.global_index
+                    .insert(name.to_vec(), self.globals.len() - 1);
+                self.globals.len() - 1
+            }
+            Some(&g) => {
+                let old = &mut self.globals[g];
+                let old_defined = old.section.is_some() || old.special != SHN_UNDEF;
+                let new_defined = sym.shndx != SHN_UNDEF;
+                let other = merge_visibility(old.other, sym.other);
+                match (old_defined, new_defined) {
+                    (true, true) => return None,
+                    (false, true) => *old = out_sym,
+                    (false, false) if bind == STB_GLOBAL => old.info = sym.info,
+                    _ => {}
+                }
+                old.other = other;
+                g
+            }
+        };
+        Some(Some((SymRef::Global(g), 0)))
     }
 
-    // Symbols named in `locals` that are defined here become local.
-    let wanted: std::collections::HashSet<&[u8]> = locals.iter().map(|l| l.as_bytes()).collect();
-    let localize = |s: &OutSym| {
-        s.section.is_some()
-            && (wanted.contains(s.name.as_slice())
-                || s.name
-                    .strip_prefix(b".L")
-                    .is_some_and(|n| unnamed.contains(n)))
-    };
-    if machine == EM_X86_64 {
-        resolve_local_calls(&mut sections, &locals_out, &globals, &localize);
+    /// The relocations of relocation section `s`, moved with the section
+    /// they apply to.
+    fn move_relocations(
+        &mut self,
+        input: &Input,
+        plan: &PartPlan,
+        part: &Placement,
+        s: &Shdr,
+    ) -> Option<()> {
+        if s.entsize != 24 {
+            return None;
+        }
+        let target = s.info as usize;
+        let (out, at) = part.placed.get(target).copied().flatten()?;
+        if part.placed_on_earlier[target] {
+            return Some(());
+        }
+        let strings = &plan.debug;
+        let table = slice(input.data, s.offset, s.size)?;
+        let live = strings.live_offsets.as_ref().filter(|l| l.0 == target);
+        let line_table = strings.line_files.as_ref().filter(|l| l.0 == target);
+        let shared_table = strings.shared_strings.is_some_and(|(t, _)| t == target);
+        for e in table.chunks_exact(24) {
+            let info = u64_at(e, 8)?;
+            let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
+            let mut r_offset = u64_at(e, 0)?;
+            // An entry of the string offsets no unit kept uses goes; a
+            // kept one may move up.
+            if let Some((_, live)) = live {
+                match live.get(&r_offset) {
+                    Some(&moved) => r_offset = moved,
+                    None => continue,
+                }
+            }
+            // An entry of the shared table: relocated once.
+            if shared_table && !self.shared_entries.insert((out, r_offset + at)) {
+                continue;
+            }
+            // In a line table some file entries left: what was in them
+            // goes, what followed moves up.
+            if let Some((_, removed)) = line_table {
+                if removed.iter().any(|r| r.contains(&r_offset)) {
+                    continue;
+                }
+                r_offset -= (removed.iter())
+                    .filter(|r| r.end <= r_offset)
+                    .map(|r| r.end - r.start)
+                    .sum::<u64>();
+            }
+            let (sym, delta) = if sym_index == 0 {
+                (None, 0)
+            } else {
+                let (r, d) = part.map.get(sym_index).copied().flatten()?;
+                (Some(r), d)
+            };
+            let mut addend = (u64_at(e, 16)? as i64).checked_add(delta)?;
+            if let Some(&from) = strings.section_symbols.get(&sym_index) {
+                // A merged string: the one it names, interned.
+                if !is_absolute(self.machine, r_type) {
+                    return None;
+                }
+                addend = self.intern_string(input, part, from, addend)? as i64;
+            }
+            self.sections[out].relas.push(OutRela {
+                offset: r_offset + at,
+                sym,
+                r_type,
+                addend,
+            });
+        }
+        Some(())
     }
-    write(
-        first.data,
-        machine,
-        e_flags,
-        &sections,
-        &locals_out,
-        &globals,
-        &localize,
-        every_part_has_addrsig.then_some(&addrsig[..]),
-    )
+
+    /// Where the string at `offset` of merged string section `from` is in
+    /// its output section (added there the first time).
+    fn intern_string(
+        &mut self,
+        input: &Input,
+        part: &Placement,
+        from: usize,
+        offset: i64,
+    ) -> Option<u64> {
+        let h = &input.shdrs[from];
+        let bytes = slice(input.data, h.offset, h.size)?;
+        let string = c_str(bytes, u32::try_from(offset).ok()?)?;
+        let (target, _) = part.placed.get(from).copied().flatten()?;
+        let table = self.interned.get_mut(&target)?;
+        Some(match table.get(string) {
+            Some(&o) => o,
+            None => {
+                let Content::Data(d) = &mut self.sections[target].content else {
+                    return None;
+                };
+                let o = d.len() as u64;
+                d.extend_from_slice(string);
+                d.push(0);
+                table.insert(string.to_vec(), o);
+                o
+            }
+        })
+    }
+
+    /// The symbols address-significance section `s` lists, once each.
+    fn take_address_significance(
+        &mut self,
+        input: &Input,
+        plan: &PartPlan,
+        part: &Placement,
+        s: &Shdr,
+    ) -> Option<()> {
+        let mut bytes = slice(input.data, s.offset, s.size)?;
+        while !bytes.is_empty() {
+            let (v, used) = read_uleb(bytes)?;
+            bytes = &bytes[used..];
+            let index = usize::try_from(v).ok()?;
+            // A local of a left-out group is gone.
+            let Some((r, _)) = part.map.get(index).copied().flatten() else {
+                let sym = input.syms.get(index)?;
+                if plan.dropped.get(sym.shndx as usize) == Some(&true) {
+                    continue;
+                }
+                return None;
+            };
+            if self.addrsig_seen.insert(r) {
+                self.addrsig.push(r);
+            }
+        }
+        Some(())
+    }
+
+    /// The composed object: compile units and unwind records merged, the
+    /// private constants and `locals` made local.
+    fn finish(
+        mut self,
+        first: &[u8],
+        e_flags: u32,
+        locals: &[String],
+        unnamed: &[String],
+        with_addrsig: bool,
+    ) -> Option<Vec<u8>> {
+        // One compile unit where the fragments of a unit had one each.
+        super::debug_units::merge_compile_units(&mut self.sections, &self.section_symbol);
+        self.share_unwind_entries();
+
+        // The private constants (`unnamed`) are local `.L` symbols, as in
+        // clang's object: GNU ld and lld leave `.L` symbols of merged
+        // string sections out of what they link, so a debugger shows no
+        // `<.rc.…>` symbol after a string pointer.
+        let unnamed: HashSet<&[u8]> = unnamed.iter().map(|l| l.as_bytes()).collect();
+        for g in self.globals.iter_mut() {
+            if g.section.is_some() && unnamed.contains(g.name.as_slice()) {
+                g.name.splice(0..0, b".L".iter().copied());
+            }
+        }
+
+        // Symbols named in `locals` that are defined here become local.
+        let wanted: HashSet<&[u8]> = locals.iter().map(|l| l.as_bytes()).collect();
+        let localize = |s: &OutSym| {
+            s.section.is_some()
+                && (wanted.contains(s.name.as_slice())
+                    || s.name
+                        .strip_prefix(b".L")
+                        .is_some_and(|n| unnamed.contains(n)))
+        };
+        if self.machine == EM_X86_64 {
+            resolve_local_calls(&mut self.sections, &self.locals, &self.globals, &localize);
+        }
+        write(
+            first,
+            self.machine,
+            e_flags,
+            &self.sections,
+            &self.locals,
+            &self.globals,
+            &localize,
+            with_addrsig.then_some(&self.addrsig[..]),
+        )
+    }
+
+    /// One CIE where the fragments repeat it (see `unwind`), unless a
+    /// symbol or a relocation elsewhere points into the section.
+    fn share_unwind_entries(&mut self) {
+        for o in 0..self.sections.len() {
+            if self.sections[o].name != b".eh_frame" {
+                continue;
+            }
+            let defines = (self.locals.iter().chain(&self.globals))
+                .any(|s| s.section == Some(o) && s.info & 0xf != STT_SECTION);
+            let section_symbol = self.section_symbol.get(&o).map(|&l| SymRef::Local(l));
+            let referred = section_symbol.is_some()
+                && (self.sections.iter().enumerate())
+                    .any(|(j, sec)| j != o && sec.relas.iter().any(|r| r.sym == section_symbol));
+            if !defines && !referred {
+                super::unwind::share_cies(&mut self.sections[o]);
+                super::unwind::pad_to_alignment(&mut self.sections[o], EH_FRAME_ALIGN);
+            }
+        }
+    }
 }
 
 /// Fills in, and drops the relocations of, the PC-relative references in
