@@ -318,26 +318,19 @@ fn repository_stages(
     mut times: StageTimes,
     definitions: u64,
 ) -> Result<UnitReport> {
-    use crate::repo::storage::EntryKind;
+    let stages = Stages {
+        unit,
+        digests,
+        store,
+        settings,
+        options,
+    };
     let mut report = UnitReport {
         definitions,
         ..UnitReport::default()
     };
     let t = Instant::now();
-    // Before pruning, so that the glue holds the same types whatever the
-    // repository holds (see `llvm_shim::SharedTypes`).
-    let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
-    if stubbed_types != crate::llvm_shim::StubKind::None {
-        // A C stub emitted inside a fragment's own compile unit (no type
-        // units) would be the type a debugger sees.
-        if stubbed_types == crate::llvm_shim::StubKind::CRecords && !merge::debug_type_units() {
-            anyhow::bail!(
-                "{}: debug types are not emitted as type units",
-                unit.source_name
-            );
-        }
-        crate::llvm_shim::retain_unit_types(&unit.module);
-    }
+    let stubbed_types = stages.retain_debug_types()?;
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
@@ -365,125 +358,16 @@ fn repository_stages(
     times.merge = t.elapsed();
 
     let t = Instant::now();
-    if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0 {
-        crate::llvm_shim::identify_debug_types(&unit.module);
-        // The file-level lines, relative to the unit's anchor once for
-        // every fragment (see `debug_lines`), as the digests hold them.
-        if let Some(anchor) = digests.anchor.filter(|_| digests.relative_lines) {
-            let base = crate::support::line_bases::ANCHOR_LINE_BASE;
-            if crate::llvm_shim::rebase_anchor_lines(&unit.module, anchor, base)
-                == crate::llvm_shim::Rebased::Unsupported
-            {
-                anyhow::bail!(
-                    "{}: debug info the anchored line rebase cannot rebuild",
-                    unit.source_name
-                );
-            }
-        }
-    }
-    let mut post = split::plan(&unit.module);
-    let glue = match post.first() {
-        Some((_, true)) => Some(post.remove(0).0),
-        _ => None,
-    };
-    let views: Vec<assemble::FragmentView> = pruned
-        .fragments
-        .iter()
-        .map(|f| assemble::FragmentView {
-            members: &f.members,
-            stored: match &f.stored {
-                Some(e) if e.kind == EntryKind::Object => assemble::Stored::Object,
-                Some(_) => assemble::Stored::Deletion,
-                None => assemble::Stored::Nothing,
-            },
-            discardable: f.discardable,
-            present: split::any_defined(&unit.module, &f.members),
-        })
-        .collect();
-    let unplanned = post
-        .into_iter()
-        .filter(|(_, is_glue)| !is_glue)
-        .map(|(members, _)| members)
-        .collect();
-    let mut assembly = assemble::plan(glue, &views, unplanned);
-    let to_emit = std::mem::take(&mut assembly.to_emit);
-    let emitted = split::emit_groups(
-        unit,
-        settings,
-        options.jobs,
-        to_emit,
-        digests.relative_lines,
-    )?;
+    stages.rebase_anchor_lines()?;
+    let views = stages.fragment_views(&pruned);
+    let (assembly, emitted) = stages.emit_new_fragments(&views)?;
     times.codegen = t.elapsed();
     if let Some(d) = sink.first() {
         return Err(llvm_reported(d));
     }
-    let definition_names: std::collections::HashSet<&str> = digests
-        .defs
-        .iter()
-        .filter(|d| d.kind != digest::DefKind::Glue)
-        .map(|d| d.name.as_str())
-        .collect();
-    let compiled_members: Vec<&str> = emitted
-        .iter()
-        .filter(|f| !f.glue)
-        .flat_map(|f| f.members.iter().map(String::as_str))
-        .collect();
-    let (compiled_count, pruned_names) = assemble::count(
-        &definition_names,
-        &compiled_members,
-        &views,
-        &unit.attached_locals,
-    );
-    report.definitions_compiled = compiled_count;
-    report.definitions_pruned = pruned_names.len() as u64;
-    let history = explain::history_key(
-        &unit.source_name,
-        &std::env::current_dir()
-            .map(|d| d.display().to_string())
-            .unwrap_or_default(),
-        &options.key.fragment_context(
-            &unit.target_machine.get_cpu().to_string_lossy(),
-            &unit.target_machine.get_feature_string().to_string_lossy(),
-        ),
-    );
-    let previous = explain::History::read(store, &history);
-    let shared = explain::shared(&previous, digests, &pruned_names);
-    report.definitions_shared = shared.len() as u64;
-    if options.explain {
-        let compiled: std::collections::HashSet<&str> = compiled_members
-            .iter()
-            .copied()
-            .filter(|m| definition_names.contains(m))
-            .collect();
-        report.explain = explain::explain(&previous, digests, &compiled);
-        report.explain.extend(
-            shared
-                .iter()
-                .map(|n| format!("reused {n}: stored by another unit")),
-        );
-    }
-    report.bytes_stored += explain::record(store, &history, digests);
+    stages.count_and_explain(&views, &emitted, &mut report);
 
     let t = Instant::now();
-    let stored_payload = |i: usize| {
-        pruned.fragments[i]
-            .stored
-            .as_ref()
-            .map_or(&[][..], |e| e.payload.as_slice())
-    };
-    // Which discardable stored fragments the object needs: those something
-    // in it refers to, transitively.
-    let seeds = emitted
-        .iter()
-        .flat_map(|f| f.references.iter().cloned())
-        .chain(assembly.slots.iter().flat_map(|s| match s {
-            assemble::Slot::Stored(i) => pruned.fragments[*i].references.clone(),
-            _ => Vec::new(),
-        }));
-    let included = prune::referenced_discardables(&pruned.fragments, seeds);
-    // Fragments with relative lines get their lines back.
-    let placement = LinePlacement::of(digests, &unit.source_name);
     // Where the new fragments' relative lines are: found once, for placing
     // them now and (stored with them) every time they are reused.
     let emitted_lines: Vec<Option<debug_lines::RelativeLines>> = emitted
@@ -494,93 +378,286 @@ fn repository_stages(
                 .flatten()
         })
         .collect();
-    let parts = assemble::parts(&assembly.slots, &included);
-    let objects: Vec<std::borrow::Cow<[u8]>> = parts
-        .iter()
-        .copied()
-        .map(|part| match part {
-            assemble::Part::Emitted(e) => {
-                let f = &emitted[e];
-                let leader = f.members.first().filter(|_| !f.glue);
-                placement.place(&f.object, leader, &f.inlined, emitted_lines[e].as_ref())
-            }
-            assemble::Part::Stored(i) => {
-                let f = &pruned.fragments[i];
-                let object = stored_payload(i);
-                let found = f
-                    .lines
-                    .as_deref()
-                    .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
-                placement.place(object, f.members.first(), &f.inlined, found.as_ref())
-            }
-        })
-        .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
-        .collect::<Result<_>>()?;
-    let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
-    if stubbed_types != crate::llvm_shim::StubKind::None {
-        // The glue is the first part, when there is one.
-        let glue_first = matches!(
-            parts.first(),
-            Some(assemble::Part::Emitted(e)) if emitted[*e].glue && !emitted[*e].object.is_empty()
-        );
-        if !glue_first {
-            anyhow::bail!(
-                "{}: no glue to hold the unit's debug types",
-                unit.source_name
-            );
-        }
-        if stubbed_types == crate::llvm_shim::StubKind::CRecords {
-            every_type_unit_whole(&objects, &unit.source_name)?;
-        }
-    }
-    compose::compose_fragments(
-        &objects,
-        &unit.originally_local,
-        &unit.unnamed_locals,
-        code_fill(unit),
+    stages.compose(
+        &pruned,
+        &assembly,
+        &emitted,
+        &emitted_lines,
+        stubbed_types,
         output,
     )?;
     times.write = t.elapsed();
 
-    // Store what is new; a repository that cannot be written costs reuse,
-    // never the build.
     let t = Instant::now();
-    // One write for all of them (a pack: see `repo::store`).
-    let mut new_entries = Vec::new();
-    let mut fragments_new = 0;
-    for &(i, e) in &assembly.store_after {
-        let f = &pruned.fragments[i];
-        new_entries.push(entries::object_entry(
-            &f.key,
-            &f.members,
-            &emitted[e],
-            emitted_lines[e].as_ref(),
-        ));
-        fragments_new += 1;
-    }
-    for &i in &assembly.deleted {
-        let f = &pruned.fragments[i];
-        new_entries.push(entries::deleted_entry(&f.key, &f.members));
-    }
-    if let Some(snapshot) = optimized.snapshot {
-        new_entries.extend(bodies::entries(snapshot));
-    }
-    let mut store_error: Option<String> = None;
-    match store.put_many(&new_entries) {
-        Ok(bytes) => {
-            report.fragments_stored += fragments_new;
-            report.bytes_stored += bytes;
-        }
-        // Cleared while written: what a clear beside the build wants.
-        Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
-        Err(err) => {
-            store_error = Some(format!("{err}; fragments not stored"));
-        }
-    }
-    report.warnings.extend(store_error);
+    stages.store_new_entries(
+        &pruned,
+        &assembly,
+        &emitted,
+        &emitted_lines,
+        optimized.snapshot,
+        &mut report,
+    );
     times.store = t.elapsed();
     report.times = times;
     Ok(report)
+}
+
+/// What the repository stages of one unit share, past the frontend.
+struct Stages<'a, 'ctx> {
+    unit: &'a canonical::Unit<'ctx>,
+    digests: &'a digest::ModuleDigests,
+    store: &'a dyn Storage,
+    settings: &'a CodegenSettings,
+    options: &'a PipelineOptions,
+}
+
+impl Stages<'_, '_> {
+    /// Keeps the unit's debug types for the glue, before pruning, so that
+    /// the glue holds the same types whatever the repository holds (see
+    /// `llvm_shim::SharedTypes`); what kind of stubs fragments get.
+    fn retain_debug_types(&self) -> Result<crate::llvm_shim::StubKind> {
+        let unit = self.unit;
+        let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
+        if stubbed_types != crate::llvm_shim::StubKind::None {
+            // A C stub emitted inside a fragment's own compile unit (no type
+            // units) would be the type a debugger sees.
+            if stubbed_types == crate::llvm_shim::StubKind::CRecords && !merge::debug_type_units() {
+                anyhow::bail!(
+                    "{}: debug types are not emitted as type units",
+                    unit.source_name
+                );
+            }
+            crate::llvm_shim::retain_unit_types(&unit.module);
+        }
+        Ok(stubbed_types)
+    }
+
+    /// With debug info: the debug types identified, and the file-level
+    /// lines made relative to the unit's anchor once for every fragment
+    /// (see `debug_lines`), as the digests hold them.
+    fn rebase_anchor_lines(&self) -> Result<()> {
+        let unit = self.unit;
+        if unit.module.get_global_metadata_size("llvm.dbg.cu") == 0 {
+            return Ok(());
+        }
+        crate::llvm_shim::identify_debug_types(&unit.module);
+        if let Some(anchor) = self.digests.anchor.filter(|_| self.digests.relative_lines) {
+            let base = crate::support::line_bases::ANCHOR_LINE_BASE;
+            if crate::llvm_shim::rebase_anchor_lines(&unit.module, anchor, base)
+                == crate::llvm_shim::Rebased::Unsupported
+            {
+                anyhow::bail!(
+                    "{}: debug info the anchored line rebase cannot rebuild",
+                    unit.source_name
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// What the assembly sees of each planned fragment.
+    fn fragment_views<'p>(&self, pruned: &'p prune::PrunePlan) -> Vec<assemble::FragmentView<'p>> {
+        use crate::repo::storage::EntryKind;
+        (pruned.fragments.iter())
+            .map(|f| assemble::FragmentView {
+                members: &f.members,
+                stored: match &f.stored {
+                    Some(e) if e.kind == EntryKind::Object => assemble::Stored::Object,
+                    Some(_) => assemble::Stored::Deletion,
+                    None => assemble::Stored::Nothing,
+                },
+                discardable: f.discardable,
+                present: split::any_defined(&self.unit.module, &f.members),
+            })
+            .collect()
+    }
+
+    /// The object's assembly, and the new fragments it needs compiled.
+    fn emit_new_fragments(
+        &self,
+        views: &[assemble::FragmentView],
+    ) -> Result<(assemble::Assembly, Vec<split::Fragment>)> {
+        let mut post = split::plan(&self.unit.module);
+        let glue = match post.first() {
+            Some((_, true)) => Some(post.remove(0).0),
+            _ => None,
+        };
+        let unplanned = (post.into_iter())
+            .filter(|(_, is_glue)| !is_glue)
+            .map(|(members, _)| members)
+            .collect();
+        let mut assembly = assemble::plan(glue, views, unplanned);
+        let to_emit = std::mem::take(&mut assembly.to_emit);
+        let emitted = split::emit_groups(
+            self.unit,
+            self.settings,
+            self.options.jobs,
+            to_emit,
+            self.digests.relative_lines,
+        )?;
+        Ok((assembly, emitted))
+    }
+
+    /// The counters of what was compiled, pruned and shared, the unit's
+    /// history for the next compile, and with `REPOCC_EXPLAIN` why.
+    fn count_and_explain(
+        &self,
+        views: &[assemble::FragmentView],
+        emitted: &[split::Fragment],
+        report: &mut UnitReport,
+    ) {
+        let (unit, digests) = (self.unit, self.digests);
+        let definition_names: std::collections::HashSet<&str> = (digests.defs.iter())
+            .filter(|d| d.kind != digest::DefKind::Glue)
+            .map(|d| d.name.as_str())
+            .collect();
+        let compiled_members: Vec<&str> = (emitted.iter())
+            .filter(|f| !f.glue)
+            .flat_map(|f| f.members.iter().map(String::as_str))
+            .collect();
+        let (compiled_count, pruned_names) = assemble::count(
+            &definition_names,
+            &compiled_members,
+            views,
+            &unit.attached_locals,
+        );
+        report.definitions_compiled = compiled_count;
+        report.definitions_pruned = pruned_names.len() as u64;
+        let history = explain::history_key(
+            &unit.source_name,
+            &std::env::current_dir()
+                .map(|d| d.display().to_string())
+                .unwrap_or_default(),
+            &self.options.key.fragment_context(
+                &unit.target_machine.get_cpu().to_string_lossy(),
+                &unit.target_machine.get_feature_string().to_string_lossy(),
+            ),
+        );
+        let previous = explain::History::read(self.store, &history);
+        let shared = explain::shared(&previous, digests, &pruned_names);
+        report.definitions_shared = shared.len() as u64;
+        if self.options.explain {
+            let compiled: std::collections::HashSet<&str> = (compiled_members.iter().copied())
+                .filter(|m| definition_names.contains(m))
+                .collect();
+            report.explain = explain::explain(&previous, digests, &compiled);
+            report
+                .explain
+                .extend((shared.iter()).map(|n| format!("reused {n}: stored by another unit")));
+        }
+        report.bytes_stored += explain::record(self.store, &history, digests);
+    }
+
+    /// The object at `output`, from the new fragments and the stored ones
+    /// it needs (each with its lines put back in place).
+    fn compose(
+        &self,
+        pruned: &prune::PrunePlan,
+        assembly: &assemble::Assembly,
+        emitted: &[split::Fragment],
+        emitted_lines: &[Option<debug_lines::RelativeLines>],
+        stubbed_types: crate::llvm_shim::StubKind,
+        output: &Path,
+    ) -> Result<()> {
+        let unit = self.unit;
+        let stored_payload = |i: usize| {
+            (pruned.fragments[i].stored.as_ref()).map_or(&[][..], |e| e.payload.as_slice())
+        };
+        // Which discardable stored fragments the object needs: those
+        // something in it refers to, transitively.
+        let seeds = (emitted.iter().flat_map(|f| f.references.iter().cloned())).chain(
+            assembly.slots.iter().flat_map(|s| match s {
+                assemble::Slot::Stored(i) => pruned.fragments[*i].references.clone(),
+                _ => Vec::new(),
+            }),
+        );
+        let included = prune::referenced_discardables(&pruned.fragments, seeds);
+        // Fragments with relative lines get their lines back.
+        let placement = LinePlacement::of(self.digests, &unit.source_name);
+        let parts = assemble::parts(&assembly.slots, &included);
+        let objects: Vec<std::borrow::Cow<[u8]>> = (parts.iter().copied())
+            .map(|part| match part {
+                assemble::Part::Emitted(e) => {
+                    let f = &emitted[e];
+                    let leader = f.members.first().filter(|_| !f.glue);
+                    placement.place(&f.object, leader, &f.inlined, emitted_lines[e].as_ref())
+                }
+                assemble::Part::Stored(i) => {
+                    let f = &pruned.fragments[i];
+                    let object = stored_payload(i);
+                    let found = (f.lines.as_deref())
+                        .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
+                    placement.place(object, f.members.first(), &f.inlined, found.as_ref())
+                }
+            })
+            .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
+            .collect::<Result<_>>()?;
+        let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
+        if stubbed_types != crate::llvm_shim::StubKind::None {
+            // The glue is the first part, when there is one.
+            let glue_first = matches!(
+                parts.first(),
+                Some(assemble::Part::Emitted(e)) if emitted[*e].glue && !emitted[*e].object.is_empty()
+            );
+            if !glue_first {
+                anyhow::bail!(
+                    "{}: no glue to hold the unit's debug types",
+                    unit.source_name
+                );
+            }
+            if stubbed_types == crate::llvm_shim::StubKind::CRecords {
+                every_type_unit_whole(&objects, &unit.source_name)?;
+            }
+        }
+        compose::compose_fragments(
+            &objects,
+            &unit.originally_local,
+            &unit.unnamed_locals,
+            code_fill(unit),
+            output,
+        )
+    }
+
+    /// Stores what is new, in one write (a pack: see `repo::store`); a
+    /// repository that cannot be written costs reuse, never the build.
+    fn store_new_entries(
+        &self,
+        pruned: &prune::PrunePlan,
+        assembly: &assemble::Assembly,
+        emitted: &[split::Fragment],
+        emitted_lines: &[Option<debug_lines::RelativeLines>],
+        snapshot: Option<bodies::Snapshot>,
+        report: &mut UnitReport,
+    ) {
+        let mut new_entries = Vec::new();
+        let mut fragments_new = 0;
+        for &(i, e) in &assembly.store_after {
+            let f = &pruned.fragments[i];
+            new_entries.push(entries::object_entry(
+                &f.key,
+                &f.members,
+                &emitted[e],
+                emitted_lines[e].as_ref(),
+            ));
+            fragments_new += 1;
+        }
+        for &i in &assembly.deleted {
+            let f = &pruned.fragments[i];
+            new_entries.push(entries::deleted_entry(&f.key, &f.members));
+        }
+        if let Some(snapshot) = snapshot {
+            new_entries.extend(bodies::entries(snapshot));
+        }
+        match self.store.put_many(&new_entries) {
+            Ok(bytes) => {
+                report.fragments_stored += fragments_new;
+                report.bytes_stored += bytes;
+            }
+            // Cleared while written: what a clear beside the build wants.
+            Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
+            Err(err) => report.warnings.push(format!("{err}; fragments not stored")),
+        }
+    }
 }
 
 /// Fragments hold their unit's types as stubs, and the glue (the first
