@@ -480,13 +480,60 @@ fn execute(
         }
     };
 
+    let (mut status, mut counters) = report_units(&results, clang);
+
+    // The remote's writes are waited for here, after every unit's output
+    // is written.
+    if let Some(r) = &remote {
+        r.finish();
+        counters.merge(&r.stats.counters());
+    }
+
+    // What this invocation stored counts towards the size limit; passing it
+    // evicts (best effort, like the statistics: never a failed build).
+    let bytes_stored: u64 = results
+        .iter()
+        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
+        .sum::<u64>()
+        + tiered.as_ref().map_or(0, |t| {
+            t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
+        });
+    if let Some(repo) = repo {
+        let _ = size::account_and_maybe_evict(repo, bytes_stored, cfg.max_size_bytes());
+    }
+
+    if status == 0 {
+        if let Some(link) = &p.link {
+            counters.add(key::LINKS, 1);
+            status = run_link(p, link, clang);
+        }
+    }
+    (status, counters)
+}
+
+/// Prints each unit's diagnostics, in unit order (a driver diagnostic
+/// once), and counts what each unit did; the first failing unit's exit
+/// code.
+fn report_units(results: &[UnitResult], clang: &dyn Clang) -> (i32, Counters) {
     let mut counters = Counters::default();
     let mut status = 0;
     let mut err = std::io::stderr().lock();
     let mut driver_lines = DriverDiagnostics::new(clang.path());
-    for r in &results {
+    for r in results {
         let _ = err.write_all(&driver_lines.first_time(&r.stderr));
         let _ = err.write_all(r.notes.as_bytes());
+        r.count(&mut counters);
+        if status == 0 && r.status != 0 {
+            status = r.status;
+        }
+    }
+    (status, counters)
+}
+
+impl UnitResult {
+    /// Adds what this unit did to the statistics.
+    fn count(&self, counters: &mut Counters) {
+        let r = self;
         match &r.unit_cache {
             UnitCacheUse::Off => {}
             UnitCacheUse::Hit(ms) => {
@@ -538,66 +585,38 @@ fn execute(
         if r.frontend_error {
             counters.add(key::COMPILE_ERRORS, 1);
         }
-        if status == 0 && r.status != 0 {
-            status = r.status;
-        }
     }
-    drop(err);
+}
 
-    // The remote's writes are waited for here, after every unit's output
-    // is written.
-    if let Some(r) = &remote {
-        r.finish();
-        counters.merge(&r.stats.counters());
+/// Links the units' objects (and the rest of the command line): in
+/// process where clang's driver can, else clang as a process; its exit
+/// code.
+fn run_link(p: &CompilePlan, link: &plan::LinkPlan, clang: &dyn Clang) -> i32 {
+    let link_args: Vec<OsString> = (link.args.iter())
+        .map(|a| match a {
+            LinkArg::Plain(s) => OsString::from(s),
+            LinkArg::UnitObject(n) => p.units[*n].output.clone().into_os_string(),
+        })
+        .collect();
+    let in_process = (link_args.iter())
+        .map(|a| a.to_str().map(String::from))
+        .collect::<Option<Vec<String>>>()
+        .ok_or_else(|| String::from("a path is not UTF-8"))
+        .and_then(|args| clang.link_in_process(&args));
+    match in_process {
+        Ok(code) => code,
+        Err(_) => match Command::new(clang.path())
+            .args(&link_args)
+            .env(RECURSION_GUARD, "1")
+            .status()
+        {
+            Ok(s) => frontend::exit_code(&s),
+            Err(e) => {
+                say!("repocc: error: running {}: {e}", clang.path().display());
+                1
+            }
+        },
     }
-
-    // What this invocation stored counts towards the size limit; passing it
-    // evicts (best effort, like the statistics: never a failed build).
-    let bytes_stored: u64 = results
-        .iter()
-        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
-        .sum::<u64>()
-        + tiered.as_ref().map_or(0, |t| {
-            t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
-        });
-    if let Some(repo) = repo {
-        let _ = size::account_and_maybe_evict(repo, bytes_stored, cfg.max_size_bytes());
-    }
-
-    if status == 0 {
-        if let Some(link) = &p.link {
-            counters.add(key::LINKS, 1);
-            let link_args: Vec<OsString> = link
-                .args
-                .iter()
-                .map(|a| match a {
-                    LinkArg::Plain(s) => OsString::from(s),
-                    LinkArg::UnitObject(n) => p.units[*n].output.clone().into_os_string(),
-                })
-                .collect();
-            let in_process = link_args
-                .iter()
-                .map(|a| a.to_str().map(String::from))
-                .collect::<Option<Vec<String>>>()
-                .ok_or_else(|| String::from("a path is not UTF-8"))
-                .and_then(|args| clang.link_in_process(&args));
-            status = match in_process {
-                Ok(code) => code,
-                Err(_) => match Command::new(clang.path())
-                    .args(&link_args)
-                    .env(RECURSION_GUARD, "1")
-                    .status()
-                {
-                    Ok(s) => frontend::exit_code(&s),
-                    Err(e) => {
-                        say!("repocc: error: running {}: {e}", clang.path().display());
-                        1
-                    }
-                },
-            };
-        }
-    }
-    (status, counters)
 }
 
 /// clang's driver prints a diagnostic about the command line (`clang-19:
@@ -920,62 +939,20 @@ fn compile_unit(
                 Some(module) => pipeline::FrontendIr::Module(module),
                 None => pipeline::FrontendIr::Bitcode(&fe.bitcode),
             };
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                pipeline::compile_frontend_ir(
-                    ir,
-                    &unit.source,
-                    &p.codegen,
-                    cx.options,
-                    cx.repository.map(|r| r.storage),
-                    &unit.output,
-                )
-            }))
-            .unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "panic".into());
-                Err(anyhow!("internal error: {what}"))
-            })
+            run_pipeline(ir, unit, p, cx)
         }
     };
 
     match result {
         Ok(report) => {
-            // Parts of the repository another user could write are said
-            // once (the first), not for each read and write they refuse.
-            let mut untrusted_said = false;
-            for w in &report.warnings {
-                if untrusted_cause(w).is_some() {
-                    if untrusted_said {
-                        continue;
-                    }
-                    untrusted_said = true;
-                }
-                let line = format!("repocc: warning: {w}\n");
-                stderr.extend_from_slice(line.as_bytes());
-            }
-            let t = &report.times;
-            let mut notes = explain_frontend;
-            if cx.timings {
-                notes += &format!(
-                    "repocc: timings {}: frontend {:.3}s key {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
-                    unit.source,
-                    frontend_time.as_secs_f64(),
-                    key_time.as_secs_f64(),
-                    t.parse_and_mem2reg.as_secs_f64(),
-                    t.metadata.as_secs_f64(),
-                    t.optimize.as_secs_f64(),
-                    t.merge.as_secs_f64(),
-                    t.codegen.as_secs_f64(),
-                    t.write.as_secs_f64(),
-                    t.store.as_secs_f64()
-                );
-            }
-            for line in &report.explain {
-                notes.push_str(&format!("repocc: explain {}: {line}\n", unit.source));
-            }
+            append_warnings(&mut stderr, &report.warnings);
+            let notes = unit_notes(
+                unit,
+                cx,
+                explain_frontend,
+                [frontend_time, key_time],
+                &report,
+            );
             UnitResult {
                 headers_listed: fe.headers_listed,
                 notes,
@@ -985,72 +962,177 @@ fn compile_unit(
             }
         }
         Err(e) => {
-            // A diagnostic from LLVM's backend, or an output directory
-            // that refused the object, is the user's to see, in clang's
-            // words: clang redoes the unit with warnings on and no line
-            // from repocc (clang opens its output before parsing, so it
-            // prints only the error). Any other failure is repocc's: one
-            // line, and clang's warnings (already shown) are not repeated.
-            let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some()
-                || e.downcast_ref::<pipeline::output::OutputRefused>()
-                    .is_some();
-            let reason = if backend {
-                // clang's own compile prints everything a clang compile
-                // would, the frontend's warnings included: its output
-                // replaces the frontend's.
-                stderr.clear();
-                Reason::new(
-                    Category::BackendDiagnostic,
-                    format!("{}: {e:#}", unit.source),
-                )
-            } else {
-                let line = format!(
-                    "repocc: warning: {:#}; compiling {} with clang instead\n",
-                    e, unit.source
-                );
-                stderr.extend_from_slice(line.as_bytes());
-                Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
-            };
-            let mut bytes_stored = 0;
-            // The key of a unit without a hint comes from the frontend run
-            // once more (before clang's compile, whose dependency file is
-            // then the one left), and the unit gets its hint.
-            let key_now = match (&clang_unit, hint) {
-                (Some((_, key)), _) => Some(*key),
-                (None, Some((r, _))) => clang
-                    .run_frontend(&fe_args, cx.force_color, None, true)
-                    .ok()
-                    .filter(|again| again.status == 0)
-                    .map(|again| clang_unit_key(unit, r, cx, &again)),
-                (None, None) => None,
-            };
-            let status = match plain_compile(clang.path(), unit, cx, !backend, header_list) {
-                Ok((status, text, _)) => {
-                    if let (Some(key), Some((r, hint)), 0) = (key_now, hint, status) {
-                        bytes_stored = pipeline::clang_units::remember(
-                            r.storage,
-                            &key,
-                            &unit.output,
-                            text.is_empty(),
-                        );
-                        if clang_unit.is_none() {
-                            bytes_stored += pipeline::clang_units::remember_hint(r.storage, &hint);
-                        }
-                    }
-                    stderr.extend_from_slice(&text);
-                    status
-                }
-                Err(e) => {
-                    stderr.extend_from_slice(format!("repocc: error: {e:#}\n").as_bytes());
-                    1
-                }
+            let fallback = Fallback {
+                unit,
+                clang,
+                cx,
+                fe_args: &fe_args,
+                header_list,
+                clang_unit: clang_unit.map(|(_, key)| key),
+                hint,
             };
             UnitResult {
                 headers_listed: fe.headers_listed,
-                fallback: Some(reason),
-                bytes_stored,
-                ..UnitResult::failed(status, stderr, false)
+                ..fallback.compile(e, stderr)
             }
+        }
+    }
+}
+
+/// The pipeline on the frontend's IR; a panic inside it is an error of
+/// this unit (the unit falls back to clang), not the invocation's end.
+fn run_pipeline(
+    ir: pipeline::FrontendIr,
+    unit: &plan::UnitPlan,
+    p: &CompilePlan,
+    cx: &UnitContext,
+) -> anyhow::Result<pipeline::UnitReport> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pipeline::compile_frontend_ir(
+            ir,
+            &unit.source,
+            &p.codegen,
+            cx.options,
+            cx.repository.map(|r| r.storage),
+            &unit.output,
+        )
+    }))
+    .unwrap_or_else(|panic| {
+        let what = (panic.downcast_ref::<String>().cloned())
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        Err(anyhow!("internal error: {what}"))
+    })
+}
+
+/// The pipeline's warnings, one line each; parts of the repository another
+/// user could write are said once (the first), not for each read and
+/// write they refuse.
+fn append_warnings(stderr: &mut Vec<u8>, warnings: &[String]) {
+    let mut untrusted_said = false;
+    for w in warnings {
+        if untrusted_cause(w).is_some() {
+            if untrusted_said {
+                continue;
+            }
+            untrusted_said = true;
+        }
+        stderr.extend_from_slice(format!("repocc: warning: {w}\n").as_bytes());
+    }
+}
+
+/// What `REPOCC_TIMINGS` and `REPOCC_EXPLAIN` print for a compiled unit.
+fn unit_notes(
+    unit: &plan::UnitPlan,
+    cx: &UnitContext,
+    mut notes: String,
+    [frontend_time, key_time]: [std::time::Duration; 2],
+    report: &pipeline::UnitReport,
+) -> String {
+    let t = &report.times;
+    if cx.timings {
+        notes += &format!(
+            "repocc: timings {}: frontend {:.3}s key {:.3}s mem2reg {:.3}s metadata {:.3}s optimize {:.3}s merge {:.3}s codegen {:.3}s write {:.3}s store {:.3}s\n",
+            unit.source,
+            frontend_time.as_secs_f64(),
+            key_time.as_secs_f64(),
+            t.parse_and_mem2reg.as_secs_f64(),
+            t.metadata.as_secs_f64(),
+            t.optimize.as_secs_f64(),
+            t.merge.as_secs_f64(),
+            t.codegen.as_secs_f64(),
+            t.write.as_secs_f64(),
+            t.store.as_secs_f64()
+        );
+    }
+    for line in &report.explain {
+        notes.push_str(&format!("repocc: explain {}: {line}\n", unit.source));
+    }
+    notes
+}
+
+/// A unit the pipeline failed on, compiled by clang instead.
+struct Fallback<'a> {
+    unit: &'a plan::UnitPlan,
+    clang: &'a dyn Clang,
+    cx: &'a UnitContext<'a>,
+    fe_args: &'a [String],
+    header_list: Option<&'a Path>,
+    /// The unit's key as a unit clang compiles, when it had a hint.
+    clang_unit: Option<crate::repo::storage::FragmentDigest>,
+    /// The repository and the key of the unit's hint.
+    hint: Option<(UnitRepository<'a>, crate::repo::storage::FragmentDigest)>,
+}
+
+impl Fallback<'_> {
+    /// Compiles the unit with clang after the pipeline failed with `e`,
+    /// and remembers that clang compiles it.
+    fn compile(&self, e: anyhow::Error, mut stderr: Vec<u8>) -> UnitResult {
+        let (unit, clang, cx) = (self.unit, self.clang, self.cx);
+        // A diagnostic from LLVM's backend, or an output directory that
+        // refused the object, is the user's to see, in clang's words: clang
+        // redoes the unit with warnings on and no line from repocc (clang
+        // opens its output before parsing, so it prints only the error).
+        // Any other failure is repocc's: one line, and clang's warnings
+        // (already shown) are not repeated.
+        let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some()
+            || e.downcast_ref::<pipeline::output::OutputRefused>()
+                .is_some();
+        let reason = if backend {
+            // clang's own compile prints everything a clang compile would,
+            // the frontend's warnings included: its output replaces the
+            // frontend's.
+            stderr.clear();
+            Reason::new(
+                Category::BackendDiagnostic,
+                format!("{}: {e:#}", unit.source),
+            )
+        } else {
+            let line = format!(
+                "repocc: warning: {:#}; compiling {} with clang instead\n",
+                e, unit.source
+            );
+            stderr.extend_from_slice(line.as_bytes());
+            Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
+        };
+        let mut bytes_stored = 0;
+        // The key of a unit without a hint comes from the frontend run once
+        // more (before clang's compile, whose dependency file is then the
+        // one left), and the unit gets its hint.
+        let key_now = match (self.clang_unit, self.hint) {
+            (Some(key), _) => Some(key),
+            (None, Some((r, _))) => clang
+                .run_frontend(self.fe_args, cx.force_color, None, true)
+                .ok()
+                .filter(|again| again.status == 0)
+                .map(|again| clang_unit_key(unit, r, cx, &again)),
+            (None, None) => None,
+        };
+        let status = match plain_compile(clang.path(), unit, cx, !backend, self.header_list) {
+            Ok((status, text, _)) => {
+                if let (Some(key), Some((r, hint)), 0) = (key_now, self.hint, status) {
+                    bytes_stored = pipeline::clang_units::remember(
+                        r.storage,
+                        &key,
+                        &unit.output,
+                        text.is_empty(),
+                    );
+                    if self.clang_unit.is_none() {
+                        bytes_stored += pipeline::clang_units::remember_hint(r.storage, &hint);
+                    }
+                }
+                stderr.extend_from_slice(&text);
+                status
+            }
+            Err(e) => {
+                stderr.extend_from_slice(format!("repocc: error: {e:#}\n").as_bytes());
+                1
+            }
+        };
+        UnitResult {
+            fallback: Some(reason),
+            bytes_stored,
+            ..UnitResult::failed(status, stderr, false)
         }
     }
 }
