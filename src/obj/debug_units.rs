@@ -422,200 +422,305 @@ fn merged_sections(
     sections: &[OutSection],
     section_symbol: &HashMap<usize, usize>,
 ) -> Option<Merged> {
-    let info_index = plain(sections, b".debug_info")?;
-    let line_index = plain(sections, b".debug_line")?;
-    let abbrev_index = plain(sections, b".debug_abbrev")?;
-    let sym = |s: usize| section_symbol.get(&s).map(|&l| SymRef::Local(l));
-    let (info_sym, line_sym, abbrev_sym) = (sym(info_index), sym(line_index), sym(abbrev_index));
-    // Nothing may point into `.debug_info` itself: its units move.
-    if info_sym.is_some()
-        && sections
-            .iter()
-            .any(|s| s.relas.iter().any(|r| r.sym == info_sym))
-    {
-        return None;
-    }
-    let line = Old::of(&sections[line_index])?;
-    let line_tables = line_tables(line.data)?;
-    let line_at = line_tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.start as i64, i))
-        .collect();
-    let mut indexed = Vec::new();
-    for kind in KINDS {
-        indexed.push(match plain(sections, kind.section()) {
-            Some(index) => {
-                let old = Old::of(&sections[index])?;
-                let contributions = contributions(kind, &old)?;
-                let at = contributions
-                    .iter()
-                    .enumerate()
-                    .map(|(i, c)| (c.base as i64, i))
-                    .collect();
-                Some(Indexed {
-                    kind,
-                    index,
-                    sym: sym(index),
-                    old,
-                    contributions,
-                    at,
-                })
-            }
-            None => None,
-        });
-    }
-    let root_ranges = indexed[Kind::Rng as usize]
-        .as_ref()
-        .is_some_and(|t| t.sym.is_some());
-    let debug = Debug {
-        info: Old::of(&sections[info_index])?,
-        line,
-        line_tables,
-        line_at,
-        indexed,
-        root_ranges,
-    };
-    let abbrev = Old::of(&sections[abbrev_index])?;
-
-    // The abbreviation tables the units name, read once each.
-    let info = &debug.info;
-    let mut abbrev_tables: HashMap<i64, Vec<Abbrev>> = HashMap::new();
-    let mut at = 0;
-    while at < info.data.len() {
-        let (end, _) = unit_extent(info.data, at)?;
-        let offset = match info.relocated(at + 8) {
-            Some((sym, addend)) if sym == abbrev_sym => addend,
-            Some(_) => return None,
-            None => i64::from(u32_at(info.data, at as u64 + 8)?),
-        };
-        if let std::collections::hash_map::Entry::Vacant(e) = abbrev_tables.entry(offset) {
-            e.insert(read_abbrevs(
-                abbrev.data.get(usize::try_from(offset).ok()?..)?,
-            )?);
-        }
-        at = end;
-    }
+    let read = DebugSectionsRead::of(sections, section_symbol)?;
+    let debug = &read.debug;
+    let abbrev_tables = read.abbrev_tables()?;
     let mut units = Vec::new();
     let mut at = 0;
-    while at < info.data.len() {
-        let unit = read_unit(&debug, at, &abbrev_tables, line_sym)?;
+    while at < debug.info.data.len() {
+        let unit = read_unit(debug, at, &abbrev_tables, read.line_sym)?;
         at = unit.end;
         units.push(unit);
     }
-
-    let runs = form_runs(&debug, &units);
+    let runs = form_runs(debug, &units);
     if runs.is_empty() {
         return None;
     }
+    let roles = Roles::of(debug, &units, &runs)?;
+    let mut out = Merged {
+        sections: Vec::new(),
+        moved: HashMap::new(),
+    };
+    let run_bases = out.indexed_tables(debug, &units, &runs, &roles)?;
+    let ranges_roots = out.ranges_roots(&read, &units, &runs, &abbrev_tables, sections)?;
+    out.line_tables(&read, &runs, &roles)?;
+    let mut new_info = New::default();
+    for (u, unit) in units.iter().enumerate() {
+        match roles.run_of_unit.get(&u) {
+            Some(&r) if runs[r].members[0] == u => {
+                let head_line = debug.line_tables[runs[r].head].start as i64;
+                merged_unit(
+                    &debug.info,
+                    &units,
+                    &runs[r],
+                    &run_bases[r],
+                    head_line,
+                    ranges_roots[r].as_ref(),
+                    &mut new_info,
+                )?;
+            }
+            Some(_) => continue,
+            None => {
+                new_info.copy(&debug.info, unit.start..unit.end)?;
+            }
+        }
+    }
+    out.sections.push((read.info_index, new_info));
+    out.check_relocations(sections, &read)?;
+    Some(out)
+}
 
-    // What each unit and table becomes: (run, first of the run?).
-    let mut run_of_unit: HashMap<usize, usize> = HashMap::new();
-    let mut roles: Vec<HashMap<usize, (usize, bool)>> = vec![HashMap::new(); 3];
-    let mut line_role: HashMap<usize, (usize, bool)> = HashMap::new();
-    for (r, run) in runs.iter().enumerate() {
-        let mut seen = [false; 3];
-        for &m in &run.members {
-            run_of_unit.insert(m, r);
-            for kind in KINDS {
-                let Some(t) = debug.table(kind) else { continue };
-                let Some((base, _)) = units[m].bases[kind as usize] else {
-                    continue;
-                };
-                let c = *t.at.get(&base)?;
-                let first = !std::mem::replace(&mut seen[kind as usize], true);
-                if roles[kind as usize].insert(c, (r, first)).is_some() {
+/// The composed object's debug sections, located and read.
+struct DebugSectionsRead<'a> {
+    debug: Debug<'a>,
+    abbrev: Old<'a>,
+    info_index: usize,
+    line_index: usize,
+    abbrev_index: usize,
+    line_sym: Option<SymRef>,
+    abbrev_sym: Option<SymRef>,
+    /// Output section → its section symbol.
+    section_symbol: &'a HashMap<usize, usize>,
+}
+
+impl<'a> DebugSectionsRead<'a> {
+    fn of(
+        sections: &'a [OutSection],
+        section_symbol: &'a HashMap<usize, usize>,
+    ) -> Option<DebugSectionsRead<'a>> {
+        let info_index = plain(sections, b".debug_info")?;
+        let line_index = plain(sections, b".debug_line")?;
+        let abbrev_index = plain(sections, b".debug_abbrev")?;
+        let sym = |s: usize| section_symbol.get(&s).map(|&l| SymRef::Local(l));
+        let (info_sym, line_sym, abbrev_sym) =
+            (sym(info_index), sym(line_index), sym(abbrev_index));
+        // Nothing may point into `.debug_info` itself: its units move.
+        if info_sym.is_some()
+            && (sections.iter()).any(|s| s.relas.iter().any(|r| r.sym == info_sym))
+        {
+            return None;
+        }
+        let line = Old::of(&sections[line_index])?;
+        let line_tables = line_tables(line.data)?;
+        let line_at = (line_tables.iter().enumerate())
+            .map(|(i, t)| (t.start as i64, i))
+            .collect();
+        let mut indexed = Vec::new();
+        for kind in KINDS {
+            indexed.push(match plain(sections, kind.section()) {
+                Some(index) => {
+                    let old = Old::of(&sections[index])?;
+                    let contributions = contributions(kind, &old)?;
+                    let at = (contributions.iter().enumerate())
+                        .map(|(i, c)| (c.base as i64, i))
+                        .collect();
+                    Some(Indexed {
+                        kind,
+                        index,
+                        sym: sym(index),
+                        old,
+                        contributions,
+                        at,
+                    })
+                }
+                None => None,
+            });
+        }
+        let root_ranges = indexed[Kind::Rng as usize]
+            .as_ref()
+            .is_some_and(|t| t.sym.is_some());
+        Some(DebugSectionsRead {
+            debug: Debug {
+                info: Old::of(&sections[info_index])?,
+                line,
+                line_tables,
+                line_at,
+                indexed,
+                root_ranges,
+            },
+            abbrev: Old::of(&sections[abbrev_index])?,
+            info_index,
+            line_index,
+            abbrev_index,
+            line_sym,
+            abbrev_sym,
+            section_symbol,
+        })
+    }
+
+    fn sym(&self, section: usize) -> Option<SymRef> {
+        self.section_symbol.get(&section).map(|&l| SymRef::Local(l))
+    }
+
+    /// The abbreviation tables the units name, by offset, read once each.
+    fn abbrev_tables(&self) -> Option<HashMap<i64, Vec<Abbrev>>> {
+        let info = &self.debug.info;
+        let mut tables: HashMap<i64, Vec<Abbrev>> = HashMap::new();
+        let mut at = 0;
+        while at < info.data.len() {
+            let (end, _) = unit_extent(info.data, at)?;
+            let offset = match info.relocated(at + 8) {
+                Some((sym, addend)) if sym == self.abbrev_sym => addend,
+                Some(_) => return None,
+                None => i64::from(u32_at(info.data, at as u64 + 8)?),
+            };
+            if let std::collections::hash_map::Entry::Vacant(e) = tables.entry(offset) {
+                e.insert(read_abbrevs(
+                    self.abbrev.data.get(usize::try_from(offset).ok()?..)?,
+                )?);
+            }
+            at = end;
+        }
+        Some(tables)
+    }
+}
+
+/// What each unit and table becomes: (run, first of the run?).
+struct Roles {
+    run_of_unit: HashMap<usize, usize>,
+    /// Per kind of index table: contribution → role.
+    tables: Vec<HashMap<usize, (usize, bool)>>,
+    /// Line table → role.
+    lines: HashMap<usize, (usize, bool)>,
+}
+
+impl Roles {
+    fn of(debug: &Debug, units: &[Unit], runs: &[Run]) -> Option<Roles> {
+        let mut roles = Roles {
+            run_of_unit: HashMap::new(),
+            tables: vec![HashMap::new(); 3],
+            lines: HashMap::new(),
+        };
+        for (r, run) in runs.iter().enumerate() {
+            let mut seen = [false; 3];
+            for &m in &run.members {
+                roles.run_of_unit.insert(m, r);
+                for kind in KINDS {
+                    let Some(t) = debug.table(kind) else { continue };
+                    let Some((base, _)) = units[m].bases[kind as usize] else {
+                        continue;
+                    };
+                    let c = *t.at.get(&base)?;
+                    let first = !std::mem::replace(&mut seen[kind as usize], true);
+                    if roles.tables[kind as usize].insert(c, (r, first)).is_some() {
+                        return None;
+                    }
+                }
+                let t = *debug.line_at.get(&units[m].line?.0)?;
+                if roles.lines.insert(t, (r, t == run.head)).is_some() {
                     return None;
                 }
             }
-            let t = *debug.line_at.get(&units[m].line?.0)?;
-            if line_role.insert(t, (r, t == run.head)).is_some() {
-                return None;
-            }
         }
+        Some(roles)
     }
-    let mut moved: HashMap<(SymRef, i64), i64> = HashMap::new();
-    let mut rebuilt: Vec<(usize, New)> = Vec::new();
-    // Per run and kind: the old base of the merged table.
-    let mut run_bases: Vec<[Option<i64>; 3]> = vec![[None; 3]; runs.len()];
-    for kind in KINDS {
-        let Some(t) = debug.table(kind) else { continue };
-        let mut out = New::default();
-        for (c, contribution) in t.contributions.iter().enumerate() {
-            let new_base = match roles[kind as usize].get(&c) {
-                Some(&(_, false)) => continue,
-                Some(&(r, true)) => {
-                    run_bases[r][kind as usize] = Some(contribution.base as i64);
-                    merged_table(&debug, t, &runs[r], &units, &mut out)?
+}
+
+impl Merged {
+    /// The address, location list and range list tables: a run's
+    /// contributions merged into one, the others copied. Per run and
+    /// kind: the old base of the merged table.
+    fn indexed_tables(
+        &mut self,
+        debug: &Debug,
+        units: &[Unit],
+        runs: &[Run],
+        roles: &Roles,
+    ) -> Option<Vec<[Option<i64>; 3]>> {
+        let mut run_bases: Vec<[Option<i64>; 3]> = vec![[None; 3]; runs.len()];
+        for kind in KINDS {
+            let Some(t) = debug.table(kind) else { continue };
+            let mut out = New::default();
+            for (c, contribution) in t.contributions.iter().enumerate() {
+                let new_base = match roles.tables[kind as usize].get(&c) {
+                    Some(&(_, false)) => continue,
+                    Some(&(r, true)) => {
+                        run_bases[r][kind as usize] = Some(contribution.base as i64);
+                        merged_table(debug, t, &runs[r], units, &mut out)?
+                    }
+                    None => {
+                        let start = out.copy(&t.old, contribution.start..contribution.end)?;
+                        start + (contribution.base - contribution.start)
+                    }
+                };
+                if let Some(s) = t.sym {
+                    self.moved
+                        .insert((s, contribution.base as i64), new_base as i64);
                 }
-                None => {
-                    let start = out.copy(&t.old, contribution.start..contribution.end)?;
-                    start + (contribution.base - contribution.start)
-                }
-            };
-            if let Some(s) = t.sym {
-                moved.insert((s, contribution.base as i64), new_base as i64);
             }
-        }
-        if kind == Kind::Rng {
-            // Roots that list their ranges, in runs without a table of
-            // range lists: one each, named by a placeholder addend.
-            for (r, run) in runs.iter().enumerate() {
-                if run.one_range || run_bases[r][Kind::Rng as usize].is_some() {
-                    continue;
+            if kind == Kind::Rng {
+                // Roots that list their ranges, in runs without a table of
+                // range lists: one each, named by a placeholder addend.
+                for (r, run) in runs.iter().enumerate() {
+                    if run.one_range || run_bases[r][Kind::Rng as usize].is_some() {
+                        continue;
+                    }
+                    let base = new_range_table(run, &mut out)?;
+                    let placeholder = -1 - r as i64;
+                    self.moved.insert((t.sym?, placeholder), base as i64);
+                    run_bases[r][Kind::Rng as usize] = Some(placeholder);
                 }
-                let base = new_range_table(run, &mut out)?;
-                let placeholder = -1 - r as i64;
-                moved.insert((t.sym?, placeholder), base as i64);
-                run_bases[r][Kind::Rng as usize] = Some(placeholder);
             }
+            self.sections.push((t.index, out));
         }
-        rebuilt.push((t.index, out));
+        Some(run_bases)
     }
 
-    // Declarations for the roots that list their ranges, added to their
-    // abbreviation tables.
-    let mut ranges_roots: Vec<Option<RangesRoot>> = Vec::new();
-    let mut additions: HashMap<i64, Vec<u8>> = HashMap::new();
-    let mut next_code: HashMap<i64, u64> = HashMap::new();
-    let mut declared: HashMap<(i64, u64, bool), u64> = HashMap::new();
-    for run in &runs {
-        if run.one_range {
-            ranges_roots.push(None);
-            continue;
-        }
-        let d = &units[run.donor?];
-        let table_at = d.abbrevs.1;
-        let table = abbrev_tables.get(&table_at)?;
-        let adds_base = d.bases[Kind::Rng as usize].is_none();
-        let code = match declared.get(&(table_at, d.root_code, adds_base)) {
-            Some(&code) => code,
-            None => {
-                let next = next_code
-                    .entry(table_at)
-                    .or_insert_with(|| table.iter().map(|a| a.code).max().unwrap_or(0) + 1);
-                let code = *next;
-                *next += 1;
-                let decl = table.iter().find(|a| a.code == d.root_code)?;
-                additions
-                    .entry(table_at)
-                    .or_default()
-                    .extend(ranges_declaration(code, decl, adds_base));
-                declared.insert((table_at, d.root_code, adds_base), code);
-                code
+    /// Declarations for the roots that list their ranges, added to their
+    /// abbreviation tables (which move what follows them); per run, its
+    /// root's, if it lists them.
+    fn ranges_roots(
+        &mut self,
+        read: &DebugSectionsRead,
+        units: &[Unit],
+        runs: &[Run],
+        abbrev_tables: &HashMap<i64, Vec<Abbrev>>,
+        sections: &[OutSection],
+    ) -> Option<Vec<Option<RangesRoot>>> {
+        let (debug, abbrev) = (&read.debug, &read.abbrev);
+        let mut ranges_roots: Vec<Option<RangesRoot>> = Vec::new();
+        let mut additions: HashMap<i64, Vec<u8>> = HashMap::new();
+        let mut next_code: HashMap<i64, u64> = HashMap::new();
+        let mut declared: HashMap<(i64, u64, bool), u64> = HashMap::new();
+        for run in runs {
+            if run.one_range {
+                ranges_roots.push(None);
+                continue;
             }
-        };
-        let stmt_list = d.line?.1;
-        let r_type = info.within(stmt_list..stmt_list + 1).next()?.r_type;
-        ranges_roots.push(Some(RangesRoot {
-            code,
-            list_index: run.totals[Kind::Rng as usize],
-            adds_base,
-            sym: debug.table(Kind::Rng)?.sym,
-            r_type,
-        }));
-    }
-    if !additions.is_empty() {
+            let d = &units[run.donor?];
+            let table_at = d.abbrevs.1;
+            let table = abbrev_tables.get(&table_at)?;
+            let adds_base = d.bases[Kind::Rng as usize].is_none();
+            let code = match declared.get(&(table_at, d.root_code, adds_base)) {
+                Some(&code) => code,
+                None => {
+                    let next = next_code
+                        .entry(table_at)
+                        .or_insert_with(|| table.iter().map(|a| a.code).max().unwrap_or(0) + 1);
+                    let code = *next;
+                    *next += 1;
+                    let decl = table.iter().find(|a| a.code == d.root_code)?;
+                    additions
+                        .entry(table_at)
+                        .or_default()
+                        .extend(ranges_declaration(code, decl, adds_base));
+                    declared.insert((table_at, d.root_code, adds_base), code);
+                    code
+                }
+            };
+            let stmt_list = d.line?.1;
+            let r_type = debug.info.within(stmt_list..stmt_list + 1).next()?.r_type;
+            ranges_roots.push(Some(RangesRoot {
+                code,
+                list_index: run.totals[Kind::Rng as usize],
+                adds_base,
+                sym: debug.table(Kind::Rng)?.sym,
+                r_type,
+            }));
+        }
+        if additions.is_empty() {
+            return Some(ranges_roots);
+        }
         if !abbrev.relas.is_empty() {
             return None;
         }
@@ -636,97 +741,93 @@ fn merged_sections(
             from = *at;
         }
         out.data.extend_from_slice(abbrev.data.get(from..)?);
-        let abbrev_sym = abbrev_sym?;
+        let abbrev_sym = read.abbrev_sym?;
         for r in sections.iter().flat_map(|s| &s.relas) {
             if r.sym == Some(abbrev_sym) {
-                let shift: usize = at_end
-                    .iter()
+                let shift: usize = (at_end.iter())
                     .filter(|(at, _)| (*at as i64) < r.addend)
                     .map(|(_, b)| b.len())
                     .sum();
-                moved.insert((abbrev_sym, r.addend), r.addend + shift as i64);
+                self.moved
+                    .insert((abbrev_sym, r.addend), r.addend + shift as i64);
             }
         }
-        rebuilt.push((abbrev_index, out));
+        self.sections.push((read.abbrev_index, out));
+        Some(ranges_roots)
     }
 
-    let mut new_line = New::default();
-    let mut run_line_start = vec![0; runs.len()];
-    for (t, table) in debug.line_tables.iter().enumerate() {
-        let start = match line_role.get(&t) {
-            Some(&(_, false)) => continue,
-            Some(&(r, true)) => {
-                run_line_start[r] =
-                    merged_line_table(&debug.line, &debug.line_tables, &runs[r], &mut new_line)?;
-                run_line_start[r]
-            }
-            None => new_line.copy(&debug.line, table.start..table.end)?,
-        };
-        if let Some(s) = line_sym {
-            moved.insert((s, table.start as i64), start as i64);
-        }
-    }
-    // A member's table whose files keep their numbers in the merged one
-    // may still be named (by a type unit that came with the member): it is
-    // the merged table now.
-    for (r, run) in runs.iter().enumerate() {
-        for (&t, files) in run.member_tables.iter().zip(&run.file_maps) {
-            let same_numbers = files.iter().enumerate().all(|(i, &n)| n == i as u64);
-            if let (Some(s), true) = (line_sym, same_numbers) {
-                let start = debug.line_tables[t].start as i64;
-                moved.entry((s, start)).or_insert(run_line_start[r] as i64);
+    /// The line tables: a run's merged into one, the others copied.
+    fn line_tables(&mut self, read: &DebugSectionsRead, runs: &[Run], roles: &Roles) -> Option<()> {
+        let debug = &read.debug;
+        let mut new_line = New::default();
+        let mut run_line_start = vec![0; runs.len()];
+        for (t, table) in debug.line_tables.iter().enumerate() {
+            let start = match roles.lines.get(&t) {
+                Some(&(_, false)) => continue,
+                Some(&(r, true)) => {
+                    run_line_start[r] = merged_line_table(
+                        &debug.line,
+                        &debug.line_tables,
+                        &runs[r],
+                        &mut new_line,
+                    )?;
+                    run_line_start[r]
+                }
+                None => new_line.copy(&debug.line, table.start..table.end)?,
+            };
+            if let Some(s) = read.line_sym {
+                self.moved.insert((s, table.start as i64), start as i64);
             }
         }
+        // A member's table whose files keep their numbers in the merged one
+        // may still be named (by a type unit that came with the member): it
+        // is the merged table now.
+        for (r, run) in runs.iter().enumerate() {
+            for (&t, files) in run.member_tables.iter().zip(&run.file_maps) {
+                let same_numbers = files.iter().enumerate().all(|(i, &n)| n == i as u64);
+                if let (Some(s), true) = (read.line_sym, same_numbers) {
+                    let start = debug.line_tables[t].start as i64;
+                    self.moved
+                        .entry((s, start))
+                        .or_insert(run_line_start[r] as i64);
+                }
+            }
+        }
+        self.sections.push((read.line_index, new_line));
+        Some(())
     }
 
-    let mut new_info = New::default();
-    for (u, unit) in units.iter().enumerate() {
-        match run_of_unit.get(&u) {
-            Some(&r) if runs[r].members[0] == u => {
-                let head_line = debug.line_tables[runs[r].head].start as i64;
-                merged_unit(
-                    info,
-                    &units,
-                    &runs[r],
-                    &run_bases[r],
-                    head_line,
-                    ranges_roots[r].as_ref(),
-                    &mut new_info,
-                )?;
-            }
-            Some(_) => continue,
-            None => {
-                new_info.copy(info, unit.start..unit.end)?;
-            }
-        }
-    }
-    rebuilt.push((info_index, new_info));
-    rebuilt.push((line_index, new_line));
-
-    // Every relocation into the rebuilt tables must name the start of a
-    // table that stays.
-    let abbrevs_moved = rebuilt.iter().any(|(index, _)| *index == abbrev_index);
-    let targets: Vec<SymRef> = [Some(line_index), abbrevs_moved.then_some(abbrev_index)]
+    /// Every relocation into the rebuilt tables must name the start of a
+    /// table that stays.
+    fn check_relocations(&self, sections: &[OutSection], read: &DebugSectionsRead) -> Option<()> {
+        let abbrevs_moved = (self.sections.iter()).any(|(index, _)| *index == read.abbrev_index);
+        let targets: Vec<SymRef> = [
+            Some(read.line_index),
+            abbrevs_moved.then_some(read.abbrev_index),
+        ]
         .into_iter()
-        .chain(debug.indexed.iter().map(|t| t.as_ref().map(|t| t.index)))
+        .chain(
+            read.debug
+                .indexed
+                .iter()
+                .map(|t| t.as_ref().map(|t| t.index)),
+        )
         .flatten()
-        .filter_map(sym)
+        .filter_map(|s| read.sym(s))
         .collect();
-    for (i, s) in sections.iter().enumerate() {
-        let relas = match rebuilt.iter().find(|(index, _)| *index == i) {
-            Some((_, new)) => &new.relas,
-            None => &s.relas,
-        };
-        for r in relas {
-            if let Some(sym) = r.sym.filter(|s| targets.contains(s)) {
-                moved.get(&(sym, r.addend))?;
+        for (i, s) in sections.iter().enumerate() {
+            let relas = match self.sections.iter().find(|(index, _)| *index == i) {
+                Some((_, new)) => &new.relas,
+                None => &s.relas,
+            };
+            for r in relas {
+                if let Some(sym) = r.sym.filter(|s| targets.contains(s)) {
+                    self.moved.get(&(sym, r.addend))?;
+                }
             }
         }
+        Some(())
     }
-    Some(Merged {
-        sections: rebuilt,
-        moved,
-    })
 }
 
 /// The runs of units to merge, each with two or more members and a donor.
