@@ -218,53 +218,15 @@ pub fn plan(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Plan {
 }
 
 fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan, Reason> {
-    let mut compile_only = false;
-    let mut output: Option<String> = None;
-    let mut dep_requested = false;
-    let mut has_mf = false;
-    let mut has_mt = false;
-    let mut x_lang: Option<InputKind> = None;
-    // (index into args, kind)
-    let mut inputs: Vec<(usize, String, InputKind)> = Vec::new();
-
-    for (i, a) in args.iter().enumerate() {
-        match a {
-            Arg::Unknown(s) => return Err(Reason::new(Category::UnknownOption, s.clone())),
-            Arg::Input(path) => {
-                if path == "-" {
-                    return Err(Reason::new(Category::StandardStream, "input from stdin"));
-                }
-                let kind = x_lang.unwrap_or_else(|| kind_from_extension(path));
-                inputs.push((i, path.clone(), kind));
-            }
-            Arg::Opt {
-                spec, role, value, ..
-            } => match role {
-                Role::Unsupported(what) => {
-                    return Err(Reason::new(Category::UnsupportedOption, *what))
-                }
-                Role::CompileOnly => compile_only = true,
-                Role::Output => output = value.clone(),
-                Role::Language => {
-                    let lang = value.as_deref().unwrap_or("");
-                    x_lang = kind_from_x(lang);
-                    // Any other language, known to clang or not (clang
-                    // rejects unknown ones even after the last input).
-                    if x_lang == Some(InputKind::Foreign) {
-                        return Err(Reason::new(Category::InputLanguage, format!("-x {lang}")));
-                    }
-                }
-                Role::Dependency => match *spec {
-                    "-MD" | "-MMD" => dep_requested = true,
-                    "-MF" => has_mf = true,
-                    "-MT" | "-MQ" => has_mt = true,
-                    _ => {}
-                },
-                _ => {}
-            },
-        }
-    }
-
+    let cl = CommandLine::scan(args)?;
+    let CommandLine {
+        compile_only,
+        ref output,
+        dep_requested,
+        has_mf,
+        ref inputs,
+        ..
+    } = cl;
     let codegen =
         codegen_settings_from_args(args).map_err(|v| Reason::new(Category::InvalidValue, v))?;
 
@@ -277,7 +239,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
             "an input repocc leaves to clang",
         ));
     }
-    for (_, path, _) in &inputs {
+    for (_, path, _) in inputs {
         if !cwd.join(path).exists() {
             return Err(Reason::new(Category::MissingInput, path.clone()));
         }
@@ -327,7 +289,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         .map(|(n, (_, src, _))| {
             if !compile_only {
                 temps.object_path(n, src)
-            } else if let Some(o) = &output {
+            } else if let Some(o) = output {
                 PathBuf::from(o)
             } else {
                 PathBuf::from(object_name_for(src))
@@ -340,22 +302,99 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         }
     }
 
-    // Dependency file and target, exactly as clang's driver derives them.
-    let dep_file_for = |src: &str| -> String {
-        match &output {
-            Some(o) => replace_extension(o, "d"),
-            None => format!("{}.d", file_stem(src)),
+    let mut units: Vec<UnitPlan> = (sources.iter().zip(outputs))
+        .map(|(source, output)| cl.unit_plan(args, source, output))
+        .collect();
+    // Several units writing one dependency file: clang runs them in order,
+    // so the last one's file is what remains.
+    if dep_requested && (has_mf || output.is_some()) {
+        let last = units.len() - 1;
+        for u in &mut units[..last] {
+            u.discard_dependency_file = true;
         }
-    };
-    let dep_target_for = |src: &str| -> String {
-        match &output {
-            Some(o) => o.clone(),
-            None => object_name_for(src),
-        }
-    };
+    }
+    let link = (!compile_only).then(|| link_plan(args, &sources));
+    Ok(Plan::Compile(CompilePlan {
+        units,
+        link,
+        codegen,
+        debug_any: debug_any(args),
+    }))
+}
 
-    let mut units = Vec::with_capacity(sources.len());
-    for (n, (src_index, src, lang)) in sources.iter().enumerate() {
+/// What the command line asks for as a whole, read once.
+struct CommandLine {
+    compile_only: bool,
+    output: Option<String>,
+    dep_requested: bool,
+    has_mf: bool,
+    has_mt: bool,
+    /// (index into the arguments, path, kind)
+    inputs: Vec<(usize, String, InputKind)>,
+}
+
+impl CommandLine {
+    fn scan(args: &[Arg]) -> Result<CommandLine, Reason> {
+        let mut cl = CommandLine {
+            compile_only: false,
+            output: None,
+            dep_requested: false,
+            has_mf: false,
+            has_mt: false,
+            inputs: Vec::new(),
+        };
+        let mut x_lang: Option<InputKind> = None;
+        for (i, a) in args.iter().enumerate() {
+            match a {
+                Arg::Unknown(s) => return Err(Reason::new(Category::UnknownOption, s.clone())),
+                Arg::Input(path) => {
+                    if path == "-" {
+                        return Err(Reason::new(Category::StandardStream, "input from stdin"));
+                    }
+                    let kind = x_lang.unwrap_or_else(|| kind_from_extension(path));
+                    cl.inputs.push((i, path.clone(), kind));
+                }
+                Arg::Opt {
+                    spec, role, value, ..
+                } => match role {
+                    Role::Unsupported(what) => {
+                        return Err(Reason::new(Category::UnsupportedOption, *what))
+                    }
+                    Role::CompileOnly => cl.compile_only = true,
+                    Role::Output => cl.output = value.clone(),
+                    Role::Language => {
+                        let lang = value.as_deref().unwrap_or("");
+                        x_lang = kind_from_x(lang);
+                        // Any other language, known to clang or not (clang
+                        // rejects unknown ones even after the last input).
+                        if x_lang == Some(InputKind::Foreign) {
+                            return Err(Reason::new(Category::InputLanguage, format!("-x {lang}")));
+                        }
+                    }
+                    Role::Dependency => match *spec {
+                        "-MD" | "-MMD" => cl.dep_requested = true,
+                        "-MF" => cl.has_mf = true,
+                        "-MT" | "-MQ" => cl.has_mt = true,
+                        _ => {}
+                    },
+                    _ => {}
+                },
+            }
+        }
+        Ok(cl)
+    }
+
+    /// The plan of the unit of `source` (its argument's index, path and
+    /// language) writing `output`: the frontend's arguments (this source
+    /// alone, the dependency file and target as clang's driver derives
+    /// them) and the options that decide what it includes.
+    fn unit_plan(
+        &self,
+        args: &[Arg],
+        (src_index, src, lang): &(usize, String, Lang),
+        output: PathBuf,
+    ) -> UnitPlan {
+        let compile_only = self.compile_only;
         let mut fa: Vec<String> = Vec::new();
         let mut search_options: Vec<String> = Vec::new();
         let mut include_search_options: Vec<String> = Vec::new();
@@ -397,66 +436,58 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
                 Arg::Unknown(_) => {}
             }
         }
-        if dep_requested {
-            if !has_mf {
+        if self.dep_requested {
+            // Dependency file and target, exactly as clang's driver
+            // derives them.
+            if !self.has_mf {
                 fa.push("-MF".into());
-                fa.push(dep_file_for(src));
+                fa.push(match &self.output {
+                    Some(o) => replace_extension(o, "d"),
+                    None => format!("{}.d", file_stem(src)),
+                });
             }
-            if !has_mt {
+            if !self.has_mt {
                 fa.push("-MQ".into());
-                fa.push(dep_target_for(src));
+                fa.push(match &self.output {
+                    Some(o) => o.clone(),
+                    None => object_name_for(src),
+                });
             }
         }
-        units.push(UnitPlan {
+        UnitPlan {
             source: src.clone(),
             frontend_args: fa,
-            output: outputs[n].clone(),
+            output,
             discard_dependency_file: false,
             search_options,
             include_search_options,
             language: lang.x_name(),
-        });
-    }
-    // Several units writing one dependency file: clang runs them in order,
-    // so the last one's file is what remains.
-    if dep_requested && (has_mf || output.is_some()) {
-        let last = units.len() - 1;
-        for u in &mut units[..last] {
-            u.discard_dependency_file = true;
         }
     }
+}
 
-    let link = if compile_only {
-        None
-    } else {
-        let mut la = Vec::new();
-        let mut unit_of_arg = std::collections::HashMap::new();
-        for (n, (i, _, _)) in sources.iter().enumerate() {
-            unit_of_arg.insert(*i, n);
-        }
-        for (i, a) in args.iter().enumerate() {
-            match a {
-                Arg::Input(p) => match unit_of_arg.get(&i) {
-                    Some(&n) => la.push(LinkArg::UnitObject(n)),
-                    None => la.push(LinkArg::Plain(p.clone())),
-                },
-                Arg::Opt { role, raw, .. } => {
-                    if *role != Role::Language {
-                        la.extend(raw.iter().cloned().map(LinkArg::Plain));
-                    }
+/// The link's arguments: the command line with each source replaced by
+/// its unit's object.
+fn link_plan(args: &[Arg], sources: &[(usize, String, Lang)]) -> LinkPlan {
+    let unit_of_arg: std::collections::HashMap<usize, usize> = (sources.iter().enumerate())
+        .map(|(n, (i, _, _))| (*i, n))
+        .collect();
+    let mut la = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        match a {
+            Arg::Input(p) => match unit_of_arg.get(&i) {
+                Some(&n) => la.push(LinkArg::UnitObject(n)),
+                None => la.push(LinkArg::Plain(p.clone())),
+            },
+            Arg::Opt { role, raw, .. } => {
+                if *role != Role::Language {
+                    la.extend(raw.iter().cloned().map(LinkArg::Plain));
                 }
-                Arg::Unknown(s) => la.push(LinkArg::Plain(s.clone())),
             }
+            Arg::Unknown(s) => la.push(LinkArg::Plain(s.clone())),
         }
-        Some(LinkPlan { args: la })
-    };
-
-    Ok(Plan::Compile(CompilePlan {
-        units,
-        link,
-        codegen,
-        debug_any: debug_any(args),
-    }))
+    }
+    LinkPlan { args: la }
 }
 
 /// Whether the last `-g` option asks for debug information of any kind
