@@ -106,57 +106,10 @@ pub fn prune_known_definitions(
         .enumerate()
         .map(|(i, d)| (d.name.as_str(), i))
         .collect();
-    let mut plan = PrunePlan::default();
     let originally_local: HashSet<&str> =
         unit.originally_local.iter().map(String::as_str).collect();
-    let keyed: Vec<(Vec<String>, FragmentDigest)> = split::plan(&unit.module)
-        .into_iter()
-        .filter(|(_, glue)| !glue)
-        .map(|(members, _)| {
-            let key = fragment_key(&members, digests, &index, &aliases);
-            (members, key)
-        })
-        .collect();
-    // One question for all of them to a tier behind a network.
-    store.prefetch(&keyed.iter().map(|(_, k)| *k).collect::<Vec<_>>());
-    for (members, key) in keyed {
-        let found = entries::lookup(store, &key);
-        plan.corrupt_entries += found.corrupt.len() as u64;
-        if let Some(c) = found.corrupt.into_iter().next() {
-            plan.store_problem.get_or_insert(c);
-        }
-        if let Some(p) = found.problem {
-            plan.store_problem.get_or_insert(p);
-        }
-        let discardable = split::discardable(&unit.module, &members, &originally_local);
-        plan.fragments.push(PlannedFragment {
-            members,
-            key,
-            stored: found.usable,
-            discardable,
-            references: found.references,
-            inlined: found.inlined,
-            lines: found.lines,
-        });
-    }
-    for i in compile_deleted_but_referenced(&mut plan.fragments) {
-        // The optimizer cannot see the stored code's reference: keep the
-        // definition (weak_odr is the same symbol as linkonce_odr in the
-        // object, but never dropped; a static is hidden external while the
-        // optimizer runs and is kept by `required`).
-        for m in &plan.fragments[i].members {
-            plan.stored_code.roots.push(m.clone());
-            if originally_local.contains(m.as_str()) {
-                continue;
-            }
-            if let Some(f) = unit.module.get_function(m) {
-                f.set_linkage(inkwell::module::Linkage::WeakODR);
-            } else if let Some(g) = unit.module.get_global(m) {
-                g.set_linkage(inkwell::module::Linkage::WeakODR);
-            }
-        }
-    }
-
+    let mut plan = look_up_fragments(unit, digests, store, &index, &aliases, &originally_local);
+    keep_deleted_but_referenced(unit, &mut plan, &originally_local);
     for f in &plan.fragments {
         if !f.has_stored_object() {
             continue;
@@ -171,11 +124,95 @@ pub fn prune_known_definitions(
             plan.stored_code.roots.extend(f.references.iter().cloned());
         }
     }
-
     // Context: everything the unpruned definitions reach. Less would still
     // be correct code (pruned definitions that are left out become
     // declarations, and their stored code is current) but not a cold
     // compile's bytes.
+    let depth = context_depths(digests, &plan, &index);
+    plan.whole_reach = (digests.defs.iter().zip(&depth))
+        .filter(|(_, &d)| d != usize::MAX)
+        .map(|(def, _)| def.name.clone())
+        .collect();
+    declare_pruned(unit, digests, &mut plan, &index, &aliases, &depth);
+    Ok(plan)
+}
+
+/// The unit's fragments (but the glue), each with its key and what the
+/// repository holds under it; one question for all of them to a tier
+/// behind a network.
+fn look_up_fragments(
+    unit: &Unit,
+    digests: &ModuleDigests,
+    store: &dyn Storage,
+    index: &HashMap<&str, usize>,
+    aliases: &HashMap<String, String>,
+    originally_local: &HashSet<&str>,
+) -> PrunePlan {
+    let mut plan = PrunePlan::default();
+    let keyed: Vec<(Vec<String>, FragmentDigest)> = split::plan(&unit.module)
+        .into_iter()
+        .filter(|(_, glue)| !glue)
+        .map(|(members, _)| {
+            let key = fragment_key(&members, digests, index, aliases);
+            (members, key)
+        })
+        .collect();
+    store.prefetch(&keyed.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+    for (members, key) in keyed {
+        let found = entries::lookup(store, &key);
+        plan.corrupt_entries += found.corrupt.len() as u64;
+        if let Some(c) = found.corrupt.into_iter().next() {
+            plan.store_problem.get_or_insert(c);
+        }
+        if let Some(p) = found.problem {
+            plan.store_problem.get_or_insert(p);
+        }
+        let discardable = split::discardable(&unit.module, &members, originally_local);
+        plan.fragments.push(PlannedFragment {
+            members,
+            key,
+            stored: found.usable,
+            discardable,
+            references: found.references,
+            inlined: found.inlined,
+            lines: found.lines,
+        });
+    }
+    plan
+}
+
+/// Definitions stored as deleted that stored code refers to are compiled
+/// (see `compile_deleted_but_referenced`), and kept: the optimizer cannot
+/// see the stored code's reference (weak_odr is the same symbol as
+/// linkonce_odr in the object, but never dropped; a static is hidden
+/// external while the optimizer runs and is kept by `required`).
+fn keep_deleted_but_referenced(
+    unit: &Unit,
+    plan: &mut PrunePlan,
+    originally_local: &HashSet<&str>,
+) {
+    for i in compile_deleted_but_referenced(&mut plan.fragments) {
+        for m in &plan.fragments[i].members {
+            plan.stored_code.roots.push(m.clone());
+            if originally_local.contains(m.as_str()) {
+                continue;
+            }
+            if let Some(f) = unit.module.get_function(m) {
+                f.set_linkage(inkwell::module::Linkage::WeakODR);
+            } else if let Some(g) = unit.module.get_global(m) {
+                g.set_linkage(inkwell::module::Linkage::WeakODR);
+            }
+        }
+    }
+}
+
+/// How many edges each definition is from one compiled now (`usize::MAX`:
+/// out of reach), up to `CONTEXT_DEPTH`.
+fn context_depths(
+    digests: &ModuleDigests,
+    plan: &PrunePlan,
+    index: &HashMap<&str, usize>,
+) -> Vec<usize> {
     let n = digests.defs.len();
     let mut succ = vec![Vec::new(); n];
     for &(u, v) in &digests.edges {
@@ -206,20 +243,24 @@ pub fn prune_known_definitions(
         }
         frontier = next;
     }
+    depth
+}
+
+/// Turns the pruned definitions out of the context into declarations;
+/// those in it (and variables) stay, as the optimizer's context.
+fn declare_pruned(
+    unit: &Unit,
+    digests: &ModuleDigests,
+    plan: &mut PrunePlan,
+    index: &HashMap<&str, usize>,
+    aliases: &HashMap<String, String>,
+    depth: &[usize],
+) {
     let in_context = |name: &str| index.get(name).is_some_and(|&i| depth[i] != usize::MAX);
-    plan.whole_reach = digests
-        .defs
-        .iter()
-        .zip(&depth)
-        .filter(|(_, &d)| d != usize::MAX)
-        .map(|(def, _)| def.name.clone())
-        .collect();
     // What the optimizer deleted before is kept only where new code may
     // come to name it (stored code that does is compiled, see above).
     // Optimizing it again would be for nothing.
-    let named = named_by_new_code(&plan.fragments, digests, &index, &|i| {
-        depth[i] != usize::MAX
-    });
+    let named = named_by_new_code(&plan.fragments, digests, index, &|i| depth[i] != usize::MAX);
     let may_be_needed = |f: &PlannedFragment| {
         f.members
             .iter()
@@ -272,7 +313,6 @@ pub fn prune_known_definitions(
         })
         .collect();
     llvm_shim::anchor_uses(&unit.module, &unused_now);
-    Ok(plan)
 }
 
 /// Which definitions the object's new code may name: starting from the
