@@ -130,90 +130,11 @@ pub fn run(args: Vec<String>) -> i32 {
     if let Some(shell) = cli.completions {
         let _ = out.write_all(&completion_script(shell));
     } else if cli.show_config {
-        if cli.format == Format::Json {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&loaded.origins).unwrap_or_default()
-            );
-        } else {
-            for o in &loaded.origins {
-                let _ = writeln!(
-                    out,
-                    "{:<16} = {:<24} ({})",
-                    o.key,
-                    o.value.to_string(),
-                    o.source
-                );
-            }
-            let _ = writeln!(
-                out,
-                "{:<16} = {:<24} (derived)",
-                "repository",
-                format!("{shown_repo:?}")
-            );
-        }
+        show_config(&mut out, &loaded, &shown_repo, cli.format);
     } else if cli.show_stats {
-        let Some(dir) = loaded.config.repo_dir() else {
-            say!("repocc: error: no repository: HOME is not set; set REPOCC_DIR");
-            return 1;
-        };
-        if let Err(e) = loaded.config.usable_repo_dir() {
-            say!("repocc: warning: {e}");
-        }
-        let s = stats::read(&dir);
-        let (repo_bytes, repo_entries) = Store::new(&dir).size();
-        if cli.format == Format::Json {
-            let mut m = serde_json::Map::new();
-            for k in key::ALL {
-                m.insert(k.to_string(), s.get(k).into());
-            }
-            for (k, v) in &s.counters {
-                m.insert(k.clone(), (*v).into());
-            }
-            m.insert("repo_bytes".into(), repo_bytes.into());
-            m.insert("repo_entries".into(), repo_entries.into());
-            m.insert(
-                "max_size_bytes".into(),
-                loaded.config.max_size_bytes().into(),
-            );
-            m.insert(
-                "reasons".into(),
-                serde_json::to_value(&s.reasons).unwrap_or_default(),
-            );
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or_default()
-            );
-        } else {
-            let _ = writeln!(out, "repository: {shown_repo}");
-            for line in summary_lines(&s) {
-                let _ = writeln!(out, "{line}");
-            }
-            let mut keys: Vec<&str> = key::ALL.to_vec();
-            for k in s.counters.keys() {
-                if !keys.contains(&k.as_str()) {
-                    keys.push(k);
-                }
-            }
-            for k in keys {
-                let _ = writeln!(out, "  {:<24} {:>10}", k, s.get(k));
-            }
-            let _ = writeln!(
-                out,
-                "  {:<24} {:>10}\n  {:<24} {:>10}  (limit {})",
-                "repo_entries", repo_entries, "repo_bytes", repo_bytes, loaded.config.max_size
-            );
-            if !s.reasons.is_empty() {
-                let _ = writeln!(out, "reasons (passthrough, fallback, unit cache):");
-                for (r, n) in &s.reasons {
-                    let _ = writeln!(out, "  {:>8}  {r}", n.count);
-                    for d in &n.details {
-                        let _ = writeln!(out, "            {d}");
-                    }
-                }
-            }
+        let code = show_stats(&mut out, &loaded, &shown_repo, cli.format);
+        if code != 0 {
+            return code;
         }
     } else if cli.clear {
         let dir = match usable_repo() {
@@ -302,6 +223,105 @@ pub fn run(args: Vec<String>) -> i32 {
             return 1;
         }
         let _ = writeln!(out, "Statistics zeroed");
+    }
+    0
+}
+
+/// `--show-config`: every setting, its value and where it came from.
+fn show_config(out: &mut impl Write, loaded: &config::Loaded, shown_repo: &str, format: Format) {
+    if format == Format::Json {
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&loaded.origins).unwrap_or_default()
+        );
+        return;
+    }
+    for o in &loaded.origins {
+        let _ = writeln!(
+            out,
+            "{:<16} = {:<24} ({})",
+            o.key,
+            o.value.to_string(),
+            o.source
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:<16} = {:<24} (derived)",
+        "repository",
+        format!("{shown_repo:?}")
+    );
+}
+
+/// `--show-stats`: the counters, the repository's size and the reasons;
+/// the exit code.
+fn show_stats(
+    out: &mut impl Write,
+    loaded: &config::Loaded,
+    shown_repo: &str,
+    format: Format,
+) -> i32 {
+    let Some(dir) = loaded.config.repo_dir() else {
+        say!("repocc: error: no repository: HOME is not set; set REPOCC_DIR");
+        return 1;
+    };
+    if let Err(e) = loaded.config.usable_repo_dir() {
+        say!("repocc: warning: {e}");
+    }
+    let s = stats::read(&dir);
+    let (repo_bytes, repo_entries) = Store::new(&dir).size();
+    if format == Format::Json {
+        let mut m = serde_json::Map::new();
+        for k in key::ALL {
+            m.insert(k.to_string(), s.get(k).into());
+        }
+        for (k, v) in &s.counters {
+            m.insert(k.clone(), (*v).into());
+        }
+        m.insert("repo_bytes".into(), repo_bytes.into());
+        m.insert("repo_entries".into(), repo_entries.into());
+        m.insert(
+            "max_size_bytes".into(),
+            loaded.config.max_size_bytes().into(),
+        );
+        m.insert(
+            "reasons".into(),
+            serde_json::to_value(&s.reasons).unwrap_or_default(),
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::Value::Object(m)).unwrap_or_default()
+        );
+        return 0;
+    }
+    let _ = writeln!(out, "repository: {shown_repo}");
+    for line in summary_lines(&s) {
+        let _ = writeln!(out, "{line}");
+    }
+    let mut keys: Vec<&str> = key::ALL.to_vec();
+    for k in s.counters.keys() {
+        if !keys.contains(&k.as_str()) {
+            keys.push(k);
+        }
+    }
+    for k in keys {
+        let _ = writeln!(out, "  {:<24} {:>10}", k, s.get(k));
+    }
+    let _ = writeln!(
+        out,
+        "  {:<24} {:>10}\n  {:<24} {:>10}  (limit {})",
+        "repo_entries", repo_entries, "repo_bytes", repo_bytes, loaded.config.max_size
+    );
+    if !s.reasons.is_empty() {
+        let _ = writeln!(out, "reasons (passthrough, fallback, unit cache):");
+        for (r, n) in &s.reasons {
+            let _ = writeln!(out, "  {:>8}  {r}", n.count);
+            for d in &n.details {
+                let _ = writeln!(out, "            {d}");
+            }
+        }
     }
     0
 }
