@@ -758,33 +758,14 @@ fn compile_unit_cached(
         language: unit.language,
         headers_listed: false,
     };
-    let mut preprocessed_key = None;
-    if try_preprocessor {
-        if let Some((key, hit)) = uc.preprocess(&prepared, &recorded, header_list) {
-            recorded.headers_listed = true;
-            if let Some(hit) = hit {
-                if uc.write_hit(&prepared, &unit.output, &hit).is_ok() {
-                    let stored = uc
-                        .record_preprocessed_hit(&prepared, &recorded, header_list, &key)
-                        .unwrap_or(0);
-                    let mut notes = String::new();
-                    if cx.options.explain {
-                        notes = format!(
-                            "repocc: explain {}: unit cache hit in preprocessor mode ({miss_reason})\n",
-                            unit.source
-                        );
-                    }
-                    return UnitResult {
-                        unit_cache: UnitCacheUse::Hit(hit.compile_ms),
-                        bytes_stored: stored,
-                        notes,
-                        ..UnitResult::failed(0, hit.stderr, false)
-                    };
-                }
-            }
-            preprocessed_key = Some(key);
+    let preprocessed_key = if try_preprocessor {
+        match preprocessor_mode(uc, &prepared, &mut recorded, header_list, cx, &miss_reason) {
+            Ok(key) => key,
+            Err(hit) => return *hit,
         }
-    }
+    } else {
+        None
+    };
     // clang appends to the list: start from nothing, unless preprocessor
     // mode made it.
     let list = if preprocessed_key.is_some() {
@@ -845,6 +826,44 @@ fn compile_unit_cached(
         not_recorded,
     };
     r
+}
+
+/// ccache's preprocessor mode, where only comments or layout changed: the
+/// preprocessed text's key, and `Err` with the unit's result where it was
+/// a hit (written to the unit's output).
+fn preprocessor_mode(
+    uc: &crate::unit_cache::UnitCache,
+    prepared: &crate::unit_cache::Prepared,
+    recorded: &mut crate::unit_cache::RecordedUnit,
+    header_list: &Path,
+    cx: &UnitContext,
+    miss_reason: &str,
+) -> Result<Option<crate::repo::storage::FragmentDigest>, Box<UnitResult>> {
+    let Some((key, hit)) = uc.preprocess(prepared, recorded, header_list) else {
+        return Ok(None);
+    };
+    recorded.headers_listed = true;
+    if let Some(hit) = hit {
+        if uc.write_hit(prepared, recorded.output, &hit).is_ok() {
+            let stored = uc
+                .record_preprocessed_hit(prepared, recorded, header_list, &key)
+                .unwrap_or(0);
+            let mut notes = String::new();
+            if cx.options.explain {
+                notes = format!(
+                    "repocc: explain {}: unit cache hit in preprocessor mode ({miss_reason})\n",
+                    recorded.source
+                );
+            }
+            return Err(Box::new(UnitResult {
+                unit_cache: UnitCacheUse::Hit(hit.compile_ms),
+                bytes_stored: stored,
+                notes,
+                ..UnitResult::failed(0, hit.stderr, false)
+            }));
+        }
+    }
+    Ok(Some(key))
 }
 
 /// One unit: frontend, then the pipeline; on a pipeline failure, a plain
