@@ -351,72 +351,22 @@ pub(super) fn write(
     if shnum >= u32::from(SHN_LORESERVE) {
         return None;
     }
-
-    // Final symbol order: locals, localized globals, globals.
-    let mut order: Vec<&OutSym> = Vec::with_capacity(1 + locals.len() + globals.len());
-    let mut local_final = vec![0u32; locals.len()];
-    let mut global_final = vec![0u32; globals.len()];
-    for (i, s) in locals.iter().enumerate() {
-        order.push(s);
-        local_final[i] = order.len() as u32;
-    }
-    for (i, s) in globals.iter().enumerate().filter(|(_, s)| localize(s)) {
-        order.push(s);
-        global_final[i] = order.len() as u32;
-    }
-    let first_global = order.len() as u32 + 1;
-    for (i, s) in globals.iter().enumerate().filter(|(_, s)| !localize(s)) {
-        order.push(s);
-        global_final[i] = order.len() as u32;
-    }
-    let final_of = |r: SymRef| match r {
-        SymRef::Local(i) => local_final[i],
-        SymRef::Global(i) => global_final[i],
-    };
-
-    let rela_names: Vec<Vec<u8>> = sections
-        .iter()
+    let symbols = SymbolOrder::of(locals, globals, localize);
+    let rela_names: Vec<Vec<u8>> = (sections.iter())
         .filter(|s| !s.relas.is_empty())
         .map(|s| [&b".rela"[..], &s.name].concat())
         .collect();
     let strtab = Strings::of(
-        order
-            .iter()
-            .map(|s| s.name.as_slice())
+        (symbols.order.iter().map(|s| s.name.as_slice()))
             .chain(sections.iter().map(|s| s.name.as_slice()))
             .chain(rela_names.iter().map(|n| n.as_slice()))
             .chain([&b".llvm_addrsig"[..], b".symtab", b".strtab"]),
     );
-    let mut symtab = vec![0u8; 24];
-    for s in &order {
-        let name = strtab.get(&s.name);
-        let info = if localize(s) {
-            s.info & 0xf // STB_LOCAL, same type
-        } else {
-            s.info
-        };
-        let shndx = match s.section {
-            Some(o) => u16::try_from(index[o]).ok()?,
-            None => s.special,
-        };
-        symtab.extend_from_slice(&name.to_le_bytes());
-        symtab.push(info);
-        symtab.push(s.other);
-        symtab.extend_from_slice(&shndx.to_le_bytes());
-        symtab.extend_from_slice(&s.value.to_le_bytes());
-        symtab.extend_from_slice(&s.size.to_le_bytes());
-    }
+    let symtab = symbols.table(&strtab, &index, localize)?;
 
     let mut out = vec![0u8; 64];
-    let mut headers: Vec<[u64; 10]> = vec![[0; 10]];
-    let place = |out: &mut Vec<u8>, bytes: &[u8], align: u64| -> u64 {
-        let at = (out.len() as u64).next_multiple_of(align.max(1));
-        out.resize(at as usize, 0);
-        out.extend_from_slice(bytes);
-        at
-    };
+    let mut headers: Vec<SectionHeader> = vec![SectionHeader::default()];
     for (i, s) in sections.iter().enumerate() {
-        let name = u64::from(strtab.get(&s.name));
         let (offset, link, info) = match &s.content {
             Content::Data(d) => (place(&mut out, d, s.align), 0, 0),
             Content::Bss(_) => ((out.len() as u64).next_multiple_of(s.align), 0, 0),
@@ -438,107 +388,84 @@ pub(super) fn write(
                 }
                 (
                     place(&mut out, &words, 4),
-                    u64::from(symtab_index),
-                    u64::from(final_of(*signature)),
+                    symtab_index,
+                    symbols.final_of(*signature),
                 )
             }
         };
-        headers.push([
-            name,
-            u64::from(s.sh_type),
-            s.flags,
+        headers.push(SectionHeader {
+            name: strtab.get(&s.name),
+            sh_type: s.sh_type,
+            flags: s.flags,
             offset,
-            s.size(),
+            size: s.size(),
             link,
             info,
-            s.align,
-            s.entsize,
-            0,
-        ]);
+            align: s.align,
+            entsize: s.entsize,
+        });
         if !s.relas.is_empty() {
-            let mut table = Vec::with_capacity(s.relas.len() * 24);
-            for r in &s.relas {
-                let sym = r.sym.map_or(0, final_of);
-                table.extend_from_slice(&r.offset.to_le_bytes());
-                table.extend_from_slice(
-                    &((u64::from(sym) << 32) | u64::from(r.r_type)).to_le_bytes(),
-                );
-                table.extend_from_slice(&r.addend.to_le_bytes());
-            }
+            let table = symbols.relocations(&s.relas);
             let mut rela_name = b".rela".to_vec();
             rela_name.extend_from_slice(&s.name);
-            headers.push([
-                u64::from(strtab.get(&rela_name)),
-                u64::from(SHT_RELA),
-                SHF_INFO_LINK | (s.flags & SHF_GROUP),
-                place(&mut out, &table, 8),
-                table.len() as u64,
-                u64::from(symtab_index),
-                u64::from(index[i]),
-                8,
-                24,
-                0,
-            ]);
+            headers.push(SectionHeader {
+                name: strtab.get(&rela_name),
+                sh_type: SHT_RELA,
+                flags: SHF_INFO_LINK | (s.flags & SHF_GROUP),
+                offset: place(&mut out, &table, 8),
+                size: table.len() as u64,
+                link: symtab_index,
+                info: index[i],
+                align: 8,
+                entsize: 24,
+            });
         }
     }
     if let (Some(_), Some(addrsig)) = (addrsig_index, addrsig) {
         let mut bytes = Vec::new();
         for &r in addrsig {
-            write_uleb(&mut bytes, u64::from(final_of(r)));
+            write_uleb(&mut bytes, u64::from(symbols.final_of(r)));
         }
-        headers.push([
-            u64::from(strtab.get(b".llvm_addrsig")),
-            u64::from(SHT_LLVM_ADDRSIG),
-            SHF_EXCLUDE,
-            place(&mut out, &bytes, 1),
-            bytes.len() as u64,
-            u64::from(symtab_index),
-            0,
-            1,
-            0,
-            0,
-        ]);
+        headers.push(SectionHeader {
+            name: strtab.get(b".llvm_addrsig"),
+            sh_type: SHT_LLVM_ADDRSIG,
+            flags: SHF_EXCLUDE,
+            offset: place(&mut out, &bytes, 1),
+            size: bytes.len() as u64,
+            link: symtab_index,
+            info: 0,
+            align: 1,
+            entsize: 0,
+        });
     }
-    headers.push([
-        u64::from(strtab.get(b".symtab")),
-        u64::from(SHT_SYMTAB),
-        0,
-        place(&mut out, &symtab, 8),
-        symtab.len() as u64,
-        u64::from(strtab_index),
-        u64::from(first_global),
-        8,
-        24,
-        0,
-    ]);
-    headers.push([
-        u64::from(strtab.get(b".strtab")),
-        u64::from(SHT_STRTAB),
-        0,
-        place(&mut out, &strtab.bytes, 1),
-        strtab.bytes.len() as u64,
-        0,
-        0,
-        1,
-        0,
-        0,
-    ]);
+    headers.push(SectionHeader {
+        name: strtab.get(b".symtab"),
+        sh_type: SHT_SYMTAB,
+        flags: 0,
+        offset: place(&mut out, &symtab, 8),
+        size: symtab.len() as u64,
+        link: strtab_index,
+        info: symbols.first_global,
+        align: 8,
+        entsize: 24,
+    });
+    headers.push(SectionHeader {
+        name: strtab.get(b".strtab"),
+        sh_type: SHT_STRTAB,
+        flags: 0,
+        offset: place(&mut out, &strtab.bytes, 1),
+        size: strtab.bytes.len() as u64,
+        link: 0,
+        info: 0,
+        align: 1,
+        entsize: 0,
+    });
     debug_assert_eq!(headers.len() as u32, shnum);
 
     let shoff = place(&mut out, &[], 8);
     for h in &headers {
-        out.extend_from_slice(&(h[0] as u32).to_le_bytes()); // sh_name
-        out.extend_from_slice(&(h[1] as u32).to_le_bytes()); // sh_type
-        out.extend_from_slice(&h[2].to_le_bytes()); // sh_flags
-        out.extend_from_slice(&0u64.to_le_bytes()); // sh_addr
-        out.extend_from_slice(&h[3].to_le_bytes()); // sh_offset
-        out.extend_from_slice(&h[4].to_le_bytes()); // sh_size
-        out.extend_from_slice(&(h[5] as u32).to_le_bytes()); // sh_link
-        out.extend_from_slice(&(h[6] as u32).to_le_bytes()); // sh_info
-        out.extend_from_slice(&h[7].to_le_bytes()); // sh_addralign
-        out.extend_from_slice(&h[8].to_le_bytes()); // sh_entsize
+        h.write(&mut out);
     }
-
     // The ELF header: identification as the first input's.
     out[..16].copy_from_slice(header_from.get(..16)?);
     out[16..18].copy_from_slice(&1u16.to_le_bytes()); // ET_REL
@@ -551,4 +478,129 @@ pub(super) fn write(
     out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
     out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
     Some(out)
+}
+
+/// `bytes` appended to `out` at the next multiple of `align`; where.
+fn place(out: &mut Vec<u8>, bytes: &[u8], align: u64) -> u64 {
+    let at = (out.len() as u64).next_multiple_of(align.max(1));
+    out.resize(at as usize, 0);
+    out.extend_from_slice(bytes);
+    at
+}
+
+/// One ELF64 section header.
+#[derive(Default)]
+struct SectionHeader {
+    name: u32,
+    sh_type: u32,
+    flags: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+}
+
+impl SectionHeader {
+    fn write(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.name.to_le_bytes());
+        out.extend_from_slice(&self.sh_type.to_le_bytes());
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes()); // sh_addr
+        out.extend_from_slice(&self.offset.to_le_bytes());
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out.extend_from_slice(&self.link.to_le_bytes());
+        out.extend_from_slice(&self.info.to_le_bytes());
+        out.extend_from_slice(&self.align.to_le_bytes());
+        out.extend_from_slice(&self.entsize.to_le_bytes());
+    }
+}
+
+/// The symbol table's order: locals, localized globals, globals.
+struct SymbolOrder<'s> {
+    order: Vec<&'s OutSym>,
+    local_final: Vec<u32>,
+    global_final: Vec<u32>,
+    /// The index of the first symbol that is not local.
+    first_global: u32,
+}
+
+impl<'s> SymbolOrder<'s> {
+    fn of(
+        locals: &'s [OutSym],
+        globals: &'s [OutSym],
+        localize: &dyn Fn(&OutSym) -> bool,
+    ) -> SymbolOrder<'s> {
+        let mut order: Vec<&OutSym> = Vec::with_capacity(1 + locals.len() + globals.len());
+        let mut local_final = vec![0u32; locals.len()];
+        let mut global_final = vec![0u32; globals.len()];
+        for (i, s) in locals.iter().enumerate() {
+            order.push(s);
+            local_final[i] = order.len() as u32;
+        }
+        for (i, s) in globals.iter().enumerate().filter(|(_, s)| localize(s)) {
+            order.push(s);
+            global_final[i] = order.len() as u32;
+        }
+        let first_global = order.len() as u32 + 1;
+        for (i, s) in globals.iter().enumerate().filter(|(_, s)| !localize(s)) {
+            order.push(s);
+            global_final[i] = order.len() as u32;
+        }
+        SymbolOrder {
+            order,
+            local_final,
+            global_final,
+            first_global,
+        }
+    }
+
+    fn final_of(&self, r: SymRef) -> u32 {
+        match r {
+            SymRef::Local(i) => self.local_final[i],
+            SymRef::Global(i) => self.global_final[i],
+        }
+    }
+
+    /// `.symtab`'s bytes; `index`: each output section's final index.
+    fn table(
+        &self,
+        strtab: &Strings,
+        index: &[u32],
+        localize: &dyn Fn(&OutSym) -> bool,
+    ) -> Option<Vec<u8>> {
+        let mut symtab = vec![0u8; 24];
+        for s in &self.order {
+            let name = strtab.get(&s.name);
+            let info = if localize(s) {
+                s.info & 0xf // STB_LOCAL, same type
+            } else {
+                s.info
+            };
+            let shndx = match s.section {
+                Some(o) => u16::try_from(index[o]).ok()?,
+                None => s.special,
+            };
+            symtab.extend_from_slice(&name.to_le_bytes());
+            symtab.push(info);
+            symtab.push(s.other);
+            symtab.extend_from_slice(&shndx.to_le_bytes());
+            symtab.extend_from_slice(&s.value.to_le_bytes());
+            symtab.extend_from_slice(&s.size.to_le_bytes());
+        }
+        Some(symtab)
+    }
+
+    /// A RELA table's bytes.
+    fn relocations(&self, relas: &[OutRela]) -> Vec<u8> {
+        let mut table = Vec::with_capacity(relas.len() * 24);
+        for r in relas {
+            let sym = r.sym.map_or(0, |s| self.final_of(s));
+            table.extend_from_slice(&r.offset.to_le_bytes());
+            table.extend_from_slice(&((u64::from(sym) << 32) | u64::from(r.r_type)).to_le_bytes());
+            table.extend_from_slice(&r.addend.to_le_bytes());
+        }
+        table
+    }
 }
