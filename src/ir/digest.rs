@@ -1690,70 +1690,8 @@ fn compute_parsed<'a>(
         uses_of.push(uses);
     }
 
-    // Aliases resolve to their aliasee for the graph.
-    let mut alias_target: HashMap<String, String> = HashMap::new();
-    for (name, text) in &p.aliases {
-        if let Some(t) = text
-            .rsplit_once('@')
-            .and_then(|(_, r)| read_ident(r).map(|(n, _)| n.to_string()))
-        {
-            alias_target.insert(name.clone(), t);
-        }
-    }
-
-    let mut edges: Vec<(usize, usize)> = Vec::new();
-    let mut code_edges: Vec<(usize, usize)> = Vec::new();
-    let mut references: Vec<(usize, usize)> = Vec::new();
-    for (u, uses) in uses_of.iter().enumerate() {
-        for (g, how) in uses {
-            let g = alias_target.get(g).unwrap_or(g);
-            let Some(&v) = index.get(g) else { continue };
-            if v == u {
-                continue;
-            }
-            references.push((u, v));
-            let (user, target) = (&defs[u], &defs[v]);
-            let (dep, back) = match target.kind {
-                DefKind::Function => {
-                    let dep = *how == Use::Call
-                        || user.kind == DefKind::Function
-                        || (user.kind == DefKind::Variable && user.constant)
-                        || user.kind == DefKind::Glue;
-                    let dep =
-                        dep && (inlining == Inlining::Optimizing || always_inline.contains(&v));
-                    (dep, target.local)
-                }
-                DefKind::Variable | DefKind::Glue => {
-                    if target.local {
-                        (true, *how != Use::Load)
-                    } else {
-                        (target.constant, false)
-                    }
-                }
-            };
-            if dep || back {
-                edges.push((u, v));
-            }
-            if back {
-                edges.push((v, u));
-            }
-            // Whose code (and so whose lines) can end up in a fragment:
-            // what it depends on (inlined), and the static functions it
-            // refers to (a static one function alone uses is carried in
-            // that function's fragment, inlined or not) — not what depends
-            // on it (a static's callers decide its code, but their lines
-            // stay theirs). A constant table of functions passes its
-            // functions on.
-            if dep || (target.local && target.kind == DefKind::Function) {
-                code_edges.push((u, v));
-            }
-        }
-    }
-    edges.sort_unstable();
-    edges.dedup();
-    references.sort_unstable();
-    references.dedup();
-
+    let graph = DependencyGraph::of(p, &defs, &uses_of, &index, inlining, &always_inline);
+    let (edges, code_edges, references) = (graph.edges, graph.code_edges, graph.references);
     let finals = final_digests(&defs, &edges, &code_edges);
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
@@ -1771,6 +1709,96 @@ fn compute_parsed<'a>(
         inlined_lines,
         references,
     })
+}
+
+/// The edges between a unit's definitions, by index.
+struct DependencyGraph {
+    /// What decides whose code: a definition's final digest covers what it
+    /// reaches along these.
+    edges: Vec<(usize, usize)>,
+    /// Whose code (and so whose lines) can end up in a fragment.
+    code_edges: Vec<(usize, usize)>,
+    /// Every reference, an edge or not.
+    references: Vec<(usize, usize)>,
+}
+
+impl DependencyGraph {
+    fn of(
+        p: &Parsed,
+        defs: &[Definition],
+        uses_of: &[Vec<(String, Use)>],
+        index: &HashMap<String, usize>,
+        inlining: Inlining,
+        always_inline: &std::collections::HashSet<usize>,
+    ) -> DependencyGraph {
+        // Aliases resolve to their aliasee for the graph.
+        let mut alias_target: HashMap<String, String> = HashMap::new();
+        for (name, text) in &p.aliases {
+            if let Some(t) = text
+                .rsplit_once('@')
+                .and_then(|(_, r)| read_ident(r).map(|(n, _)| n.to_string()))
+            {
+                alias_target.insert(name.clone(), t);
+            }
+        }
+        let mut edges: Vec<(usize, usize)> = Vec::new();
+        let mut code_edges: Vec<(usize, usize)> = Vec::new();
+        let mut references: Vec<(usize, usize)> = Vec::new();
+        for (u, uses) in uses_of.iter().enumerate() {
+            for (g, how) in uses {
+                let g = alias_target.get(g).unwrap_or(g);
+                let Some(&v) = index.get(g) else { continue };
+                if v == u {
+                    continue;
+                }
+                references.push((u, v));
+                let (user, target) = (&defs[u], &defs[v]);
+                let (dep, back) = match target.kind {
+                    DefKind::Function => {
+                        let dep = *how == Use::Call
+                            || user.kind == DefKind::Function
+                            || (user.kind == DefKind::Variable && user.constant)
+                            || user.kind == DefKind::Glue;
+                        let dep =
+                            dep && (inlining == Inlining::Optimizing || always_inline.contains(&v));
+                        (dep, target.local)
+                    }
+                    DefKind::Variable | DefKind::Glue => {
+                        if target.local {
+                            (true, *how != Use::Load)
+                        } else {
+                            (target.constant, false)
+                        }
+                    }
+                };
+                if dep || back {
+                    edges.push((u, v));
+                }
+                if back {
+                    edges.push((v, u));
+                }
+                // Whose code (and so whose lines) can end up in a fragment:
+                // what it depends on (inlined), and the static functions it
+                // refers to (a static one function alone uses is carried in
+                // that function's fragment, inlined or not) — not what
+                // depends on it (a static's callers decide its code, but
+                // their lines stay theirs). A constant table of functions
+                // passes its functions on.
+                if dep || (target.local && target.kind == DefKind::Function) {
+                    code_edges.push((u, v));
+                }
+            }
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        references.sort_unstable();
+        references.dedup();
+        DependencyGraph {
+            edges,
+            code_edges,
+            references,
+        }
+    }
 }
 
 /// The line of every function (subprogram definition) of the unit's
