@@ -140,6 +140,45 @@ pub fn user_config_path() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/repocc/config.json"))
 }
 
+/// Switches read from the environment alone, for diagnosis and
+/// comparison (none is a setting of the configuration files), read once:
+///
+/// | variable | effect |
+/// |---|---|
+/// | `REPOCC_EXPLAIN` (set) | why each unit and definition was compiled |
+/// | `REPOCC_TIMINGS` (set) | each unit's time per stage |
+/// | `REPOCC_DIGEST_REPORT` (set) | how far an edit to one definition spreads |
+/// | `REPOCC_EXTERNAL_FRONTEND` (not empty, not `0`) | clang-19's frontend as a process |
+/// | `REPOCC_NO_CARVE` (set) | new fragments compiled one module each (in the keys: other bytes) |
+#[derive(Clone, Debug, Default)]
+pub struct Switches {
+    pub explain: bool,
+    pub timings: bool,
+    pub digest_report: bool,
+    pub external_frontend: bool,
+    pub no_carve: bool,
+}
+
+impl Switches {
+    fn from_env() -> Switches {
+        let set = |name: &str| std::env::var_os(name).is_some();
+        Switches {
+            explain: set("REPOCC_EXPLAIN"),
+            timings: set("REPOCC_TIMINGS"),
+            digest_report: set("REPOCC_DIGEST_REPORT"),
+            external_frontend: std::env::var_os("REPOCC_EXTERNAL_FRONTEND")
+                .is_some_and(|v| !v.is_empty() && v != "0"),
+            no_carve: set("REPOCC_NO_CARVE"),
+        }
+    }
+}
+
+/// The environment's switches (see [`Switches`]).
+pub fn switches() -> &'static Switches {
+    static SWITCHES: std::sync::OnceLock<Switches> = std::sync::OnceLock::new();
+    SWITCHES.get_or_init(Switches::from_env)
+}
+
 pub fn load() -> Loaded {
     load_from(
         user_config_path(),

@@ -154,6 +154,10 @@ cmp -s features-j1.o features-j2.o || fail "the object depends on the number of 
 REPOCC_DIR="$SCRATCH/repo-one-each" REPOCC_NO_CARVE=1 REPOCC_UNIT_CACHE=false \
   "$REPOCC" -O2 -pthread -c "$P/features.c" -o features-one-each.o || fail "compile without carving"
 cmp -s features-j1.o features-one-each.o && fail "REPOCC_NO_CARVE made no difference: nothing was carved"
+# It is in the keys: a compile without it does not take those fragments.
+REPOCC_DIR="$SCRATCH/repo-one-each" REPOCC_UNIT_CACHE=false \
+  "$REPOCC" -O2 -pthread -c "$P/features.c" -o features-after.o || fail "compile after REPOCC_NO_CARVE"
+cmp -s features-j1.o features-after.o || fail "fragments compiled with REPOCC_NO_CARVE were reused without it"
 clang-19 -O2 -pthread -c "$P/features-helper.c" -o helper.clang.o
 for o in features-j1.o features-one-each.o; do
   clang-19 -pthread "$o" helper.clang.o -lm -o "prog-$o"

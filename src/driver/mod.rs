@@ -169,8 +169,8 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             // clang's driver in this process when it can: the process
             // clang would add to every link (about 35 ms of start-up) is
             // left out.
-            if let Some(code) = frontend::InProcessClang::for_compiler(&clang)
-                .and_then(|c| c.link_in_process(&expanded).ok())
+            if let Some(code) =
+                in_process_clang(&clang).and_then(|c| c.link_in_process(&expanded).ok())
             {
                 return code;
             }
@@ -191,7 +191,7 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             };
             // clang-19's frontend in this process where it can be, the
             // process otherwise.
-            let in_process = frontend::InProcessClang::for_compiler(&clang);
+            let in_process = in_process_clang(&clang);
             let process = RealClang { path: clang };
             let runner: &dyn Clang = match &in_process {
                 Some(c) => c,
@@ -338,6 +338,15 @@ fn term_has_colors(term: &str) -> bool {
         || term.contains("color")
 }
 
+/// clang-19 in this process, unless `REPOCC_EXTERNAL_FRONTEND` asks for
+/// the process (see `frontend::InProcessClang::for_compiler`).
+fn in_process_clang(clang: &Path) -> Option<frontend::InProcessClang> {
+    if crate::config::switches().external_frontend {
+        return None;
+    }
+    frontend::InProcessClang::for_compiler(clang)
+}
+
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
 fn execute(
@@ -376,8 +385,8 @@ fn execute(
         debug_fragments,
         context_bodies: cfg.context_bodies,
         jobs: cfg.jobs(),
-        digest_report: std::env::var_os("REPOCC_DIGEST_REPORT").is_some(),
-        explain: std::env::var_os("REPOCC_EXPLAIN").is_some(),
+        digest_report: crate::config::switches().digest_report,
+        explain: crate::config::switches().explain,
         key: pipeline::key::KeyContext::new(identity, &p.codegen),
     };
     let force_color = force_color(args);
@@ -432,6 +441,7 @@ fn execute(
                     "fragments": cfg.fragments,
                     "merge_functions": cfg.merge_functions,
                     "debug_fragments": debug_fragments,
+                    "no_carve": crate::config::switches().no_carve,
                 })
                 .to_string(),
                 cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
@@ -439,7 +449,7 @@ fn execute(
                 start: invocation_start(),
             });
     let tokens = jobs::Tokens::from_env();
-    let timings = std::env::var_os("REPOCC_TIMINGS").is_some();
+    let timings = crate::config::switches().timings;
 
     let compile_one = |(n, unit): (usize, &plan::UnitPlan)| -> UnitResult {
         let _token = tokens.acquire();

@@ -177,12 +177,12 @@ const DRIVER_ENVIRONMENT: &[&str] = &[
 impl InProcessClang {
     /// The in-process frontend for `clang`, if it is the clang-19 of the
     /// libraries repocc links (same installation, symlinks resolved) and
-    /// nothing asks for the process.
+    /// nothing in clang's environment asks for the process (the driver
+    /// does not ask for it with `REPOCC_EXTERNAL_FRONTEND`).
     pub fn for_compiler(clang: &Path) -> Option<InProcessClang> {
-        if std::env::var_os("REPOCC_EXTERNAL_FRONTEND").is_some_and(|v| !v.is_empty() && v != "0")
-            || DRIVER_ENVIRONMENT
-                .iter()
-                .any(|v| std::env::var_os(v).is_some())
+        if DRIVER_ENVIRONMENT
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
         {
             return None;
         }

@@ -62,6 +62,8 @@ impl KeyContext {
             "settings": self.settings,
             "llvm": self.llvm,
             "repocc": self.repocc,
+            // Fragments compiled one module each are other bytes.
+            "no_carve": crate::config::switches().no_carve,
         })
         .to_string()
         .into_bytes()

@@ -276,7 +276,7 @@ pub fn emit_groups(
     let shared = debug_info.then(|| llvm_shim::SharedTypes::new(&unit.module));
     // Not with debug info: a fragment's compile unit must be its own to be
     // trimmed (see `llvm_shim::trim_debug_units`).
-    if !debug_info && std::env::var_os("REPOCC_NO_CARVE").is_none() {
+    if !debug_info && !crate::config::switches().no_carve {
         emit_carved(unit, settings, &target, jobs, &plan, &mut done)?;
     }
     // The unit's code generation pipeline, for the fragments compiled in

@@ -162,7 +162,7 @@ impl UnitCache<'_> {
         }) {
             return Err(format!("{} is set", k.to_string_lossy()));
         }
-        if std::env::var_os("REPOCC_DIGEST_REPORT").is_some() {
+        if crate::config::switches().digest_report {
             return Err("REPOCC_DIGEST_REPORT is set".into());
         }
         let env = clang_environment();
