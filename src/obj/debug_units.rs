@@ -1461,69 +1461,12 @@ fn read_unit(
                 value,
                 uleb: matches!(form, 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23),
             });
-            if root {
-                let base = KINDS.iter().find(|k| k.base_attribute() == name);
-                match name {
-                    DW_AT_STMT_LIST => match info.relocated(p) {
-                        Some((Some(sym), addend)) if Some(sym) == line_sym => {
-                            unit.line = Some((addend, p))
-                        }
-                        _ => mergeable = false,
-                    },
-                    _ if base.is_some() => {
-                        let kind = *base?;
-                        let sym = debug.table(kind).and_then(|t| t.sym);
-                        match info.relocated(p) {
-                            Some((Some(s), addend)) if Some(s) == sym => {
-                                unit.bases[kind as usize] = Some((addend, p))
-                            }
-                            _ => mergeable = false,
-                        }
-                    }
-                    DW_AT_STR_OFFSETS_BASE => unit.strings = info.relocated(p),
-                    DW_AT_LOW_PC if form == DW_FORM_ADDRX => unit.low_pc = field,
-                    // No code: an address 0 nothing relocates.
-                    DW_AT_LOW_PC if form == DW_FORM_ADDR && info.relocated(p).is_none() => {}
-                    DW_AT_HIGH_PC if form == DW_FORM_DATA4 => unit.high_pc = field,
-                    DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES => mergeable = false,
-                    DW_AT_NAME if info.relocated(p).is_none() => {
-                        unit.name = Some((form, bytes.to_vec(), p))
-                    }
-                    DW_AT_COMP_DIR if info.relocated(p).is_none() => {
-                        unit.comp_dir = Some((form, bytes.to_vec()))
-                    }
-                    _ if info.relocated(p).is_some() => mergeable = false,
-                    _ => unit.identity.push((name, form, bytes.to_vec())),
-                }
+            let still = if root {
+                unit.read_root_attribute(debug, line_sym, (name, form), p, bytes, field)?
             } else {
-                let uses = &mut unit.uses;
-                match form {
-                    DW_FORM_REF4 => unit.refs.push(p),
-                    DW_FORM_ADDRX | 0x29..=0x2c => uses[Kind::Addr as usize].extend(field),
-                    DW_FORM_LOCLISTX => uses[Kind::Loc as usize].extend(field),
-                    DW_FORM_RNGLISTX => uses[Kind::Rng as usize].extend(field),
-                    // References out of the unit, offsets into tables.
-                    0x10 | 0x11 | 0x12 | 0x14 | 0x15 | DW_FORM_SEC_OFFSET => mergeable = false,
-                    DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2
-                    | DW_FORM_BLOCK4 => {
-                        let header = size - block_length(form, bytes)?;
-                        match expression_indices(bytes.get(header..)?, p + header) {
-                            Some(found) => uses[Kind::Addr as usize].extend(found),
-                            None => mergeable = false,
-                        }
-                    }
-                    _ => {}
-                }
-                if matches!(name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) {
-                    match (form, field) {
-                        (
-                            DW_FORM_DATA1 | DW_FORM_DATA2 | DW_FORM_DATA4 | DW_FORM_UDATA,
-                            Some(f),
-                        ) => unit.file_uses.push(f),
-                        _ => mergeable = false,
-                    }
-                }
-            }
+                unit.read_child_attribute(name, form, p, size, bytes, field)?
+            };
+            mergeable &= still;
             p += size;
         }
         if root {
@@ -1544,33 +1487,133 @@ fn read_unit(
         unit.root_end..unit.root_end
     };
     // The unit's code, from its address table.
-    match (unit.low_pc, unit.high_pc) {
-        (Some(low), Some(high)) => {
-            let (Some(addr), Some(c)) = (
-                debug.table(Kind::Addr),
-                debug.contribution(Kind::Addr, &unit),
-            ) else {
-                return Some(unit);
-            };
-            let entry = usize::try_from(low.value)
-                .ok()
-                .and_then(|i| i.checked_mul(8)?.checked_add(c.base));
-            let Some(entry) = entry else {
-                return Some(unit);
-            };
-            let relocated = (entry + 8 <= c.end)
-                .then(|| addr.old.relocated(entry))
-                .flatten();
-            let Some((sym @ Some(_), addend)) = relocated else {
-                return Some(unit);
-            };
-            unit.code = Some((sym, addend, addend + i64::try_from(high.value).ok()?));
-        }
-        (None, None) => {}
-        _ => mergeable = false,
-    }
+    mergeable &= unit.find_code(debug)?;
     unit.mergeable = mergeable && unit.line.is_some();
     Some(unit)
+}
+
+impl Unit {
+    /// Reads one attribute of the unit's root DIE at `p`; whether the unit
+    /// may still be merged.
+    fn read_root_attribute(
+        &mut self,
+        debug: &Debug,
+        line_sym: Option<SymRef>,
+        (name, form): (u64, u64),
+        p: usize,
+        bytes: &[u8],
+        field: Option<Field>,
+    ) -> Option<bool> {
+        let info = &debug.info;
+        let unit = self;
+        let base = KINDS.iter().find(|k| k.base_attribute() == name);
+        let mut mergeable = true;
+        match name {
+            DW_AT_STMT_LIST => match info.relocated(p) {
+                Some((Some(sym), addend)) if Some(sym) == line_sym => unit.line = Some((addend, p)),
+                _ => mergeable = false,
+            },
+            _ if base.is_some() => {
+                let kind = *base?;
+                let sym = debug.table(kind).and_then(|t| t.sym);
+                match info.relocated(p) {
+                    Some((Some(s), addend)) if Some(s) == sym => {
+                        unit.bases[kind as usize] = Some((addend, p))
+                    }
+                    _ => mergeable = false,
+                }
+            }
+            DW_AT_STR_OFFSETS_BASE => unit.strings = info.relocated(p),
+            DW_AT_LOW_PC if form == DW_FORM_ADDRX => unit.low_pc = field,
+            // No code: an address 0 nothing relocates.
+            DW_AT_LOW_PC if form == DW_FORM_ADDR && info.relocated(p).is_none() => {}
+            DW_AT_HIGH_PC if form == DW_FORM_DATA4 => unit.high_pc = field,
+            DW_AT_LOW_PC | DW_AT_HIGH_PC | DW_AT_RANGES => mergeable = false,
+            DW_AT_NAME if info.relocated(p).is_none() => {
+                unit.name = Some((form, bytes.to_vec(), p))
+            }
+            DW_AT_COMP_DIR if info.relocated(p).is_none() => {
+                unit.comp_dir = Some((form, bytes.to_vec()))
+            }
+            _ if info.relocated(p).is_some() => mergeable = false,
+            _ => unit.identity.push((name, form, bytes.to_vec())),
+        }
+        Some(mergeable)
+    }
+
+    /// Reads one attribute of a DIE below the root at `p`: what it
+    /// references and which indices it holds; whether the unit may still
+    /// be merged.
+    fn read_child_attribute(
+        &mut self,
+        name: u64,
+        form: u64,
+        p: usize,
+        size: usize,
+        bytes: &[u8],
+        field: Option<Field>,
+    ) -> Option<bool> {
+        let unit = self;
+        let mut mergeable = true;
+        let uses = &mut unit.uses;
+        match form {
+            DW_FORM_REF4 => unit.refs.push(p),
+            DW_FORM_ADDRX | 0x29..=0x2c => uses[Kind::Addr as usize].extend(field),
+            DW_FORM_LOCLISTX => uses[Kind::Loc as usize].extend(field),
+            DW_FORM_RNGLISTX => uses[Kind::Rng as usize].extend(field),
+            // References out of the unit, offsets into tables.
+            0x10 | 0x11 | 0x12 | 0x14 | 0x15 | DW_FORM_SEC_OFFSET => mergeable = false,
+            DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2 | DW_FORM_BLOCK4 => {
+                let header = size - block_length(form, bytes)?;
+                match expression_indices(bytes.get(header..)?, p + header) {
+                    Some(found) => uses[Kind::Addr as usize].extend(found),
+                    None => mergeable = false,
+                }
+            }
+            _ => {}
+        }
+        if matches!(name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) {
+            match (form, field) {
+                (DW_FORM_DATA1 | DW_FORM_DATA2 | DW_FORM_DATA4 | DW_FORM_UDATA, Some(f)) => {
+                    unit.file_uses.push(f)
+                }
+                _ => mergeable = false,
+            }
+        }
+        Some(mergeable)
+    }
+
+    /// The unit's code, from its address table (`code`); whether the unit
+    /// may still be merged (`false`: code it cannot place).
+    fn find_code(&mut self, debug: &Debug) -> Option<bool> {
+        let unit = self;
+        match (unit.low_pc, unit.high_pc) {
+            (Some(low), Some(high)) => {
+                let (Some(addr), Some(c)) = (
+                    debug.table(Kind::Addr),
+                    debug.contribution(Kind::Addr, unit),
+                ) else {
+                    return Some(false);
+                };
+                let entry = usize::try_from(low.value)
+                    .ok()
+                    .and_then(|i| i.checked_mul(8)?.checked_add(c.base));
+                let Some(entry) = entry else {
+                    return Some(false);
+                };
+                let relocated = (entry + 8 <= c.end)
+                    .then(|| addr.old.relocated(entry))
+                    .flatten();
+                let Some((sym @ Some(_), addend)) = relocated else {
+                    return Some(false);
+                };
+                unit.code = Some((sym, addend, addend + i64::try_from(high.value).ok()?));
+                Some(true)
+            }
+            (None, None) => Some(true),
+            _ => Some(false),
+        }
+    }
 }
 
 /// The length of a block form's contents (its size less its length field).
