@@ -473,22 +473,7 @@ fn execute(
         }
     };
 
-    let results: Vec<UnitResult> = if p.units.len() == 1 {
-        // What is left to do after the unit (composing, a link) needs none
-        // of its AST or IR.
-        crate::llvm_shim::leave_unit_memory_to_exit();
-        vec![compile_one((0, &p.units[0]))]
-    } else {
-        let threads = cfg.jobs().min(p.units.len()).max(1);
-        match rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .stack_size(16 << 20)
-            .build()
-        {
-            Ok(pool) => pool.install(|| p.units.par_iter().enumerate().map(compile_one).collect()),
-            Err(_) => p.units.iter().enumerate().map(compile_one).collect(),
-        }
-    };
+    let results = compile_all(&p.units, cfg.jobs(), compile_one);
 
     let (mut status, mut counters) = report_units(&results, clang);
 
@@ -519,6 +504,30 @@ fn execute(
         }
     }
     (status, counters)
+}
+
+/// Every unit compiled by `compile_one`: on `jobs` threads where there are
+/// several.
+fn compile_all(
+    units: &[plan::UnitPlan],
+    jobs: usize,
+    compile_one: impl Fn((usize, &plan::UnitPlan)) -> UnitResult + Sync + Send,
+) -> Vec<UnitResult> {
+    if units.len() == 1 {
+        // What is left to do after the unit (composing, a link) needs none
+        // of its AST or IR.
+        crate::llvm_shim::leave_unit_memory_to_exit();
+        return vec![compile_one((0, &units[0]))];
+    }
+    let threads = jobs.min(units.len()).max(1);
+    match rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(16 << 20)
+        .build()
+    {
+        Ok(pool) => pool.install(|| units.par_iter().enumerate().map(&compile_one).collect()),
+        Err(_) => units.iter().enumerate().map(&compile_one).collect(),
+    }
 }
 
 /// Prints each unit's diagnostics, in unit order (a driver diagnostic

@@ -327,30 +327,14 @@ pub(super) fn write(
     localize: &dyn Fn(&OutSym) -> bool,
     addrsig: Option<&[SymRef]>,
 ) -> Option<Vec<u8>> {
-    // Final section indices: each section, then its relocations.
-    let mut index = vec![0u32; sections.len()];
-    let mut rela_index = vec![0u32; sections.len()];
-    let mut next = 1u32;
-    for (i, s) in sections.iter().enumerate() {
-        index[i] = next;
-        next += 1;
-        if !s.relas.is_empty() {
-            rela_index[i] = next;
-            next += 1;
-        }
-    }
-    // An object without the table has every symbol address-significant
-    // (lld's safe identical code folding folds none of its sections); an
-    // empty table, none.
-    let addrsig_index = addrsig.is_some().then(|| {
-        next += 1;
-        next - 1
-    });
-    let (symtab_index, strtab_index) = (next, next + 1);
-    let shnum = next + 2;
-    if shnum >= u32::from(SHN_LORESERVE) {
-        return None;
-    }
+    let SectionIndices {
+        index,
+        rela_index,
+        addrsig_index,
+        symtab_index,
+        strtab_index,
+        shnum,
+    } = SectionIndices::of(sections, addrsig.is_some())?;
     let symbols = SymbolOrder::of(locals, globals, localize);
     let rela_names: Vec<Vec<u8>> = (sections.iter())
         .filter(|s| !s.relas.is_empty())
@@ -478,6 +462,54 @@ pub(super) fn write(
     out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
     out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
     Some(out)
+}
+
+/// The final section indices: each section, then its relocations; then
+/// the address-significance table, the symbol table and the string table.
+struct SectionIndices {
+    index: Vec<u32>,
+    rela_index: Vec<u32>,
+    addrsig_index: Option<u32>,
+    symtab_index: u32,
+    strtab_index: u32,
+    /// How many sections, the null one included.
+    shnum: u32,
+}
+
+impl SectionIndices {
+    /// `None`: more sections than the ELF header's fields hold.
+    fn of(sections: &[OutSection], with_addrsig: bool) -> Option<SectionIndices> {
+        let mut index = vec![0u32; sections.len()];
+        let mut rela_index = vec![0u32; sections.len()];
+        let mut next = 1u32;
+        for (i, s) in sections.iter().enumerate() {
+            index[i] = next;
+            next += 1;
+            if !s.relas.is_empty() {
+                rela_index[i] = next;
+                next += 1;
+            }
+        }
+        // An object without the table has every symbol address-significant
+        // (lld's safe identical code folding folds none of its sections);
+        // an empty table, none.
+        let addrsig_index = with_addrsig.then(|| {
+            next += 1;
+            next - 1
+        });
+        let shnum = next + 2;
+        if shnum >= u32::from(SHN_LORESERVE) {
+            return None;
+        }
+        Some(SectionIndices {
+            index,
+            rela_index,
+            addrsig_index,
+            symtab_index: next,
+            strtab_index: next + 1,
+            shnum,
+        })
+    }
 }
 
 /// `bytes` appended to `out` at the next multiple of `align`; where.
