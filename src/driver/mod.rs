@@ -484,17 +484,11 @@ fn execute(
         counters.merge(&r.stats.counters());
     }
 
-    // What this invocation stored counts towards the size limit; passing it
-    // evicts (best effort, like the statistics: never a failed build).
-    let bytes_stored: u64 = results
-        .iter()
-        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
-        .sum::<u64>()
-        + tiered.as_ref().map_or(0, |t| {
+    if let Some(repo) = repo {
+        let copied = tiered.as_ref().map_or(0, |t| {
             t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
         });
-    if let Some(repo) = repo {
-        let _ = size::account_and_maybe_evict(repo, bytes_stored, cfg.max_size_bytes());
+        account_stored(repo, &results, copied, cfg.max_size_bytes());
     }
 
     if status == 0 {
@@ -504,6 +498,17 @@ fn execute(
         }
     }
     (status, counters)
+}
+
+/// What this invocation stored (`copied`: what the remote tier copied
+/// into the local store) counts towards the size limit; passing it evicts
+/// (best effort, like the statistics: never a failed build).
+fn account_stored(repo: &Path, results: &[UnitResult], copied: u64, max_size_bytes: u64) {
+    let bytes_stored: u64 = (results.iter())
+        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
+        .sum::<u64>()
+        + copied;
+    let _ = size::account_and_maybe_evict(repo, bytes_stored, max_size_bytes);
 }
 
 /// Every unit compiled by `compile_one`: on `jobs` threads where there are
