@@ -512,6 +512,8 @@ REPOCC_UNIT_CACHE=false "$REPOCC" -O2 -c x.c -o records.o || fail "compile with 
 assert_eq "compiles counted with stats/ once a symlink" 1 "$(stat_value compiles)"
 echo garbage > "$REPOCC_DIR/size/measured"
 for f in "$REPOCC_DIR"/identity/*; do echo '{"broken' > "$f"; done
+# (The compile above may have counted into shard 9: its file makes way.)
+rm -f "$REPOCC_DIR/stats/9.json"
 ln -s "$SCRATCH/elsewhere" "$REPOCC_DIR/stats/9.json"
 "$REPOCC" --verify > verify.out 2>&1 || true
 for what in "size/measured" "identity/" "stats/9.json"; do

@@ -859,6 +859,88 @@ mod tests {
 }
 
 #[cfg(test)]
+mod stored_deletions {
+    use super::*;
+    use crate::repo::storage::{Entry, EntryKind, Lookup};
+
+    /// A stored deletion of a definition the optimizer cannot delete (an
+    /// external function) is not trusted: the object still defines it. (A
+    /// flipped bit of an entry's kind, which the checksum did not cover,
+    /// once left lua's `luaM_realloc_` out of `lmem.o`.)
+    #[test]
+    fn a_stored_deletion_of_an_external_definition_is_compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let source = d.join("u.c");
+        std::fs::write(
+            &source,
+            "static int helper(int x) { return x * 3; }\n\
+             int kept(int x) { return helper(x) + 1; }\n\
+             int other(int y) { return y - 2; }\n",
+        )
+        .unwrap();
+        let bitcode_path = d.join("u.bc");
+        let status = std::process::Command::new("clang-19")
+            .args(["-O2", "-emit-llvm", "-c", "-Xclang", "-disable-llvm-passes"])
+            .arg(&source)
+            .arg("-o")
+            .arg(&bitcode_path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let bitcode = std::fs::read(&bitcode_path).unwrap();
+        let settings = crate::ir::settings::CodegenSettings::plain_o2();
+        let options = PipelineOptions {
+            merge_functions: true,
+            fragments: true,
+            debug_fragments: true,
+            context_bodies: true,
+            jobs: 1,
+            digest_report: false,
+            explain: false,
+            key: key::KeyContext::new("test".into(), &settings),
+        };
+        let store = crate::repo::store::Store::new(&d.join("repo"));
+        let compile = |output: &Path| {
+            let ir = FrontendIr::Bitcode(&bitcode);
+            compile_frontend_ir(ir, "u.c", &settings, &options, Some(&store), output).unwrap()
+        };
+        let cold = d.join("cold.o");
+        compile(&cold);
+        let mut turned = 0;
+        for info in store.entries() {
+            if let Ok(Lookup::Hit(e)) = store.get(&info.key) {
+                if e.kind == EntryKind::Object {
+                    let deletion = Entry {
+                        kind: EntryKind::Deleted,
+                        metadata: e.metadata,
+                        payload: Vec::new(),
+                    };
+                    store.put(&info.key, &deletion).unwrap();
+                    turned += 1;
+                }
+            }
+        }
+        assert!(turned >= 2, "{turned} stored objects");
+        let warm = d.join("warm.o");
+        let report = compile(&warm);
+        assert_eq!(
+            std::fs::read(&cold).unwrap(),
+            std::fs::read(&warm).unwrap(),
+            "the object with every stored fragment a deletion differs"
+        );
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("which it cannot")),
+            "{:?}",
+            report.warnings
+        );
+    }
+}
+
+#[cfg(test)]
 mod split_measurement {
     //! A measurement, not a test (ignored by default): the cost of code
     //! generation per definition against one emission for the whole module.

@@ -168,10 +168,29 @@ fn look_up_fragments(
             plan.store_problem.get_or_insert(p);
         }
         let discardable = split::discardable(&unit.module, &members, originally_local);
+        let was_found = found.usable.is_some();
+        let stored = found.usable.filter(|e| match e.kind {
+            EntryKind::Object => true,
+            EntryKind::Deleted => {
+                discardable || split::available_externally(&unit.module, &members)
+            }
+            _ => false,
+        });
+        if stored.is_none() && was_found {
+            // A definition the optimizer cannot delete, stored as deleted (or
+            // an entry of another kind under a fragment's key): composing
+            // would leave it out of the object. Compiled instead.
+            plan.corrupt_entries += 1;
+            plan.store_problem.get_or_insert(format!(
+                "repository entry {} says the optimizer deleted {}, which it cannot; recompiling it",
+                key.to_hex(),
+                members.join(", ")
+            ));
+        }
         plan.fragments.push(PlannedFragment {
             members,
             key,
-            stored: found.usable,
+            stored,
             discardable,
             references: found.references,
             inlined: found.inlined,

@@ -219,6 +219,27 @@ pub fn discardable(
     any
 }
 
+/// Whether every defined member of `members` is `available_externally`
+/// (a C99 `inline` definition): a body for the optimizer only, which it
+/// may delete although it is neither local nor discardable.
+pub fn available_externally(module: &Module, members: &[String]) -> bool {
+    let mut any = false;
+    for m in members {
+        let linkage = match module.get_function(m).filter(|f| llvm_shim::has_body(f)) {
+            Some(f) => f.get_linkage(),
+            None => match module.get_global(m).filter(|g| !g.is_declaration()) {
+                Some(g) => g.get_linkage(),
+                None => continue,
+            },
+        };
+        if linkage != Linkage::AvailableExternally {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
 /// Whether any of `members` is still defined in the (optimized) module.
 pub fn any_defined(module: &Module, members: &[String]) -> bool {
     members.iter().any(|m| {

@@ -11,7 +11,7 @@
 //! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition", 2 a whole unit's object compiled by clang, 3 "this unit needs clang" |
 //! | 3 | reserved (zero) |
 //! | 32 | the digest the entry is stored under |
-//! | 32 | blake3 of everything after the header |
+//! | 32 | blake3 of the version, kind, reserved bytes and digest above and of everything after the header |
 //! | 8 | length of the metadata (little endian) |
 //! | n | metadata (JSON, written by the pipeline) |
 //! | rest | payload (an ELF relocatable object for kind 0) |
@@ -58,7 +58,9 @@ use super::storage::{Corruption, Entry, EntryInfo, EntryKind, FragmentDigest, Lo
 
 const MAGIC: &[u8; 8] = b"RPCCFRAG";
 /// Bump when the entry layout or the meaning of a payload changes.
-pub const FORMAT_VERSION: u32 = 2;
+/// (3: the checksum covers the header's kind, which version 2 left
+/// unchecked: one flipped bit made a stored object read as "deleted".)
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 32 + 8;
 
 const PACK_MAGIC: &[u8; 8] = b"RPCCPACK";
@@ -107,10 +109,21 @@ pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     out.push(entry.kind.byte());
     out.extend_from_slice(&[0, 0, 0]);
     out.extend_from_slice(&digest.0);
-    out.extend_from_slice(blake3::hash(&body).as_bytes());
+    let checksum = entry_checksum(&out[8..48], &body);
+    out.extend_from_slice(checksum.as_bytes());
     // The metadata length is the first 8 bytes of the checksummed body.
     out.extend_from_slice(&body);
     out
+}
+
+/// The checksum of an entry: every byte of it but the magic and the
+/// checksum itself. A header field left out is one a flipped bit can change
+/// unseen (the kind turns an object into a deletion).
+fn entry_checksum(header: &[u8], body: &[u8]) -> blake3::Hash {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(header);
+    hasher.update(body);
+    hasher.finalize()
 }
 
 pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption> {
@@ -142,7 +155,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
         return Err(Corruption::WrongDigest);
     }
     let body = &bytes[80..];
-    if blake3::hash(body).as_bytes() != &bytes[48..80] {
+    if entry_checksum(&bytes[8..48], body).as_bytes() != &bytes[48..80] {
         return Err(Corruption::BadChecksum);
     }
     let meta_len = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")) as usize;
@@ -1153,13 +1166,20 @@ mod tests {
     }
 
     #[test]
-    fn every_flipped_byte_is_detected() {
+    fn every_flipped_bit_is_detected() {
+        // Every bit: one flipped bit of the kind once read an object as a
+        // deletion (a flip of bit 6 only, as this test did, never did).
         let d = digest(3);
         let bytes = encode(&d, &entry(b"payload bytes"));
         for i in 0..bytes.len() {
-            let mut bad = bytes.clone();
-            bad[i] ^= 0x40;
-            assert!(decode(&d, &bad).is_err(), "flip at {i} not detected");
+            for bit in 0..8 {
+                let mut bad = bytes.clone();
+                bad[i] ^= 1 << bit;
+                assert!(
+                    decode(&d, &bad).is_err(),
+                    "flip of bit {bit} at {i} not detected"
+                );
+            }
         }
         assert!(decode(&d, &bytes[..bytes.len() - 1]).is_err());
         assert!(
