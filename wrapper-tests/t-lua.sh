@@ -11,6 +11,10 @@ units=$(ls src/*.o | wc -l)
 note "built $units objects"
 assert_eq "every unit through the pipeline" "$units" "$(stat_value compiles)"
 assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
+# Every object composed in process and every fragment carved: a decline
+# (the slower ld.lld -r path, a module per fragment) is counted, never silent.
+assert_eq "composing declined" 0 "$(stat_value compose_declines)"
+assert_eq "carving declined" 0 "$(stat_value carve_declines)"
 
 out=$(src/lua "$WT_ROOT/programs/checks.lua") || fail "checks.lua failed: $out"
 echo "$out" | tail -n 3

@@ -10,6 +10,10 @@ repocc -O2 -DSQLITE_THREADSAFE=1 -DSQLITE_ENABLE_MATH_FUNCTIONS shell.c sqlite3.
   -lm -ldl -lpthread -o sqlite3 2> build.err || { cat build.err; fail "building the shell"; }
 assert_eq "units through the pipeline" 2 "$(stat_value compiles)"
 assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
+# Every object composed in process and every fragment carved: a decline
+# (the slower ld.lld -r path, a module per fragment) is counted, never silent.
+assert_eq "composing declined" 0 "$(stat_value compose_declines)"
+assert_eq "carving declined" 0 "$(stat_value carve_declines)"
 
 ./sqlite3 test.db < "$WT_ROOT/programs/checks.sql" > checks.out 2>&1 || { cat checks.out; fail "sqlite3 shell"; }
 diff -u "$WT_ROOT/programs/checks.expected" checks.out || fail "SQL answers differ"

@@ -591,6 +591,14 @@ impl UnitResult {
                 counters.add(key::FRAGMENTS_STORED, rep.fragments_stored);
                 counters.add(key::BODIES_REUSED, rep.bodies_reused);
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
+                if let Some(why) = &rep.compose_declined {
+                    counters.add(key::COMPOSE_DECLINES, 1);
+                    counters.add_reason(&Reason::new(Category::ComposeDeclined, why.clone()));
+                }
+                counters.add(key::CARVE_DECLINES, rep.carve_declined.len() as u64);
+                for why in &rep.carve_declined {
+                    counters.add_reason(&Reason::new(Category::CarveDeclined, why.clone()));
+                }
                 if rep.debug_unit_without_repository {
                     counters.add(key::DEBUG_UNITS_WHOLE, 1);
                 }

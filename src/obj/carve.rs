@@ -362,13 +362,13 @@ pub struct FragmentSpec {
 /// fragment. `None` for a fragment: it has something not handled here
 /// (decided by the fragment alone, so that it is compiled the other way
 /// whatever it was compiled with); `None` for all: the object is not one
-/// handled here.
+/// handled here (the reason why).
 pub fn carve(
     whole: &[u8],
     fragments: &[&FragmentSpec],
     naming: SectionNaming,
-) -> Option<Vec<Option<Vec<u8>>>> {
-    let w = index(whole)?;
+) -> Result<Vec<Option<Vec<u8>>>, super::Decline> {
+    let w = index(whole).ok_or(super::Decline("an object carving cannot index"))?;
     let mut claimed = vec![false; w.input.shdrs.len()];
     let mut out = Vec::with_capacity(fragments.len());
     for spec in fragments {
@@ -419,10 +419,10 @@ pub fn carve(
                 && c_str(w.input.strtab, sym.name).is_some_and(|n| members.contains(n))
         });
         if is_content(&w, i) && s.size > 0 && defines_member && !claimed[i] {
-            return None;
+            return Err(super::Decline("a member's section no fragment claimed"));
         }
     }
-    Some(out)
+    Ok(out)
 }
 
 /// One fragment's object under construction.
@@ -1506,6 +1506,6 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         assert!(carved[1].is_none());
         assert!(carved[2].is_some());
         // Not a recognized object: declined as a whole.
-        assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_none());
+        assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_err());
     }
 }

@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::debug_compose::{AbbrevUnions, DebugSections, StringTables};
 use super::elf::*;
+use super::Decline;
 
 /// What identifies a section of private read-only data — bytes,
 /// alignment and relocations, each by the global symbol it names — when
@@ -143,7 +144,7 @@ fn merge_visibility(a: u8, b: u8) -> u8 {
 /// in `locals` (where defined) local. `None`: not a case handled here.
 #[cfg(test)]
 pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Option<Vec<u8>> {
-    combine_filling(objects, locals, unnamed, CodeFill::Trap)
+    combine_filling(objects, locals, unnamed, CodeFill::Trap).ok()
 }
 
 /// How the gaps an alignment leaves between pieces of x86-64 code are
@@ -202,25 +203,29 @@ fn x86_nops(len: usize, max: usize) -> Vec<u8> {
     out
 }
 
-/// [`combine`], with code padded as `fill` says.
+/// [`combine`], with code padded as `fill` says; the reason when the
+/// objects are not a case handled here.
 pub fn combine_filling(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
     fill: CodeFill,
-) -> Option<Vec<u8>> {
-    let inputs: Vec<Input> = objects.iter().map(|o| parse(o)).collect::<Option<_>>()?;
-    let first = inputs.first()?;
-    let machine = u16_at(first.data, 18)?;
-    let e_flags = u32_at(first.data, 0x30)?;
+) -> Result<Vec<u8>, Decline> {
+    let inputs: Vec<Input> = (objects.iter())
+        .map(|o| parse(o))
+        .collect::<Option<_>>()
+        .ok_or(Decline("a part that is not an object read here"))?;
+    let first = inputs.first().ok_or(Decline("no parts"))?;
+    let machine = u16_at(first.data, 18).ok_or(Decline("a truncated ELF header"))?;
+    let e_flags = u32_at(first.data, 0x30).ok_or(Decline("a truncated ELF header"))?;
     if !matches!(machine, EM_X86_64 | EM_AARCH64) {
-        return None;
+        return Err(Decline("a machine other than x86-64 and AArch64"));
     }
     if inputs
         .iter()
         .any(|input| u16_at(input.data, 18) != Some(machine))
     {
-        return None;
+        return Err(Decline("parts of different machines"));
     }
     // The composed object's table says which symbols are address-
     // significant only if every part's did.
@@ -229,7 +234,7 @@ pub fn combine_filling(
         .all(|input| input.shdrs.iter().any(|s| s.sh_type == SHT_LLVM_ADDRSIG));
     // How each part's debug sections are composed is known before the
     // first is placed: the parts' units share one abbreviation table.
-    let plans = plan_parts(&inputs)?;
+    let plans = plan_parts(&inputs).ok_or(Decline("a part's groups or debug sections"))?;
     let debug: Vec<&DebugSections> = plans.iter().map(|p| &p.debug).collect();
     let abbrevs = AbbrevUnions::of(&debug);
     let string_tables = StringTables::of(&debug);
@@ -240,9 +245,11 @@ pub fn combine_filling(
             abbrevs.of_object(position),
             string_tables.of_object(position),
         );
-        composer.add_part(input, &plan)?;
+        (composer.add_part(input, &plan))
+            .ok_or(Decline("a part's sections, symbols or relocations"))?;
     }
-    composer.finish(first.data, e_flags, locals, unnamed, every_part_has_addrsig)
+    (composer.finish(first.data, e_flags, locals, unnamed, every_part_has_addrsig))
+        .ok_or(Decline("the composed object's symbols or layout"))
 }
 
 /// What is known of one part before any is placed.

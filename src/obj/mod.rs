@@ -15,6 +15,19 @@
 //! Imports point down only: `elf` ← `dwarf`, `unwind` ← the DWARF stages ←
 //! `combine`, `carve` (checked by `scripts/check-layers.py`).
 
+/// Why the object layer declined an input: not a case it handles. The
+/// caller takes its slower path (`ld.lld -r` for composing, a module per
+/// fragment for carving) and the statistics count the decline with this
+/// reason, so that a decline is never silent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decline(pub &'static str);
+
+impl std::fmt::Display for Decline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
 pub mod carve;
 pub mod combine;
 pub mod debug_compose;

@@ -14,6 +14,8 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 
+use crate::obj::Decline;
+
 /// An LLVM 19 tool: `name-19` on PATH, else LLVM 19's own bin directory.
 fn llvm_tool(name: &str, cache: &'static OnceLock<Option<PathBuf>>) -> Result<&'static Path> {
     cache
@@ -37,20 +39,21 @@ fn objcopy() -> Result<&'static Path> {
     llvm_tool("llvm-objcopy", &FOUND)
 }
 
-/// Combines fragment objects, in order, into one relocatable object
-/// (`ld.lld -r` over a single archive of them, so that thousands of
-/// fragments cost one file, not thousands) and writes it like
-/// [`write_object`].
+/// Combines fragment objects, in order, into one relocatable object and
+/// writes it like [`write_object`]. Where `obj::combine` declines (the
+/// reason is returned, for the statistics), `ld.lld -r` combines them over
+/// a single archive of them (thousands of fragments cost one file).
 pub fn compose_fragments(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
     fill: crate::obj::combine::CodeFill,
     output: &Path,
-) -> Result<()> {
-    if let Some(bytes) = crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
-        return super::output::write_output(output, &bytes);
-    }
+) -> Result<Option<Decline>> {
+    let decline = match crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
+        Ok(bytes) => return super::output::write_output(output, &bytes).map(|()| None),
+        Err(decline) => decline,
+    };
     let dir = tempfile::Builder::new()
         .prefix("repocc-fragments")
         .tempdir()
@@ -82,7 +85,8 @@ pub fn compose_fragments(
         );
     }
     let bytes = std::fs::read(&combined).context("reading the composed object")?;
-    write_object(&bytes, locals, unnamed, fill, output)
+    write_object(&bytes, locals, unnamed, fill, output)?;
+    Ok(Some(decline))
 }
 
 /// A System V `ar` archive of the objects, members named `f<N>.o`, in
@@ -113,20 +117,22 @@ pub fn ar_archive(objects: &[&[u8]]) -> Vec<u8> {
 
 /// Writes `object` to `output` with `locals` made local symbols and the
 /// symbols of `unnamed` (a subset: private in the source) left out where
-/// `obj::combine` can; the external tools keep them as locals.
+/// `obj::combine` can; the external tools keep them as locals (and the
+/// reason `obj::combine` declined is returned, for the statistics).
 pub fn write_object(
     object: &[u8],
     locals: &[String],
     unnamed: &[String],
     fill: crate::obj::combine::CodeFill,
     output: &Path,
-) -> Result<()> {
+) -> Result<Option<Decline>> {
     if locals.is_empty() {
-        return super::output::write_output(output, object);
+        return super::output::write_output(output, object).map(|()| None);
     }
-    if let Some(bytes) = crate::obj::combine::combine_filling(&[object], locals, unnamed, fill) {
-        return super::output::write_output(output, &bytes);
-    }
+    let decline = match crate::obj::combine::combine_filling(&[object], locals, unnamed, fill) {
+        Ok(bytes) => return super::output::write_output(output, &bytes).map(|()| None),
+        Err(decline) => decline,
+    };
     // A device or FIFO output: localize in a temporary file, then write the
     // result in place.
     let special = super::output::is_special(output);
@@ -164,11 +170,12 @@ pub fn write_object(
     }
     if special {
         let bytes = std::fs::read(tmp.path()).context("reading the localized object")?;
-        return super::output::write_in_place(output, &bytes);
+        super::output::write_in_place(output, &bytes)?;
+        return Ok(Some(decline));
     }
     tmp.persist(output)
         .with_context(|| format!("renaming onto {}", output.display()))?;
-    Ok(())
+    Ok(Some(decline))
 }
 
 /// A temporary file of `lines`, one a line, for llvm-objcopy's list options.
@@ -185,4 +192,32 @@ fn symbol_list(
     }
     list.flush()?;
     Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::obj::combine::tests::compile;
+    use crate::obj::combine::CodeFill;
+    use crate::obj::Decline;
+
+    /// What `obj::combine` declines, the tools compose, and the reason
+    /// comes back for the statistics (`compose_declines`).
+    #[test]
+    fn a_declined_composition_says_why() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let x86_32 = compile(d, "m32.c", "int f(int x) { return x + 1; }\n", &["-m32"]);
+        let out = d.join("m32-out.o");
+        let declined =
+            super::compose_fragments(&[&x86_32], &[], &[], CodeFill::Trap, &out).unwrap();
+        assert_eq!(
+            declined,
+            Some(Decline("a part that is not an object read here"))
+        );
+        assert!(std::fs::read(&out).unwrap().starts_with(b"\x7fELF\x01"));
+        let ok = compile(d, "ok.c", "int g(int x) { return x * 3; }\n", &[]);
+        let out = d.join("ok-out.o");
+        let declined = super::compose_fragments(&[&ok], &[], &[], CodeFill::Trap, &out).unwrap();
+        assert_eq!(declined, None);
+    }
 }

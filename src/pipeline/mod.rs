@@ -123,6 +123,12 @@ pub struct UnitReport {
     /// Bytes written to the repository (for the size accounting).
     pub bytes_stored: u64,
     pub corrupt_entries: u64,
+    /// Why `obj::combine` declined to compose (or localize) this unit's
+    /// object, when it did: `ld.lld -r` and `llvm-objcopy` did it instead.
+    pub compose_declined: Option<String>,
+    /// Why `obj::carve` declined, once per fragment compiled as a module of
+    /// its own instead of carved.
+    pub carve_declined: Vec<String>,
     /// The unit has debug info and was compiled whole, without the
     /// repository (`debug_fragments` off).
     pub debug_unit_without_repository: bool,
@@ -287,7 +293,7 @@ fn run_stages<'ctx>(
     }
 
     let t = Instant::now();
-    compose::write_object(
+    let declined = compose::write_object(
         object.as_slice(),
         &unit.originally_local,
         &unit.unnamed_locals,
@@ -300,6 +306,7 @@ fn run_stages<'ctx>(
         definitions,
         definitions_compiled: definitions,
         debug_unit_without_repository: storage.is_some() && debug_info,
+        compose_declined: declined.map(|d| d.to_string()),
         ..UnitReport::default()
     })
 }
@@ -360,7 +367,7 @@ fn repository_stages(
     let t = Instant::now();
     stages.rebase_anchor_lines()?;
     let views = stages.fragment_views(&pruned);
-    let (assembly, emitted) = stages.emit_new_fragments(&views)?;
+    let (assembly, emitted) = stages.emit_new_fragments(&views, &mut report)?;
     times.codegen = t.elapsed();
     if let Some(d) = sink.first() {
         return Err(llvm_reported(d));
@@ -378,7 +385,7 @@ fn repository_stages(
                 .flatten()
         })
         .collect();
-    stages.compose(
+    let declined = stages.compose(
         &pruned,
         &assembly,
         &emitted,
@@ -386,6 +393,7 @@ fn repository_stages(
         stubbed_types,
         output,
     )?;
+    report.compose_declined = declined.map(|d| d.to_string());
     times.write = t.elapsed();
 
     let t = Instant::now();
@@ -476,6 +484,7 @@ impl Stages<'_, '_> {
     fn emit_new_fragments(
         &self,
         views: &[assemble::FragmentView],
+        report: &mut UnitReport,
     ) -> Result<(assemble::Assembly, Vec<split::Fragment>)> {
         let mut post = split::plan(&self.unit.module);
         let glue = match post.first() {
@@ -488,13 +497,16 @@ impl Stages<'_, '_> {
             .collect();
         let mut assembly = assemble::plan(glue, views, unplanned);
         let to_emit = std::mem::take(&mut assembly.to_emit);
+        let mut carve_declines = Vec::new();
         let emitted = split::emit_groups(
             self.unit,
             self.settings,
             self.options.jobs,
             to_emit,
             self.digests.relative_lines,
+            &mut carve_declines,
         )?;
+        report.carve_declined = carve_declines.iter().map(|d| d.to_string()).collect();
         Ok((assembly, emitted))
     }
 
@@ -558,7 +570,7 @@ impl Stages<'_, '_> {
         emitted_lines: &[Option<debug_lines::RelativeLines>],
         stubbed_types: crate::llvm_shim::StubKind,
         output: &Path,
-    ) -> Result<()> {
+    ) -> Result<Option<crate::obj::Decline>> {
         let unit = self.unit;
         let stored_payload = |i: usize| {
             (pruned.fragments[i].stored.as_ref()).map_or(&[][..], |e| e.payload.as_slice())

@@ -287,6 +287,7 @@ pub fn emit_groups(
     jobs: usize,
     plan: Vec<(Vec<String>, bool)>,
     relative_lines: bool,
+    carve_declines: &mut Vec<crate::obj::Decline>,
 ) -> Result<Vec<Fragment>> {
     let target = TargetSpec::of(unit);
     let jobs = workers_now(jobs);
@@ -298,7 +299,15 @@ pub fn emit_groups(
     // Not with debug info: a fragment's compile unit must be its own to be
     // trimmed (see `llvm_shim::trim_debug_units`).
     if !debug_info && !crate::config::switches().no_carve {
-        emit_carved(unit, settings, &target, jobs, &plan, &mut done)?;
+        emit_carved(
+            unit,
+            settings,
+            &target,
+            jobs,
+            &plan,
+            &mut done,
+            carve_declines,
+        )?;
     }
     // The unit's code generation pipeline, for the fragments compiled in
     // its context.
@@ -706,6 +715,7 @@ fn emit_carved(
     jobs: usize,
     plan: &[(Vec<String>, bool)],
     done: &mut [Option<Fragment>],
+    declines: &mut Vec<crate::obj::Decline>,
 ) -> Result<()> {
     let own: Vec<usize> = (0..plan.len()).filter(|&i| !plan[i].1).collect();
     if own.is_empty() {
@@ -815,19 +825,25 @@ fn emit_carved(
     };
     for (group, object) in groups.iter().zip(&objects) {
         let group_specs: Vec<&carve::FragmentSpec> = group.iter().map(|&p| &specs[p]).collect();
-        let Some(carved) = carve::carve(object, &group_specs, naming) else {
-            continue;
+        let carved = match carve::carve(object, &group_specs, naming) {
+            Ok(carved) => carved,
+            Err(decline) => {
+                declines.extend(group.iter().map(|_| decline));
+                continue;
+            }
         };
         for (&pos, object) in group.iter().zip(carved) {
-            if let Some(object) = object {
-                done[own[pos]] = Some(Fragment {
-                    members: specs[pos].members.clone(),
-                    glue: false,
-                    object,
-                    references: std::mem::take(&mut references[pos]),
-                    inlined: Vec::new(),
-                });
-            }
+            let Some(object) = object else {
+                declines.push(crate::obj::Decline("a fragment carving does not handle"));
+                continue;
+            };
+            done[own[pos]] = Some(Fragment {
+                members: specs[pos].members.clone(),
+                glue: false,
+                object,
+                references: std::mem::take(&mut references[pos]),
+                inlined: Vec::new(),
+            });
         }
     }
     Ok(())

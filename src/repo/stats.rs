@@ -45,6 +45,12 @@ pub mod key {
     pub const BODIES_REUSED: &str = "bodies_reused";
     /// Repository entries that failed verification (and were recompiled).
     pub const CORRUPT_ENTRIES: &str = "corrupt_entries";
+    /// Units whose object `obj::combine` declined to compose (`ld.lld -r`
+    /// and `llvm-objcopy` did it: other bytes, slower), and fragments
+    /// `obj::carve` declined to cut out (each compiled as a module of its
+    /// own). The reasons are listed with the others.
+    pub const COMPOSE_DECLINES: &str = "compose_declines";
+    pub const CARVE_DECLINES: &str = "carve_declines";
     /// Units with debug info compiled whole, without the repository
     /// (`debug_fragments` off).
     pub const DEBUG_UNITS_WHOLE: &str = "debug_units_whole";
@@ -90,6 +96,8 @@ pub mod key {
         FRAGMENTS_STORED,
         BODIES_REUSED,
         CORRUPT_ENTRIES,
+        COMPOSE_DECLINES,
+        CARVE_DECLINES,
         DEBUG_UNITS_WHOLE,
         CLANG_UNITS_REUSED,
         UNIT_HITS,
@@ -177,6 +185,10 @@ pub enum Category {
     /// A unit compiled after a unit cache miss was not recorded (a file
     /// changed during the compile, `__TIME__`, ...).
     UnitNotRecorded,
+    /// `obj::combine` declined a unit's object (see `COMPOSE_DECLINES`).
+    ComposeDeclined,
+    /// `obj::carve` declined a fragment (see `CARVE_DECLINES`).
+    CarveDeclined,
 }
 
 impl Category {
@@ -201,6 +213,8 @@ impl Category {
             Category::LlvmFatalError => "fallback: LLVM fatal error",
             Category::UnitNotCached => "unit cache: not used",
             Category::UnitNotRecorded => "unit cache: not recorded",
+            Category::ComposeDeclined => "decline: composing (ld.lld -r instead)",
+            Category::CarveDeclined => "decline: carving (a module per fragment instead)",
         }
     }
 }
