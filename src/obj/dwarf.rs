@@ -360,3 +360,109 @@ impl<'o> ObjectDwarf<'o> {
         walk_units(section, types, &abbrev_at, &abbrevs, visit, die)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::obj::combine::tests::compile;
+    use crate::obj::elf::parse;
+
+    #[test]
+    fn leb128_values_read_back() {
+        for (bytes, value) in [
+            (&[0x02][..], 2i64),
+            (&[0x7e], -2),
+            (&[0xff, 0x00], 127),
+            (&[0x81, 0x7f], -127),
+            (&[0x80, 0x01], 128),
+            (&[0x80, 0x7f], -128),
+        ] {
+            assert_eq!(read_sleb(bytes), Some((value, bytes.len())), "{bytes:?}");
+        }
+        assert_eq!(read_sleb(&[0x80, 0x80]), None, "runs past the end");
+        // A value written into a wider field reads back, in that width.
+        for (value, size) in [(0u64, 1), (5, 3), (300, 2), (300, 4), (1 << 20, 4)] {
+            let field = uleb_padded(value, size);
+            assert_eq!(field.len(), size);
+            assert_eq!(read_uleb(&field), Some((value, size)), "{value} in {size}");
+        }
+    }
+
+    #[test]
+    fn abbreviations_forms_and_unit_extents() {
+        // code 1: DW_TAG_compile_unit, children, DW_AT_name/strp,
+        // DW_AT_language/implicit_const 12; code 2: DW_TAG_base_type, none.
+        let table = [
+            1, 0x11, 1, 0x03, 0x0e, 0x13, 0x21, 12, 0, 0, //
+            2, 0x24, 0, 0x0b, 0x0b, 0, 0, //
+            0,
+        ];
+        let abbrevs = read_abbrevs(&table).unwrap();
+        assert_eq!(abbrevs.len(), 2);
+        assert!(abbrevs[0].children && !abbrevs[1].children);
+        assert_eq!(
+            abbrevs[0].attributes,
+            vec![(0x03, 0x0e, 0), (0x13, 0x21, 12)]
+        );
+        assert!(
+            read_abbrevs(&table[..table.len() - 1]).is_none(),
+            "unterminated"
+        );
+        assert_eq!(form_size(0x08, b"abc\0rest", 8, 5), Some(4), "string");
+        assert_eq!(form_size(0x0a, &[3, 1, 2, 3], 8, 5), Some(4), "block1");
+        assert_eq!(form_size(0x10, &[], 8, 2), Some(8), "DWARF 2 ref_addr");
+        assert_eq!(form_size(0x10, &[], 8, 4), Some(4), "ref_addr");
+        assert_eq!(form_size(0x01, &[], 4, 4), Some(4), "addr");
+        assert_eq!(form_size(0x99, &[], 8, 5), None, "unknown form");
+        assert_eq!(form_value(0x0f, &[0x80, 0x01]), Some(128), "udata");
+        assert_eq!(form_value(0x05, &[0x34, 0x12]), Some(0x1234), "data2");
+        assert_eq!(form_value(0x08, b"x\0"), None, "not a number");
+        let mut section = vec![8, 0, 0, 0, 5, 0, 1, 8, 0, 0, 0, 0];
+        assert_eq!(unit_extent(&section, 0), Some((12, 5)));
+        section[0] = 9;
+        assert_eq!(unit_extent(&section, 0), None, "past the section");
+        assert_eq!(
+            unit_extent(&[0xff, 0xff, 0xff, 0xff, 0, 0], 0),
+            None,
+            "DWARF64"
+        );
+    }
+
+    /// Walking clang's `.debug_info` meets every function's DIE and name,
+    /// and ends exactly at each unit's end.
+    #[test]
+    fn walks_clangs_debug_info() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = "struct point { int x, y; };\n\
+                      static int twice(struct point p) { return 2 * (p.x + p.y); }\n\
+                      int area(struct point p) { return p.x * p.y + twice(p); }\n";
+        for version in ["-gdwarf-4", "-gdwarf-5"] {
+            let object = compile(dir.path(), "w.c", source, &["-O1", version]);
+            let input = parse(&object).unwrap();
+            let info = (0..input.shdrs.len())
+                .find(|&i| c_str(input.shstrtab, input.shdrs[i].name) == Some(b".debug_info"))
+                .unwrap();
+            let dwarf = ObjectDwarf::new(&input);
+            let (mut dies, mut names, mut units) = (0, 0, std::collections::HashSet::new());
+            dwarf
+                .walk(
+                    info,
+                    &mut |a| {
+                        names += usize::from(a.name == 0x03);
+                        units.insert(a.unit);
+                        Some(())
+                    },
+                    &mut |_| {
+                        dies += 1;
+                        Some(())
+                    },
+                )
+                .unwrap_or_else(|| panic!("{version}: the walk declined"));
+            assert_eq!(units.len(), 1, "{version}");
+            // The unit, two subprograms, their parameters, the struct, its
+            // members, int: each has a name.
+            assert!(names >= 8, "{version}: {names} names");
+            assert!(dies > names, "{version}: {dies} DIEs");
+        }
+    }
+}
