@@ -438,7 +438,7 @@ pub fn set_user_value(key: &str, value: Value) -> anyhow::Result<PathBuf> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     let text = serde_json::to_string_pretty(&Value::Object(map))? + "\n";
-    crate::pipeline::output::write_atomically(&path, text.as_bytes())?;
+    crate::support::output::write_atomically(&path, text.as_bytes())?;
     Ok(path)
 }
 

@@ -23,7 +23,6 @@ mod obj;
 mod pipeline;
 mod repo;
 mod support;
-mod temporaries;
 mod unit_cache;
 
 /// jemalloc, for LLVM's allocations too: with its `malloc` and `free`
@@ -65,6 +64,12 @@ fn print_version(argv0: &str) -> i32 {
 }
 
 fn main() {
+    support::interrupts::install(support::interrupts::InterruptHooks {
+        remove_file: llvm_shim::remove_file_on_interrupt,
+        keep_file: llvm_shim::keep_file_on_interrupt,
+        remove_directory: llvm_shim::remove_directory_on_interrupt,
+        keep_directory: llvm_shim::keep_directory_on_interrupt,
+    });
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     let argv0 = argv
         .first()

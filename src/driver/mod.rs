@@ -219,7 +219,7 @@ fn exec_clang(clang: &Path, args: &[OsString]) -> i32 {
 /// (`$TMPDIR/<stem>-XXXXXX.o`) and removed when the invocation ends.
 #[derive(Default)]
 struct LazyTemps {
-    files: std::sync::Mutex<Vec<crate::temporaries::TemporaryPath>>,
+    files: std::sync::Mutex<Vec<crate::support::temporaries::TemporaryPath>>,
     /// One could not be made (`$TMPDIR` missing or full): clang, run
     /// instead, reports it in its own words.
     failed: std::sync::atomic::AtomicBool,
@@ -231,7 +231,7 @@ impl TempObjects for LazyTemps {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "unit".into());
-        let made = crate::temporaries::TemporaryPath::create(
+        let made = crate::support::temporaries::TemporaryPath::create(
             tempfile::Builder::new()
                 .prefix(&format!("{stem}-"))
                 .suffix(".o")
@@ -428,7 +428,7 @@ fn execute(
             storage,
             clang_identity,
         });
-    let scratch = crate::temporaries::ScratchDir::new("repocc-dep-").ok();
+    let scratch = crate::support::temporaries::ScratchDir::new("repocc-dep-").ok();
     let unit_cache =
         storage
             .filter(|_| unit_cache_on && scratch.is_some())
@@ -931,14 +931,14 @@ fn compile_unit(
     let mut fe = match clang.run_frontend(&fe_args, cx.force_color, header_list, true) {
         Ok(fe) => fe,
         Err(e) => {
-            pipeline::output::remove_failed_output(&unit.output);
+            crate::support::output::remove_failed_output(&unit.output);
             return UnitResult::failed(1, format!("repocc: error: {e:#}\n").into_bytes(), false);
         }
     };
     let mut stderr = std::mem::take(&mut fe.stderr);
     if fe.status != 0 {
         // As clang's driver: a failed compile leaves no stale object.
-        pipeline::output::remove_failed_output(&unit.output);
+        crate::support::output::remove_failed_output(&unit.output);
         return UnitResult::failed(fe.status, stderr, true);
     }
     let frontend_time = start.elapsed();
@@ -971,7 +971,7 @@ fn compile_unit(
     let key_time = key_start.elapsed();
     let result = match remembered {
         pipeline::clang_units::Remembered::Object(object) => {
-            match pipeline::output::write_output(&unit.output, &object) {
+            match crate::support::output::write_output(&unit.output, &object) {
                 Ok(()) => {
                     return UnitResult {
                         headers_listed: fe.headers_listed,
@@ -1127,7 +1127,7 @@ impl Fallback<'_> {
         // Any other failure is repocc's: one line, and clang's warnings
         // (already shown) are not repeated.
         let backend = e.downcast_ref::<pipeline::BackendDiagnostic>().is_some()
-            || e.downcast_ref::<pipeline::output::OutputRefused>()
+            || e.downcast_ref::<crate::support::output::OutputRefused>()
                 .is_some();
         let reason = if backend {
             // clang's own compile prints everything a clang compile would,

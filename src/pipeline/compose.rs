@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context, Result};
 
 use crate::obj::Decline;
+use crate::support::output;
 
 /// An LLVM 19 tool: `name-19` on PATH, else LLVM 19's own bin directory.
 fn llvm_tool(name: &str, cache: &'static OnceLock<Option<PathBuf>>) -> Result<&'static Path> {
@@ -51,7 +52,7 @@ pub fn compose_fragments(
     output: &Path,
 ) -> Result<Option<Decline>> {
     let decline = match crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
-        Ok(bytes) => return super::output::write_output(output, &bytes).map(|()| None),
+        Ok(bytes) => return output::write_output(output, &bytes).map(|()| None),
         Err(decline) => decline,
     };
     let dir = tempfile::Builder::new()
@@ -127,24 +128,25 @@ pub fn write_object(
     output: &Path,
 ) -> Result<Option<Decline>> {
     if locals.is_empty() {
-        return super::output::write_output(output, object).map(|()| None);
+        return output::write_output(output, object).map(|()| None);
     }
     let decline = match crate::obj::combine::combine_filling(&[object], locals, unnamed, fill) {
-        Ok(bytes) => return super::output::write_output(output, &bytes).map(|()| None),
+        Ok(bytes) => return output::write_output(output, &bytes).map(|()| None),
         Err(decline) => decline,
     };
     // A device or FIFO output: localize in a temporary file, then write the
     // result in place.
-    let special = super::output::is_special(output);
+    let special = output::is_special(output);
     let tmp = if special {
         let mut builder = tempfile::Builder::new();
         builder.prefix("repocc-object").suffix(".o");
-        let mut t = crate::temporaries::TemporaryFile::new_in(&builder, &std::env::temp_dir())
-            .context("creating a temporary object")?;
+        let mut t =
+            crate::support::temporaries::TemporaryFile::new_in(&builder, &std::env::temp_dir())
+                .context("creating a temporary object")?;
         t.write_all(object)?;
         t
     } else {
-        super::output::temporary_beside(output, object)?
+        output::temporary_beside(output, object)?
     };
     let list = symbol_list("repocc-locals", locals.iter().cloned())?;
     // The private constants get `.L` names, as `obj::combine`
@@ -170,7 +172,7 @@ pub fn write_object(
     }
     if special {
         let bytes = std::fs::read(tmp.path()).context("reading the localized object")?;
-        super::output::write_in_place(output, &bytes)?;
+        output::write_in_place(output, &bytes)?;
         return Ok(Some(decline));
     }
     tmp.persist(output)

@@ -19,7 +19,7 @@
 //!    `obj::carve`).
 //! 7. [`assemble`] and [`compose`]: the object at its path from new and
 //!    stored fragments (`obj::combine`), with the definitions that were
-//!    internal in the source local again; [`output`] writes atomically.
+//!    internal in the source local again; `support::output` writes atomically.
 //!
 //! [`compile_unit`] runs them in order for one unit. Each unit owns its own
 //! `inkwell::context::Context`; only bytes cross threads.
@@ -30,7 +30,6 @@ pub mod compose;
 pub mod entries;
 pub mod explain;
 pub mod key;
-pub mod output;
 pub mod prune;
 pub mod split;
 

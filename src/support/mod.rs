@@ -1,3 +1,9 @@
-//! Small things every layer may use, depending on nothing of the crate.
+//! What every layer may use, depending on nothing of the crate: atomic
+//! output (`output`), temporary files and directories (`temporaries`)
+//! and what an interrupt removes (`interrupts`), the relative-line
+//! convention (`line_bases`).
 
+pub mod interrupts;
 pub mod line_bases;
+pub mod output;
+pub mod temporaries;

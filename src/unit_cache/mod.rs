@@ -250,9 +250,9 @@ impl UnitCache<'_> {
 
     /// Writes a hit's object and dependency file.
     pub fn write_hit(&self, p: &Prepared, output: &Path, r: &CachedResult) -> anyhow::Result<()> {
-        crate::pipeline::output::write_output(output, &r.object)?;
+        crate::support::output::write_output(output, &r.object)?;
         if let (Some(path), Some(bytes)) = (&p.dep_file, &r.dep_file) {
-            crate::pipeline::output::write_output(path, bytes)?;
+            crate::support::output::write_output(path, bytes)?;
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use crate::llvm_shim;
+use super::interrupts;
 
 /// While this lives, an interrupt removes `path` (a regular file, or an
 /// empty directory) before the process dies of it.
@@ -33,7 +33,7 @@ enum InterruptList {
 
 impl RemovedOnInterrupt {
     pub fn file(path: &Path) -> RemovedOnInterrupt {
-        llvm_shim::remove_file_on_interrupt(path);
+        interrupts::remove_file(path);
         RemovedOnInterrupt {
             path: path.to_path_buf(),
             list: InterruptList::Files,
@@ -43,7 +43,7 @@ impl RemovedOnInterrupt {
     /// For a directory whose files are each on the list too (an interrupt
     /// removes the files first).
     pub fn directory(path: &Path) -> RemovedOnInterrupt {
-        let list = if llvm_shim::remove_directory_on_interrupt(path) {
+        let list = if interrupts::remove_directory(path) {
             InterruptList::Directories
         } else {
             InterruptList::Neither
@@ -58,8 +58,8 @@ impl RemovedOnInterrupt {
 impl Drop for RemovedOnInterrupt {
     fn drop(&mut self) {
         match self.list {
-            InterruptList::Files => llvm_shim::keep_file_on_interrupt(&self.path),
-            InterruptList::Directories => llvm_shim::keep_directory_on_interrupt(&self.path),
+            InterruptList::Files => interrupts::keep_file(&self.path),
+            InterruptList::Directories => interrupts::keep_directory(&self.path),
             InterruptList::Neither => {}
         }
     }
@@ -121,7 +121,7 @@ pub fn sweep_killed_scratch(parent: &Path, prefix: &str, age: std::time::Duratio
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
-    let me = crate::repo::fsx::current_uid();
+    let me = rustix::process::geteuid().as_raw();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::temporaries::TemporaryFile;
+use super::temporaries::TemporaryFile;
 
 /// The output refused its bytes: its directory refused a new file (a
 /// read-only or virtual file system, no permission), or the write failed
