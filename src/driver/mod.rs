@@ -593,11 +593,11 @@ impl UnitResult {
                 counters.add(key::CORRUPT_ENTRIES, rep.corrupt_entries);
                 if let Some(why) = &rep.compose_declined {
                     counters.add(key::COMPOSE_DECLINES, 1);
-                    counters.add_reason(&Reason::new(Category::ComposeDeclined, why.clone()));
+                    counters.add_reason(&Reason::new(Category::ComposeDeclined, why.to_string()));
                 }
                 counters.add(key::CARVE_DECLINES, rep.carve_declined.len() as u64);
                 for why in &rep.carve_declined {
-                    counters.add_reason(&Reason::new(Category::CarveDeclined, why.clone()));
+                    counters.add_reason(&Reason::new(Category::CarveDeclined, why.to_string()));
                 }
                 if rep.debug_unit_without_repository {
                     counters.add(key::DEBUG_UNITS_WHOLE, 1);

@@ -124,10 +124,10 @@ pub struct UnitReport {
     pub corrupt_entries: u64,
     /// Why `obj::combine` declined to compose (or localize) this unit's
     /// object, when it did: `ld.lld -r` and `llvm-objcopy` did it instead.
-    pub compose_declined: Option<String>,
+    pub compose_declined: Option<crate::obj::Decline>,
     /// Why `obj::carve` declined, once per fragment compiled as a module of
     /// its own instead of carved.
-    pub carve_declined: Vec<String>,
+    pub carve_declined: Vec<crate::obj::Decline>,
     /// The unit has debug info and was compiled whole, without the
     /// repository (`debug_fragments` off).
     pub debug_unit_without_repository: bool,
@@ -305,7 +305,7 @@ fn run_stages<'ctx>(
         definitions,
         definitions_compiled: definitions,
         debug_unit_without_repository: storage.is_some() && debug_info,
-        compose_declined: declined.map(|d| d.to_string()),
+        compose_declined: declined,
         ..UnitReport::default()
     })
 }
@@ -392,7 +392,7 @@ fn repository_stages(
         stubbed_types,
         output,
     )?;
-    report.compose_declined = declined.map(|d| d.to_string());
+    report.compose_declined = declined;
     times.write = t.elapsed();
 
     let t = Instant::now();
@@ -496,16 +496,14 @@ impl Stages<'_, '_> {
             .collect();
         let mut assembly = assemble::plan(glue, views, unplanned);
         let to_emit = std::mem::take(&mut assembly.to_emit);
-        let mut carve_declines = Vec::new();
         let emitted = split::emit_groups(
             self.unit,
             self.settings,
             self.options.jobs,
             to_emit,
             self.digests.relative_lines,
-            &mut carve_declines,
+            &mut report.carve_declined,
         )?;
-        report.carve_declined = carve_declines.iter().map(|d| d.to_string()).collect();
         Ok((assembly, emitted))
     }
 

@@ -535,10 +535,7 @@ pub fn read_bounded(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadError> {
     read_at_most(&mut File::from(fd), st.st_size as u64, max_bytes)
 }
 
-/// The effective user id of this process.
-pub fn current_uid() -> u32 {
-    rustix::process::geteuid().as_raw()
-}
+pub use crate::support::current_uid;
 
 #[cfg(test)]
 mod tests {

@@ -7,3 +7,8 @@ pub mod interrupts;
 pub mod line_bases;
 pub mod output;
 pub mod temporaries;
+
+/// The effective user id of this process.
+pub fn current_uid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}

@@ -121,7 +121,7 @@ pub fn sweep_killed_scratch(parent: &Path, prefix: &str, age: std::time::Duratio
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
-    let me = rustix::process::geteuid().as_raw();
+    let me = super::current_uid();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
