@@ -1,10 +1,26 @@
-//! Builds the C++ shims against the llvm-19-dev and libclang-19-dev
-//! headers: shim/repocc_shim.cpp (LLVM settings the C API lacks) and
-//! shim/frontend.cpp (clang's frontend in process). LLVM itself is linked
-//! statically by llvm-sys (inkwell); clang's static libraries are linked
-//! here.
+//! Builds the C++ shim against the llvm-19-dev and libclang-19-dev
+//! headers (shim/*.cpp, one job per file, warnings fatal) and generates the
+//! Rust declarations of its C interface from shim/repocc_shim.h (see
+//! build/shim_ffi.rs). LLVM itself is linked statically by llvm-sys
+//! (inkwell); clang's static libraries are linked here.
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "build/shim_ffi.rs"]
+mod shim_ffi;
+
+/// The shim's files: what the C API lacks, by job (see shim/shim_internal.h).
+const SHIM_SOURCES: &[&str] = &[
+    "shim/target.cpp",
+    "shim/extract.cpp",
+    "shim/queries.cpp",
+    "shim/debug_types.cpp",
+    "shim/passes.cpp",
+    "shim/bodies.cpp",
+    "shim/line_rebase.cpp",
+    "shim/interrupts.cpp",
+    "shim/frontend.cpp",
+];
 
 /// The static clang libraries the in-process frontend needs (the driver,
 /// the compiler proper and bitcode generation).
@@ -30,15 +46,23 @@ fn main() {
     let prefix = PathBuf::from(
         std::env::var("LLVM_SYS_191_PREFIX").unwrap_or_else(|_| "/usr/lib/llvm-19".into()),
     );
-    println!("cargo:rerun-if-changed=shim/repocc_shim.cpp");
-    println!("cargo:rerun-if-changed=shim/frontend.cpp");
+    println!("cargo:rerun-if-changed=shim");
+    println!("cargo:rerun-if-changed=build/shim_ffi.rs");
     println!("cargo:rerun-if-env-changed=LLVM_SYS_191_PREFIX");
     println!("cargo:rustc-env=REPOCC_LLVM_PREFIX={}", prefix.display());
+    generate_ffi();
     cc::Build::new()
         .cpp(true)
-        .file("shim/repocc_shim.cpp")
-        .file("shim/frontend.cpp")
-        .include(prefix.join("include"))
+        .files(SHIM_SOURCES)
+        // LLVM's and clang's headers as system headers: their warnings are
+        // not the shim's.
+        .flag("-isystem")
+        .flag(
+            prefix
+                .join("include")
+                .to_str()
+                .expect("a UTF-8 LLVM prefix"),
+        )
         .flag("-std=c++17")
         .flag("-fno-rtti")
         .flag("-fno-exceptions")
@@ -47,7 +71,12 @@ fn main() {
         .define("__STDC_LIMIT_MACROS", None)
         // LLVM is built without assertions; class layouts must match.
         .define("NDEBUG", None)
-        .warnings(false)
+        .warnings(true)
+        .extra_warnings(true)
+        // A function with C linkage the header does not declare is one the
+        // Rust side cannot have checked.
+        .flag("-Wmissing-declarations")
+        .warnings_into_errors(true)
         .compile("repocc_shim");
     link_clang(&prefix);
     // A position-dependent executable: it holds all of LLVM, and as a PIE
@@ -58,6 +87,16 @@ fn main() {
     // The linker's digest of the whole executable, which repocc uses as its
     // own identity (src/repo/identity.rs) instead of hashing itself.
     println!("cargo:rustc-link-arg-bins=-Wl,--build-id=sha1");
+}
+
+/// Writes `$OUT_DIR/shim_ffi.rs`, which src/llvm/ffi.rs includes.
+fn generate_ffi() {
+    let header = std::fs::read_to_string("shim/repocc_shim.h")
+        .unwrap_or_else(|e| panic!("reading shim/repocc_shim.h: {e}"));
+    let rust = shim_ffi::generate(&header).unwrap_or_else(|e| panic!("shim/repocc_shim.h: {e}"));
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("shim_ffi.rs"), rust)
+        .unwrap_or_else(|e| panic!("writing shim_ffi.rs: {e}"));
 }
 
 /// Links clang's static libraries, and LLVM's once more after them: clang's

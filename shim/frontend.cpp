@@ -27,6 +27,8 @@
 // link costs no clang process; what it declines (options the driver acts
 // on itself, driver diagnostics, anything but one link job) clang runs.
 
+#include "repocc_shim.h"
+
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticOptions.h>
 #include <clang/Basic/HeaderInclude.h>
@@ -238,21 +240,6 @@ char *copy_out(llvm::StringRef bytes, size_t *len) {
 
 extern "C" {
 
-struct RepoccFrontendOutput {
-  // clang's exit code; -1 when the unit was declined (nothing ran).
-  int status;
-  // The module, when the caller gave a context (status 0 only): owned by
-  // the caller from here on.
-  LLVMModuleRef module;
-  // The bitcode (status 0 only) and the diagnostics clang printed, both
-  // malloc'd; released with repocc_frontend_free.
-  char *bitcode;
-  size_t bitcode_len;
-  char *diagnostics;
-  size_t diagnostics_len;
-  // Why the unit was declined (a static string), or null.
-  const char *declined;
-};
 
 void repocc_frontend_free(RepoccFrontendOutput *out) {
   std::free(out->bitcode);

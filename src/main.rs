@@ -18,7 +18,7 @@ mod cli;
 mod config;
 mod driver;
 mod ir;
-mod llvm_shim;
+mod llvm;
 mod obj;
 mod pipeline;
 mod repo;
@@ -58,17 +58,17 @@ fn print_version(argv0: &str) -> i32 {
     println!(
         "repocc {} (in-process LLVM {} pipeline)",
         env!("CARGO_PKG_VERSION"),
-        llvm_shim::llvm_version()
+        llvm::llvm_version()
     );
     code
 }
 
 fn main() {
     support::interrupts::install(support::interrupts::InterruptHooks {
-        remove_file: llvm_shim::remove_file_on_interrupt,
-        keep_file: llvm_shim::keep_file_on_interrupt,
-        remove_directory: llvm_shim::remove_directory_on_interrupt,
-        keep_directory: llvm_shim::keep_directory_on_interrupt,
+        remove_file: llvm::remove_file_on_interrupt,
+        keep_file: llvm::keep_file_on_interrupt,
+        remove_directory: llvm::remove_directory_on_interrupt,
+        keep_directory: llvm::keep_directory_on_interrupt,
     });
     let mut argv: Vec<OsString> = std::env::args_os().collect();
     let argv0 = argv

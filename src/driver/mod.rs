@@ -51,7 +51,7 @@ fn on_llvm_fatal_error(reason: &str) -> ! {
     }
     if let Some((clang, args)) = FALLBACK_COMMAND.get() {
         // exec keeps no destructor: repocc's temporaries go first.
-        crate::llvm_shim::remove_interrupt_files();
+        crate::llvm::remove_interrupt_files();
         let err = Command::new(clang)
             .args(args)
             .env(RECURSION_GUARD, "1")
@@ -372,7 +372,7 @@ fn execute(
         .iter()
         .any(|u| matches!(u.language, "c" | "cpp-output"));
     crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
-    crate::llvm_shim::install_fatal_error_handler(on_llvm_fatal_error);
+    crate::llvm::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {
         crate::repo::identity::repocc_identity(repo)
@@ -521,7 +521,7 @@ fn compile_all(
     if units.len() == 1 {
         // What is left to do after the unit (composing, a link) needs none
         // of its AST or IR.
-        crate::llvm_shim::leave_unit_memory_to_exit();
+        crate::llvm::leave_unit_memory_to_exit();
         return vec![compile_one((0, &units[0]))];
     }
     let threads = jobs.min(units.len()).max(1);

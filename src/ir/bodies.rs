@@ -45,14 +45,14 @@
 //! bodies entry records the anchor of its compile). A body with a node the
 //! unit has no match for is not put in place, nor is the rest of its group.
 //!
-//! [`HookPoint::AfterInliner`]: crate::llvm_shim::HookPoint::AfterInliner
-//! [`HookPoint::BeforeInliner`]: crate::llvm_shim::HookPoint::BeforeInliner
+//! [`HookPoint::AfterInliner`]: crate::llvm::HookPoint::AfterInliner
+//! [`HookPoint::BeforeInliner`]: crate::llvm::HookPoint::BeforeInliner
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use super::canonical::Unit;
 use super::digest::{DefKind, ModuleDigests};
-use crate::llvm_shim;
+use crate::llvm;
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 
 /// Largest bodies entry read back (decompressed).
@@ -310,23 +310,23 @@ impl ContextBodies {
 }
 
 /// Puts the stored bodies in place (from the
-/// [`HookPoint::BeforeInliner`](crate::llvm_shim::HookPoint) hook), each
+/// [`HookPoint::BeforeInliner`](crate::llvm::HookPoint) hook), each
 /// group whole or not at all. Returns the names of those replaced (their
 /// bodies are not to be kept again). A function of a group that was gone
 /// after the first compile's inliner has no body to put in place: the
 /// group's bodies no longer use it, and the optimizer drops it.
 pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> Vec<String> {
     let blobs: Vec<&[u8]> = bodies.blobs.iter().map(Vec::as_slice).collect();
-    let requests: Vec<llvm_shim::BodyRequest> = bodies
+    let requests: Vec<llvm::BodyRequest> = bodies
         .bodies
         .iter()
-        .map(|(name, source, group)| llvm_shim::BodyRequest {
+        .map(|(name, source, group)| llvm::BodyRequest {
             name,
             source: *source,
             group: *group,
         })
         .collect();
-    let done = llvm_shim::substitute_bodies(&unit.module, &blobs, &requests, bodies.anchor);
+    let done = llvm::substitute_bodies(&unit.module, &blobs, &requests, bodies.anchor);
     bodies
         .bodies
         .iter()
@@ -337,7 +337,7 @@ pub fn substitute(unit: &Unit, bodies: &ContextBodies) -> Vec<String> {
 }
 
 /// The bodies the inliner left (from the
-/// [`HookPoint::AfterInliner`](crate::llvm_shim::HookPoint) hook) of the
+/// [`HookPoint::AfterInliner`](crate::llvm::HookPoint) hook) of the
 /// module's members (see [`members`]) whose whole reach the module had
 /// (`whole_reach`: a static kept only in case new code needs it may have
 /// lost callees' bodies to pruning, and its body is then not the one a
@@ -384,7 +384,7 @@ pub fn snapshot(
     let refs: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
     // The unit's own metadata nodes, not copies that would stay in the
     // context for the rest of the compile.
-    let module = llvm_shim::extract_definitions_sharing_metadata(&unit.module, &refs);
+    let module = llvm::extract_definitions_sharing_metadata(&unit.module, &refs);
     if let Some(anchor) = bodies.anchor {
         // Where this compile's file-level lines were, for a later one's.
         let context = module.get_context();
@@ -393,7 +393,7 @@ pub fn snapshot(
             .add_global_metadata(ANCHOR_METADATA, &context.metadata_node(&[value.into()]))
             .ok()?;
     }
-    let bitcode = llvm_shim::shared_bitcode(&module);
+    let bitcode = llvm::shared_bitcode(&module);
     drop(module);
     let payload = zstd::bulk::compress(bitcode.as_slice(), BODIES_ZSTD_LEVEL).ok()?;
     Some(Snapshot {

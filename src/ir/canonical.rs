@@ -42,7 +42,7 @@ use inkwell::GlobalVisibility;
 use inkwell::OptimizationLevel;
 
 use crate::ir::settings::{CodeModelSetting, CodegenSettings, OptLevel};
-use crate::llvm_shim::{self, ShimTargetOptions};
+use crate::llvm::{self, ShimTargetOptions};
 
 /// One translation unit in LLVM form, with its TargetMachine.
 pub struct Unit<'ctx> {
@@ -161,17 +161,17 @@ pub fn load_code<'ctx>(
     // mem2reg gives (`%.01`) depend on what else a function's symbol table
     // held, which differs between a module clang hands over (whose code it
     // generated with names) and one read from bitcode (without).
-    llvm_shim::strip_local_names(&module);
+    llvm::strip_local_names(&module);
     name_constants_by_content(&module);
     // While statics are still internal (see `externalize_locals`).
     if settings.opt != OptLevel::O0 {
-        llvm_shim::mark_unwritten_statics_constant(&module);
+        llvm::mark_unwritten_statics_constant(&module);
     }
     let (originally_local, unnamed_locals, attached_locals) = externalize_locals(&module);
     if settings.opt != OptLevel::O0 {
         inline_static_single_calls(&module, &originally_local);
     }
-    let max_nop = llvm_shim::max_nop_bytes(&target_machine, &module);
+    let max_nop = llvm::max_nop_bytes(&target_machine, &module);
     Ok(Unit {
         module,
         target_machine,
@@ -242,21 +242,21 @@ fn name_constants_by_content(module: &Module) {
 /// have.
 fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<String, String>) {
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
-    let users: HashMap<String, llvm_shim::Users> = module
+    let users: HashMap<String, llvm::Users> = module
         .get_functions()
-        .filter(|f| llvm_shim::has_body(f))
+        .filter(|f| llvm::has_body(f))
         .map(|f| f.as_global_value())
         .chain(module.get_globals().filter(|g| !g.is_declaration()))
         .map(|g| {
             (
                 g.get_name().to_string_lossy().into_owned(),
-                llvm_shim::user_functions(&g),
+                llvm::user_functions(&g),
             )
         })
         .collect();
     let local_names: std::collections::HashSet<String> = module
         .get_functions()
-        .filter(|f| llvm_shim::has_body(f) && local(f.get_linkage()))
+        .filter(|f| llvm::has_body(f) && local(f.get_linkage()))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .chain(
             module
@@ -274,12 +274,12 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
         let ends_in_a_root = loop {
             let at = *chain.last().unwrap();
             match users.get(at) {
-                Some(llvm_shim::Users::Nothing) if chain.len() > 1 => break true,
-                Some(llvm_shim::Users::One(user))
+                Some(llvm::Users::Nothing) if chain.len() > 1 => break true,
+                Some(llvm::Users::One(user))
                     if chain.len() < 16
                         && !chain.contains(&user.as_str())
                         && (local_names.contains(user)
-                            || users.get(user) == Some(&llvm_shim::Users::Nothing)) =>
+                            || users.get(user) == Some(&llvm::Users::Nothing)) =>
                 {
                     chain.push(user.as_str());
                 }
@@ -295,7 +295,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     for f in module.get_functions() {
         let linkage = f.get_linkage();
         let name = f.get_name().to_string_lossy().into_owned();
-        if llvm_shim::has_body(&f) && local(linkage) && !attached.contains_key(&name) {
+        if llvm::has_body(&f) && local(linkage) && !attached.contains_key(&name) {
             let g = f.as_global_value();
             g.set_linkage(Linkage::External);
             g.set_visibility(GlobalVisibility::Hidden);
@@ -323,7 +323,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
             names.push(name);
         }
     }
-    names.extend(llvm_shim::externalize_local_aliases(module));
+    names.extend(llvm::externalize_local_aliases(module));
     (names, private, attached)
 }
 
@@ -352,8 +352,8 @@ fn inline_static_single_calls(module: &Module, externalized: &[String]) {
         // what it inlines itself (zstd's `FORCE_INLINE` helpers): a static
         // grown past clang's bonus stays a function there.
         if f.get_enum_attribute(AttributeLoc::Function, kind).is_none()
-            && llvm_shim::has_one_call_site(&f)
-            && llvm_shim::inlined_size(&f) <= SINGLE_CALL_INLINE_LIMIT
+            && llvm::has_one_call_site(&f)
+            && llvm::inlined_size(&f) <= SINGLE_CALL_INLINE_LIMIT
         {
             let attribute = module.get_context().create_enum_attribute(kind, 0);
             f.add_attribute(AttributeLoc::Function, attribute);
@@ -368,7 +368,7 @@ fn common_function_attribute(module: &Module, name: &str) -> Option<String> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     let mut first: Vec<String> = Vec::new();
     for f in module.get_functions() {
-        if !llvm_shim::has_body(&f) {
+        if !llvm::has_body(&f) {
             continue;
         }
         if let Some(a) = f.get_string_attribute(AttributeLoc::Function, name) {
@@ -442,7 +442,7 @@ pub fn target_machine(
             code_model,
         )
         .ok_or_else(|| anyhow!("LLVM has no target machine for {triple_str} ({cpu})"))?;
-    llvm_shim::set_target_options(
+    llvm::set_target_options(
         &tm,
         &ShimTargetOptions {
             function_sections: settings.function_sections as i32,
@@ -492,7 +492,7 @@ mod tests {
         let mut names: Vec<String> = unit
             .module
             .get_functions()
-            .filter(|f| llvm_shim::has_body(f))
+            .filter(|f| llvm::has_body(f))
             .map(|f| f.get_name().to_string_lossy().into_owned())
             .chain(
                 unit.module
@@ -518,13 +518,13 @@ mod tests {
         let unit = load(&context, &bitcode, "t.c", &settings).unwrap();
         let before = unit.module.print_to_string().to_string();
         assert!(before.contains("checksumkind: CSK_MD5"), "{before}");
-        assert!(crate::llvm_shim::strip_file_checksums(&unit.module) >= 1);
+        assert!(crate::llvm::strip_file_checksums(&unit.module) >= 1);
         let after = unit.module.print_to_string().to_string();
         assert!(!after.contains("checksum"), "{after}");
         assert!(after.contains("!DIFile(filename:"), "{after}");
         unit.module.verify().unwrap();
         // Nothing left to strip.
-        assert_eq!(crate::llvm_shim::strip_file_checksums(&unit.module), 0);
+        assert_eq!(crate::llvm::strip_file_checksums(&unit.module), 0);
 
         // C++: member declarations reached only through a class and the
         // definitions that name them.
@@ -534,7 +534,7 @@ mod tests {
             &["-x", "c++", "-O0", "-g", "-Xclang", "-disable-O0-optnone"],
         );
         let unit = load(&context, &bitcode, "t.cc", &settings).unwrap();
-        assert!(crate::llvm_shim::strip_file_checksums(&unit.module) >= 1);
+        assert!(crate::llvm::strip_file_checksums(&unit.module) >= 1);
         let after = unit.module.print_to_string().to_string();
         let left: Vec<&str> = after.lines().filter(|l| l.contains("checksum")).collect();
         assert!(left.is_empty(), "{left:?}");

@@ -45,7 +45,7 @@ use std::collections::{HashMap, HashSet};
 
 use anyhow::{bail, Result};
 
-use crate::llvm_shim::StubKind;
+use crate::llvm::StubKind;
 use crate::repo::storage::FragmentDigest;
 
 /// Bump when what the digest covers changes.
@@ -819,7 +819,7 @@ fn defines_a_subprogram(body: &str) -> bool {
 /// the literal), or anything whose scope is one of those (a type declared
 /// in a function). Everything else (types, typedefs, declarations) is
 /// file-level.
-/// `llvm_shim`'s `definitionLevel` says the same of the module in memory.
+/// `llvm`'s `definitionLevel` says the same of the module in memory.
 fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str, bool>) -> bool {
     up_scopes(p, id, memo, false, |_, body| {
         let kind = body.strip_prefix("distinct ").unwrap_or(body);
@@ -852,7 +852,7 @@ fn definition_level<'a>(p: &Parsed<'a>, id: &'a str, memo: &mut HashMap<&'a str,
 
 /// The subprogram (a definition) a node belongs to: the first one up its
 /// scope chain; none at a global variable or a declaration.
-/// `llvm_shim`'s `ownerOf` says the same of the module in memory.
+/// `llvm`'s `ownerOf` says the same of the module in memory.
 fn owner_subprogram<'a>(
     p: &Parsed<'a>,
     id: &'a str,
@@ -871,7 +871,7 @@ fn owner_subprogram<'a>(
 }
 
 /// Whether a subprogram is in its compile unit's own source file (by
-/// path, as `llvm_shim`'s `inUnitSource`).
+/// path, as `llvm`'s `inUnitSource`).
 fn in_unit_source<'a>(p: &Parsed<'a>, sp: &'a str, memo: &mut HashMap<&'a str, bool>) -> bool {
     if let Some(&known) = memo.get(sp) {
         return known;
@@ -893,7 +893,7 @@ fn in_unit_source<'a>(p: &Parsed<'a>, sp: &'a str, memo: &mut HashMap<&'a str, b
 }
 
 /// The key a definition inlined into a fragment is known by when its
-/// lines are placed: its linkage name, else its name (`llvm_shim`'s
+/// lines are placed: its linkage name, else its name (`llvm`'s
 /// `ownerKey`).
 fn owner_key(body: &str) -> Option<&str> {
     md_string_field(body, "linkageName")
@@ -913,7 +913,7 @@ fn node_line(p: &Parsed, id: &str) -> u64 {
 /// The other definition a definition-level node belongs to, when its lines
 /// are relative to that definition's (see `debug_lines`): a subprogram of
 /// the unit's source with a line, in whose file the node is, not the one
-/// of the definition being digested. `llvm_shim`'s `otherOwner` says the
+/// of the definition being digested. `llvm`'s `otherOwner` says the
 /// same.
 fn other_owner<'a>(
     p: &Parsed<'a>,
@@ -932,7 +932,7 @@ fn other_owner<'a>(
 }
 
 /// The node kinds whose file-level lines are relative to the unit's
-/// anchor (those `llvm_shim` can rebuild with moved lines); other kinds
+/// anchor (those `llvm` can rebuild with moved lines); other kinds
 /// keep their lines.
 fn anchored_kind(body: &str) -> bool {
     let kind = body.strip_prefix("distinct ").unwrap_or(body);
@@ -1140,7 +1140,7 @@ fn file_path(body: &str) -> Option<String> {
 /// compile unit names: clang gives the compile unit a node of its own when
 /// the source is named by an absolute path) and its anchor: the lowest line
 /// of a file-level node of those (see `debug_lines`). `None` with no
-/// compile unit, several, or no such node. `llvm_shim`'s
+/// compile unit, several, or no such node. `llvm`'s
 /// `repocc_rebase_anchor_lines` finds the same files.
 fn unit_anchor<'a>(p: &Parsed<'a>) -> Option<(HashSet<&'a str>, u64)> {
     let unit = only_compile_unit(p)?;
@@ -1325,7 +1325,7 @@ pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<R
     }))
 }
 
-/// What `llvm_shim::rebase_anchor_lines` does to a unit's module, done to
+/// What `llvm::rebase_anchor_lines` does to a unit's module, done to
 /// its printed text: the unit's anchor, and the text with the lines of the
 /// file-level nodes of its source relative to it.
 #[cfg(test)]
@@ -2556,7 +2556,7 @@ mod tests {
             .is_none());
     }
 
-    /// The module `llvm_shim::rebase_relative_lines` leaves in memory
+    /// The module `llvm::rebase_relative_lines` leaves in memory
     /// prints as the text `rebase_relative_lines` gives, parsed back.
     #[test]
     fn lines_are_rebased_in_memory_as_in_the_text() {
@@ -2580,7 +2580,7 @@ mod tests {
                 // members LLVM uniques by name and scope alone.
                 let context = Context::create();
                 let module = module_of(&context, &ir);
-                crate::llvm_shim::identify_debug_types(&module);
+                crate::llvm::identify_debug_types(&module);
                 ir = module.print_to_string().to_string();
                 assert!(ir.contains("identifier: "));
             }
@@ -2597,8 +2597,8 @@ mod tests {
                 let context = Context::create();
                 let module = module_of(&context, &ir);
                 assert_eq!(
-                    crate::llvm_shim::rebase_relative_lines(&module, leader, None),
-                    (crate::llvm_shim::Rebased::Done, Vec::new())
+                    crate::llvm::rebase_relative_lines(&module, leader, None),
+                    (crate::llvm::Rebased::Done, Vec::new())
                 );
                 assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
                 let got = module.print_to_string().to_string();
@@ -2610,8 +2610,8 @@ mod tests {
         let context = Context::create();
         let module = module_of(&context, &ir_of(src, &[]));
         assert_eq!(
-            crate::llvm_shim::rebase_relative_lines(&module, "api", None),
-            (crate::llvm_shim::Rebased::NoPosition, Vec::new())
+            crate::llvm::rebase_relative_lines(&module, "api", None),
+            (crate::llvm::Rebased::NoPosition, Vec::new())
         );
     }
 
@@ -2636,7 +2636,7 @@ mod tests {
         for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
             let context = Context::create();
             let module = module_of(&context, &ir_of(src, flags));
-            crate::llvm_shim::identify_debug_types(&module);
+            crate::llvm::identify_debug_types(&module);
             let ir = module.print_to_string().to_string();
             let (anchor, text) = rebase_anchor_lines(&ir).unwrap();
             assert_eq!(anchor, 1, "{flags:?}");
@@ -2649,8 +2649,8 @@ mod tests {
                 .print_to_string()
                 .to_string();
             assert_eq!(
-                crate::llvm_shim::rebase_anchor_lines(&module, anchor, anchor_base),
-                crate::llvm_shim::Rebased::Done
+                crate::llvm::rebase_anchor_lines(&module, anchor, anchor_base),
+                crate::llvm::Rebased::Done
             );
             assert!(module.verify().is_ok(), "{:?}", module.verify());
             let got = module.print_to_string().to_string();
@@ -2670,8 +2670,8 @@ mod tests {
                 .print_to_string()
                 .to_string();
             assert_eq!(
-                crate::llvm_shim::rebase_relative_lines(&module, "api", None),
-                (crate::llvm_shim::Rebased::Done, vec!["twice".to_string()])
+                crate::llvm::rebase_relative_lines(&module, "api", None),
+                (crate::llvm::Rebased::Done, vec!["twice".to_string()])
             );
             assert_eq!(module.print_to_string().to_string(), expected, "{flags:?}");
         }
@@ -2719,9 +2719,9 @@ mod tests {
             .to_string();
         let module = module_of(&context, &ir);
         assert_eq!(
-            crate::llvm_shim::rebase_relative_lines(&module, "api", None),
+            crate::llvm::rebase_relative_lines(&module, "api", None),
             (
-                crate::llvm_shim::Rebased::Done,
+                crate::llvm::Rebased::Done,
                 vec!["thrice".to_string(), "twice".to_string()]
             )
         );
@@ -2747,7 +2747,7 @@ mod tests {
     }
 
     /// A fragment extracted after others of its unit (with the types they
-    /// found shared, `llvm_shim::SharedTypes`) is the module it is when
+    /// found shared, `llvm::SharedTypes`) is the module it is when
     /// extracted alone: a static it copies reaches, by a way of its own,
     /// types the kept function reaches under a node found clean before.
     #[test]
@@ -2765,18 +2765,17 @@ mod tests {
             let ir = ir_of(src, flags);
             let context = Context::create();
             let module = module_of(&context, &ir);
-            crate::llvm_shim::identify_debug_types(&module);
-            let shared = crate::llvm_shim::SharedTypes::new(&module);
+            crate::llvm::identify_debug_types(&module);
+            let shared = crate::llvm::SharedTypes::new(&module);
             for name in ["first", "second", "third"] {
                 // What a fragment's extraction learns spares the next one
                 // work, never changes it: as extracted first.
-                let fresh = crate::llvm_shim::SharedTypes::new(&module);
-                let alone =
-                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&fresh))
-                        .print_to_string()
-                        .to_string();
+                let fresh = crate::llvm::SharedTypes::new(&module);
+                let alone = crate::llvm::extract_definitions(&module, &[name], false, Some(&fresh))
+                    .print_to_string()
+                    .to_string();
                 let after =
-                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+                    crate::llvm::extract_definitions(&module, &[name], false, Some(&shared));
                 assert!(after.verify().is_ok(), "{name}: {:?}", after.verify());
                 assert_eq!(
                     after.print_to_string().to_string(),
@@ -2818,21 +2817,13 @@ mod tests {
         let extracted = |before: &[String], name: &str| {
             let context = Context::create();
             let module = module_of(&context, &ir);
-            assert_eq!(
-                crate::llvm_shim::stubs_unit_types(&module),
-                StubKind::CxxDecls
-            );
-            crate::llvm_shim::retain_unit_types(&module);
-            let shared = crate::llvm_shim::SharedTypes::new(&module);
+            assert_eq!(crate::llvm::stubs_unit_types(&module), StubKind::CxxDecls);
+            crate::llvm::retain_unit_types(&module);
+            let shared = crate::llvm::SharedTypes::new(&module);
             for other in before {
-                crate::llvm_shim::extract_definitions(
-                    &module,
-                    &[other.as_str()],
-                    false,
-                    Some(&shared),
-                );
+                crate::llvm::extract_definitions(&module, &[other.as_str()], false, Some(&shared));
             }
-            let f = crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+            let f = crate::llvm::extract_definitions(&module, &[name], false, Some(&shared));
             assert!(
                 f.verify().is_ok(),
                 "{name} after {before:?}: {:?}",
@@ -2862,14 +2853,11 @@ mod tests {
         for flags in [&["-g", "-O0"][..], &["-g", "-O2"]] {
             let context = Context::create();
             let module = module_of(&context, &ir_of(src, flags));
-            assert_eq!(
-                crate::llvm_shim::stubs_unit_types(&module),
-                StubKind::CRecords
-            );
-            assert_eq!(crate::llvm_shim::retain_unit_types(&module), 3, "{flags:?}");
+            assert_eq!(crate::llvm::stubs_unit_types(&module), StubKind::CRecords);
+            assert_eq!(crate::llvm::retain_unit_types(&module), 3, "{flags:?}");
             // Retained once.
-            assert_eq!(crate::llvm_shim::retain_unit_types(&module), 0, "{flags:?}");
-            crate::llvm_shim::identify_debug_types(&module);
+            assert_eq!(crate::llvm::retain_unit_types(&module), 0, "{flags:?}");
+            crate::llvm::identify_debug_types(&module);
             let unit = module.print_to_string().to_string();
             let retained = unit
                 .lines()
@@ -2877,10 +2865,9 @@ mod tests {
                 .and_then(|l| l.split("retainedTypes: ").nth(1))
                 .expect("retained types");
             assert!(retained.starts_with('!'), "{retained}");
-            let shared = crate::llvm_shim::SharedTypes::new(&module);
+            let shared = crate::llvm::SharedTypes::new(&module);
             for name in ["area", "pick"] {
-                let f =
-                    crate::llvm_shim::extract_definitions(&module, &[name], false, Some(&shared));
+                let f = crate::llvm::extract_definitions(&module, &[name], false, Some(&shared));
                 assert!(f.verify().is_ok(), "{name}: {:?}", f.verify());
                 let text = f.print_to_string().to_string();
                 assert!(!text.contains("DW_TAG_member"), "{name} {flags:?}: {text}");
@@ -2909,8 +2896,8 @@ mod tests {
             let mut cxx_flags = flags.to_vec();
             cxx_flags.extend(["-x", "c++"]);
             let cxx = module_of(&context, &ir_of(src, &cxx_flags));
-            assert_eq!(crate::llvm_shim::stubs_unit_types(&cxx), StubKind::CxxDecls);
-            assert_eq!(crate::llvm_shim::retain_unit_types(&cxx), 2, "{flags:?}");
+            assert_eq!(crate::llvm::stubs_unit_types(&cxx), StubKind::CxxDecls);
+            assert_eq!(crate::llvm::retain_unit_types(&cxx), 2, "{flags:?}");
         }
     }
 

@@ -33,7 +33,7 @@ pub struct FrontendOutput {
     pub bitcode: Vec<u8>,
     /// clang's module itself, where it was asked for and clang ran in this
     /// process (`status == 0` only).
-    pub module: Option<crate::llvm_shim::FrontendModule>,
+    pub module: Option<crate::llvm::FrontendModule>,
     /// clang's stderr, captured: the driver prints it once the unit is
     /// done (or clang's own compile replaces it, see `driver`).
     pub stderr: Vec<u8>,
@@ -217,7 +217,7 @@ impl Clang for InProcessClang {
             .collect();
         environment.push((RECURSION_GUARD.into(), "1".into()));
         let prog_name = self.process.path.display().to_string();
-        crate::llvm_shim::run_clang_link(&self.resolved, &prog_name, args, &environment)
+        crate::llvm::run_clang_link(&self.resolved, &prog_name, args, &environment)
     }
 
     fn run_frontend(
@@ -227,7 +227,7 @@ impl Clang for InProcessClang {
         header_list: Option<&Path>,
         want_module: bool,
     ) -> Result<FrontendOutput> {
-        use crate::llvm_shim::{run_clang_frontend, InProcessFrontend};
+        use crate::llvm::{run_clang_frontend, InProcessFrontend};
         let mut all = args.to_vec();
         if force_color {
             all.push("-fcolor-diagnostics".into());
@@ -529,7 +529,7 @@ mod tests {
         let from_module = module.run("unit.c", |context, _, m| {
             canonical(FrontendCode::Module(m), context)
         });
-        let from_bitcode = crate::llvm_shim::with_diagnostic_sink(|context, _| {
+        let from_bitcode = crate::llvm::with_diagnostic_sink(|context, _| {
             canonical(FrontendCode::Bitcode(&written.bitcode), context)
         });
         assert_eq!(from_module, from_bitcode);

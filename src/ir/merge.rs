@@ -18,7 +18,7 @@ use inkwell::passes::PassBuilderOptions;
 
 use super::canonical::Unit;
 use crate::ir::settings::{CodegenSettings, OptLevel};
-use crate::llvm_shim;
+use crate::llvm;
 
 static DEBUG_TYPE_UNITS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -32,7 +32,7 @@ pub fn debug_type_units() -> bool {
 /// compiled. `repository`: repository mode, where merged duplicates stay
 /// thunks (otherwise they become aliases where allowed). `debug_types`:
 /// debug types with identifiers are emitted as type units (one copy per
-/// object instead of one per fragment; see `llvm_shim::
+/// object instead of one per fragment; see `llvm::
 /// identify_debug_types`).
 pub fn configure_llvm(repository: bool, debug_types: bool) {
     DEBUG_TYPE_UNITS.store(debug_types, std::sync::atomic::Ordering::Relaxed);
@@ -43,7 +43,7 @@ pub fn configure_llvm(repository: bool, debug_types: bool) {
     if debug_types {
         options.push("-generate-type-units");
     }
-    llvm_shim::parse_llvm_options(&options);
+    llvm::parse_llvm_options(&options);
 }
 
 pub fn run(unit: &Unit, settings: &CodegenSettings) -> Result<()> {

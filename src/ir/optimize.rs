@@ -40,7 +40,7 @@ use inkwell::GlobalVisibility;
 use super::bodies::{self, ContextBodies, Snapshot};
 use super::canonical::Unit;
 use crate::ir::settings::CodegenSettings;
-use crate::llvm_shim::{self, HookPoint};
+use crate::llvm::{self, HookPoint};
 
 const CTORS: &str = "llvm.global_ctors";
 const HIDDEN_CTORS: &str = "repocc.hidden.global_ctors";
@@ -64,7 +64,7 @@ pub fn run(
         c.set_name(HIDDEN_CTORS);
         c.set_linkage(Linkage::External);
     }
-    let tuning = llvm_shim::PipelineTuning {
+    let tuning = llvm::PipelineTuning {
         loop_vectorization: settings.vectorize_loops.into(),
         slp_vectorization: settings.vectorize_slp.into(),
         loop_unrolling: settings.unroll_loops.into(),
@@ -75,7 +75,7 @@ pub fn run(
     let mut dropped = Ok(());
     let mut outcome = Optimized::default();
     let mut replaced = HashSet::new();
-    let result = llvm_shim::run_pipeline_with_hooks(
+    let result = llvm::run_pipeline_with_hooks(
         &unit.module,
         &unit.target_machine,
         settings.opt.pipeline(),
@@ -92,7 +92,7 @@ pub fn run(
                 outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
-                llvm_shim::remove_use_anchor(&unit.module);
+                llvm::remove_use_anchor(&unit.module);
                 dropped = drop_unreferenced_locals(unit, stored);
                 drop_context_bodies(unit, stored);
             }
@@ -137,7 +137,7 @@ fn drop_context_bodies(unit: &Unit, stored: &StoredCode) {
         // Functions only: a variable's initializer can still be folded.
         // (A function without a body is left as it is.)
         if unit.module.get_function(name).is_some() {
-            llvm_shim::make_declaration(&unit.module, name);
+            llvm::make_declaration(&unit.module, name);
         }
     }
 }
@@ -257,7 +257,7 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
     };
     // Definitions: name -> a root (kept whatever refers to it)?
     let mut defined: HashMap<String, bool> = HashMap::new();
-    for f in module.get_functions().filter(|f| llvm_shim::has_body(f)) {
+    for f in module.get_functions().filter(|f| llvm::has_body(f)) {
         let name = f.get_name().to_string_lossy().into_owned();
         let root = !discardable(&name, f.get_linkage());
         defined.insert(name, root);
@@ -268,11 +268,11 @@ pub fn drop_unreferenced_locals(unit: &Unit, stored: &StoredCode) -> Result<()> 
         defined.insert(name, root);
     }
     // Aliases are never dropped here: what they point at stays.
-    for (alias, _, _) in llvm_shim::aliases(module) {
+    for (alias, _, _) in llvm::aliases(module) {
         defined.insert(alias, true);
     }
     let mut uses: HashMap<String, Vec<String>> = HashMap::new();
-    for (used, user) in llvm_shim::global_users(module) {
+    for (used, user) in llvm::global_users(module) {
         uses.entry(user).or_default().push(used);
     }
     let mut live: HashSet<String> = HashSet::new();

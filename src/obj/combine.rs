@@ -156,7 +156,7 @@ pub enum CodeFill {
     Trap,
     /// NOPs as LLVM's assembler pads between the functions of one section,
     /// each at most this many bytes (the subtarget's longest, see
-    /// `llvm_shim::max_nop_bytes`): a fragment compiled alone with other
+    /// `llvm::max_nop_bytes`): a fragment compiled alone with other
     /// functions (its local helpers) holds such padding, and the same
     /// functions carved apart and composed must get the same bytes.
     Nops(u8),

@@ -47,7 +47,7 @@ impl KeyContext {
     pub fn new(repocc: String, settings: &CodegenSettings) -> KeyContext {
         KeyContext {
             repocc,
-            llvm: crate::llvm_shim::llvm_version(),
+            llvm: crate::llvm::llvm_version(),
             settings: settings.clone(),
         }
     }

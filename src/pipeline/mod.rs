@@ -162,7 +162,7 @@ fn code_fill(unit: &canonical::Unit) -> combine::CodeFill {
 /// module itself (clang in this process).
 pub enum FrontendIr<'a> {
     Bitcode(&'a [u8]),
-    Module(crate::llvm_shim::FrontendModule),
+    Module(crate::llvm::FrontendModule),
 }
 
 /// Runs stages 2–7 on the frontend's output and writes `output`. With
@@ -182,7 +182,7 @@ pub fn compile_frontend_ir(
         output,
     };
     match ir {
-        FrontendIr::Bitcode(bitcode) => crate::llvm_shim::with_diagnostic_sink(|context, sink| {
+        FrontendIr::Bitcode(bitcode) => crate::llvm::with_diagnostic_sink(|context, sink| {
             let code = canonical::FrontendCode::Bitcode(bitcode);
             run_stages(context, sink, code, &unit, storage)
         }),
@@ -203,7 +203,7 @@ struct UnitInput<'a> {
 
 fn run_stages<'ctx>(
     context: &'ctx inkwell::context::Context,
-    sink: &crate::llvm_shim::DiagnosticSink,
+    sink: &crate::llvm::DiagnosticSink,
     code: canonical::FrontendCode<'_, 'ctx>,
     input: &UnitInput,
     storage: Option<&dyn Storage>,
@@ -223,7 +223,7 @@ fn run_stages<'ctx>(
     // With the repository the digests are made of that body too: two
     // bodies with one mem2reg form (two locals declared the other way
     // round) put their stack slots elsewhere.
-    let unit = crate::llvm_shim::FreedUnlessExiting::new(canonical::load_code(
+    let unit = crate::llvm::FreedUnlessExiting::new(canonical::load_code(
         context,
         code,
         source_name,
@@ -238,13 +238,13 @@ fn run_stages<'ctx>(
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     // An ifunc and its resolver are compiled whole too: pruning or
     // splitting the resolver away from it loses the ifunc's symbol.
-    let ifuncs = crate::llvm_shim::has_ifuncs(&unit.module);
+    let ifuncs = crate::llvm::has_ifuncs(&unit.module);
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
         // (nothing to do where they went before the module was copied).
         if debug_info {
-            crate::llvm_shim::strip_file_checksums(&unit.module);
+            crate::llvm::strip_file_checksums(&unit.module);
         }
         let digests = metadata_stage(&unit, settings, options)?;
         times.metadata = t.elapsed();
@@ -315,7 +315,7 @@ fn run_stages<'ctx>(
 #[allow(clippy::too_many_arguments)]
 fn repository_stages(
     unit: &canonical::Unit,
-    sink: &crate::llvm_shim::DiagnosticSink,
+    sink: &crate::llvm::DiagnosticSink,
     digests: &digest::ModuleDigests,
     store: &dyn Storage,
     settings: &CodegenSettings,
@@ -353,7 +353,7 @@ fn repository_stages(
     if settings.opt == settings::OptLevel::O0 {
         // The always-inliner's result follows the module's order: by
         // name, a function's code is the same in every unit (see the shim).
-        crate::llvm_shim::sort_functions_by_name(&unit.module);
+        crate::llvm::sort_functions_by_name(&unit.module);
     }
     let optimized = optimize::run(unit, settings, &pruned.stored_code, bodies.as_ref())?;
     times.optimize = t.elapsed();
@@ -421,20 +421,20 @@ struct Stages<'a, 'ctx> {
 impl Stages<'_, '_> {
     /// Keeps the unit's debug types for the glue, before pruning, so that
     /// the glue holds the same types whatever the repository holds (see
-    /// `llvm_shim::SharedTypes`); what kind of stubs fragments get.
-    fn retain_debug_types(&self) -> Result<crate::llvm_shim::StubKind> {
+    /// `llvm::SharedTypes`); what kind of stubs fragments get.
+    fn retain_debug_types(&self) -> Result<crate::llvm::StubKind> {
         let unit = self.unit;
-        let stubbed_types = crate::llvm_shim::stubs_unit_types(&unit.module);
-        if stubbed_types != crate::llvm_shim::StubKind::None {
+        let stubbed_types = crate::llvm::stubs_unit_types(&unit.module);
+        if stubbed_types != crate::llvm::StubKind::None {
             // A C stub emitted inside a fragment's own compile unit (no type
             // units) would be the type a debugger sees.
-            if stubbed_types == crate::llvm_shim::StubKind::CRecords && !merge::debug_type_units() {
+            if stubbed_types == crate::llvm::StubKind::CRecords && !merge::debug_type_units() {
                 anyhow::bail!(
                     "{}: debug types are not emitted as type units",
                     unit.source_name
                 );
             }
-            crate::llvm_shim::retain_unit_types(&unit.module);
+            crate::llvm::retain_unit_types(&unit.module);
         }
         Ok(stubbed_types)
     }
@@ -447,11 +447,11 @@ impl Stages<'_, '_> {
         if unit.module.get_global_metadata_size("llvm.dbg.cu") == 0 {
             return Ok(());
         }
-        crate::llvm_shim::identify_debug_types(&unit.module);
+        crate::llvm::identify_debug_types(&unit.module);
         if let Some(anchor) = self.digests.anchor.filter(|_| self.digests.relative_lines) {
             let base = crate::support::line_bases::ANCHOR_LINE_BASE;
-            if crate::llvm_shim::rebase_anchor_lines(&unit.module, anchor, base)
-                == crate::llvm_shim::Rebased::Unsupported
+            if crate::llvm::rebase_anchor_lines(&unit.module, anchor, base)
+                == crate::llvm::Rebased::Unsupported
             {
                 anyhow::bail!(
                     "{}: debug info the anchored line rebase cannot rebuild",
@@ -565,7 +565,7 @@ impl Stages<'_, '_> {
         assembly: &assemble::Assembly,
         emitted: &[split::Fragment],
         emitted_lines: &[Option<debug_lines::RelativeLines>],
-        stubbed_types: crate::llvm_shim::StubKind,
+        stubbed_types: crate::llvm::StubKind,
         output: &Path,
     ) -> Result<Option<crate::obj::Decline>> {
         let unit = self.unit;
@@ -602,7 +602,7 @@ impl Stages<'_, '_> {
             .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
             .collect::<Result<_>>()?;
         let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
-        if stubbed_types != crate::llvm_shim::StubKind::None {
+        if stubbed_types != crate::llvm::StubKind::None {
             // The glue is the first part, when there is one.
             let glue_first = matches!(
                 parts.first(),
@@ -614,7 +614,7 @@ impl Stages<'_, '_> {
                     unit.source_name
                 );
             }
-            if stubbed_types == crate::llvm_shim::StubKind::CRecords {
+            if stubbed_types == crate::llvm::StubKind::CRecords {
                 every_type_unit_whole(&objects, &unit.source_name)?;
             }
         }
@@ -772,7 +772,7 @@ fn metadata_stage(
     settings: &CodegenSettings,
     options: &PipelineOptions,
 ) -> Result<digest::ModuleDigests> {
-    let text = crate::llvm_shim::print_module(&unit.module);
+    let text = crate::llvm::print_module(&unit.module);
     let tm = &unit.target_machine;
     let extra = options.key.fragment_context(
         &tm.get_cpu().to_string_lossy(),
@@ -975,7 +975,7 @@ mod split_measurement {
         say!("optimize {:.2}s", t.elapsed().as_secs_f64());
         let mut names: Vec<String> = Vec::new();
         for f in unit.module.get_functions() {
-            if crate::llvm_shim::has_body(&f)
+            if crate::llvm::has_body(&f)
                 && f.get_linkage() != Linkage::Private
                 && f.get_linkage() != Linkage::Internal
             {
@@ -1001,7 +1001,7 @@ mod split_measurement {
         let (mut extract, mut emit, mut bytes) = (Duration::ZERO, Duration::ZERO, 0usize);
         for n in &names {
             let t = Instant::now();
-            let m = crate::llvm_shim::extract_definitions(&unit.module, &[n.as_str()], false, None);
+            let m = crate::llvm::extract_definitions(&unit.module, &[n.as_str()], false, None);
             extract += t.elapsed();
             let t = Instant::now();
             let o = unit

@@ -16,7 +16,7 @@
 //! down had been evicted), and invariant 4 promises the same bytes. Fragments with
 //! aliases stay as context too (an alias must point at a definition).
 //! A recompiled function that something used before pruning, and nothing
-//! after, is kept looking used (`llvm_shim::anchor_uses`): dead-argument
+//! after, is kept looking used (`llvm::anchor_uses`): dead-argument
 //! elimination treats a function without uses differently (sqlite3.c's
 //! `versionFunc`, used only by a pruned table, kept its unused arguments'
 //! debug values warm and lost them cold).
@@ -36,7 +36,7 @@ use super::entries::{self, fragment_key};
 use super::split;
 use crate::ir::canonical::Unit;
 use crate::ir::digest::ModuleDigests;
-use crate::llvm_shim;
+use crate::llvm;
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Storage};
 
 /// How many edges away from an unpruned definition pruned definitions
@@ -96,7 +96,7 @@ pub fn prune_known_definitions(
     digests: &ModuleDigests,
     store: &dyn Storage,
 ) -> Result<PrunePlan> {
-    let aliases: HashMap<String, String> = llvm_shim::aliases(&unit.module)
+    let aliases: HashMap<String, String> = llvm::aliases(&unit.module)
         .into_iter()
         .map(|(n, _, t)| (n, t))
         .collect();
@@ -291,7 +291,7 @@ fn declare_pruned(
     let used: Vec<String> = unit
         .module
         .get_functions()
-        .filter(|f| any_pruned && llvm_shim::has_body(f) && llvm_shim::is_used(f))
+        .filter(|f| any_pruned && llvm::has_body(f) && llvm::is_used(f))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .collect();
     for f in plan.fragments.iter().filter(|f| f.stored.is_some()) {
@@ -317,21 +317,21 @@ fn declare_pruned(
             continue;
         }
         for m in &f.members {
-            llvm_shim::make_declaration(&unit.module, m);
+            llvm::make_declaration(&unit.module, m);
         }
     }
     // A function whose users were all pruned looks used still, as in a
-    // cold compile (see `llvm_shim::anchor_uses`).
+    // cold compile (see `llvm::anchor_uses`).
     let unused_now: Vec<&str> = used
         .iter()
         .map(String::as_str)
         .filter(|n| {
             unit.module
                 .get_function(n)
-                .is_some_and(|f| llvm_shim::has_body(&f) && !llvm_shim::is_used(&f))
+                .is_some_and(|f| llvm::has_body(&f) && !llvm::is_used(&f))
         })
         .collect();
-    llvm_shim::anchor_uses(&unit.module, &unused_now);
+    llvm::anchor_uses(&unit.module, &unused_now);
 }
 
 /// Which definitions the object's new code may name: starting from the

@@ -18,7 +18,7 @@
 //! modules cross to the workers as bitcode, each worker parsing into a
 //! context of its own (DESIGN.md: LLVM modules are not `Send`). Fragments
 //! compiled one module each share one code generation pipeline per thread
-//! (`llvm_shim::ObjectEmitter`): building the target's pipeline for every
+//! (`llvm::ObjectEmitter`): building the target's pipeline for every
 //! fragment cost about a quarter of a debug unit's code generation.
 
 use std::collections::HashMap;
@@ -31,7 +31,7 @@ use inkwell::targets::FileType;
 
 use crate::ir::canonical::{self, Unit};
 use crate::ir::settings::CodegenSettings;
-use crate::llvm_shim;
+use crate::llvm;
 use crate::obj::carve;
 
 /// One fragment: its members (first is the fragment's name) and object.
@@ -52,7 +52,7 @@ pub struct Fragment {
 fn references_of(module: &Module) -> Vec<String> {
     let mut out: Vec<String> = module
         .get_functions()
-        .filter(|f| !llvm_shim::has_body(f))
+        .filter(|f| !llvm::has_body(f))
         .map(|f| f.get_name().to_string_lossy().into_owned())
         .chain(
             module
@@ -102,9 +102,9 @@ pub fn plan(module: &Module) -> Vec<(Vec<String>, bool)> {
         )
     };
     for f in module.get_functions() {
-        if llvm_shim::has_body(&f) && emitted(f.get_linkage()) {
+        if llvm::has_body(&f) && emitted(f.get_linkage()) {
             let name = f.get_name().to_string_lossy().into_owned();
-            let comdat = llvm_shim::comdat_of(module, &name);
+            let comdat = llvm::comdat_of(module, &name);
             groups.add(name, comdat);
         }
     }
@@ -115,16 +115,16 @@ pub fn plan(module: &Module) -> Vec<(Vec<String>, bool)> {
         }
         if name.starts_with("llvm.") {
             glue.push(name);
-        } else if let Some(f) = llvm_shim::blockaddress_function(&g) {
+        } else if let Some(f) = llvm::blockaddress_function(&g) {
             // A label table goes with its function: block addresses cannot
             // cross objects.
             groups.join(name, &f);
         } else if emitted(g.get_linkage()) {
-            let comdat = llvm_shim::comdat_of(module, &name);
+            let comdat = llvm::comdat_of(module, &name);
             groups.add(name, comdat);
         }
     }
-    for (alias, base, _) in llvm_shim::aliases(module) {
+    for (alias, base, _) in llvm::aliases(module) {
         match base {
             Some(b) if groups.group_of.contains_key(&b) => groups.join(alias, &b),
             _ => glue.push(alias),
@@ -176,10 +176,7 @@ impl Grouping {
 /// Functions and global variables the module defines (module glue such as
 /// `llvm.global_ctors` aside).
 pub fn count_definitions(module: &Module) -> u64 {
-    let functions = module
-        .get_functions()
-        .filter(|f| llvm_shim::has_body(f))
-        .count();
+    let functions = module.get_functions().filter(|f| llvm::has_body(f)).count();
     let globals = module
         .get_globals()
         .filter(|g| !g.is_declaration() && !g.get_name().to_bytes().starts_with(b"llvm."))
@@ -203,7 +200,7 @@ pub fn discardable(
     let mut any = false;
     for m in members {
         let local = originally_local.contains(m.as_str());
-        if let Some(f) = module.get_function(m).filter(|f| llvm_shim::has_body(f)) {
+        if let Some(f) = module.get_function(m).filter(|f| llvm::has_body(f)) {
             if !linkonce(f.get_linkage()) && !local {
                 return false;
             }
@@ -225,7 +222,7 @@ pub fn discardable(
 pub fn available_externally(module: &Module, members: &[String]) -> bool {
     let mut any = false;
     for m in members {
-        let linkage = match module.get_function(m).filter(|f| llvm_shim::has_body(f)) {
+        let linkage = match module.get_function(m).filter(|f| llvm::has_body(f)) {
             Some(f) => f.get_linkage(),
             None => match module.get_global(m).filter(|g| !g.is_declaration()) {
                 Some(g) => g.get_linkage(),
@@ -243,9 +240,7 @@ pub fn available_externally(module: &Module, members: &[String]) -> bool {
 /// Whether any of `members` is still defined in the (optimized) module.
 pub fn any_defined(module: &Module, members: &[String]) -> bool {
     members.iter().any(|m| {
-        module
-            .get_function(m)
-            .is_some_and(|f| llvm_shim::has_body(&f))
+        module.get_function(m).is_some_and(|f| llvm::has_body(&f))
             || module.get_global(m).is_some_and(|g| !g.is_declaration())
     })
 }
@@ -294,10 +289,10 @@ pub fn emit_groups(
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     let mut done: Vec<Option<Fragment>> = plan.iter().map(|_| None).collect();
     // With debug info, what one fragment's extraction learns of the unit's
-    // types spares the next one the walk (see `llvm_shim::SharedTypes`).
-    let shared = debug_info.then(|| llvm_shim::SharedTypes::new(&unit.module));
+    // types spares the next one the walk (see `llvm::SharedTypes`).
+    let shared = debug_info.then(|| llvm::SharedTypes::new(&unit.module));
     // Not with debug info: a fragment's compile unit must be its own to be
-    // trimmed (see `llvm_shim::trim_debug_units`).
+    // trimmed (see `llvm::trim_debug_units`).
     if !debug_info && !crate::config::switches().no_carve {
         emit_carved(
             unit,
@@ -313,7 +308,7 @@ pub fn emit_groups(
     // its context.
     let mut emitter = UnitEmitter {
         unit,
-        pipeline: llvm_shim::ObjectEmitter::new(&unit.target_machine),
+        pipeline: llvm::ObjectEmitter::new(&unit.target_machine),
     };
     if jobs <= 1 {
         // One worker (the other cores are busy with other units): right
@@ -356,17 +351,17 @@ pub fn emit_groups(
 }
 
 /// A module (in the unit's context) with the definitions of all `members`
-/// (see `llvm_shim::extract_definitions`).
+/// (see `llvm::extract_definitions`).
 fn extract<'a, 'ctx>(
     unit: &Unit<'ctx>,
     members: impl IntoIterator<Item = &'a String>,
     glue: bool,
-    shared: Option<&llvm_shim::SharedTypes>,
+    shared: Option<&llvm::SharedTypes>,
 ) -> Module<'ctx> {
     let names: Vec<&str> = members.into_iter().map(String::as_str).collect();
-    let module = llvm_shim::extract_definitions(&unit.module, &names, glue, shared);
+    let module = llvm::extract_definitions(&unit.module, &names, glue, shared);
     if !glue {
-        llvm_shim::order_local_definitions(&module, &unit.target_machine, &names);
+        llvm::order_local_definitions(&module, &unit.target_machine, &names);
     }
     module
 }
@@ -402,7 +397,7 @@ fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
     members.iter().any(|m| {
         unit.module
             .get_global(m)
-            .is_some_and(|g| llvm_shim::blockaddress_function(&g).is_some())
+            .is_some_and(|g| llvm::blockaddress_function(&g).is_some())
     })
 }
 
@@ -411,13 +406,13 @@ fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
 /// build one: each compile builds its own then).
 struct UnitEmitter<'u, 'ctx> {
     unit: &'u Unit<'ctx>,
-    pipeline: Option<llvm_shim::ObjectEmitter<'u>>,
+    pipeline: Option<llvm::ObjectEmitter<'u>>,
 }
 
 /// `module`'s object: through `pipeline` (built once for many modules)
 /// where there is one, else with a pipeline of its own.
 fn emit_object(
-    pipeline: Option<&mut llvm_shim::ObjectEmitter>,
+    pipeline: Option<&mut llvm::ObjectEmitter>,
     machine: &inkwell::targets::TargetMachine,
     module: &Module,
     what: &str,
@@ -442,7 +437,7 @@ fn emit_in_unit(
     (members, glue): &(Vec<String>, bool),
     debug_info: bool,
     relative_lines: bool,
-    shared: Option<&llvm_shim::SharedTypes>,
+    shared: Option<&llvm::SharedTypes>,
 ) -> Result<Option<Fragment>> {
     let module = extract(emitter.unit, members, *glue, shared);
     let mut inlined = Vec::new();
@@ -450,12 +445,12 @@ fn emit_in_unit(
         debug_assert!(!*glue);
         if let Some(leader) = members.first().filter(|_| relative_lines) {
             let rebased;
-            (rebased, inlined) = llvm_shim::rebase_relative_lines(&module, leader, shared);
-            if rebased == llvm_shim::Rebased::Unsupported {
+            (rebased, inlined) = llvm::rebase_relative_lines(&module, leader, shared);
+            if rebased == llvm::Rebased::Unsupported {
                 return Ok(None);
             }
         }
-        llvm_shim::trim_debug_units(&module, false);
+        llvm::trim_debug_units(&module, false);
     }
     let object = emit_object(
         emitter.pipeline.as_mut(),
@@ -489,7 +484,7 @@ fn emit_in_workers(
     jobs: usize,
     items: &[&(Vec<String>, bool)],
     relative_lines: bool,
-    shared: Option<&llvm_shim::SharedTypes>,
+    shared: Option<&llvm::SharedTypes>,
     debug_info: bool,
 ) -> Result<Vec<Fragment>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
@@ -522,10 +517,7 @@ fn emit_in_workers(
                     // One target machine and code generation pipeline per
                     // worker.
                     let machine = target.machine(settings);
-                    let mut pipeline = machine
-                        .as_ref()
-                        .ok()
-                        .and_then(llvm_shim::ObjectEmitter::new);
+                    let mut pipeline = machine.as_ref().ok().and_then(llvm::ObjectEmitter::new);
                     loop {
                         let next = match receiver.lock() {
                             Ok(r) => r.recv(),
@@ -618,10 +610,10 @@ fn compile_bitcode(
     bc: &[u8],
     what: &str,
     machine: &inkwell::targets::TargetMachine,
-    pipeline: Option<&mut llvm_shim::ObjectEmitter>,
+    pipeline: Option<&mut llvm::ObjectEmitter>,
     fragment: Option<FragmentModule>,
 ) -> Result<(Vec<u8>, Vec<String>, Vec<String>)> {
-    llvm_shim::with_diagnostic_sink(|context: &Context, sink| {
+    llvm::with_diagnostic_sink(|context: &Context, sink| {
         let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
         let mut module = context
             .create_module_from_ir(buffer)
@@ -631,7 +623,7 @@ fn compile_bitcode(
             if let Some(leader) = fragment.rebase_on {
                 (module, inlined) = rebase_lines(context, module, leader, what)?;
             }
-            llvm_shim::trim_debug_units(&module, fragment.glue);
+            llvm::trim_debug_units(&module, fragment.glue);
         }
         let references = references_of(&module);
         let object = emit_object(pipeline, machine, &module, what)?;
@@ -652,11 +644,9 @@ fn rebase_lines<'ctx>(
     leader: &str,
     what: &str,
 ) -> Result<(Module<'ctx>, Vec<String>)> {
-    match llvm_shim::rebase_relative_lines(&module, leader, None) {
-        (llvm_shim::Rebased::Done | llvm_shim::Rebased::NoPosition, inlined) => {
-            Ok((module, inlined))
-        }
-        (llvm_shim::Rebased::Unsupported, _) => {
+    match llvm::rebase_relative_lines(&module, leader, None) {
+        (llvm::Rebased::Done | llvm::Rebased::NoPosition, inlined) => Ok((module, inlined)),
+        (llvm::Rebased::Unsupported, _) => {
             let text = module.print_to_string().to_string();
             let Some(rebased) = crate::ir::digest::rebase_relative_lines(&text, leader)
                 .map_err(|e| anyhow!("rebasing the lines of {what}: {e}"))?
@@ -732,7 +722,7 @@ fn emit_carved(
     let mut weights = Vec::with_capacity(own.len());
     for &i in &own {
         let members = &plan[i].0;
-        let reach = llvm_shim::fragment_reach(&unit.module, members);
+        let reach = llvm::fragment_reach(&unit.module, members);
         references.push(reach.references);
         weights.push(reach.weight);
         specs.push(carve::FragmentSpec {
@@ -759,7 +749,7 @@ fn emit_carved(
         let function = spec
             .members
             .iter()
-            .any(|m| (unit.module.get_function(m)).is_some_and(|f| llvm_shim::has_body(&f)));
+            .any(|m| (unit.module.get_function(m)).is_some_and(|f| llvm::has_body(&f)));
         let constant = spec.members.iter().any(|m| {
             (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
         });
@@ -1040,7 +1030,7 @@ int use(int x) {
                     continue;
                 }
                 let module = super::extract(&unit, &members, false, None);
-                let reach = crate::llvm_shim::fragment_reach(&unit.module, &members);
+                let reach = crate::llvm::fragment_reach(&unit.module, &members);
                 assert_eq!(
                     reach.references,
                     super::references_of(&module),

@@ -1,5 +1,5 @@
 //! What an interrupt (SIGINT, SIGTERM, SIGHUP) removes before the process
-//! dies of it. The mechanism is LLVM's signal handling (`llvm_shim`: its
+//! dies of it. The mechanism is LLVM's signal handling (`llvm`: its
 //! list of files, the shim's of directories), which sits above this
 //! layer; `main` installs it here once, first thing, so that
 //! [`super::temporaries`] can use it and depend on nothing of the crate.

@@ -69,6 +69,9 @@
 //!   its own `Drop`, or never (the process exits first); nothing else can
 //!   reach the inner value to drop it.
 
+mod ffi;
+
+use ffi::*;
 use std::ffi::{c_char, c_int, CString};
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,28 +89,9 @@ use llvm_sys::core::{
 use llvm_sys::prelude::LLVMDiagnosticInfoRef;
 use llvm_sys::LLVMDiagnosticSeverity;
 
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ShimTargetOptions {
-    pub function_sections: c_int,
-    pub data_sections: c_int,
-    pub unique_section_names: c_int,
-    pub emit_addrsig: c_int,
-    pub use_init_array: c_int,
-    pub emit_call_site_info: c_int,
-    pub debugger_tuning_gdb: c_int,
-}
-
-#[repr(C)]
-struct ShimFrontendOutput {
-    status: c_int,
-    module: llvm_sys::prelude::LLVMModuleRef,
-    bitcode: *mut c_char,
-    bitcode_len: usize,
-    diagnostics: *mut c_char,
-    diagnostics_len: usize,
-    declined: *const c_char,
-}
+/// The codegen options clang sets that LLVMCreateTargetMachine leaves at
+/// their defaults (see shim/repocc_shim.h).
+pub type ShimTargetOptions = ffi::RepoccTargetOptions;
 
 /// What clang's frontend did in this process.
 pub enum InProcessFrontend {
@@ -234,7 +218,7 @@ pub fn run_clang_frontend(
         None => None,
     };
     let ptrs = command.arg_pointers();
-    let mut out = ShimFrontendOutput {
+    let mut out = ffi::RepoccFrontendOutput {
         status: -1,
         module: std::ptr::null_mut(),
         bitcode: std::ptr::null_mut(),
@@ -292,144 +276,6 @@ pub fn run_clang_frontend(
     }
 }
 
-extern "C" {
-    fn repocc_comdat_name(
-        global: llvm_sys::prelude::LLVMValueRef,
-        len: *mut usize,
-    ) -> *const c_char;
-    fn repocc_make_declaration(value: llvm_sys::prelude::LLVMValueRef);
-    fn repocc_is_used(value: llvm_sys::prelude::LLVMValueRef) -> c_int;
-    fn repocc_global_users(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
-    fn repocc_fragment_reach(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        names: *const *const c_char,
-        count: usize,
-    ) -> *mut c_char;
-    fn repocc_print_module(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_char;
-    fn repocc_trim_debug_units(module: llvm_sys::prelude::LLVMModuleRef, glue: c_int);
-    fn repocc_sort_functions_by_name(module: llvm_sys::prelude::LLVMModuleRef);
-    fn repocc_rebase_relative_lines(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        leader: *const c_char,
-        base: u64,
-        shared: *const c_void,
-        definition_base: u64,
-        definition_span: u64,
-        max_definitions: std::ffi::c_uint,
-        inlined: *mut *mut c_char,
-    ) -> c_int;
-    fn repocc_rebase_anchor_lines(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        anchor: u64,
-        base: u64,
-    ) -> c_int;
-    fn repocc_identify_debug_types(module: llvm_sys::prelude::LLVMModuleRef);
-    fn repocc_strip_file_checksums(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
-    fn repocc_blockaddress_function(
-        global: llvm_sys::prelude::LLVMValueRef,
-    ) -> llvm_sys::prelude::LLVMValueRef;
-    fn repocc_has_one_call_site(function: llvm_sys::prelude::LLVMValueRef) -> c_int;
-    fn repocc_mark_unwritten_statics_constant(module: llvm_sys::prelude::LLVMModuleRef) -> u32;
-    fn repocc_inlined_size(function: llvm_sys::prelude::LLVMValueRef) -> usize;
-    fn repocc_user_functions(
-        global: llvm_sys::prelude::LLVMValueRef,
-        sole: *mut llvm_sys::prelude::LLVMValueRef,
-    ) -> c_int;
-    fn repocc_alias_base_object(
-        alias: llvm_sys::prelude::LLVMValueRef,
-    ) -> llvm_sys::prelude::LLVMValueRef;
-    fn repocc_extract_definitions(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        names: *const *const c_char,
-        count: usize,
-        copy_module_asm: c_int,
-        shared: *mut c_void,
-        share_metadata: c_int,
-    ) -> llvm_sys::prelude::LLVMModuleRef;
-    fn repocc_write_shared_bitcode(
-        module: llvm_sys::prelude::LLVMModuleRef,
-    ) -> llvm_sys::prelude::LLVMMemoryBufferRef;
-    fn repocc_shared_types_new(module: llvm_sys::prelude::LLVMModuleRef) -> *mut c_void;
-    fn repocc_stubs_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> c_int;
-    fn repocc_retain_unit_types(module: llvm_sys::prelude::LLVMModuleRef) -> std::ffi::c_uint;
-    fn repocc_shared_types_free(shared: *mut c_void);
-    fn repocc_run_pipeline(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        machine: llvm_sys::target_machine::LLVMTargetMachineRef,
-        pipeline: *const c_char,
-        tuning: *const PipelineTuning,
-        hook: extern "C" fn(*mut c_void, c_int, llvm_sys::prelude::LLVMModuleRef),
-        inliner_hooks: c_int,
-        ctx: *mut c_void,
-    ) -> llvm_sys::error::LLVMErrorRef;
-    fn repocc_substitute_bodies(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        blobs: *const *const c_char,
-        blob_lens: *const usize,
-        blob_count: usize,
-        names: *const *const c_char,
-        sources: *const usize,
-        groups: *const usize,
-        count: usize,
-        has_anchor: c_int,
-        anchor: u64,
-        done: *mut u8,
-    ) -> usize;
-    fn repocc_frontend_run(
-        clang_path: *const c_char,
-        prog_name: *const c_char,
-        args: *const *const c_char,
-        nargs: usize,
-        header_list: *const c_char,
-        disable_free: c_int,
-        context: llvm_sys::prelude::LLVMContextRef,
-        out: *mut ShimFrontendOutput,
-    );
-    fn repocc_frontend_free(out: *mut ShimFrontendOutput);
-    fn repocc_link_run(
-        clang_path: *const c_char,
-        prog_name: *const c_char,
-        args: *const *const c_char,
-        nargs: usize,
-        environment: *const *const c_char,
-        declined: *mut *const c_char,
-    ) -> c_int;
-    fn repocc_remove_file_on_interrupt(path: *const c_char, len: usize);
-    fn repocc_keep_file_on_interrupt(path: *const c_char, len: usize);
-    fn repocc_remove_interrupt_files();
-    fn repocc_strip_local_names(module: llvm_sys::prelude::LLVMModuleRef);
-    fn repocc_remove_directory_on_interrupt(path: *const c_char) -> c_int;
-    fn repocc_keep_directory_on_interrupt(path: *const c_char);
-    fn repocc_set_target_options(
-        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
-        opts: *const ShimTargetOptions,
-    );
-    fn repocc_order_local_definitions(
-        module: llvm_sys::prelude::LLVMModuleRef,
-        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
-        names: *const *const c_char,
-        count: usize,
-    );
-    fn repocc_max_nop_bytes(
-        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
-        module: llvm_sys::prelude::LLVMModuleRef,
-    ) -> std::ffi::c_uint;
-    fn repocc_object_emitter_new(tm: llvm_sys::target_machine::LLVMTargetMachineRef)
-        -> *mut c_void;
-    fn repocc_object_emitter_run(
-        emitter: *mut c_void,
-        module: llvm_sys::prelude::LLVMModuleRef,
-        len: *mut usize,
-    ) -> *const u8;
-    fn repocc_object_emitter_free(emitter: *mut c_void);
-
-    #[cfg(test)]
-    fn repocc_get_target_options(
-        tm: llvm_sys::target_machine::LLVMTargetMachineRef,
-        out: *mut ShimTargetOptions,
-    );
-}
-
 /// Sets the codegen options clang sets and the C API cannot.
 pub fn set_target_options(tm: &TargetMachine, opts: &ShimTargetOptions) {
     // SAFETY: see the module invariants; `tm` outlives the call.
@@ -451,7 +297,7 @@ pub fn max_nop_bytes(tm: &TargetMachine, module: &inkwell::module::Module) -> u8
 /// the target's pipeline again for every module. One per thread (it is not
 /// `Send`), for the machine it borrows.
 pub struct ObjectEmitter<'tm> {
-    raw: std::ptr::NonNull<c_void>,
+    raw: std::ptr::NonNull<RepoccObjectEmitter>,
     _machine: std::marker::PhantomData<&'tm TargetMachine>,
 }
 
@@ -480,7 +326,7 @@ impl<'tm> ObjectEmitter<'tm> {
             if data.is_null() || len == 0 {
                 return Vec::new();
             }
-            std::slice::from_raw_parts(data, len).to_vec()
+            std::slice::from_raw_parts(data.cast::<u8>(), len).to_vec()
         }
     }
 }
@@ -509,7 +355,7 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
 ///
 /// With full debug info, fragments hold the unit's types as stubs (see
 /// [`StubKind`]), and the glue holds them whole (see [`retain_unit_types`]).
-pub struct SharedTypes(*mut c_void);
+pub struct SharedTypes(*mut RepoccSharedTypes);
 
 impl SharedTypes {
     pub fn new(module: &inkwell::module::Module) -> Self {
@@ -1393,16 +1239,7 @@ impl Drop for FrontendModule {
 
 /// How the optimization pipeline is tuned (LLVM's `PipelineTuningOptions`
 /// that clang sets from the command line).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PipelineTuning {
-    pub loop_vectorization: c_int,
-    pub slp_vectorization: c_int,
-    pub loop_unrolling: c_int,
-    pub loop_interleaving: c_int,
-    pub call_graph_profile: c_int,
-    pub merge_functions: c_int,
-}
+pub type PipelineTuning = ffi::RepoccTuning;
 
 /// Runs `pipeline` (e.g. `default<O2>`) on `module`, calling `hook` where
 /// the module optimization half of LLVM's default pipeline starts (after
@@ -1452,7 +1289,7 @@ pub fn run_pipeline_with_hooks(
             machine.as_mut_ptr(),
             pipeline.as_ptr(),
             tuning,
-            call_hook,
+            Some(call_hook),
             c_int::from(inliner_hooks),
             &mut state as *mut HookState as *mut c_void,
         )

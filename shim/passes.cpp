@@ -1,0 +1,147 @@
+// The optimization pipeline and its hooks.
+//
+// The optimization pipeline with a hook where the module optimization half
+// starts (after the inliner and the function simplification pipeline): as
+// LLVMRunPasses, plus one module pass there that calls back into repocc.
+// repocc optimizes a unit's statics as hidden external definitions, so the
+// optimizer cannot delete one whose calls were all inlined; the hook lets
+// repocc delete those before the vectorizers, unrolling and the late
+// simplification passes spend time on bodies that would be dropped after.
+
+#include <llvm/Analysis/GlobalsModRef.h>
+#include <llvm/Analysis/LazyCallGraph.h>
+#include <llvm/Analysis/LoopInfo.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Passes/StandardInstrumentations.h>
+#include <llvm/Support/Error.h>
+#include <llvm-c/Error.h>
+#include "shim_internal.h"
+
+using namespace llvm;
+using namespace repocc_shim;
+
+namespace {
+
+
+using RepoccModuleHook = void (*)(void *ctx, int point, LLVMModuleRef module);
+
+// Calls the hook. It may delete functions and change linkage, so nothing
+// is preserved: the function analysis manager is cleared (as the proxy's
+// contract for deleted functions requires) and GlobalsAA, which the
+// optimization half's function passes only use when cached, is computed
+// again right after (see the pipeline below).
+struct ModuleHookPass : llvm::PassInfoMixin<ModuleHookPass> {
+  RepoccModuleHook hook;
+  void *ctx;
+  llvm::PreservedAnalyses run(llvm::Module &M, llvm::ModuleAnalysisManager &) {
+    hook(ctx, /*REPOCC_OPTIMIZER_EARLY=*/2, llvm::wrap(&M));
+    return llvm::PreservedAnalyses::none();
+  }
+  static bool isRequired() { return true; }
+};
+
+
+
+// Whether an optional pass may run on `IR` (see kSubstitutedAttr).
+bool mayRunOn(llvm::Any IR) {
+  using namespace llvm;
+  if (const auto *F = any_cast<const Function *>(&IR))
+    return !isSubstituted(*F);
+  if (const auto *C = any_cast<const LazyCallGraph::SCC *>(&IR)) {
+    for (const LazyCallGraph::Node &N : **C)
+      if (!isSubstituted(&N.getFunction()))
+        return true;
+    return false;
+  }
+  if (const auto *L = any_cast<const Loop *>(&IR))
+    return !isSubstituted((*L)->getHeader()->getParent());
+  return true;
+}
+
+constexpr llvm::StringLiteral kInlinerPass = "ModuleInlinerWrapperPass";
+
+} // namespace
+
+extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTargetMachineRef tm_ref,
+                                            const char *pipeline, const RepoccTuning *tuning,
+                                            RepoccPipelineHook hook, int inliner_hooks,
+                                            void *ctx) {
+  using namespace llvm;
+  Module *M = unwrap(module_ref);
+  TargetMachine *TM = reinterpret_cast<TargetMachine *>(tm_ref);
+  PipelineTuningOptions PTO;
+  PTO.LoopVectorization = tuning->loop_vectorization != 0;
+  PTO.SLPVectorization = tuning->slp_vectorization != 0;
+  PTO.LoopUnrolling = tuning->loop_unrolling != 0;
+  PTO.LoopInterleaving = tuning->loop_interleaving != 0;
+  PTO.CallGraphProfile = tuning->call_graph_profile != 0;
+  PTO.MergeFunctions = tuning->merge_functions != 0;
+
+  PassInstrumentationCallbacks PIC;
+  PassBuilder PB(TM, PTO, std::nullopt, &PIC);
+  LoopAnalysisManager LAM;
+  FunctionAnalysisManager FAM;
+  CGSCCAnalysisManager CGAM;
+  ModuleAnalysisManager MAM;
+  PB.registerLoopAnalyses(LAM);
+  PB.registerFunctionAnalyses(FAM);
+  PB.registerCGSCCAnalyses(CGAM);
+  PB.registerModuleAnalyses(MAM);
+  PB.crossRegisterProxies(LAM, FAM, CGAM, MAM);
+  StandardInstrumentations SI(M->getContext(), /*DebugLogging=*/false, /*VerifyEach=*/false);
+  SI.registerCallbacks(PIC, &MAM);
+  if (hook && inliner_hooks) {
+    // The module's inliner runs once; its first run is the one meant.
+    auto before_done = std::make_shared<bool>(false);
+    auto after_done = std::make_shared<bool>(false);
+    PIC.registerShouldRunOptionalPassCallback(
+        [](StringRef, Any IR) { return mayRunOn(std::move(IR)); });
+    PIC.registerBeforeNonSkippedPassCallback([=, &FAM, &MAM](StringRef PassID, Any) {
+      if (PassID != kInlinerPass || *before_done)
+        return;
+      *before_done = true;
+      hook(ctx, REPOCC_BEFORE_INLINER, module_ref);
+      // What the function passes so far cached about a replaced body is
+      // stale; so is a call graph built from the old bodies. GlobalsAA
+      // stays: it describes the bodies a cold compile's inliner saw too.
+      bool replaced = false;
+      for (Function &F : *M)
+        if (isSubstituted(&F)) {
+          FAM.clear(F, F.getName());
+          replaced = true;
+        }
+      if (replaced) {
+        PreservedAnalyses PA = PreservedAnalyses::all();
+        PA.abandon<LazyCallGraphAnalysis>();
+        MAM.invalidate(*M, PA);
+      }
+    });
+    PIC.registerAfterPassCallback(
+        [=](StringRef PassID, Any, const PreservedAnalyses &) {
+          if (PassID != kInlinerPass || *after_done)
+            return;
+          *after_done = true;
+          for (Function &F : *M)
+            if (isSubstituted(&F))
+              F.removeFnAttr(kSubstitutedAttr);
+          hook(ctx, REPOCC_AFTER_INLINER, module_ref);
+        });
+  }
+  if (hook) {
+    PB.registerOptimizerEarlyEPCallback(
+        [=](ModulePassManager &MPM, OptimizationLevel) {
+          ModuleHookPass pass;
+          pass.hook = hook;
+          pass.ctx = ctx;
+          MPM.addPass(std::move(pass));
+          MPM.addPass(RequireAnalysisPass<GlobalsAA, Module>());
+        });
+  }
+  ModulePassManager MPM;
+  if (Error err = PB.parsePassPipeline(MPM, pipeline))
+    return wrap(std::move(err));
+  MPM.run(*M, MAM);
+  return LLVMErrorSuccess;
+}
+

@@ -1,0 +1,506 @@
+// What the C API cannot ask of a module or value (COMDATs, users, block
+// addresses, inlined sizes, a fragment's reach), and small edits (make a
+// declaration, order functions, trim debug units, strip local names).
+//
+#include <llvm/ADT/SetVector.h>
+
+#include "shim_internal.h"
+
+using namespace llvm;
+using namespace repocc_shim;
+
+// The COMDAT group of a global object, or NULL (the C API has no getter for
+// a comdat's name). The name is not NUL-terminated; its length goes to *len.
+extern "C" const char *repocc_comdat_name(LLVMValueRef global, size_t *len) {
+  auto *GO = dyn_cast<GlobalObject>(unwrap(global));
+  if (!GO || !GO->getComdat())
+    return nullptr;
+  StringRef Name = GO->getComdat()->getName();
+  *len = Name.size();
+  return Name.data();
+}
+
+// The global an alias points at (through casts and constant offsets), or
+// NULL when the aliasee is not based on a single global object.
+extern "C" LLVMValueRef repocc_alias_base_object(LLVMValueRef alias) {
+  auto *GA = dyn_cast<GlobalAlias>(unwrap(alias));
+  if (!GA)
+    return nullptr;
+  const GlobalObject *GO = GA->getAliaseeObject();
+  return GO ? wrap(const_cast<GlobalObject *>(GO)) : nullptr;
+}
+
+// The function whose block address a global's initializer takes (a table of
+// labels for a computed goto), or NULL. Such a table must live in the
+// function's own fragment: a block address cannot cross objects.
+static const Function *findBlockAddressFunction(const Constant *C, unsigned Depth) {
+  if (auto *BA = dyn_cast<BlockAddress>(C))
+    return BA->getFunction();
+  if (Depth > 16)
+    return nullptr;
+  for (const Use &Op : C->operands())
+    if (auto *OpC = dyn_cast<Constant>(Op.get()))
+      if (!isa<GlobalValue>(OpC))
+        if (const Function *F = findBlockAddressFunction(OpC, Depth + 1))
+          return F;
+  return nullptr;
+}
+
+extern "C" LLVMValueRef repocc_blockaddress_function(LLVMValueRef global) {
+  auto *G = dyn_cast<GlobalVariable>(unwrap(global));
+  if (!G || !G->hasInitializer())
+    return nullptr;
+  const Function *F = findBlockAddressFunction(G->getInitializer(), 0);
+  return F ? wrap(const_cast<Function *>(F)) : nullptr;
+}
+
+#include <llvm/ADT/SmallPtrSet.h>
+
+// Adds the functions other than `Self` whose instructions use `V`
+// (directly or through constant expressions) to `Found`, stopping at two;
+// false when something else uses it (a global's initializer, an alias, a
+// block address...).
+static bool collectUserFunctions(const Value *V, const GlobalValue *Self,
+                                 SmallPtrSetImpl<const Function *> &Found, unsigned Depth) {
+  for (const User *U : V->users()) {
+    if (auto *I = dyn_cast<Instruction>(U)) {
+      const Function *F = I->getFunction();
+      if (F != Self)
+        Found.insert(F);
+      if (Found.size() > 1)
+        return true;
+    } else if (auto *CE = dyn_cast<ConstantExpr>(U)) {
+      if (Depth > 8 || !collectUserFunctions(CE, Self, Found, Depth + 1))
+        return false;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+// How many functions other than itself use the global `value` (0, 1, or 2
+// for "more"), with the one in `*sole`; -1 when something other than a
+// function's code uses it.
+extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole) {
+  *sole = nullptr;
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV)
+    return -1;
+  SmallPtrSet<const Function *, 2> Found;
+  if (!collectUserFunctions(GV, GV, Found, 0))
+    return -1;
+  if (Found.size() == 1)
+    *sole = wrap(const_cast<Function *>(*Found.begin()));
+  return static_cast<int>(Found.size());
+}
+
+// Instructions in `F` once the `alwaysinline` functions it calls are
+// inlined into it (each counted once; cycles and depth bounded).
+static size_t inlinedSize(const Function *F, SmallPtrSetImpl<const Function *> &Seen,
+                          unsigned Depth) {
+  size_t N = 0;
+  for (const BasicBlock &BB : *F)
+    for (const Instruction &I : BB) {
+      ++N;
+      auto *CB = dyn_cast<CallBase>(&I);
+      const Function *G = CB ? CB->getCalledFunction() : nullptr;
+      if (G && !G->isDeclaration() && G->hasFnAttribute(Attribute::AlwaysInline) &&
+          Depth < 8 && Seen.insert(G).second)
+        N += inlinedSize(G, Seen, Depth + 1);
+    }
+  return N;
+}
+
+// The instructions of the function `value` with the `alwaysinline`
+// functions it calls inlined: about the size clang's inliner weighs.
+extern "C" size_t repocc_inlined_size(LLVMValueRef value) {
+  auto *F = dyn_cast<Function>(unwrap(value));
+  if (!F || F->isDeclaration())
+    return 0;
+  SmallPtrSet<const Function *, 8> Seen;
+  Seen.insert(F);
+  return inlinedSize(F, Seen, 0);
+}
+
+// Whether the function `value` has exactly one use, a call (as the callee)
+// from another function, and nothing forbids inlining it there.
+extern "C" int repocc_has_one_call_site(LLVMValueRef value) {
+  auto *F = dyn_cast<Function>(unwrap(value));
+  if (!F || F->isDeclaration() || !F->hasOneUse() || F->isVarArg())
+    return 0;
+  if (F->hasFnAttribute(Attribute::NoInline) || F->hasFnAttribute(Attribute::OptimizeNone))
+    return 0;
+  const Use &U = *F->use_begin();
+  auto *CB = dyn_cast<CallBase>(U.getUser());
+  if (!CB || !CB->isCallee(&U) || CB->getFunction() == F || CB->isNoInline())
+    return 0;
+  // `alwaysinline` overrides the inliner's compatibility checks: a
+  // `target("bmi2")` variant would be inlined into its generic dispatcher
+  // and compiled without BMI2 (zstd's `*_bmi2` functions were). Only where
+  // clang's inliner could inline it too: the same target and compatible
+  // attributes.
+  const Function *Caller = CB->getFunction();
+  for (const char *Kind : {"target-cpu", "target-features", "tune-cpu"})
+    if (Caller->getFnAttribute(Kind).getValueAsString() !=
+        F->getFnAttribute(Kind).getValueAsString())
+      return 0;
+  if (!AttributeFuncs::areInlineCompatible(*Caller, *F))
+    return 0;
+  // clang's always-inliner runs before its inliner: a call inside an
+  // `alwaysinline` function is copied into each of that function's
+  // callers first, and the last-call bonus then sees every copy (zstd's
+  // `ZSTD_DUBT_findBestMatch`, called once from the `FORCE_INLINE`
+  // `ZSTD_BtFindBestMatch`, stays a function of its own in clang's build,
+  // called from nine). One call only if each `alwaysinline` caller up the
+  // chain is itself called once.
+  for (unsigned Depth = 0; Caller->hasFnAttribute(Attribute::AlwaysInline); ++Depth) {
+    if (Depth == 8 || !Caller->hasOneUse())
+      return 0;
+    auto *Up = dyn_cast<CallBase>(Caller->use_begin()->getUser());
+    if (!Up || !Up->isCallee(&*Caller->use_begin()) || Up->getFunction() == Caller)
+      return 0;
+    Caller = Up->getFunction();
+  }
+  return 1;
+}
+
+// Marks constant the internal global variables nothing in the module
+// stores to, by GlobalOpt's own test (`GlobalStatus`: no store, no
+// address that escapes). clang's GlobalOpt does this before the statics
+// become hidden externals in repocc's pipeline, which then cannot know
+// that nothing else writes them: loads from them fold, and they go to
+// `.rodata` (yaml-cpp's `s_introTransitions` tables were in `.data`).
+// Only less than GlobalOpt finds (it runs after simplification): never a
+// written global. Thread-locals, globals with a section of their own and
+// externally initialized ones are left alone. Returns how many.
+#include <llvm/Transforms/Utils/GlobalStatus.h>
+extern "C" unsigned repocc_mark_unwritten_statics_constant(LLVMModuleRef module) {
+  unsigned N = 0;
+  for (GlobalVariable &GV : unwrap(module)->globals()) {
+    if (!GV.hasLocalLinkage() || GV.isConstant() || !GV.hasInitializer() ||
+        GV.isExternallyInitialized() || GV.isThreadLocal() || GV.hasSection())
+      continue;
+    GlobalStatus GS;
+    if (GlobalStatus::analyzeGlobal(&GV, GS) || GS.StoredType != GlobalStatus::NotStored)
+      continue;
+    GV.setConstant(true);
+    ++N;
+  }
+  return N;
+}
+
+// Turns a definition into a declaration (its fragment comes from the
+// repository). Declarations cannot be in a COMDAT.
+// Whether anything uses the global `value`, constants nothing uses any
+// more (what was left of an initializer made a declaration) removed first,
+// as the optimizer's passes remove them.
+extern "C" int repocc_is_used(LLVMValueRef value) {
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV)
+    return 0;
+  GV->removeDeadConstantUsers();
+  return !GV->use_empty();
+}
+
+extern "C" void repocc_make_declaration(LLVMValueRef value) {
+  auto *GV = dyn_cast<GlobalValue>(unwrap(value));
+  if (!GV || GV->isDeclaration())
+    return;
+  if (auto *F = dyn_cast<Function>(GV)) {
+    F->deleteBody();
+    F->setComdat(nullptr);
+  } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+    G->setInitializer(nullptr);
+    G->setLinkage(GlobalValue::ExternalLinkage);
+    G->setComdat(nullptr);
+  }
+}
+
+
+// The global values that use `G`, looking through constant expressions
+// and aggregates: the function an instruction belongs to, or the global
+// variable or alias whose initializer holds it. One "G\tuser\n" line each.
+static void appendUsers(const GlobalValue &G, std::string &Out) {
+  SmallPtrSet<const GlobalValue *, 8> Users;
+  SmallPtrSet<const User *, 16> Visited;
+  SmallVector<const User *, 16> Work(G.user_begin(), G.user_end());
+  while (!Work.empty()) {
+    const User *U = Work.pop_back_val();
+    if (!Visited.insert(U).second)
+      continue;
+    if (auto *I = dyn_cast<Instruction>(U)) {
+      if (const Function *P = I->getFunction())
+        Users.insert(P);
+    } else if (auto *GV = dyn_cast<GlobalValue>(U)) {
+      Users.insert(GV);
+    } else {
+      for (const User *UU : U->users())
+        Work.push_back(UU);
+    }
+  }
+  for (const GlobalValue *GV : Users) {
+    if (!GV->hasName())
+      continue;
+    Out += G.getName();
+    Out += '\t';
+    Out += GV->getName();
+    Out += '\n';
+  }
+}
+
+// Which global values use each named global value — functions, variables,
+// aliases, defined or declared (see appendUsers). The caller frees the
+// string with LLVMDisposeMessage.
+extern "C" char *repocc_global_users(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::string Out;
+  for (GlobalValue &G : M->global_values())
+    if (G.hasName())
+      appendUsers(G, Out);
+  return LLVMCreateMessage(Out.c_str());
+}
+
+// What a fragment of the definitions `names`, extracted alone (see
+// repocc_extract_definitions), refers to and marks address-significant,
+// found without making its module: the members and, through the local
+// definitions it would hold copies of, everything they reach. One line
+// per symbol: "R\t<name>" where the fragment would declare it (a reference),
+// "S\t<name>" where it has a use there and its address is significant (not
+// unnamed_addr, not thread-local); and "W\t<n>", the basic blocks of its
+// functions. The caller frees the string with LLVMDisposeMessage.
+extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *names,
+                                       size_t count) {
+  Module &M = *unwrap(module);
+  SmallPtrSet<GlobalValue *, 16> Inside; // defined in the fragment
+  SmallVector<GlobalValue *, 16> Work;
+  SetVector<GlobalValue *> Used;       // with a use in the fragment
+  SetVector<GlobalValue *> Named;      // named by metadata only
+  SmallPtrSet<const Constant *, 32> Seen;
+  for (size_t i = 0; i < count; i++) {
+    GlobalValue *GV = M.getNamedValue(names[i]);
+    if (GV && !GV->isDeclaration() && Inside.insert(GV).second)
+      Work.push_back(GV);
+  }
+  // A local definition is copied into the fragment (the materializer's
+  // rule); any other global is declared there.
+  std::function<void(const Constant *)> reach = [&](const Constant *C) {
+    if (auto *G = dyn_cast<GlobalValue>(C)) {
+      auto *GV = const_cast<GlobalValue *>(G);
+      Used.insert(GV);
+      if (GV->hasLocalLinkage() && !GV->isDeclaration() &&
+          (isa<Function>(GV) || isa<GlobalVariable>(GV)) && Inside.insert(GV).second)
+        Work.push_back(GV);
+      return;
+    }
+    if (!Seen.insert(C).second)
+      return;
+    for (const Use &Op : C->operands())
+      if (auto *OC = dyn_cast<Constant>(Op.get()))
+        reach(OC);
+  };
+  auto reachOperand = [&](const Value *V) {
+    if (auto *C = dyn_cast<Constant>(V)) {
+      reach(C);
+    } else if (auto *MV = dyn_cast<MetadataAsValue>(V)) {
+      if (auto *VM = dyn_cast<ValueAsMetadata>(MV->getMetadata()))
+        if (auto *G = dyn_cast<GlobalValue>(VM->getValue()))
+          Named.insert(const_cast<GlobalValue *>(G));
+    }
+  };
+  uint64_t Blocks = 0;
+  while (!Work.empty()) {
+    GlobalValue *GV = Work.pop_back_val();
+    if (auto *F = dyn_cast<Function>(GV)) {
+      if (F->hasPersonalityFn())
+        reach(F->getPersonalityFn());
+      if (F->hasPrefixData())
+        reach(F->getPrefixData());
+      if (F->hasPrologueData())
+        reach(F->getPrologueData());
+      for (const BasicBlock &BB : *F) {
+        Blocks++;
+        for (const Instruction &I : BB)
+          for (const Use &Op : I.operands())
+            reachOperand(Op.get());
+      }
+    } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
+      if (G->hasInitializer())
+        reach(G->getInitializer());
+    } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
+      reach(A->getAliasee());
+    }
+  }
+  std::string Out;
+  auto line = [&](char Kind, const GlobalValue *G) {
+    if (!G->hasName() || G->getName().starts_with("llvm."))
+      return;
+    Out += Kind;
+    Out += '\t';
+    Out += G->getName();
+    Out += '\n';
+  };
+  for (GlobalValue *G : Used) {
+    if (!Inside.count(G) && (isa<Function>(G) || isa<GlobalVariable>(G) || isa<GlobalAlias>(G)))
+      line('R', G);
+    if (G->getUnnamedAddr() == GlobalValue::UnnamedAddr::None && !G->isThreadLocal())
+      line('S', G);
+  }
+  for (GlobalValue *G : Named)
+    if (!Inside.count(G) && !Used.count(G))
+      line('R', G);
+  Out += "W\t" + std::to_string(Blocks + 1) + "\n";
+  return LLVMCreateMessage(Out.c_str());
+}
+
+// The module's text as LLVMPrintModuleToString prints it, except that an
+// unnamed block whose address is taken prints as `repocc.addr.N` (N its
+// position in its function) instead of by number. The writer numbers a
+// function's values only inside the function: a block address in a
+// global's initializer (a computed goto's label table) made it number the
+// whole function again for every entry, quadratic in an interpreter's
+// dispatch loop (lua's lvm.c: two thirds of the print). Named, a block
+// prints by its name. The names are taken away again before returning,
+// so the module is as it was. The caller frees the string with
+// LLVMDisposeMessage.
+extern "C" char *repocc_print_module(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::vector<BasicBlock *> Named;
+  for (Function &F : *M) {
+    unsigned Position = 0;
+    for (BasicBlock &BB : F) {
+      if (BB.hasAddressTaken() && !BB.hasName()) {
+        BB.setName("repocc.addr." + Twine(Position));
+        Named.push_back(&BB);
+      }
+      ++Position;
+    }
+  }
+  std::string Out;
+  raw_string_ostream OS(Out);
+  // Buffered: the writer wraps OS in a formatted_raw_ostream, which takes
+  // OS's buffering. Unbuffered (raw_string_ostream's default), each of the
+  // writer's small writes went through the column tracking and a string
+  // append of its own.
+  OS.SetBufferSize(1 << 16);
+  M->print(OS, nullptr);
+  OS.flush();
+  for (BasicBlock *BB : Named)
+    BB->setName("");
+  return LLVMCreateMessage(Out.c_str());
+}
+
+#include <llvm/ADT/StringSet.h>
+#include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/Target/TargetLoweringObjectFile.h>
+
+// Debug info of a fragment module, after it was parsed into a code
+// generation worker's context (its compile units are its own there, so
+// they can be changed in place). A fragment's compile unit lists the
+// global variables the fragment defines (extraction gave it an empty
+// list); the glue's, which is the unit's own, keeps the enums, retained
+// types and imported entities, emitted once per object, and no variables.
+// Orders the module's functions by name (a stable sort). The always-inliner
+// visits callees in module order, so whether an always_inline callee's own
+// always_inline callees are already inlined into it when it is inlined
+// into a caller — and so where the caller's stack slots lie — follows the
+// order clang emitted the unit's functions in; by name, it is the same in
+// every unit.
+extern "C" void repocc_sort_functions_by_name(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  std::vector<Function *> Functions;
+  for (Function &F : *M)
+    Functions.push_back(&F);
+  std::stable_sort(Functions.begin(), Functions.end(),
+                   [](Function *A, Function *B) { return A->getName() < B->getName(); });
+  for (Function *F : Functions) {
+    F->removeFromParent();
+    M->getFunctionList().push_back(F);
+  }
+}
+
+// The local definitions a fragment's module holds besides its members `names`
+// (the helpers repocc_extract_definitions copies in, in the order its mapper
+// met them) put in an order the carver finds again in an object compiled
+// with a section per definition (see carve.rs's `canonical_order`): after
+// the members, functions by name, and variables by name but for those the
+// code generator pools in mergeable sections (constants and strings, which
+// the carver takes piece by piece in the order the code refers to them),
+// which keep their order. Laid out so, a fragment compiled as a module
+// of its own (with debug info) holds its code and data where the carved
+// fragment (without) holds them, and `-g` moves nothing.
+extern "C" void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetMachineRef tm,
+                                               const char *const *names, size_t count) {
+  Module *M = unwrap(module);
+  const TargetMachine &TM = *reinterpret_cast<TargetMachine *>(tm);
+  StringSet<> Members;
+  for (size_t i = 0; i < count; i++)
+    Members.insert(names[i]);
+  auto helper = [&](const GlobalObject &G) {
+    return G.hasLocalLinkage() && !G.isDeclaration() && !Members.contains(G.getName());
+  };
+  auto byName = [](const GlobalValue *A, const GlobalValue *B) {
+    return A->getName() < B->getName();
+  };
+  std::vector<Function *> Functions;
+  for (Function &F : *M)
+    if (helper(F))
+      Functions.push_back(&F);
+  std::stable_sort(Functions.begin(), Functions.end(), byName);
+  for (Function *F : Functions) {
+    F->removeFromParent();
+    M->getFunctionList().push_back(F);
+  }
+  std::vector<GlobalVariable *> Pooled, Own;
+  for (GlobalVariable &G : M->globals())
+    if (helper(G)) {
+      SectionKind Kind = TargetLoweringObjectFile::getKindForGlobal(&G, TM);
+      (Kind.isMergeableCString() || Kind.isMergeableConst() ? Pooled : Own).push_back(&G);
+    }
+  std::stable_sort(Own.begin(), Own.end(), byName);
+  for (auto *List : {&Pooled, &Own})
+    for (GlobalVariable *G : *List) {
+      M->removeGlobalVariable(G);
+      M->insertGlobalVariable(G);
+    }
+}
+
+extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
+  Module *M = unwrap(module);
+  SmallVector<Metadata *, 4> Defined;
+  for (GlobalVariable &G : M->globals()) {
+    if (G.isDeclaration())
+      continue;
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G.getDebugInfo(GVEs);
+    Defined.append(GVEs.begin(), GVEs.end());
+  }
+  for (DICompileUnit *CU : M->debug_compile_units()) {
+    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Defined));
+    if (!glue) {
+      CU->replaceEnumTypes(nullptr);
+      CU->replaceRetainedTypes(nullptr);
+      CU->replaceImportedEntities(nullptr);
+      CU->replaceMacros(nullptr);
+    }
+  }
+}
+
+
+// Takes the name off every argument, block and instruction of `module`'s
+// functions (see canonical.rs: the digests' text then numbers them, the
+// same whatever names the frontend or mem2reg gave).
+extern "C" void repocc_strip_local_names(LLVMModuleRef module_ref) {
+  for (llvm::Function &f : *llvm::unwrap(module_ref)) {
+    for (llvm::Argument &a : f.args())
+      if (a.hasName())
+        a.setName("");
+    for (llvm::BasicBlock &b : f) {
+      if (b.hasName())
+        b.setName("");
+      for (llvm::Instruction &i : b)
+        if (i.hasName())
+          i.setName("");
+    }
+  }
+}

@@ -1,0 +1,173 @@
+// What the shim's files share, in C++ (the C interface is repocc_shim.h):
+// the unit's shared debug types, the walks over a module's metadata, the
+// mark on substituted bodies. One job per file: target.cpp (target options,
+// the object emitter), extract.cpp (fragment extraction), queries.cpp (IR
+// queries and small edits), debug_types.cpp (debug type identity),
+// passes.cpp (the pass pipeline and its hooks), bodies.cpp (stored bodies),
+// line_rebase.cpp (relative lines, with line_rebaser.h), interrupts.cpp
+// (signals), frontend.cpp (clang in process).
+#pragma once
+
+#include "repocc_shim.h"
+
+#include <llvm-c/Core.h>
+#include <llvm/ADT/DenseMap.h>
+#include <llvm/ADT/DenseSet.h>
+#include <llvm/ADT/SmallVector.h>
+#include <llvm/IR/DebugInfoMetadata.h>
+#include <llvm/IR/DebugProgramInstruction.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/Instructions.h>
+#include <llvm/IR/IntrinsicInst.h>
+#include <llvm/IR/Module.h>
+#include <llvm/BinaryFormat/Dwarf.h>
+#include <llvm/Transforms/Utils/ValueMapper.h>
+
+// What the fragments of one unit learn about its metadata, for the next
+// fragment: the nodes that reach nothing a fragment maps elsewhere (no
+// compile unit, subprogram or other distinct node but types, no value).
+// Such a node is the same in every fragment, whatever it is extracted
+// with, and no fragment's rebase changes it (what it rebases belongs to a
+// function, and so reaches a distinct scope). The nodes live as long as
+// the unit's context: uniqued and distinct nodes are never freed before
+// it, so a pointer here never names another node.
+//
+// With `Stub` (a C unit with full debug info), a fragment holds its
+// file-scope structs, unions and enums as stubs: the same tag, name, size
+// and identifier (so the same type unit signature), nothing else. The
+// unit's glue holds every such type in full (`repocc_retain_unit_types`)
+// and comes first in the object, so the composer keeps its type units and
+// drops the stubs; a fragment's code generation no longer builds the
+// whole graph of types its functions reach (most of a `-O0 -g`
+// fragment's cost), and the repository no longer stores it with each.
+//
+// With `CxxDecls` (a C++ unit with full debug info), a fragment holds every
+// class, struct and union with an ODR identifier (its mangled name) that
+// is declared at namespace scope or inside another such class as a
+// declaration: tag, name, identifier and the scope chain (namespaces, the
+// enclosing class's declaration), nothing else -- what clang itself emits
+// for a class whose definition another unit holds (`-fno-standalone-debug`).
+// A class's members and its completeness follow what each unit uses, so
+// a fragment that held them would differ from unit to unit; as a
+// declaration, a template instance's fragment is the same in every unit
+// that instantiates it the same way. The glue holds every complete class
+// the unit's definitions reach (`repocc_retain_unit_types`), and debuggers
+// find a declaration's definition by its name, as they do across clang's
+// own units. Member declarations a definition names (`declaration:`) stay,
+// inside the class's declaration, as in clang's output.
+enum StubKind { StubNone = 0, StubCRecords = 1, StubCxxDecls = 2 };
+
+struct RepoccSharedTypes {
+  llvm::DenseSet<const llvm::Metadata *> Clean;
+  StubKind Stub = StubNone;
+  llvm::DenseMap<const llvm::DICompositeType *, llvm::DICompositeType *> Stubs;
+};
+
+namespace repocc_shim {
+
+using namespace llvm;
+
+// The metadata a global object holds: its attachments and, for a
+// function, each instruction's attachments, metadata operands and debug
+// records; handed to `visit(Metadata *)`, nulls included.
+template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&visit) {
+  SmallVector<std::pair<unsigned, MDNode *>, 4> MDs;
+  GO.getAllMetadata(MDs);
+  for (auto &KM : MDs)
+    visit(KM.second);
+  auto *F = dyn_cast<Function>(&GO);
+  if (!F)
+    return;
+  for (const BasicBlock &BB : *F)
+    for (const Instruction &I : BB) {
+      MDs.clear();
+      I.getAllMetadata(MDs);
+      for (auto &KM : MDs)
+        visit(KM.second);
+      for (const Value *Op : I.operand_values())
+        if (auto *MAV = dyn_cast<MetadataAsValue>(Op))
+          visit(MAV->getMetadata());
+      for (const DbgRecord &DR : I.getDbgRecordRange()) {
+        visit(DR.getDebugLoc().getAsMDNode());
+        if (auto *DVR = dyn_cast<DbgVariableRecord>(&DR)) {
+          visit(DVR->getRawLocation());
+          visit(DVR->getRawVariable());
+          visit(DVR->getRawExpression());
+          if (DVR->isDbgAssign()) {
+            visit(DVR->getRawAddress());
+            visit(DVR->getRawAddressExpression());
+            visit(DVR->getRawAssignID());
+          }
+        } else if (auto *DLR = dyn_cast<DbgLabelRecord>(&DR)) {
+          visit(DLR->getRawLabel());
+        }
+      }
+    }
+}
+
+// Calls `Found` on every metadata node the module's globals and functions
+// reach, each once, in a fixed order (globals, then functions, each one's
+// operands in order); compile units are not entered.
+template <class Found> void forEachReachedNode(const Module &M, Found &&found) {
+  DenseSet<const Metadata *> Seen;
+  SmallVector<const Metadata *, 64> Stack;
+  auto visit = [&](const Metadata *MD) {
+    if (MD && Seen.insert(MD).second)
+      Stack.push_back(MD);
+  };
+  auto drain = [&] {
+    while (!Stack.empty()) {
+      const Metadata *MD = Stack.pop_back_val();
+      auto *N = dyn_cast<MDNode>(MD);
+      if (!N || isa<DICompileUnit>(N))
+        continue;
+      found(N);
+      // Operands in reverse, so that the walk meets them in order.
+      for (unsigned I = N->getNumOperands(); I > 0; I--)
+        visit(N->getOperand(I - 1).get());
+    }
+  };
+  for (const GlobalVariable &G : M.globals()) {
+    forEachObjectRoot(G, visit);
+    drain();
+  }
+  for (const Function &F : M) {
+    forEachObjectRoot(F, visit);
+    drain();
+  }
+}
+
+
+// The string attribute that marks a function whose body was put in place
+// as the inliner and function simplification left it in an earlier
+// compile (see repocc_substitute_bodies): no optional pass runs on it
+// until the inliner is done, when the mark goes.
+inline constexpr const char *kSubstitutedAttr = "repocc-substituted";
+
+inline bool isSubstituted(const llvm::Function *F) {
+  return F && F->hasFnAttribute(kSubstitutedAttr);
+}
+
+
+// A complete struct, union or enum declared at file scope: what
+// `repocc_identify_debug_types` gives an identifier in C, and so a type
+// unit of its own.
+inline bool fileScopeRecord(const DICompositeType *T) {
+  if (T->isForwardDecl())
+    return false;
+  switch (T->getTag()) {
+  case dwarf::DW_TAG_structure_type:
+  case dwarf::DW_TAG_union_type:
+  case dwarf::DW_TAG_enumeration_type:
+    break;
+  default:
+    return false;
+  }
+  // Types declared in a function stay in the function's unit (LLVM does
+  // not put them in type units).
+  const Metadata *Scope = T->getRawScope();
+  return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
+}
+
+} // namespace repocc_shim
