@@ -150,6 +150,7 @@ pub fn user_config_path() -> Option<PathBuf> {
 /// | `REPOCC_DIGEST_REPORT` (set) | how far an edit to one definition spreads |
 /// | `REPOCC_EXTERNAL_FRONTEND` (not empty, not `0`) | clang-19's frontend as a process |
 /// | `REPOCC_NO_CARVE` (set) | new fragments compiled one module each (in the keys: other bytes) |
+/// | `REPOCC_RECURSION_GUARD` (set) | repocc was started by a compiler repocc ran: an error |
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
     pub explain: bool,
@@ -157,7 +158,10 @@ pub struct Switches {
     pub digest_report: bool,
     pub external_frontend: bool,
     pub no_carve: bool,
+    pub recursion: bool,
 }
+
+pub use crate::support::RECURSION_GUARD;
 
 impl Switches {
     fn from_env() -> Switches {
@@ -169,6 +173,7 @@ impl Switches {
             external_frontend: std::env::var_os("REPOCC_EXTERNAL_FRONTEND")
                 .is_some_and(|v| !v.is_empty() && v != "0"),
             no_carve: set("REPOCC_NO_CARVE"),
+            recursion: set(RECURSION_GUARD),
         }
     }
 }

@@ -334,3 +334,18 @@ compiled=$(REPOCC_DIR="$SCRATCH/repo-du" stat_value definitions_compiled)
 REPOCC_DIR="$SCRATCH/repo-du-new" "$REPOCC" -O2 -g -c du.c -o du.cold.o || fail "cold compile of the edited du.c"
 cmp du.warm.o du.cold.o || fail "du.c after an edit: the warm object differs from a compile into a new repository"
 note "a function used only by a pruned table: warm equals cold"
+
+# A 32-bit unit: repocc's ELF code reads ELF64 only, so composing goes
+# through ld.lld -r and each fragment is a module of its own. Both declines
+# are counted with their reasons and explained; the object is a correct
+# 32-bit object with both functions.
+printf 'int g(int x) { return x * 3; }\nint f(int x) { return g(x) + 1; }\n' > d32.c
+REPOCC_DIR="$SCRATCH/repo-32" REPOCC_EXPLAIN=1 "$REPOCC" -m32 -O2 -c d32.c -o d32.o 2> d32.err \
+  || { cat d32.err; fail "repocc -m32 -c d32.c"; }
+llvm-readelf-19 -h d32.o | has "Class: +ELF32" || fail "d32.o is not a 32-bit object"
+nm d32.o | has " T f" && nm d32.o | has " T g" || fail "d32.o lacks f or g"
+assert_eq "32-bit unit: composing declined" 1 "$(REPOCC_DIR="$SCRATCH/repo-32" stat_value compose_declines)"
+assert_eq "32-bit unit: carving declined" 2 "$(REPOCC_DIR="$SCRATCH/repo-32" stat_value carve_declines)"
+grep -F -e "explain d32.c: decline: composing (ld.lld -r instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say composing declined"
+grep -F -e "explain d32.c: decline: carving (a module per fragment instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say carving declined"
+note "a 32-bit unit: both declines counted and explained"

@@ -70,7 +70,7 @@ fn warn(msg: &str) {
 /// invocation is handed to clang with exec).
 pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
     invocation_start();
-    if std::env::var_os(RECURSION_GUARD).is_some() {
+    if config::switches().recursion {
         say!(
             "repocc: error: recursive invocation: the compiler repocc runs started repocc \
              again (check REPOCC_CLANG / the clang key of the configuration)"
@@ -1098,6 +1098,27 @@ fn unit_notes(
     }
     for line in &report.explain {
         notes.push_str(&format!("repocc: explain {}: {line}\n", unit.source));
+    }
+    if cx.options.explain {
+        // Declines are counted in the statistics; explained, they name the
+        // unit and the slower path it took.
+        for (category, why) in report
+            .compose_declined
+            .iter()
+            .map(|why| (Category::ComposeDeclined, why))
+            .chain(
+                report
+                    .carve_declined
+                    .iter()
+                    .map(|why| (Category::CarveDeclined, why)),
+            )
+        {
+            notes.push_str(&format!(
+                "repocc: explain {}: {}: {why}\n",
+                unit.source,
+                category.key()
+            ));
+        }
     }
     notes
 }

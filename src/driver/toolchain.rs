@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 
 /// Set in the environment of every compiler repocc runs; finding it set at
 /// start-up means the "compiler" ran repocc again.
-pub use crate::ir::frontend::RECURSION_GUARD;
+pub use crate::config::RECURSION_GUARD;
 
 /// Which driver the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

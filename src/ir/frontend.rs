@@ -19,10 +19,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result};
 
 use crate::ir::settings::OptLevel;
-
-/// Set in the environment of every compiler repocc runs; finding it set at
-/// start-up means the "compiler" ran repocc again (see `driver::toolchain`).
-pub const RECURSION_GUARD: &str = "REPOCC_RECURSION_GUARD";
+use crate::support::RECURSION_GUARD;
 
 /// What the frontend produced.
 #[derive(Debug)]

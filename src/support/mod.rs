@@ -12,3 +12,8 @@ pub mod temporaries;
 pub fn current_uid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
+
+/// Set in the environment of every compiler repocc runs; finding it set at
+/// start-up means the "compiler" ran repocc again (read in
+/// `config::Switches`).
+pub const RECURSION_GUARD: &str = "REPOCC_RECURSION_GUARD";

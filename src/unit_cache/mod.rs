@@ -581,7 +581,7 @@ fn preprocess_command(
     let mut cmd = std::process::Command::new(clang);
     cmd.args(unit.search_options)
         .args(["-E", "-x", unit.language, unit.source, "-o", output])
-        .env(crate::ir::frontend::RECURSION_GUARD, "1")
+        .env(crate::config::RECURSION_GUARD, "1")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     crate::ir::frontend::list_headers(&mut cmd, header_list);
