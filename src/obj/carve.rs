@@ -37,11 +37,11 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::elf::{
-    c_str, parse, slice, u16_at, u32_at, u64_at, write, Content, Input, Member, OutRela,
-    OutSection, OutSym, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON,
-    SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA,
-    SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE,
-    STT_SECTION, UNWIND_RECORD_ALIGN,
+    c_str, parse, slice, u16_at, u32_at, write, Content, Input, Member, OutRela, OutSection,
+    OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
+    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB,
+    SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE, STT_SECTION,
+    UNWIND_RECORD_ALIGN,
 };
 
 const SHF_ALLOC: u64 = 0x2;
@@ -106,15 +106,6 @@ const TEXT_PREFIXES: &[&[u8]] = &[
     b".text.split",
 ];
 
-/// One relocation of the whole object.
-#[derive(Clone, Copy)]
-struct Rela {
-    offset: u64,
-    sym: usize,
-    r_type: u32,
-    addend: i64,
-}
-
 /// One record of `.eh_frame`.
 struct UnwindRecord {
     start: u64,
@@ -173,23 +164,14 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         match s.sh_type {
             SHT_REL => return None,
             SHT_RELA => {
-                if s.entsize != 24 || s.link as usize != symtab {
+                if s.link as usize != symtab {
                     return None;
                 }
-                let target = relas.get_mut(s.info as usize)?;
-                for e in slice(data, s.offset, s.size)?.chunks_exact(24) {
-                    let info = u64_at(e, 8)?;
-                    target.push(Rela {
-                        offset: u64_at(e, 0)?,
-                        sym: (info >> 32) as usize,
-                        r_type: info as u32,
-                        addend: u64_at(e, 16)? as i64,
-                    });
-                }
+                relas.get_mut(s.info as usize)?.extend(input.relas(s)?);
             }
             SHT_GROUP => {
-                for w in slice(data, s.offset, s.size)?.chunks_exact(4).skip(1) {
-                    *group_of.get_mut(u32_at(w, 0)? as usize)? = Some(i);
+                for m in input.group(s)?.1 {
+                    *group_of.get_mut(m)? = Some(i);
                 }
             }
             SHT_LLVM_ADDRSIG => addrsig = true,
@@ -679,11 +661,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         let w = self.w;
         let h = w.input.shdrs[g];
         let mut sections = Vec::new();
-        for m in slice(w.input.data, h.offset, h.size)?
-            .chunks_exact(4)
-            .skip(1)
-        {
-            let m = u32_at(m, 0)? as usize;
+        for m in w.input.group(&h)?.1 {
             if w.input.shdrs.get(m)?.sh_type != SHT_RELA {
                 sections.push(m);
             }
@@ -737,15 +715,13 @@ impl<'w, 'a> Builder<'w, 'a> {
     fn group_is_ours(&self, g: usize) -> bool {
         let w = self.w;
         let h = w.input.shdrs[g];
-        let Some(words) = slice(w.input.data, h.offset, h.size) else {
+        let Some((_, members)) = w.input.group(&h) else {
             return false;
         };
-        words.chunks_exact(4).skip(1).any(|m| {
-            u32_at(m, 0).is_some_and(|m| {
-                w.symbols_in.get(m as usize).is_some_and(|ks| {
-                    ks.iter()
-                        .any(|&k| self.name_of(k).is_some_and(|n| self.members.contains(n)))
-                })
+        members.into_iter().any(|m| {
+            w.symbols_in.get(m).is_some_and(|ks| {
+                ks.iter()
+                    .any(|&k| self.name_of(k).is_some_and(|n| self.members.contains(n)))
             })
         })
     }
@@ -1125,12 +1101,10 @@ impl<'w, 'a> Builder<'w, 'a> {
     fn group(&mut self, g: usize) -> Option<()> {
         let w = self.w;
         let h = w.input.shdrs[g];
-        let words = slice(w.input.data, h.offset, h.size)?;
-        let flag = u32_at(words, 0)?;
+        let (flag, group) = w.input.group(&h)?;
         let (signature, _) = self.target(h.info as usize, 0)?;
         let mut members = Vec::new();
-        for m in words.chunks_exact(4).skip(1) {
-            let m = u32_at(m, 0)? as usize;
+        for m in group {
             let sh = w.input.shdrs.get(m)?;
             members.push(if sh.sh_type == SHT_RELA {
                 Member::RelaOf(*self.out_of.get(&(sh.info as usize))?)

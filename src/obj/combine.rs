@@ -64,12 +64,8 @@ fn private_data_key(input: &Input, i: usize) -> Option<Vec<u8>> {
         .iter()
         .filter(|r| r.sh_type == SHT_RELA && r.info as usize == i)
     {
-        if r.entsize != 24 {
-            return None;
-        }
-        for e in slice(input.data, r.offset, r.size)?.chunks_exact(24) {
-            let info = u64_at(e, 8)?;
-            let sym = input.syms.get((info >> 32) as usize)?;
+        for e in input.relas(r)? {
+            let sym = input.syms.get(e.sym)?;
             let bind = sym.info >> 4;
             let target = c_str(input.strtab, sym.name)?;
             if bind == STB_LOCAL || target.is_empty() {
@@ -77,9 +73,9 @@ fn private_data_key(input: &Input, i: usize) -> Option<Vec<u8>> {
             }
             // Offset, type and addend; the symbol by its name (its index
             // is the part's own).
-            key.extend_from_slice(&e[..8]);
-            key.extend_from_slice(&(info as u32).to_le_bytes());
-            key.extend_from_slice(&e[16..24]);
+            key.extend_from_slice(&e.offset.to_le_bytes());
+            key.extend_from_slice(&e.r_type.to_le_bytes());
+            key.extend_from_slice(&e.addend.to_le_bytes());
             key.extend_from_slice(&(target.len() as u64).to_le_bytes());
             key.extend_from_slice(target);
         }
@@ -275,14 +271,11 @@ fn plan_parts(inputs: &[Input]) -> Option<Vec<PartPlan>> {
         let mut in_group = vec![false; n];
         let mut dropped = vec![false; n];
         for (g, s) in (input.shdrs.iter().enumerate()).filter(|(_, s)| s.sh_type == SHT_GROUP) {
-            let words = slice(input.data, s.offset, s.size)?;
-            let mut members = Vec::new();
-            for w in words.chunks_exact(4).skip(1) {
-                let m = u32_at(w, 0)? as usize;
+            let (flags, members) = input.group(s)?;
+            for &m in &members {
                 *in_group.get_mut(m)? = true;
-                members.push(m);
             }
-            let comdat = u32_at(words, 0)? & GRP_COMDAT != 0;
+            let comdat = flags & GRP_COMDAT != 0;
             let signature = (input.syms.get(s.info as usize))
                 .and_then(|sym| c_str(input.strtab, sym.name))
                 .filter(|name| !name.is_empty());
@@ -425,12 +418,10 @@ impl Composer {
         }
         for &(gi, go) in &part.groups {
             let s = &input.shdrs[gi];
-            let words = slice(input.data, s.offset, s.size)?;
-            let flag = u32_at(words, 0)?;
+            let (flag, group) = input.group(s)?;
             let (signature, _) = part.map.get(s.info as usize).copied().flatten()?;
             let mut members = Vec::new();
-            for w in words.chunks_exact(4).skip(1) {
-                let m = u32_at(w, 0)? as usize;
+            for m in group {
                 let h = input.shdrs.get(m)?;
                 members.push(if h.sh_type == SHT_RELA {
                     Member::RelaOf(part.placed.get(h.info as usize).copied().flatten()?.0)
@@ -687,23 +678,19 @@ impl Composer {
         part: &Placement,
         s: &Shdr,
     ) -> Option<()> {
-        if s.entsize != 24 {
-            return None;
-        }
         let target = s.info as usize;
         let (out, at) = part.placed.get(target).copied().flatten()?;
         if part.placed_on_earlier[target] {
             return Some(());
         }
         let strings = &plan.debug;
-        let table = slice(input.data, s.offset, s.size)?;
+        let table = input.relas(s)?;
         let live = strings.live_offsets.as_ref().filter(|l| l.0 == target);
         let line_table = strings.line_files.as_ref().filter(|l| l.0 == target);
         let shared_table = strings.shared_strings.is_some_and(|(t, _)| t == target);
-        for e in table.chunks_exact(24) {
-            let info = u64_at(e, 8)?;
-            let (sym_index, r_type) = ((info >> 32) as usize, info as u32);
-            let mut r_offset = u64_at(e, 0)?;
+        for e in table {
+            let (sym_index, r_type) = (e.sym, e.r_type);
+            let mut r_offset = e.offset;
             // An entry of the string offsets no unit kept uses goes; a
             // kept one may move up.
             if let Some((_, live)) = live {
@@ -733,7 +720,7 @@ impl Composer {
                 let (r, d) = part.map.get(sym_index).copied().flatten()?;
                 (Some(r), d)
             };
-            let mut addend = (u64_at(e, 16)? as i64).checked_add(delta)?;
+            let mut addend = e.addend.checked_add(delta)?;
             if let Some(&from) = strings.section_symbols.get(&sym_index) {
                 // A merged string: the one it names, interned.
                 if !is_absolute(self.machine, r_type) {

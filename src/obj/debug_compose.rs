@@ -31,8 +31,8 @@ use std::collections::HashMap;
 use super::dwarf::uleb_padded;
 
 use super::elf::{
-    c_str, read_uleb, slice, u32_at, u64_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF,
-    SHT_PROGBITS, SHT_RELA, STT_SECTION,
+    c_str, read_uleb, slice, u32_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
+    SHT_RELA, STT_SECTION,
 };
 
 const SHF_MERGE: u64 = 0x10;
@@ -592,12 +592,9 @@ impl DebugSections {
             .iter()
             .filter(|s| s.sh_type == SHT_RELA && s.info as usize == table)
         {
-            if s.entsize != 24 {
-                return None;
-            }
-            for e in slice(input.data, s.offset, s.size)?.chunks_exact(24) {
-                let (offset, info, addend) = (u64_at(e, 0)?, u64_at(e, 8)?, u64_at(e, 16)? as i64);
-                let from = *self.section_symbols.get(&((info >> 32) as usize))?;
+            for e in input.relas(s)? {
+                let (offset, addend) = (e.offset, e.addend);
+                let from = *self.section_symbols.get(&e.sym)?;
                 let h = &input.shdrs[from];
                 let bytes = slice(input.data, h.offset, h.size)?;
                 let string = c_str(bytes, u32::try_from(addend).ok()?)?;

@@ -9,7 +9,7 @@
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
 
-use super::elf::{c_str, read_uleb, slice, u16_at, u32_at, u64_at, Input, SHT_RELA};
+use super::elf::{c_str, read_uleb, slice, u16_at, u32_at, Input, SHT_RELA};
 
 pub(super) const DW_FORM_INDIRECT: u64 = 0x16;
 pub(super) const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
@@ -321,12 +321,12 @@ impl<'o> ObjectDwarf<'o> {
         else {
             return Some(None);
         };
-        for e in slice(input.data, r.offset, r.size)?.chunks_exact(24) {
-            if u64_at(e, 0)? != offset {
+        for e in input.relas(r)? {
+            if e.offset != offset {
                 continue;
             }
-            let sym = input.syms.get((u64_at(e, 8)? >> 32) as usize)?;
-            let at = (u64_at(e, 16)? as i64).checked_add(sym.value as i64)?;
+            let sym = input.syms.get(e.sym)?;
+            let at = e.addend.checked_add(sym.value as i64)?;
             return Some(Some((sym.shndx as usize, u64::try_from(at).ok()?)));
         }
         Some(None)

@@ -4,49 +4,57 @@
 //! and the constants every object stage shares. No LLVM, no repository:
 //! `combine`, `carve`, `unwind` and the DWARF stages are built on it.
 //!
-//! Written by hand rather than with the `object` crate: its ELF builder
-//! (0.40) refuses `SHT_GROUP` and `SHT_LLVM_ADDRSIG` sections, which every
-//! C++ fragment and every clang object carry.
+//! Objects are read with the `object` crate's ELF reader into this
+//! module's model (`Input`: section headers, symbols, RELA entries, group
+//! members). They are written by hand: the crate's builder (0.40) refuses
+//! `SHT_GROUP` and `SHT_LLVM_ADDRSIG` sections, which every C++ fragment
+//! and every clang object carry, and its low-level writer would lay the
+//! same bytes out in another order (section data, then headers), so every
+//! composed object would change for no gain.
 
 use std::collections::HashMap;
+
+use object::elf::{FileHeader64, Rela64, Sym64};
+use object::read::elf::{FileHeader as _, Rela as _, SectionHeader as _, Sym as _};
+use object::LittleEndian;
 
 /// How `.eh_frame` records are aligned (LLVM pads each to 4 bytes, the
 /// section's last to the section's alignment).
 pub(super) const UNWIND_RECORD_ALIGN: u64 = 4;
 /// The alignment of clang's `.eh_frame` on the 64-bit targets composed.
 pub(super) const EH_FRAME_ALIGN: u64 = 8;
-pub(super) const SHT_PROGBITS: u32 = 1;
-pub(super) const SHT_SYMTAB: u32 = 2;
-pub(super) const SHT_STRTAB: u32 = 3;
-pub(super) const SHT_RELA: u32 = 4;
-pub(super) const SHT_NOTE: u32 = 7;
-pub(super) const SHT_NOBITS: u32 = 8;
-pub(super) const SHT_INIT_ARRAY: u32 = 14;
-pub(super) const SHT_FINI_ARRAY: u32 = 15;
-pub(super) const SHT_PREINIT_ARRAY: u32 = 16;
-pub(super) const SHT_GROUP: u32 = 17;
-pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03;
+pub(super) const SHT_PROGBITS: u32 = object::elf::SHT_PROGBITS.0;
+pub(super) const SHT_SYMTAB: u32 = object::elf::SHT_SYMTAB.0;
+pub(super) const SHT_STRTAB: u32 = object::elf::SHT_STRTAB.0;
+pub(super) const SHT_RELA: u32 = object::elf::SHT_RELA.0;
+pub(super) const SHT_NOTE: u32 = object::elf::SHT_NOTE.0;
+pub(super) const SHT_NOBITS: u32 = object::elf::SHT_NOBITS.0;
+pub(super) const SHT_INIT_ARRAY: u32 = object::elf::SHT_INIT_ARRAY.0;
+pub(super) const SHT_FINI_ARRAY: u32 = object::elf::SHT_FINI_ARRAY.0;
+pub(super) const SHT_PREINIT_ARRAY: u32 = object::elf::SHT_PREINIT_ARRAY.0;
+pub(super) const SHT_GROUP: u32 = object::elf::SHT_GROUP.0;
+pub(super) const SHT_LLVM_ADDRSIG: u32 = 0x6fff_4c03; // LLVM's own (`object` lacks it)
 /// `.linker-options` (clang emits it, empty, for C++20 units).
-pub(super) const SHT_LLVM_LINKER_OPTIONS: u32 = 0x6fff_4c01;
-pub(super) const SHT_X86_64_UNWIND: u32 = 0x7000_0001;
-pub(super) const SHF_EXECINSTR: u64 = 0x4;
-pub(super) const GRP_COMDAT: u32 = 0x1;
-pub(super) const SHF_INFO_LINK: u64 = 0x40;
-pub(super) const SHF_LINK_ORDER: u64 = 0x80;
-pub(super) const SHF_GROUP: u64 = 0x200;
-pub(super) const SHF_COMPRESSED: u64 = 0x800;
-pub(super) const SHF_EXCLUDE: u64 = 0x8000_0000;
-pub(super) const SHN_UNDEF: u16 = 0;
-pub(super) const SHN_LORESERVE: u16 = 0xff00;
-pub(super) const SHN_ABS: u16 = 0xfff1;
-pub(super) const SHN_COMMON: u16 = 0xfff2;
-pub(super) const STB_LOCAL: u8 = 0;
-pub(super) const STB_GLOBAL: u8 = 1;
-pub(super) const STB_WEAK: u8 = 2;
-pub(super) const STT_NOTYPE: u8 = 0;
-pub(super) const STT_SECTION: u8 = 3;
-pub(super) const EM_X86_64: u16 = 62;
-pub(super) const EM_AARCH64: u16 = 183;
+pub(super) const SHT_LLVM_LINKER_OPTIONS: u32 = 0x6fff_4c01; // LLVM's own (`object` lacks it)
+pub(super) const SHT_X86_64_UNWIND: u32 = object::elf::SHT_X86_64_UNWIND.0;
+pub(super) const SHF_EXECINSTR: u64 = object::elf::SHF_EXECINSTR.0;
+pub(super) const GRP_COMDAT: u32 = object::elf::GRP_COMDAT.0;
+pub(super) const SHF_INFO_LINK: u64 = object::elf::SHF_INFO_LINK.0;
+pub(super) const SHF_LINK_ORDER: u64 = object::elf::SHF_LINK_ORDER.0;
+pub(super) const SHF_GROUP: u64 = object::elf::SHF_GROUP.0;
+pub(super) const SHF_COMPRESSED: u64 = object::elf::SHF_COMPRESSED.0;
+pub(super) const SHF_EXCLUDE: u64 = object::elf::SHF_EXCLUDE.0;
+pub(super) const SHN_UNDEF: u16 = object::elf::SHN_UNDEF.0;
+pub(super) const SHN_LORESERVE: u16 = object::elf::SHN_LORESERVE;
+pub(super) const SHN_ABS: u16 = object::elf::SHN_ABS.0;
+pub(super) const SHN_COMMON: u16 = object::elf::SHN_COMMON.0;
+pub(super) const STB_LOCAL: u8 = object::elf::STB_LOCAL.0;
+pub(super) const STB_GLOBAL: u8 = object::elf::STB_GLOBAL.0;
+pub(super) const STB_WEAK: u8 = object::elf::STB_WEAK.0;
+pub(super) const STT_NOTYPE: u8 = object::elf::STT_NOTYPE.0;
+pub(super) const STT_SECTION: u8 = object::elf::STT_SECTION.0;
+pub(super) const EM_X86_64: u16 = object::elf::EM_X86_64.0;
+pub(super) const EM_AARCH64: u16 = object::elf::EM_AARCH64.0;
 
 pub(super) fn rd<const N: usize>(b: &[u8], at: u64) -> Option<[u8; N]> {
     let at = usize::try_from(at).ok()?;
@@ -103,36 +111,37 @@ pub(super) struct Input<'a> {
     pub(super) syms: Vec<Sym>,
 }
 
+/// Reads `data` as an ELF64 little-endian relocatable object, through the
+/// `object` crate's ELF reader (headers, section table, symbol table, all
+/// bounds-checked). `None` for anything else, and for an object with one
+/// symbol table too many or too few, or with extended section numbering
+/// (65,280 sections or more: the model holds 16-bit section indices).
 pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
-    // ELF64, little endian, version 1, relocatable.
-    if data.get(..7)? != [0x7f, b'E', b'L', b'F', 2, 1, 1] || u16_at(data, 16)? != 1 {
+    let header = FileHeader64::<LittleEndian>::parse(data).ok()?;
+    let e = header.endian().ok()?;
+    if header.e_type(e) != object::elf::ET_REL {
         return None;
     }
-    let shoff = u64_at(data, 0x28)?;
-    let (shentsize, shnum, shstrndx) = (
-        u16_at(data, 0x3a)?,
-        u16_at(data, 0x3c)?,
-        u16_at(data, 0x3e)?,
-    );
-    if shentsize != 64 || shnum == 0 || shnum >= SHN_LORESERVE || shstrndx >= shnum {
+    let sections = header.sections(e, data).ok()?;
+    if sections.is_empty() || sections.len() >= usize::from(SHN_LORESERVE) {
         return None;
     }
-    let mut shdrs = Vec::with_capacity(shnum as usize);
-    for i in 0..shnum as u64 {
-        let h = shoff.checked_add(i * 64)?;
-        shdrs.push(Shdr {
-            name: u32_at(data, h)?,
-            sh_type: u32_at(data, h + 4)?,
-            flags: u64_at(data, h + 8)?,
-            offset: u64_at(data, h + 0x18)?,
-            size: u64_at(data, h + 0x20)?,
-            link: u32_at(data, h + 0x28)?,
-            info: u32_at(data, h + 0x2c)?,
-            align: u64_at(data, h + 0x30)?,
-            entsize: u64_at(data, h + 0x38)?,
-        });
-    }
-    let sh = &shdrs[shstrndx as usize];
+    let shdrs: Vec<Shdr> = sections
+        .iter()
+        .map(|h| Shdr {
+            name: h.sh_name(e),
+            sh_type: h.sh_type(e).0,
+            flags: h.sh_flags(e).0,
+            offset: h.sh_offset(e),
+            size: h.sh_size(e),
+            link: h.sh_link(e),
+            info: h.sh_info(e),
+            align: h.sh_addralign(e),
+            entsize: h.sh_entsize(e),
+        })
+        .collect();
+    let shstrndx = header.shstrndx(e, data).ok()? as usize;
+    let sh = shdrs.get(shstrndx)?;
     let shstrtab = slice(data, sh.offset, sh.size)?;
     let mut symtabs = shdrs.iter().filter(|s| s.sh_type == SHT_SYMTAB);
     let symtab = *symtabs.next()?;
@@ -142,17 +151,18 @@ pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
     let strtab_hdr = shdrs.get(symtab.link as usize)?;
     let strtab = slice(data, strtab_hdr.offset, strtab_hdr.size)?;
     let table = slice(data, symtab.offset, symtab.size)?;
-    let mut syms = Vec::with_capacity(table.len() / 24);
-    for e in table.chunks_exact(24) {
-        syms.push(Sym {
-            name: u32_at(e, 0)?,
-            info: e[4],
-            other: e[5],
-            shndx: u16_at(e, 6)?,
-            value: u64_at(e, 8)?,
-            size: u64_at(e, 16)?,
-        });
-    }
+    let syms = object::pod::slice_from_all_bytes::<Sym64<LittleEndian>>(table)
+        .ok()?
+        .iter()
+        .map(|y| Sym {
+            name: y.st_name(e),
+            info: y.st_info().0,
+            other: y.st_other().0,
+            shndx: y.st_shndx(e).0,
+            value: y.st_value(e),
+            size: y.st_size(e),
+        })
+        .collect();
     Some(Input {
         data,
         shdrs,
@@ -160,6 +170,56 @@ pub(super) fn parse(data: &[u8]) -> Option<Input<'_>> {
         strtab,
         syms,
     })
+}
+
+/// One relocation with an addend, as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Rela {
+    pub(super) offset: u64,
+    /// The symbol's index in the object's symbol table.
+    pub(super) sym: usize,
+    pub(super) r_type: u32,
+    pub(super) addend: i64,
+}
+
+impl<'a> Input<'a> {
+    /// The bytes of section `s` in the file (`None` when they lie outside
+    /// it).
+    pub(super) fn bytes(&self, s: &Shdr) -> Option<&'a [u8]> {
+        slice(self.data, s.offset, s.size)
+    }
+
+    /// The entries of the `SHT_RELA` section `s`; `None` unless its entries
+    /// are ELF64's 24 bytes and fill it exactly.
+    pub(super) fn relas(&self, s: &Shdr) -> Option<impl Iterator<Item = Rela> + 'a> {
+        if s.entsize != 24 {
+            return None;
+        }
+        let e = LittleEndian;
+        let entries =
+            object::pod::slice_from_all_bytes::<Rela64<LittleEndian>>(self.bytes(s)?).ok()?;
+        Some(entries.iter().map(move |r| Rela {
+            offset: r.r_offset(e),
+            sym: r.r_sym(e, false) as usize,
+            r_type: r.r_type(e, false).0,
+            addend: r.r_addend(e),
+        }))
+    }
+
+    /// The `SHT_GROUP` section `s`: its flags word (`GRP_COMDAT`) and the
+    /// indices of its member sections.
+    pub(super) fn group(&self, s: &Shdr) -> Option<(u32, Vec<usize>)> {
+        let words =
+            object::pod::slice_from_all_bytes::<object::U32<LittleEndian>>(self.bytes(s)?).ok()?;
+        let (flags, members) = words.split_first()?;
+        Some((
+            flags.get(LittleEndian),
+            members
+                .iter()
+                .map(|m| m.get(LittleEndian) as usize)
+                .collect(),
+        ))
+    }
 }
 
 /// Where an output symbol lives before final indices are known.
@@ -230,13 +290,13 @@ pub fn debug_type_groups(object: &[u8]) -> Option<Vec<Vec<u8>>> {
     let input = parse(object)?;
     let mut out = Vec::new();
     for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
-        let words = slice(input.data, s.offset, s.size)?;
-        if u32_at(words, 0)? & GRP_COMDAT == 0 {
+        let (flags, members) = input.group(s)?;
+        if flags & GRP_COMDAT == 0 {
             continue;
         }
         let mut debug = false;
-        for w in words.chunks_exact(4).skip(1) {
-            let member = input.shdrs.get(u32_at(w, 0)? as usize)?;
+        for m in members {
+            let member = input.shdrs.get(m)?;
             let name = c_str(input.shstrtab, member.name)?;
             debug |= name == b".debug_info" || name == b".debug_types";
         }
