@@ -38,20 +38,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use super::elf::{
     c_str, parse, slice, u16_at, u32_at, write, Content, Input, Member, OutRela, OutSection,
-    OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, SHF_GROUP, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
-    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_RELA, SHT_STRTAB,
-    SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_NOTYPE, STT_SECTION,
-    UNWIND_RECORD_ALIGN,
+    OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, R_AARCH64_ABS64, R_X86_64_64, SHF_ALLOC,
+    SHF_EXECINSTR, SHF_GROUP, SHF_MERGE, SHF_STRINGS, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
+    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_RELA,
+    SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC,
+    STT_NOTYPE, STT_OBJECT, STT_SECTION, STT_TLS, UNWIND_RECORD_ALIGN,
 };
-
-const SHF_ALLOC: u64 = 0x2;
-const SHF_MERGE: u64 = 0x10;
-const SHF_STRINGS: u64 = 0x20;
-const SHF_EXECINSTR: u64 = 0x4;
-const SHT_REL: u32 = 9;
-const STT_OBJECT: u8 = 1;
-const STT_FUNC: u8 = 2;
-const STT_TLS: u8 = 6;
 
 /// How the per-symbol sections of the whole-unit object are named in the
 /// fragments: as compiled (`true`), or as clang names them without
@@ -289,8 +281,6 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
 
 /// Size of one exception type stub: a pointer.
 const STUB_SIZE: u64 = 8;
-const R_X86_64_64: u32 = 1;
-const R_AARCH64_ABS64: u32 = 257;
 
 /// Whether section `i` is where the code generator put the exception
 /// type stubs of the functions' LSDAs (`.L_ZTIi.DW.stub`, private labels

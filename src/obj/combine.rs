@@ -26,6 +26,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::debug_compose::{AbbrevUnions, DebugSections, StringTables};
 use super::elf::*;
+use super::leb128::read_uleb;
 use super::Decline;
 
 /// What identifies a section of private read-only data — bytes,
@@ -38,8 +39,6 @@ use super::Decline;
 /// (a jump table's targets, a name that is only the fragment's) makes it
 /// unique: `None`.
 fn private_data_key(input: &Input, i: usize) -> Option<Vec<u8>> {
-    const SHF_WRITE: u64 = 0x1;
-    const SHF_MERGE: u64 = 0x10;
     let s = input.shdrs.get(i)?;
     let name = c_str(input.shstrtab, s.name)?;
     let read_only = name.starts_with(b".rodata") || name.starts_with(b".data.rel.ro");
@@ -878,10 +877,6 @@ fn resolve_local_calls(
     globals: &[OutSym],
     localize: &dyn Fn(&OutSym) -> bool,
 ) {
-    const R_X86_64_PC32: u32 = 2;
-    const R_X86_64_PLT32: u32 = 4;
-    const STT_GNU_IFUNC: u8 = 10;
-    const STT_TLS: u8 = 6;
     for (o, section) in sections.iter_mut().enumerate() {
         if section.flags & SHF_EXECINSTR == 0 {
             continue;

@@ -28,15 +28,11 @@
 
 use std::collections::HashMap;
 
-use super::dwarf::uleb_padded;
-
 use super::elf::{
-    c_str, read_uleb, slice, u32_at, write_uleb, Input, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
+    c_str, slice, u32_at, Input, SHF_MERGE, SHF_STRINGS, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
     SHT_RELA, STT_SECTION,
 };
-
-const SHF_MERGE: u64 = 0x10;
-const SHF_STRINGS: u64 = 0x20;
+use super::leb128::{read_uleb, uleb_padded, write_uleb};
 
 /// How one fragment's debug sections are composed (see the module's
 /// comment).
@@ -826,7 +822,7 @@ fn original_abbrevs(used: &UsedAbbrevs) -> Vec<u8> {
 /// The string indices the units an object keeps use (`None`: not known;
 /// every entry is kept).
 fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
-    const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
+    const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
     let n = input.shdrs.len();
     let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
     let tables: Vec<usize> = (0..n)

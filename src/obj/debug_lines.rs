@@ -49,8 +49,9 @@
 //! returns `None`: the fragment must then not be stored with relative
 //! lines.
 
-use super::dwarf::{form_value, read_sleb, ObjectDwarf, DW_FORM_IMPLICIT_CONST};
-use super::elf::{c_str, parse, read_uleb, slice, u32_at};
+use super::dwarf::{form_value, ObjectDwarf, DW_FORM_IMPLICIT_CONST};
+use super::elf::{c_str, parse, slice, u32_at};
+use super::leb128::{read_sleb, read_uleb, write_sleb_padded};
 use crate::support::line_bases::*;
 
 /// Which point a stored line is relative to (0: none, it is absolute; 1:
@@ -101,10 +102,10 @@ impl LinePoints<'_> {
     }
 }
 
-const DW_AT_DECL_LINE: u64 = 0x3b;
-const DW_AT_CALL_LINE: u64 = 0x59;
-const DW_FORM_DATA4: u64 = 0x06;
-const DW_FORM_DATA8: u64 = 0x07;
+const DW_AT_DECL_LINE: u64 = gimli::DW_AT_decl_line.0 as u64;
+const DW_AT_CALL_LINE: u64 = gimli::DW_AT_call_line.0 as u64;
+const DW_FORM_DATA4: u64 = gimli::DW_FORM_data4.0 as u64;
+const DW_FORM_DATA8: u64 = gimli::DW_FORM_data8.0 as u64;
 
 /// What `place_relative_lines` changed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -372,25 +373,6 @@ pub(super) fn file_table(section: &[u8]) -> Option<FileTable> {
         count: count_at,
         set_file,
     })
-}
-
-/// `v` as a signed LEB128 of exactly `out.len()` bytes (continuation bits
-/// on all but the last); `None` if it does not fit.
-fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
-    let bits = 7 * out.len() as u32;
-    if bits < 64 {
-        let limit = 1i64 << (bits - 1);
-        if v < -limit || v >= limit {
-            return None;
-        }
-    }
-    let last = out.len().checked_sub(1)?;
-    let mut rest = v;
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = (rest & 0x7f) as u8 | if i < last { 0x80 } else { 0 };
-        rest >>= 7;
-    }
-    Some(())
 }
 
 /// The line advances of every line program in `section` between lines of

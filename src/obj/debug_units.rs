@@ -39,44 +39,43 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::dwarf::{form_size, form_value, read_abbrevs, uleb_padded, unit_extent, Abbrev};
-use super::elf::{
-    read_uleb, u16_at, u32_at, write_uleb, Content, OutRela, OutSection, SymRef, SHF_GROUP,
-};
+use super::dwarf::{form_size, form_value, read_abbrevs, unit_extent, Abbrev};
+use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
+use super::leb128::{read_uleb, uleb_padded, write_uleb};
 
-const DW_AT_NAME: u64 = 0x03;
-const DW_AT_COMP_DIR: u64 = 0x1b;
-const DW_AT_STMT_LIST: u64 = 0x10;
-const DW_AT_LOW_PC: u64 = 0x11;
-const DW_AT_HIGH_PC: u64 = 0x12;
-const DW_AT_DECL_FILE: u64 = 0x3a;
-const DW_AT_RANGES: u64 = 0x55;
-const DW_AT_CALL_FILE: u64 = 0x58;
-const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
-const DW_AT_ADDR_BASE: u64 = 0x73;
-const DW_AT_RNGLISTS_BASE: u64 = 0x74;
-const DW_AT_LOCLISTS_BASE: u64 = 0x8c;
+const DW_AT_NAME: u64 = gimli::DW_AT_name.0 as u64;
+const DW_AT_COMP_DIR: u64 = gimli::DW_AT_comp_dir.0 as u64;
+const DW_AT_STMT_LIST: u64 = gimli::DW_AT_stmt_list.0 as u64;
+const DW_AT_LOW_PC: u64 = gimli::DW_AT_low_pc.0 as u64;
+const DW_AT_HIGH_PC: u64 = gimli::DW_AT_high_pc.0 as u64;
+const DW_AT_DECL_FILE: u64 = gimli::DW_AT_decl_file.0 as u64;
+const DW_AT_RANGES: u64 = gimli::DW_AT_ranges.0 as u64;
+const DW_AT_CALL_FILE: u64 = gimli::DW_AT_call_file.0 as u64;
+const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
+const DW_AT_ADDR_BASE: u64 = gimli::DW_AT_addr_base.0 as u64;
+const DW_AT_RNGLISTS_BASE: u64 = gimli::DW_AT_rnglists_base.0 as u64;
+const DW_AT_LOCLISTS_BASE: u64 = gimli::DW_AT_loclists_base.0 as u64;
 
-const DW_FORM_ADDR: u64 = 0x01;
-const DW_FORM_BLOCK2: u64 = 0x03;
-const DW_FORM_BLOCK4: u64 = 0x04;
-const DW_FORM_DATA2: u64 = 0x05;
-const DW_FORM_DATA4: u64 = 0x06;
-const DW_FORM_BLOCK: u64 = 0x09;
-const DW_FORM_BLOCK1: u64 = 0x0a;
-const DW_FORM_DATA1: u64 = 0x0b;
-const DW_FORM_UDATA: u64 = 0x0f;
-const DW_FORM_REF4: u64 = 0x13;
-const DW_FORM_SEC_OFFSET: u64 = 0x17;
-const DW_FORM_EXPRLOC: u64 = 0x18;
-const DW_FORM_ADDRX: u64 = 0x1b;
-const DW_FORM_LOCLISTX: u64 = 0x22;
-const DW_FORM_RNGLISTX: u64 = 0x23;
+const DW_FORM_ADDR: u64 = gimli::DW_FORM_addr.0 as u64;
+const DW_FORM_BLOCK2: u64 = gimli::DW_FORM_block2.0 as u64;
+const DW_FORM_BLOCK4: u64 = gimli::DW_FORM_block4.0 as u64;
+const DW_FORM_DATA2: u64 = gimli::DW_FORM_data2.0 as u64;
+const DW_FORM_DATA4: u64 = gimli::DW_FORM_data4.0 as u64;
+const DW_FORM_BLOCK: u64 = gimli::DW_FORM_block.0 as u64;
+const DW_FORM_BLOCK1: u64 = gimli::DW_FORM_block1.0 as u64;
+const DW_FORM_DATA1: u64 = gimli::DW_FORM_data1.0 as u64;
+const DW_FORM_UDATA: u64 = gimli::DW_FORM_udata.0 as u64;
+const DW_FORM_REF4: u64 = gimli::DW_FORM_ref4.0 as u64;
+const DW_FORM_SEC_OFFSET: u64 = gimli::DW_FORM_sec_offset.0 as u64;
+const DW_FORM_EXPRLOC: u64 = gimli::DW_FORM_exprloc.0 as u64;
+const DW_FORM_ADDRX: u64 = gimli::DW_FORM_addrx.0 as u64;
+const DW_FORM_LOCLISTX: u64 = gimli::DW_FORM_loclistx.0 as u64;
+const DW_FORM_RNGLISTX: u64 = gimli::DW_FORM_rnglistx.0 as u64;
 
-const DW_LNCT_DIRECTORY_INDEX: u64 = 0x2;
-const DW_LNS_SET_FILE: u8 = 4;
-const DW_LNS_FIXED_ADVANCE_PC: u8 = 9;
-const DW_LNE_END_SEQUENCE: u8 = 1;
+const DW_LNCT_DIRECTORY_INDEX: u64 = gimli::DW_LNCT_directory_index.0 as u64;
+const DW_LNS_SET_FILE: u8 = gimli::DW_LNS_set_file.0;
+const DW_LNS_FIXED_ADVANCE_PC: u8 = gimli::DW_LNS_fixed_advance_pc.0;
+const DW_LNE_END_SEQUENCE: u8 = gimli::DW_LNE_end_sequence.0;
 
 /// One output section as it was, its relocations by offset.
 struct Old<'a> {
@@ -1123,7 +1122,7 @@ struct RangesRoot {
 
 /// The declaration of a [`RangesRoot`] made from the donor's `decl`.
 fn ranges_declaration(code: u64, decl: &Abbrev, adds_base: bool) -> Vec<u8> {
-    const DW_TAG_COMPILE_UNIT: u64 = 0x11;
+    const DW_TAG_COMPILE_UNIT: u64 = gimli::DW_TAG_compile_unit.0 as u64;
     let mut out = Vec::new();
     write_uleb(&mut out, code);
     write_uleb(&mut out, DW_TAG_COMPILE_UNIT);
@@ -1165,7 +1164,7 @@ fn write_sleb(out: &mut Vec<u8>, mut v: i64) {
 /// The range list of a merged root whose code is in several ranges: each
 /// member's code by its address's index and its length.
 fn root_range_list(run: &Run, out: &mut New) {
-    const DW_RLE_STARTX_LENGTH: u8 = 3;
+    const DW_RLE_STARTX_LENGTH: u8 = gimli::DW_RLE_startx_length.0;
     for &(index, length) in &run.ranges {
         out.data.push(DW_RLE_STARTX_LENGTH);
         write_uleb(&mut out.data, index);

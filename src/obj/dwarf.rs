@@ -9,27 +9,11 @@
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
 
-use super::elf::{c_str, read_uleb, slice, u16_at, u32_at, Input, SHT_RELA};
+use super::elf::{c_str, slice, u16_at, u32_at, Input, SHT_RELA};
+use super::leb128::{read_sleb, read_uleb};
 
-pub(super) const DW_FORM_INDIRECT: u64 = 0x16;
-pub(super) const DW_FORM_IMPLICIT_CONST: u64 = 0x21;
-
-/// Reads a signed LEB128: the value and the bytes it took.
-pub(super) fn read_sleb(b: &[u8]) -> Option<(i64, usize)> {
-    let mut v = 0i64;
-    let mut shift = 0;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= i64::from(byte & 0x7f) << shift;
-        shift += 7;
-        if byte & 0x80 == 0 {
-            if shift < 64 && byte & 0x40 != 0 {
-                v |= -1i64 << shift;
-            }
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
+pub(super) const DW_FORM_INDIRECT: u64 = gimli::DW_FORM_indirect.0 as u64;
+pub(super) const DW_FORM_IMPLICIT_CONST: u64 = gimli::DW_FORM_implicit_const.0 as u64;
 
 /// One abbreviation: its code and its attributes (name, form, and the
 /// value of a `DW_FORM_implicit_const`).
@@ -149,19 +133,6 @@ pub(super) fn unit_extent(section: &[u8], unit: usize) -> Option<(usize, u16)> {
         return None;
     }
     Some((end, u16_at(section, unit as u64 + 4)?))
-}
-
-/// `value` as an unsigned LEB128 of exactly `size` bytes (continuation bits
-/// on all but the last), for a field rewritten in place; the caller knows
-/// it fits (a smaller value than the field held).
-pub(super) fn uleb_padded(value: u64, size: usize) -> Vec<u8> {
-    let mut field = vec![0u8; size];
-    let mut rest = value;
-    for (k, byte) in field.iter_mut().enumerate() {
-        *byte = (rest & 0x7f) as u8 | if k + 1 < size { 0x80 } else { 0 };
-        rest >>= 7;
-    }
-    field
 }
 
 /// The unsigned value of an attribute of `form` at the start of `b`, for
@@ -366,27 +337,6 @@ mod tests {
     use super::*;
     use crate::obj::combine::tests::compile;
     use crate::obj::elf::parse;
-
-    #[test]
-    fn leb128_values_read_back() {
-        for (bytes, value) in [
-            (&[0x02][..], 2i64),
-            (&[0x7e], -2),
-            (&[0xff, 0x00], 127),
-            (&[0x81, 0x7f], -127),
-            (&[0x80, 0x01], 128),
-            (&[0x80, 0x7f], -128),
-        ] {
-            assert_eq!(read_sleb(bytes), Some((value, bytes.len())), "{bytes:?}");
-        }
-        assert_eq!(read_sleb(&[0x80, 0x80]), None, "runs past the end");
-        // A value written into a wider field reads back, in that width.
-        for (value, size) in [(0u64, 1), (5, 3), (300, 2), (300, 4), (1 << 20, 4)] {
-            let field = uleb_padded(value, size);
-            assert_eq!(field.len(), size);
-            assert_eq!(read_uleb(&field), Some((value, size)), "{value} in {size}");
-        }
-    }
 
     #[test]
     fn abbreviations_forms_and_unit_extents() {

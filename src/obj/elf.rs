@@ -12,6 +12,7 @@
 //! same bytes out in another order (section data, then headers), so every
 //! composed object would change for no gain.
 
+use super::leb128::write_uleb;
 use std::collections::HashMap;
 
 use object::elf::{FileHeader64, Rela64, Sym64};
@@ -53,6 +54,20 @@ pub(super) const STB_GLOBAL: u8 = object::elf::STB_GLOBAL.0;
 pub(super) const STB_WEAK: u8 = object::elf::STB_WEAK.0;
 pub(super) const STT_NOTYPE: u8 = object::elf::STT_NOTYPE.0;
 pub(super) const STT_SECTION: u8 = object::elf::STT_SECTION.0;
+pub(super) const STT_OBJECT: u8 = object::elf::STT_OBJECT.0;
+pub(super) const STT_FUNC: u8 = object::elf::STT_FUNC.0;
+pub(super) const STT_FILE: u8 = object::elf::STT_FILE.0;
+pub(super) const STT_TLS: u8 = object::elf::STT_TLS.0;
+pub(super) const STT_GNU_IFUNC: u8 = object::elf::STT_GNU_IFUNC.0;
+pub(super) const SHT_REL: u32 = object::elf::SHT_REL.0;
+pub(super) const SHF_WRITE: u64 = object::elf::SHF_WRITE.0;
+pub(super) const SHF_ALLOC: u64 = object::elf::SHF_ALLOC.0;
+pub(super) const SHF_MERGE: u64 = object::elf::SHF_MERGE.0;
+pub(super) const SHF_STRINGS: u64 = object::elf::SHF_STRINGS.0;
+pub(super) const R_X86_64_64: u32 = object::elf::R_X86_64_64.0;
+pub(super) const R_X86_64_PC32: u32 = object::elf::R_X86_64_PC32.0;
+pub(super) const R_X86_64_PLT32: u32 = object::elf::R_X86_64_PLT32.0;
+pub(super) const R_AARCH64_ABS64: u32 = object::elf::R_AARCH64_ABS64.0;
 pub(super) const EM_X86_64: u16 = object::elf::EM_X86_64.0;
 pub(super) const EM_AARCH64: u16 = object::elf::EM_AARCH64.0;
 
@@ -308,26 +323,25 @@ pub fn debug_type_groups(object: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(out)
 }
 
-pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((v, i + 1));
-        }
-    }
-    None
-}
-
-pub(super) fn write_uleb(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let byte = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
+/// Turns the (empty) STT_FILE symbol LLVM writes into every object into an
+/// untyped local symbol. A fragment may be reused by any unit, so it cannot
+/// name a source file; and a second file symbol in the composed object
+/// would make tools such as GNU ld give up attributing global symbols to
+/// the unit's file. Edits the symbol table in place; an object this module
+/// does not read is left as it is.
+pub fn unname_file_symbols(object: &mut [u8]) {
+    let Some(input) = parse(object) else {
+        return;
+    };
+    let Some(symtab) = input.shdrs.iter().find(|s| s.sh_type == SHT_SYMTAB) else {
+        return;
+    };
+    let files: Vec<usize> = (input.syms.iter().enumerate())
+        .filter(|(_, s)| s.info & 0xf == STT_FILE)
+        .map(|(i, _)| symtab.offset as usize + i * 24 + 4)
+        .collect();
+    for at in files {
+        object[at] &= 0xf0;
     }
 }
 

@@ -35,4 +35,5 @@ pub mod debug_lines;
 pub mod debug_units;
 pub mod dwarf;
 pub mod elf;
+mod leb128;
 pub mod unwind;

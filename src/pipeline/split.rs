@@ -377,7 +377,7 @@ impl Fragment {
         inlined: Vec<String>,
     ) -> Fragment {
         if !glue {
-            unname_file_symbols(&mut object);
+            crate::obj::elf::unname_file_symbols(&mut object);
         }
         Fragment {
             members: members.to_vec(),
@@ -919,62 +919,6 @@ fn workers_now(jobs: usize) -> usize {
     match running {
         Some(r) => jobs.min(1 + cpus.saturating_sub(r.max(1))),
         None => jobs,
-    }
-}
-
-/// Turns the (empty) STT_FILE symbol LLVM writes into every object into an
-/// untyped local symbol. A fragment may be reused by any unit, so it cannot
-/// name a source file; and a second file symbol in the composed object
-/// would make tools such as GNU ld give up attributing global symbols to
-/// the unit's file. Edits the ELF64 symbol table in place; anything
-/// unexpected leaves the object unchanged.
-pub fn unname_file_symbols(object: &mut [u8]) {
-    const STT_FILE: u8 = 4;
-    const SHT_SYMTAB: u32 = 2;
-    let rd16 = |b: &[u8], o: usize| {
-        b.get(o..o + 2)
-            .map(|s| u16::from_le_bytes([s[0], s[1]]) as usize)
-    };
-    let rd32 = |b: &[u8], o: usize| {
-        b.get(o..o + 4)
-            .map(|s| u32::from_le_bytes(s.try_into().unwrap()))
-    };
-    let rd64 = |b: &[u8], o: usize| {
-        b.get(o..o + 8)
-            .map(|s| u64::from_le_bytes(s.try_into().unwrap()) as usize)
-    };
-    // ELF64, little endian.
-    if object.get(..6) != Some(&[0x7f, b'E', b'L', b'F', 2, 1][..]) {
-        return;
-    }
-    let (Some(shoff), Some(shentsize), Some(shnum)) =
-        (rd64(object, 0x28), rd16(object, 0x3a), rd16(object, 0x3c))
-    else {
-        return;
-    };
-    for i in 0..shnum {
-        let sh = shoff + i * shentsize;
-        if rd32(object, sh + 4) != Some(SHT_SYMTAB) {
-            continue;
-        }
-        let (Some(off), Some(size), Some(entsize)) = (
-            rd64(object, sh + 0x18),
-            rd64(object, sh + 0x20),
-            rd64(object, sh + 0x38),
-        ) else {
-            return;
-        };
-        if entsize < 24 {
-            return;
-        }
-        let mut at = off;
-        while at + entsize <= off + size && at + 24 <= object.len() {
-            let info = object[at + 4];
-            if info & 0xf == STT_FILE {
-                object[at + 4] = info & 0xf0;
-            }
-            at += entsize;
-        }
     }
 }
 
