@@ -39,7 +39,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::dwarf::{form_size, form_value, read_abbrevs, unit_extent, Abbrev};
+use super::dwarf::{form, form_size, form_value, read_abbrevs, unit_extent, Abbrev};
 use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
 use super::leb128::{read_uleb, uleb_padded, write_uleb};
 
@@ -1458,7 +1458,7 @@ fn read_unit(
                 at: p,
                 size,
                 value,
-                uleb: matches!(form, 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23),
+                uleb: form::is_uleb(form),
             });
             let still = if root {
                 unit.read_root_attribute(debug, line_sym, (name, form), p, bytes, field)?
@@ -1557,11 +1557,18 @@ impl Unit {
         let uses = &mut unit.uses;
         match form {
             DW_FORM_REF4 => unit.refs.push(p),
-            DW_FORM_ADDRX | 0x29..=0x2c => uses[Kind::Addr as usize].extend(field),
+            DW_FORM_ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                uses[Kind::Addr as usize].extend(field)
+            }
             DW_FORM_LOCLISTX => uses[Kind::Loc as usize].extend(field),
             DW_FORM_RNGLISTX => uses[Kind::Rng as usize].extend(field),
             // References out of the unit, offsets into tables.
-            0x10 | 0x11 | 0x12 | 0x14 | 0x15 | DW_FORM_SEC_OFFSET => mergeable = false,
+            form::REF_ADDR
+            | form::REF1
+            | form::REF2
+            | form::REF8
+            | form::REF_UDATA
+            | DW_FORM_SEC_OFFSET => mergeable = false,
             DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2 | DW_FORM_BLOCK4 => {
                 let header = size - block_length(form, bytes)?;
                 match expression_indices(bytes.get(header..)?, p + header) {

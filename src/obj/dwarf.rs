@@ -12,8 +12,61 @@
 use super::elf::{c_str, slice, u16_at, u32_at, Input, SHT_RELA};
 use super::leb128::{read_sleb, read_uleb};
 
-pub(super) const DW_FORM_INDIRECT: u64 = gimli::DW_FORM_indirect.0 as u64;
-pub(super) const DW_FORM_IMPLICIT_CONST: u64 = gimli::DW_FORM_implicit_const.0 as u64;
+pub(super) const DW_FORM_INDIRECT: u64 = form::INDIRECT;
+pub(super) const DW_FORM_IMPLICIT_CONST: u64 = form::IMPLICIT_CONST;
+
+/// The attribute forms, from gimli's constants, as the `u64` values the
+/// abbreviation tables are read into (match patterns need constants).
+pub(super) mod form {
+    pub const ADDR: u64 = gimli::DW_FORM_addr.0 as u64;
+    pub const BLOCK2: u64 = gimli::DW_FORM_block2.0 as u64;
+    pub const BLOCK4: u64 = gimli::DW_FORM_block4.0 as u64;
+    pub const DATA2: u64 = gimli::DW_FORM_data2.0 as u64;
+    pub const DATA4: u64 = gimli::DW_FORM_data4.0 as u64;
+    pub const DATA8: u64 = gimli::DW_FORM_data8.0 as u64;
+    pub const STRING: u64 = gimli::DW_FORM_string.0 as u64;
+    pub const BLOCK: u64 = gimli::DW_FORM_block.0 as u64;
+    pub const BLOCK1: u64 = gimli::DW_FORM_block1.0 as u64;
+    pub const DATA1: u64 = gimli::DW_FORM_data1.0 as u64;
+    pub const FLAG: u64 = gimli::DW_FORM_flag.0 as u64;
+    pub const SDATA: u64 = gimli::DW_FORM_sdata.0 as u64;
+    pub const STRP: u64 = gimli::DW_FORM_strp.0 as u64;
+    pub const UDATA: u64 = gimli::DW_FORM_udata.0 as u64;
+    pub const REF_ADDR: u64 = gimli::DW_FORM_ref_addr.0 as u64;
+    pub const REF1: u64 = gimli::DW_FORM_ref1.0 as u64;
+    pub const REF2: u64 = gimli::DW_FORM_ref2.0 as u64;
+    pub const REF4: u64 = gimli::DW_FORM_ref4.0 as u64;
+    pub const REF8: u64 = gimli::DW_FORM_ref8.0 as u64;
+    pub const REF_UDATA: u64 = gimli::DW_FORM_ref_udata.0 as u64;
+    pub const INDIRECT: u64 = gimli::DW_FORM_indirect.0 as u64;
+    pub const SEC_OFFSET: u64 = gimli::DW_FORM_sec_offset.0 as u64;
+    pub const EXPRLOC: u64 = gimli::DW_FORM_exprloc.0 as u64;
+    pub const FLAG_PRESENT: u64 = gimli::DW_FORM_flag_present.0 as u64;
+    pub const STRX: u64 = gimli::DW_FORM_strx.0 as u64;
+    pub const ADDRX: u64 = gimli::DW_FORM_addrx.0 as u64;
+    pub const REF_SUP4: u64 = gimli::DW_FORM_ref_sup4.0 as u64;
+    pub const STRP_SUP: u64 = gimli::DW_FORM_strp_sup.0 as u64;
+    pub const DATA16: u64 = gimli::DW_FORM_data16.0 as u64;
+    pub const LINE_STRP: u64 = gimli::DW_FORM_line_strp.0 as u64;
+    pub const REF_SIG8: u64 = gimli::DW_FORM_ref_sig8.0 as u64;
+    pub const IMPLICIT_CONST: u64 = gimli::DW_FORM_implicit_const.0 as u64;
+    pub const LOCLISTX: u64 = gimli::DW_FORM_loclistx.0 as u64;
+    pub const RNGLISTX: u64 = gimli::DW_FORM_rnglistx.0 as u64;
+    pub const REF_SUP8: u64 = gimli::DW_FORM_ref_sup8.0 as u64;
+    pub const STRX1: u64 = gimli::DW_FORM_strx1.0 as u64;
+    pub const STRX2: u64 = gimli::DW_FORM_strx2.0 as u64;
+    pub const STRX3: u64 = gimli::DW_FORM_strx3.0 as u64;
+    pub const STRX4: u64 = gimli::DW_FORM_strx4.0 as u64;
+    pub const ADDRX1: u64 = gimli::DW_FORM_addrx1.0 as u64;
+    pub const ADDRX2: u64 = gimli::DW_FORM_addrx2.0 as u64;
+    pub const ADDRX3: u64 = gimli::DW_FORM_addrx3.0 as u64;
+    pub const ADDRX4: u64 = gimli::DW_FORM_addrx4.0 as u64;
+
+    /// The forms whose value is an unsigned LEB128.
+    pub fn is_uleb(form: u64) -> bool {
+        matches!(form, UDATA | REF_UDATA | STRX | ADDRX | LOCLISTX | RNGLISTX)
+    }
+}
 
 /// One abbreviation: its code and its attributes (name, form, and the
 /// value of a `DW_FORM_implicit_const`).
@@ -98,24 +151,25 @@ pub(super) fn form_size(form: u64, b: &[u8], address_size: usize, version: u16) 
     let leb = |b: &[u8]| read_uleb(b).map(|(_, n)| n);
     let block =
         |b: &[u8]| read_uleb(b).and_then(|(len, n)| n.checked_add(usize::try_from(len).ok()?));
+    use form::*;
     Some(match form {
-        0x01 => address_size,                                      // addr
-        0x03 => 2 + u16_at(b, 0)? as usize,                        // block2
-        0x04 => 4 + u32_at(b, 0)? as usize,                        // block4
-        0x05 | 0x12 | 0x26 | 0x2a => 2,                            // data2 ref2 strx2 addrx2
-        0x06 | 0x0e | 0x13 | 0x17 | 0x1c | 0x1d | 0x1f => 4, // data4 strp ref4 sec_offset ref_sup4 strp_sup line_strp
-        0x07 | 0x14 | 0x20 | 0x24 => 8,                      // data8 ref8 ref_sig8 ref_sup8
-        0x08 => b.iter().position(|&c| c == 0)? + 1,         // string
-        0x09 | 0x18 => block(b)?,                            // block, exprloc
-        0x0a => 1 + *b.first()? as usize,                    // block1
-        0x0b | 0x0c | 0x11 | 0x25 | 0x29 => 1,               // data1 flag ref1 strx1 addrx1
-        0x0d | 0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23 => leb(b)?, // sdata udata ref_udata strx addrx loclistx rnglistx
-        0x10 if version <= 2 => address_size,                      // ref_addr
-        0x10 => 4,
-        0x27 | 0x2b => 3,                   // strx3 addrx3
-        0x28 | 0x2c => 4,                   // strx4 addrx4
-        0x19 | DW_FORM_IMPLICIT_CONST => 0, // flag_present
-        0x1e => 16,                         // data16
+        ADDR => address_size,
+        BLOCK2 => 2 + u16_at(b, 0)? as usize,
+        BLOCK4 => 4 + u32_at(b, 0)? as usize,
+        DATA2 | REF2 | STRX2 | ADDRX2 => 2,
+        DATA4 | STRP | REF4 | SEC_OFFSET | REF_SUP4 | STRP_SUP | LINE_STRP => 4,
+        DATA8 | REF8 | REF_SIG8 | REF_SUP8 => 8,
+        STRING => b.iter().position(|&c| c == 0)? + 1,
+        BLOCK | EXPRLOC => block(b)?,
+        BLOCK1 => 1 + *b.first()? as usize,
+        DATA1 | FLAG | REF1 | STRX1 | ADDRX1 => 1,
+        SDATA | UDATA | REF_UDATA | STRX | ADDRX | LOCLISTX | RNGLISTX => leb(b)?,
+        REF_ADDR if version <= 2 => address_size,
+        REF_ADDR => 4,
+        STRX3 | ADDRX3 => 3,
+        STRX4 | ADDRX4 => 4,
+        FLAG_PRESENT | IMPLICIT_CONST => 0,
+        DATA16 => 16,
         _ => return None,
     })
 }
@@ -143,13 +197,14 @@ pub(super) fn form_value(form: u64, b: &[u8]) -> Option<u64> {
         v[..n].copy_from_slice(b.get(..n)?);
         Some(u64::from_le_bytes(v))
     };
+    use form::*;
     match form {
-        0x0b | 0x11 | 0x25 | 0x29 => bytes(1),
-        0x05 | 0x12 | 0x26 | 0x2a => bytes(2),
-        0x27 | 0x2b => bytes(3),
-        0x06 | 0x0e | 0x13 | 0x17 | 0x1f | 0x28 | 0x2c => bytes(4),
-        0x07 | 0x14 => bytes(8),
-        0x0f | 0x15 | 0x1a | 0x1b | 0x22 | 0x23 => read_uleb(b).map(|(v, _)| v),
+        DATA1 | REF1 | STRX1 | ADDRX1 => bytes(1),
+        DATA2 | REF2 | STRX2 | ADDRX2 => bytes(2),
+        STRX3 | ADDRX3 => bytes(3),
+        DATA4 | STRP | REF4 | SEC_OFFSET | LINE_STRP | STRX4 | ADDRX4 => bytes(4),
+        DATA8 | REF8 => bytes(8),
+        f if form::is_uleb(f) => read_uleb(b).map(|(v, _)| v),
         _ => None,
     }
 }
