@@ -1551,145 +1551,21 @@ fn compute_parsed<'a>(
     inlining: Inlining,
     lines: Lines,
 ) -> Result<ModuleDigests> {
-    let mut c = Canonicalizer::new(p);
-    if lines == Lines::Relative {
-        c.unit_anchor = unit_anchor(p);
-    }
-    let anchor = c.unit_anchor.as_ref().map(|(_, a)| *a);
-    let unit_file = unit_file(p);
-    let mut decls: HashMap<&str, &'a str> = p
-        .declarations
-        .iter()
-        .map(|(n, l)| (n.as_str(), *l))
-        .collect();
+    let mut initial = InitialDigests::new(p, context, lines);
+    let anchor = initial.c.unit_anchor.as_ref().map(|(_, a)| *a);
     for (name, text) in &p.variables {
-        let after = text.split_once(" = ").map_or("", |(_, r)| r);
-        if after.starts_with("external ") || after.starts_with("extern_weak ") {
-            decls.insert(name.as_str(), text);
-        }
+        initial.add_variable(name, text);
     }
-    // A definition of the unit's own file: its fragment's compile unit
-    // names the file as the unit's node does (see `defined_in_unit_file`).
-    let own_file_mark = |first_line: &str, out: &mut String| {
-        if let Some(f) = unit_file.filter(|f| defined_in_unit_file(p, first_line, f)) {
-            out.push_str("\nin the unit's file ");
-            out.push_str(f);
-        }
-    };
-    let mut memos = LineMemos::default();
-    // Sets the definition being digested; its position, if it has one.
-    let mut locate = |c: &mut Canonicalizer<'a>, header: &str| -> Option<Position> {
-        if lines == Lines::Absolute {
-            return None;
-        }
-        let own = own_position(p, header, &mut memos);
-        c.set_own(own);
-        let own = own?;
-        let file_key = c.md_text(own.file);
-        Some(Position {
-            file: own.file.to_string(),
-            file_key,
-            line: own.line,
-            placed_in_inliners: own
-                .owner
-                .is_some_and(|sp| in_unit_source(p, sp, &mut memos.unit_source)),
-        })
-    };
-    let mut defs: Vec<Definition> = Vec::new();
-    let mut uses_of: Vec<Vec<(String, Use)>> = Vec::new();
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut always_inline: std::collections::HashSet<usize> = Default::default();
-
-    let digest_of = |kind: u8, text: &str| -> [u8; 32] {
-        let mut h = blake3::Hasher::new();
-        h.update(context);
-        h.update(&[kind]);
-        h.update(text.as_bytes());
-        *h.finalize().as_bytes()
-    };
-
-    for (name, text) in &p.variables {
-        let after = text.split_once(" = ").map_or("", |(_, r)| r);
-        let kind = if name.starts_with("llvm.") {
-            DefKind::Glue
-        } else {
-            DefKind::Variable
-        };
-        if after.starts_with("external ") || after.starts_with("extern_weak ") {
-            // A declaration: see `declared_symbols`.
-            continue; // a declaration
-        }
-        let position = locate(&mut c, text);
-        let mut out = String::new();
-        let mut uses: Vec<(String, Use)> = Vec::new();
-        c.canonical_into(text, &mut out, &mut |g, at| {
-            // Position 0 is the variable's own name.
-            if at > 0 {
-                uses.push((g.to_string(), Use::Other));
-            }
-        });
-        declared_callees(&mut c, &uses, &mut out);
-        declared_symbols(&mut c, &decls, &uses, &mut out);
-        own_comdat(p, name, text, &mut out);
-        own_file_mark(text, &mut out);
-        // `global` or `constant` ends the list of leading keywords.
-        let constant = after
-            .split_whitespace()
-            .find(|w| *w == "global" || *w == "constant")
-            == Some("constant");
-        index.insert(name.clone(), defs.len());
-        defs.push(Definition {
-            name: name.clone(),
-            kind,
-            local: is_local(after),
-            constant,
-            initial: digest_of(1, &out),
-            final_digest: FragmentDigest([0; 32]),
-            position,
-        });
-        uses_of.push(uses);
-    }
-
     for (name, text) in &p.functions {
-        let position = locate(&mut c, text.lines().next().unwrap_or(""));
-        let mut out = String::new();
-        c.canonical_into(text, &mut out, &mut |_, _| {});
-        let mut uses = Vec::new();
-        for line in text.lines().skip(1) {
-            classify_line(line, &mut uses);
-        }
-        // The header's references: personality, prefix/prologue data.
-        let header = text.lines().next().unwrap_or("");
-        let mut header_refs = Vec::new();
-        classify_line(header, &mut header_refs);
-        uses.extend(
-            header_refs
-                .into_iter()
-                .filter(|(n, _)| n != name)
-                .map(|(n, _)| (n, Use::Other)),
-        );
-        declared_callees(&mut c, &uses, &mut out);
-        declared_symbols(&mut c, &decls, &uses, &mut out);
-        own_comdat(p, name, header, &mut out);
-        own_file_mark(header, &mut out);
-        let after_define = header.strip_prefix("define ").unwrap_or(header);
-        let canonical_header = out.lines().next().unwrap_or("");
-        if canonical_header.contains("alwaysinline") {
-            always_inline.insert(defs.len());
-        }
-        index.insert(name.clone(), defs.len());
-        defs.push(Definition {
-            name: name.clone(),
-            kind: DefKind::Function,
-            local: is_local(after_define),
-            constant: true,
-            initial: digest_of(2, &out),
-            final_digest: FragmentDigest([0; 32]),
-            position,
-        });
-        uses_of.push(uses);
+        initial.add_function(name, text);
     }
-
+    let InitialDigests {
+        mut defs,
+        uses_of,
+        index,
+        always_inline,
+        ..
+    } = initial;
     let graph = DependencyGraph::of(p, &defs, &uses_of, &index, inlining, &always_inline);
     let (edges, code_edges, references) = (graph.edges, graph.code_edges, graph.references);
     let finals = final_digests(&defs, &edges, &code_edges);
@@ -1709,6 +1585,188 @@ fn compute_parsed<'a>(
         inlined_lines,
         references,
     })
+}
+
+/// The definitions of one unit with their initial digests (each one's own
+/// canonical text), what each uses, in the order the final digests are
+/// computed in: variables, then functions.
+struct InitialDigests<'a, 'c> {
+    p: &'a Parsed<'a>,
+    c: Canonicalizer<'a>,
+    context: &'c [u8; 32],
+    lines: Lines,
+    /// Declarations by name (external variables included), for the
+    /// `declares` lines of the definitions that use them.
+    decls: HashMap<&'a str, &'a str>,
+    unit_file: Option<&'a str>,
+    memos: LineMemos<'a>,
+    defs: Vec<Definition>,
+    uses_of: Vec<Vec<(String, Use)>>,
+    index: HashMap<String, usize>,
+    always_inline: std::collections::HashSet<usize>,
+}
+
+impl<'a, 'c> InitialDigests<'a, 'c> {
+    fn new(p: &'a Parsed<'a>, context: &'c [u8; 32], lines: Lines) -> Self {
+        let mut c = Canonicalizer::new(p);
+        if lines == Lines::Relative {
+            c.unit_anchor = unit_anchor(p);
+        }
+        let mut decls: HashMap<&str, &'a str> = p
+            .declarations
+            .iter()
+            .map(|(n, l)| (n.as_str(), *l))
+            .collect();
+        for (name, text) in &p.variables {
+            if is_external_variable(text) {
+                decls.insert(name.as_str(), text);
+            }
+        }
+        InitialDigests {
+            p,
+            c,
+            context,
+            lines,
+            decls,
+            unit_file: unit_file(p),
+            memos: LineMemos::default(),
+            defs: Vec::new(),
+            uses_of: Vec::new(),
+            index: HashMap::new(),
+            always_inline: Default::default(),
+        }
+    }
+
+    /// Sets the definition being digested; its position, if it has one.
+    fn locate(&mut self, header: &str) -> Option<Position> {
+        if self.lines == Lines::Absolute {
+            return None;
+        }
+        let p = self.p;
+        let own = own_position(p, header, &mut self.memos);
+        self.c.set_own(own);
+        let own = own?;
+        let file_key = self.c.md_text(own.file);
+        Some(Position {
+            file: own.file.to_string(),
+            file_key,
+            line: own.line,
+            placed_in_inliners: own
+                .owner
+                .is_some_and(|sp| in_unit_source(p, sp, &mut self.memos.unit_source)),
+        })
+    }
+
+    /// A definition of the unit's own file: its fragment's compile unit
+    /// names the file as the unit's node does (see `defined_in_unit_file`).
+    fn own_file_mark(&self, first_line: &str, out: &mut String) {
+        if let Some(f) = (self.unit_file).filter(|f| defined_in_unit_file(self.p, first_line, f)) {
+            out.push_str("\nin the unit's file ");
+            out.push_str(f);
+        }
+    }
+
+    fn digest_of(&self, kind: u8, text: &str) -> [u8; 32] {
+        let mut h = blake3::Hasher::new();
+        h.update(self.context);
+        h.update(&[kind]);
+        h.update(text.as_bytes());
+        *h.finalize().as_bytes()
+    }
+
+    fn push(&mut self, name: &str, definition: Definition, uses: Vec<(String, Use)>) {
+        self.index.insert(name.to_string(), self.defs.len());
+        self.defs.push(definition);
+        self.uses_of.push(uses);
+    }
+
+    /// A global variable (declarations are not definitions: see
+    /// `declared_symbols`).
+    fn add_variable(&mut self, name: &str, text: &'a str) {
+        if is_external_variable(text) {
+            return;
+        }
+        let after = text.split_once(" = ").map_or("", |(_, r)| r);
+        let kind = if name.starts_with("llvm.") {
+            DefKind::Glue
+        } else {
+            DefKind::Variable
+        };
+        let position = self.locate(text);
+        let mut out = String::new();
+        let mut uses: Vec<(String, Use)> = Vec::new();
+        self.c.canonical_into(text, &mut out, &mut |g, at| {
+            // Position 0 is the variable's own name.
+            if at > 0 {
+                uses.push((g.to_string(), Use::Other));
+            }
+        });
+        declared_callees(&mut self.c, &uses, &mut out);
+        declared_symbols(&mut self.c, &self.decls, &uses, &mut out);
+        own_comdat(self.p, name, text, &mut out);
+        self.own_file_mark(text, &mut out);
+        // `global` or `constant` ends the list of leading keywords.
+        let constant = after
+            .split_whitespace()
+            .find(|w| *w == "global" || *w == "constant")
+            == Some("constant");
+        let definition = Definition {
+            name: name.to_string(),
+            kind,
+            local: is_local(after),
+            constant,
+            initial: self.digest_of(1, &out),
+            final_digest: FragmentDigest([0; 32]),
+            position,
+        };
+        self.push(name, definition, uses);
+    }
+
+    fn add_function(&mut self, name: &str, text: &'a str) {
+        let header = text.lines().next().unwrap_or("");
+        let position = self.locate(header);
+        let mut out = String::new();
+        self.c.canonical_into(text, &mut out, &mut |_, _| {});
+        let mut uses = Vec::new();
+        for line in text.lines().skip(1) {
+            classify_line(line, &mut uses);
+        }
+        // The header's references: personality, prefix/prologue data.
+        let mut header_refs = Vec::new();
+        classify_line(header, &mut header_refs);
+        uses.extend(
+            header_refs
+                .into_iter()
+                .filter(|(n, _)| n != name)
+                .map(|(n, _)| (n, Use::Other)),
+        );
+        declared_callees(&mut self.c, &uses, &mut out);
+        declared_symbols(&mut self.c, &self.decls, &uses, &mut out);
+        own_comdat(self.p, name, header, &mut out);
+        self.own_file_mark(header, &mut out);
+        let after_define = header.strip_prefix("define ").unwrap_or(header);
+        let canonical_header = out.lines().next().unwrap_or("");
+        if canonical_header.contains("alwaysinline") {
+            self.always_inline.insert(self.defs.len());
+        }
+        let definition = Definition {
+            name: name.to_string(),
+            kind: DefKind::Function,
+            local: is_local(after_define),
+            constant: true,
+            initial: self.digest_of(2, &out),
+            final_digest: FragmentDigest([0; 32]),
+            position,
+        };
+        self.push(name, definition, uses);
+    }
+}
+
+/// Whether a global variable's line declares it (`external`,
+/// `extern_weak`) rather than defines it.
+fn is_external_variable(text: &str) -> bool {
+    let after = text.split_once(" = ").map_or("", |(_, r)| r);
+    after.starts_with("external ") || after.starts_with("extern_weak ")
 }
 
 /// The edges between a unit's definitions, by index.
