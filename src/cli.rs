@@ -103,6 +103,7 @@ pub fn completion_script(shell: CompletionShell) -> Vec<u8> {
     out
 }
 
+/// Long on purpose: one arm per admin command, each a few lines of printing.
 pub fn run(args: Vec<String>) -> i32 {
     let cli = match AdminCli::try_parse_from(std::iter::once("repocc".to_string()).chain(args)) {
         Ok(c) => c,

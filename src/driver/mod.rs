@@ -68,6 +68,10 @@ fn warn(msg: &str) {
 /// Runs one compiler invocation. `argv0` chooses C or C++; `args` are the
 /// arguments after it. Returns the exit code (or never returns, when the
 /// invocation is handed to clang with exec).
+///
+/// Long on purpose: the checks an invocation goes through before it is compiled
+/// (recursion, launcher form, disable, non-UTF-8, response files, the plan),
+/// each one early return, in the order clang and ccache make them.
 pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
     invocation_start();
     if config::switches().recursion {
@@ -349,6 +353,10 @@ fn in_process_clang(clang: &Path) -> Option<frontend::InProcessClang> {
 
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
+///
+/// Long on purpose: the invocation's steps in the order the user sees them
+/// (compile, report in unit order, link, count), each a call; what stays inline
+/// is the bookkeeping that joins them.
 fn execute(
     p: &CompilePlan,
     clang: &dyn Clang,
@@ -721,6 +729,10 @@ fn invocation_start() -> std::time::SystemTime {
 
 /// One unit through the unit cache: a hit writes the stored result; a
 /// miss compiles (clang listing the headers it reads) and records.
+///
+/// Long on purpose: a hit, a miss and the recording after it read the same key,
+/// the same header list and the same statistics; apart, each would take them
+/// all as arguments.
 fn compile_unit_cached(
     unit: &plan::UnitPlan,
     p: &CompilePlan,
@@ -900,6 +912,10 @@ fn preprocessor_mode(
 
 /// One unit: frontend, then the pipeline; on a pipeline failure, a plain
 /// clang compile of the unit with one warning line.
+///
+/// Long on purpose: frontend, key, pipeline and fallback share the unit's plan
+/// and its notes; the steps are calls (run_pipeline, unit_notes,
+/// Fallback::compile), what stays is their order.
 fn compile_unit(
     unit: &plan::UnitPlan,
     p: &CompilePlan,

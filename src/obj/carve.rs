@@ -137,6 +137,9 @@ struct Whole<'a> {
     addrsig: bool,
 }
 
+/// Long on purpose: one pass each over sections, symbols, unwind records and
+/// stubs, in that order, each reading what the one before built; all of it ends
+/// in the one `Indexed` value.
 fn index(data: &[u8]) -> Option<Whole<'_>> {
     let input = parse(data)?;
     let machine = u16_at(data, 18)?;

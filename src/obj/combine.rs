@@ -442,6 +442,10 @@ impl Composer {
     /// what an earlier part already placed there (shared string offsets
     /// and abbreviation tables, the linker options, identical private
     /// tables); where it lands.
+    ///
+    /// Long on purpose: one match over the kinds of section a part holds (code
+    /// and data, merged strings, DWARF tables placed once, linker options,
+    /// private tables), each arm a few lines.
     fn place_section(
         &mut self,
         input: &Input,

@@ -918,6 +918,10 @@ fn choose_donor(run: &mut Run, units: &[Unit]) -> bool {
 /// Tries to add unit `u` to `run`: it must say the same of the unit as the
 /// run's members, share its tables, and every index it holds must fit its
 /// field once moved.
+///
+/// Long on purpose: each test that can keep a unit out of a run is a few lines
+/// and they must run in this order (what the unit says, its tables, then
+/// whether every index fits once moved).
 fn join(run: &mut Run, u: usize, units: &[Unit], debug: &Debug) -> bool {
     let unit = &units[u];
     if !unit.mergeable {

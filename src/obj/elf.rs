@@ -391,6 +391,9 @@ impl Strings {
 }
 
 #[allow(clippy::too_many_arguments)]
+/// Long on purpose: it lays the file out in the order the bytes go (sections,
+/// the symbol and string tables, the headers, the ELF header); cut into pieces,
+/// each would need the running offset and the index map of all the others.
 pub(super) fn write(
     header_from: &[u8],
     machine: u16,

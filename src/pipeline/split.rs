@@ -698,6 +698,11 @@ fn run_workers<T: Sync, R: Send>(
 /// The non-glue fragments of `plan` compiled in one code generation per
 /// worker (contiguous chunks of about equal size) and carved out of the
 /// objects (see `carve`); what the carver declines stays `None` in `done`.
+///
+/// Long on purpose: the rules that decide which fragments share a code
+/// generation (their references taken alone, code apart from data, label
+/// tables with their function alone, chunks of equal weight), each a few
+/// lines with its reason beside it, then the workers and the carving.
 fn emit_carved(
     unit: &Unit,
     settings: &CodegenSettings,
