@@ -8,6 +8,11 @@
 //! Only 32-bit DWARF, versions 2 to 5, as LLVM writes it; anything else
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
+//!
+//! Constants and LEB128 come from gimli; the walk itself is written here
+//! because its callers patch fields in place and need what gimli's reader
+//! does not hand out: the byte offset and encoded width of every attribute
+//! value and abbreviation entry, and DIEs visited without building a tree.
 
 use super::elf::{c_str, slice, u16_at, u32_at, Input, SHT_RELA};
 use super::leb128::{read_sleb, read_uleb};
