@@ -34,6 +34,7 @@ mod unit_cache;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::ffi::OsString;
+use std::io::Write;
 use std::process::{Command, Stdio};
 
 fn print_version(argv0: &str) -> i32 {
@@ -55,7 +56,9 @@ fn print_version(argv0: &str) -> i32 {
             1
         }
     };
-    println!(
+    // As clang's: a reader that stops early (`| head -1`) is no error.
+    let _ = writeln!(
+        std::io::stdout(),
         "repocc {} (in-process LLVM {} pipeline)",
         env!("CARGO_PKG_VERSION"),
         llvm::llvm_version()

@@ -122,3 +122,17 @@ assert_eq "exit status with a broken stderr" 0 "$piped_status"
 [ -f piped.o ] || fail "no object with a broken stderr"
 assert_eq "no fallback with a broken stderr" 0 "$(delta fallbacks "$before")"
 assert_eq "compiled through the pipeline" 1 "$(delta compiles "$compiles")"
+
+# A reader that stops after clang's first line of --version (as build
+# scripts do): no panic, exit 0, as clang-19.
+set +o pipefail
+version_err=$("$REPOCC" --version 2>&1 >/dev/null | cat)
+"$REPOCC" --version 2> version.err | head -1 > version.first
+status=${PIPESTATUS[0]}
+set -o pipefail
+first=$(cat version.first)
+assert_eq "repocc --version | head -1: exit status" 0 "$status"
+assert_contains "repocc --version | head -1" "clang version 19" "$first"
+[ -s version.err ] && fail "repocc --version | head -1 wrote to stderr: $(head -3 version.err)"
+[ -z "$version_err" ] || fail "repocc --version wrote to stderr: $version_err"
+note "--version read by head -1: exit 0, nothing on stderr"
