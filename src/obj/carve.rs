@@ -36,6 +36,8 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use super::Decline;
+
 use super::elf::{
     c_str, parse, slice, u16_at, u32_at, write, Content, Input, Member, OutRela, OutSection,
     OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, R_AARCH64_ABS64, R_X86_64_64, SHF_ALLOC,
@@ -342,8 +344,8 @@ pub fn carve(
     whole: &[u8],
     fragments: &[&FragmentSpec],
     naming: SectionNaming,
-) -> Result<Vec<Option<Vec<u8>>>, super::Decline> {
-    let w = index(whole).ok_or(super::Decline("an object carving cannot index"))?;
+) -> Result<Vec<Result<Vec<u8>, Decline>>, Decline> {
+    let w = index(whole).ok_or(Decline("an object carving cannot index"))?;
     let mut claimed = vec![false; w.input.shdrs.len()];
     let mut out = Vec::with_capacity(fragments.len());
     for spec in fragments {
@@ -351,7 +353,7 @@ pub fn carve(
         let mut object = b.build();
         // Laid out again in the order the fragment's own module has them,
         // where the order its code reached them differs.
-        if object.is_some() {
+        if object.is_ok() {
             let order = b.canonical_order(spec);
             if !order
                 .iter()
@@ -362,7 +364,7 @@ pub fn carve(
                 object = b.build();
             }
         }
-        if object.is_some() {
+        if object.is_ok() {
             for &i in b.out_of.keys() {
                 claimed[i] = true;
             }
@@ -510,7 +512,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         c_str(self.w.input.strtab, self.w.input.syms.get(k)?.name)
     }
 
-    fn build(&mut self) -> Option<Vec<u8>> {
+    fn build(&mut self) -> Result<Vec<u8>, Decline> {
         let w = self.w;
         // The members, in the order given; a COMDAT group comes whole.
         let mut names: Vec<&[u8]> = self.members.iter().copied().collect();
@@ -523,39 +525,50 @@ impl<'w, 'a> Builder<'w, 'a> {
             let sym = w.input.syms[k];
             let section = sym.shndx as usize;
             if sym.shndx == SHN_COMMON {
-                self.define_global(k, None, sym.value)?;
+                self.define_global(k, None, sym.value)
+                    .ok_or(Decline("carving: a common symbol"))?;
                 continue;
             }
             if sym.shndx == SHN_ABS || sym.shndx >= SHN_LORESERVE {
-                return None;
+                return Err(Decline("carving: an absolute or reserved member symbol"));
             }
             if let Some(g) = w.group_of[section] {
-                roots.extend(self.take_group(g)?);
+                roots.extend(
+                    self.take_group(g)
+                        .ok_or(Decline("carving: a member's COMDAT group"))?,
+                );
             } else if w.shared[section] {
                 // A member inside a constant pool: a piece with its symbol.
-                let (out, _, at) = self.piece(section, sym.value, Some(sym.size))?;
-                self.define_global(k, Some(out), at)?;
+                let (out, _, at) = (self.piece(section, sym.value, Some(sym.size)))
+                    .ok_or(Decline("carving: a member inside a constant pool"))?;
+                self.define_global(k, Some(out), at)
+                    .ok_or(Decline("carving: a member inside a constant pool"))?;
                 continue;
             }
             roots.push(section);
         }
         for i in std::mem::take(&mut self.laid_out) {
-            self.include(i)?;
+            self.include(i)
+                .ok_or(Decline("carving: a section laid out"))?;
         }
         for r in roots {
-            self.include(r)?;
+            self.include(r)
+                .ok_or(Decline("carving: a member's section"))?;
         }
         while let Some(i) = self.queue.pop_front() {
-            self.copy_section(i)?;
+            self.copy_section(i)
+                .ok_or(Decline("carving: a section or its relocations"))?;
         }
         // The unwind records bring the LSDAs (members of their function's
         // group) and the personality routine's pointer.
-        self.unwind_records()?;
+        self.unwind_records()
+            .ok_or(Decline("carving: unwind records"))?;
         while let Some(i) = self.queue.pop_front() {
-            self.copy_section(i)?;
+            self.copy_section(i)
+                .ok_or(Decline("carving: what unwind records bring"))?;
         }
         for g in self.groups.clone() {
-            self.group(g)?;
+            self.group(g).ok_or(Decline("carving: a COMDAT group"))?;
         }
         self.align_like_one_section();
         if self.sections.is_empty() && self.globals.is_empty() {
@@ -569,7 +582,8 @@ impl<'w, 'a> Builder<'w, 'a> {
                 &[],
                 &|_| false,
                 w.addrsig.then_some(&[][..]),
-            );
+            )
+            .ok_or(Decline("carving: writing the fragment"));
         }
         self.sections.push(OutSection {
             name: b".note.GNU-stack".to_vec(),
@@ -603,6 +617,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             &|_| false,
             w.addrsig.then_some(&addrsig[..]),
         )
+        .ok_or(Decline("carving: writing the fragment"))
     }
 
     /// Gives the first (non-empty) of the sections that composing puts
@@ -1469,9 +1484,9 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             naming,
         )
         .unwrap();
-        assert!(carved[0].is_none());
-        assert!(carved[1].is_none());
-        assert!(carved[2].is_some());
+        assert!(carved[0].is_err());
+        assert!(carved[1].is_err());
+        assert!(carved[2].is_ok());
         // Not a recognized object: declined as a whole.
         assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_err());
     }

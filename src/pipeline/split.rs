@@ -828,9 +828,12 @@ fn emit_carved(
             }
         };
         for (&pos, object) in group.iter().zip(carved) {
-            let Some(object) = object else {
-                declines.push(crate::obj::Decline("a fragment carving does not handle"));
-                continue;
+            let object = match object {
+                Ok(object) => object,
+                Err(decline) => {
+                    declines.push(decline);
+                    continue;
+                }
             };
             done[own[pos]] = Some(Fragment {
                 members: specs[pos].members.clone(),
