@@ -17,17 +17,20 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-# Folder → the crate's top-level modules its code may name. Folders not
-# listed are not checked yet (the restructuring moves them in one by one).
+# Folder → the crate's top-level modules its code may name (config.rs, the
+# settings, is read by the two orchestrating layers only).
 ALLOWED = {
+    "driver": {"driver", "pipeline", "ir", "llvm", "obj", "repo", "unit_cache", "support", "config"},
+    "pipeline": {"pipeline", "ir", "llvm", "obj", "repo", "unit_cache", "support", "config"},
     "ir": {"ir", "llvm", "repo", "support"},
     "llvm": {"llvm", "support"},
     "support": {"support"},
     "obj": {"obj", "support"},
     "repo": {"repo", "support"},
+    "unit_cache": {"unit_cache", "repo", "support"},
 }
 # Folders whose files import one another without a circle.
-ACYCLIC = {"ir", "llvm", "obj", "repo", "support", "unit_cache"}
+ACYCLIC = {"driver", "ir", "llvm", "obj", "pipeline", "repo", "support", "unit_cache"}
 
 TEST_MODULE = re.compile(r"^#\[cfg\(test\)\]\s*\n(pub(\([^)]*\))? )?mod \w+", re.M)
 CRATE_PATH = re.compile(r"\bcrate::(\w+)(?:::(\w+))?")

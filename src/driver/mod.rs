@@ -442,7 +442,7 @@ fn execute(
             .filter(|_| unit_cache_on && scratch.is_some())
             .map(|(storage, clang_identity)| crate::unit_cache::UnitCache {
                 storage,
-                key: &options.key,
+                key: options.key.unit_identity(),
                 clang: clang.path(),
                 clang_identity,
                 config: serde_json::json!({
@@ -743,11 +743,17 @@ fn compile_unit_cached(
     header_list: &Path,
 ) -> UnitResult {
     let start = Instant::now();
-    let prepared = match uc.prepare(
-        &unit.frontend_args,
-        !unit.discard_dependency_file,
-        p.debug_any,
-    ) {
+    // The digest report is printed by the pipeline, which a hit skips.
+    let prepared = if config::switches().digest_report {
+        Err("REPOCC_DIGEST_REPORT is set".to_string())
+    } else {
+        uc.prepare(
+            &unit.frontend_args,
+            !unit.discard_dependency_file,
+            p.debug_any,
+        )
+    };
+    let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(why) => {
             return UnitResult {

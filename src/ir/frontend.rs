@@ -45,7 +45,7 @@ pub trait Clang: Sync {
     fn path(&self) -> &Path;
     /// Runs the frontend with its stderr captured; `force_color` adds
     /// `-fcolor-diagnostics` (our stderr is a colour terminal); clang
-    /// appends the headers it opens to `header_list` (see [`list_headers`])
+    /// appends the headers it opens to `header_list` (see `support::list_headers`)
     /// where it can without changing the unit's dependency file;
     /// `want_module` asks for the module in memory instead of bitcode
     /// (only clang in this process can hand it over).
@@ -289,7 +289,7 @@ pub fn headers_listable(args: &[String]) -> bool {
     !args.iter().any(|a| a == "-MMD")
 }
 
-/// [`list_headers`] into `list`, for a clang process compiling with `args`,
+/// `support::list_headers` into `list`, for a clang process compiling with `args`,
 /// where [`headers_listable`]; whether it will list them.
 pub fn list_headers_where_listable(
     cmd: &mut Command,
@@ -298,20 +298,11 @@ pub fn list_headers_where_listable(
 ) -> bool {
     match list.filter(|_| headers_listable(args)) {
         Some(list) => {
-            list_headers(cmd, list);
+            crate::support::list_headers(cmd, list);
             true
         }
         None => false,
     }
-}
-
-/// Has clang append every header it opens (system headers included,
-/// whatever the `-M` options) to `list`, one path per line: the driver's
-/// `CC_PRINT_HEADERS` interface, which passes `-header-include-file` and
-/// `-sys-header-deps` to the compiler proper.
-pub fn list_headers(cmd: &mut Command, list: &Path) {
-    cmd.env("CC_PRINT_HEADERS", "1")
-        .env("CC_PRINT_HEADERS_FILE", list);
 }
 
 /// The exit code a shell would report (128 + signal for a killed process).

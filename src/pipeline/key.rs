@@ -102,77 +102,13 @@ impl KeyContext {
     }
 }
 
-/// What a unit key covers besides the [`KeyContext`] (see `unit_cache`).
-pub struct UnitKeyInputs<'a> {
-    pub clang: &'a str,
-    pub clang_identity: &'a str,
-    pub config: &'a str,
-    pub cwd: &'a str,
-    pub args: &'a [String],
-    pub env: &'a [(String, String)],
-    pub force_color: bool,
-    pub keeps_dep_file: bool,
-}
-
 impl KeyContext {
-    /// The key of a unit's manifest in the unit cache.
-    pub fn unit_key(&self, u: &UnitKeyInputs) -> FragmentDigest {
-        self.hash_unit_inputs(b"repocc unit v1\0", u)
-    }
-
-    /// The key of clang's include search list for a unit's options (see
-    /// `unit_cache::search`): clang, its environment, the working
-    /// directory, the options and the language.
-    pub fn search_list_key(
-        &self,
-        clang: &str,
-        clang_identity: &str,
-        cwd: &str,
-        options: &[String],
-        language: &str,
-        env: &[(String, String)],
-    ) -> FragmentDigest {
-        let mut args = options.to_vec();
-        args.extend(["-x".to_string(), language.to_string()]);
-        self.hash_unit_inputs(
-            b"repocc search list v1\0",
-            &UnitKeyInputs {
-                clang,
-                clang_identity,
-                config: "",
-                cwd,
-                args: &args,
-                env,
-                force_color: false,
-                keeps_dep_file: false,
-            },
-        )
-    }
-
-    fn hash_unit_inputs(&self, tag: &[u8], u: &UnitKeyInputs) -> FragmentDigest {
-        let mut h = blake3::Hasher::new();
-        h.update(tag);
-        for part in [
-            self.repocc.as_str(),
-            self.llvm.as_str(),
-            u.clang,
-            u.clang_identity,
-            u.config,
-            u.cwd,
-        ] {
-            update_with_len(&mut h, part.as_bytes());
+    /// Who compiles, as the unit cache's keys hold it.
+    pub fn unit_identity(&self) -> crate::unit_cache::key::UnitIdentity<'_> {
+        crate::unit_cache::key::UnitIdentity {
+            repocc: &self.repocc,
+            llvm: &self.llvm,
         }
-        h.update(&[u.force_color as u8, u.keeps_dep_file as u8]);
-        h.update(&(u.args.len() as u64).to_le_bytes());
-        for a in u.args {
-            update_with_len(&mut h, a.as_bytes());
-        }
-        h.update(&(u.env.len() as u64).to_le_bytes());
-        for (k, v) in u.env {
-            update_with_len(&mut h, k.as_bytes());
-            update_with_len(&mut h, v.as_bytes());
-        }
-        FragmentDigest(*h.finalize().as_bytes())
     }
 }
 
@@ -197,6 +133,7 @@ pub fn fragment_key_of_parts(mut parts: Vec<Vec<u8>>) -> FragmentDigest {
 mod tests {
     use super::*;
     use crate::ir::settings::{CodeModelSetting, OptLevel};
+    use crate::unit_cache::key::UnitKeyInputs;
 
     fn settings() -> CodegenSettings {
         CodegenSettings::plain_o2()
@@ -311,8 +248,8 @@ mod tests {
             keeps_dep_file: true,
         };
         let b = base();
-        let k0 = b.unit_key(&inputs());
-        assert_eq!(k0, base().unit_key(&inputs()));
+        let k0 = b.unit_identity().unit_key(&inputs());
+        assert_eq!(k0, base().unit_identity().unit_key(&inputs()));
         let other_args = vec!["-O3".to_string(), "a.c".to_string()];
         let split_args = vec!["-O2a".to_string(), ".c".to_string()];
         let other_env = vec![("CPATH".to_string(), "/y".to_string())];
@@ -382,14 +319,14 @@ mod tests {
             ),
         ];
         for (what, u) in &variants {
-            assert_ne!(k0, b.unit_key(u), "{what}");
+            assert_ne!(k0, b.unit_identity().unit_key(u), "{what}");
         }
         let mut k = base();
         k.repocc = "0.1.0 abd".into();
-        assert_ne!(k0, k.unit_key(&inputs()), "repocc identity");
+        assert_ne!(k0, k.unit_identity().unit_key(&inputs()), "repocc identity");
         let mut k = base();
         k.llvm = "19.1.8".into();
-        assert_ne!(k0, k.unit_key(&inputs()), "LLVM version");
+        assert_ne!(k0, k.unit_identity().unit_key(&inputs()), "LLVM version");
     }
 
     /// Each input of a search list key, changed alone, changes it; and it
@@ -401,7 +338,8 @@ mod tests {
         let env = vec![("CPATH".to_string(), "/x".to_string())];
         let key =
             |clang: &str, id: &str, cwd: &str, o: &[&str], lang: &str, env: &[(String, String)]| {
-                b.search_list_key(clang, id, cwd, &opts(o), lang, env)
+                b.unit_identity()
+                    .search_list_key(clang, id, cwd, &opts(o), lang, env)
             };
         let k0 = key("clang-19", "d1", "/src", &["-Iinc"], "c", &env);
         assert_eq!(k0, key("clang-19", "d1", "/src", &["-Iinc"], "c", &env));
@@ -442,11 +380,18 @@ mod tests {
         k.repocc = "0.1.0 abd".into();
         assert_ne!(
             k0,
-            k.search_list_key("clang-19", "d1", "/src", &opts(&["-Iinc"]), "c", &env),
+            k.unit_identity().search_list_key(
+                "clang-19",
+                "d1",
+                "/src",
+                &opts(&["-Iinc"]),
+                "c",
+                &env
+            ),
             "repocc identity"
         );
         let args = opts(&["-Iinc", "-x", "c"]);
-        let as_unit = b.unit_key(&UnitKeyInputs {
+        let as_unit = b.unit_identity().unit_key(&UnitKeyInputs {
             clang: "clang-19",
             clang_identity: "d1",
             config: "",

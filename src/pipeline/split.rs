@@ -762,7 +762,14 @@ fn emit_carved(
         // carved from the chunk's code generation, clang's own -O0 body
         // lost the labels the table names ("Undefined temporary symbol").
         let labels = takes_block_addresses(unit, &spec.members);
-        match (function, constant || labels) {
+        // A function in a named section (clang puts every static
+        // initializer in `.text.startup`) would share that section with
+        // the chunk's others, which carving cannot split: on its own too.
+        let named_section = spec.members.iter().any(|m| {
+            (unit.module.get_function(m))
+                .is_some_and(|f| f.as_global_value().get_section().is_some())
+        });
+        match (function, constant || labels || named_section) {
             (true, true) => {}
             (true, false) => code.push(pos),
             (false, _) => data.push(pos),

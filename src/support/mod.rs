@@ -17,3 +17,13 @@ pub fn current_uid() -> u32 {
 /// start-up means the "compiler" ran repocc again (read in
 /// `config::Switches`).
 pub const RECURSION_GUARD: &str = "REPOCC_RECURSION_GUARD";
+
+/// Has clang append every header it opens (system headers included,
+/// whatever the `-M` options) to `list`, one path per line: the driver's
+/// `CC_PRINT_HEADERS` interface, which passes `-header-include-file` and
+/// `-sys-header-deps` to the compiler proper. (Here because the frontend
+/// and the unit cache both start clang with it.)
+pub fn list_headers(cmd: &mut std::process::Command, list: &std::path::Path) {
+    cmd.env("CC_PRINT_HEADERS", "1")
+        .env("CC_PRINT_HEADERS_FILE", list);
+}

@@ -1,7 +1,7 @@
 //! The unit cache: a whole unit's result, found before the frontend runs,
 //! as ccache's direct mode finds it.
 //!
-//! - The unit key (`pipeline::key::KeyContext::unit_key`) covers what
+//! - The unit key (`key::UnitIdentity::unit_key`) covers what
 //!   reaches the compiler: clang's path and identity, repocc's identity, the
 //!   configuration that changes objects, the working directory, the unit's
 //!   arguments, the environment clang reads, and whether diagnostics are in
@@ -24,14 +24,15 @@
 
 pub mod checkout;
 mod delta;
+pub mod key;
 pub mod manifest;
 pub mod search;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::pipeline::key::{KeyContext, UnitKeyInputs};
 use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
+use key::{UnitIdentity, UnitKeyInputs};
 use manifest::{FileState, Manifest};
 
 /// Largest object, dependency file or stderr recorded.
@@ -127,7 +128,7 @@ pub enum Found {
 /// The unit cache of one invocation.
 pub struct UnitCache<'a> {
     pub storage: &'a dyn Storage,
-    pub key: &'a KeyContext,
+    pub key: UnitIdentity<'a>,
     pub clang: &'a Path,
     pub clang_identity: &'a str,
     /// The configuration that changes objects (JSON).
@@ -161,9 +162,6 @@ impl UnitCache<'_> {
                 .is_some_and(|k| k.starts_with("CC_PRINT_") || k == "CC_LOG_DIAGNOSTICS")
         }) {
             return Err(format!("{} is set", k.to_string_lossy()));
-        }
-        if crate::config::switches().digest_report {
-            return Err("REPOCC_DIGEST_REPORT is set".into());
         }
         let env = clang_environment();
         let cwd_text = self
@@ -581,10 +579,10 @@ fn preprocess_command(
     let mut cmd = std::process::Command::new(clang);
     cmd.args(unit.search_options)
         .args(["-E", "-x", unit.language, unit.source, "-o", output])
-        .env(crate::config::RECURSION_GUARD, "1")
+        .env(crate::support::RECURSION_GUARD, "1")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    crate::ir::frontend::list_headers(&mut cmd, header_list);
+    crate::support::list_headers(&mut cmd, header_list);
     cmd
 }
 

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::manifest::{dir_times, is_absent, join, AbsentNames};
-use crate::config::RECURSION_GUARD;
+use crate::support::RECURSION_GUARD;
 
 /// The include search list clang uses for these options (without the
 /// source): every directory it would search, in order, the ignored
