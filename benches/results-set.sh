@@ -29,7 +29,7 @@ started=$(date -u +%Y-%m-%dT%H:%MZ)
   echo "# The current results set"
   echo
   echo "Made by \`bash benches/results-set.sh\` from $started to $(date -u +%Y-%m-%dT%H:%MZ)"
-  echo "with $("$ROOT/target/release/repocc" --version | head -1) (commit"
+  echo "with $("$ROOT/target/release/repocc" --version | tail -1) (commit"
   echo "$(git rev-parse --short HEAD)), clang-19 $(clang-19 --version | sed -n 's/.*version \([0-9.]*\).*/\1/p' | head -1),"
   echo "ccache $(ccache --version | sed -n 's/ccache version //p' | head -1), on $(nproc) cores ($(uname -m))."
   echo "Older sets: \`git log -- benches/results\`."
