@@ -73,7 +73,7 @@ impl Drop for SharedTypes {
 
 /// How an extracted module gets its metadata.
 #[derive(Clone, Copy)]
-pub(super) enum ExtractedMetadata<'a> {
+enum ExtractedMetadata<'a> {
     /// Copies (a fragment's own compile unit), types shared with the unit
     /// where nothing under them changes (`SharedTypes`: what earlier
     /// fragments of the same unit found).
@@ -82,7 +82,7 @@ pub(super) enum ExtractedMetadata<'a> {
     Unit,
 }
 
-pub(super) fn extract<'ctx>(
+fn extract<'ctx>(
     module: &inkwell::module::Module<'ctx>,
     names: &[&str],
     with_module_asm: bool,

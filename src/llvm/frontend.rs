@@ -62,7 +62,7 @@ pub enum InProcessFrontend {
 /// A driver command line as the shim takes it: the compiler's path, the
 /// program name and the arguments as C strings; or which of them holds a
 /// NUL byte.
-pub(super) struct DriverCommand {
+struct DriverCommand {
     path: CString,
     prog: CString,
     args: Vec<CString>,
@@ -243,7 +243,7 @@ impl DiagnosticSink {
     }
 }
 
-pub(super) extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut c_void) {
+extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut c_void) {
     // SAFETY: `sink` is the DiagnosticSink registered by
     // `with_diagnostic_sink`, alive for the context's lifetime; `info` is
     // valid for this call, and the description is freed with
@@ -272,7 +272,7 @@ pub(super) extern "C" fn on_diagnostic(info: LLVMDiagnosticInfoRef, sink: *mut c
 }
 
 /// A fresh context whose diagnostics go to `sink`.
-pub(super) fn context_with_sink() -> (Box<DiagnosticSink>, Context) {
+fn context_with_sink() -> (Box<DiagnosticSink>, Context) {
     let sink = Box::new(DiagnosticSink::default());
     let context = Context::create();
     // SAFETY: see the module invariants: `sink` (boxed, so its address is
@@ -288,7 +288,7 @@ pub(super) fn context_with_sink() -> (Box<DiagnosticSink>, Context) {
 }
 
 /// Drops `context`, then `sink`, unless the exit will reclaim them.
-pub(super) fn release_context(context: Context, sink: Box<DiagnosticSink>) {
+fn release_context(context: Context, sink: Box<DiagnosticSink>) {
     if exit_reclaims_memory() {
         // Every type, constant and metadata node of the unit lives in the
         // context: the exit frees them faster.

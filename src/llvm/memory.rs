@@ -10,7 +10,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once the process is known to exit as soon as its one unit is done.
-pub(super) static EXIT_RECLAIMS_MEMORY: AtomicBool = AtomicBool::new(false);
+static EXIT_RECLAIMS_MEMORY: AtomicBool = AtomicBool::new(false);
 
 /// Says that the process ends once the unit being compiled is done (an
 /// invocation with one source, as make runs the compiler): the unit's AST

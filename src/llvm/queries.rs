@@ -7,7 +7,7 @@ use std::ffi::{c_char, CString};
 
 use super::ffi::*;
 
-pub(super) fn value_name(v: llvm_sys::prelude::LLVMValueRef) -> String {
+fn value_name(v: llvm_sys::prelude::LLVMValueRef) -> String {
     let mut len = 0usize;
     // SAFETY: `v` is a live value; LLVM returns a pointer to `len` bytes
     // owned by the value.
@@ -127,7 +127,7 @@ pub fn make_declaration(module: &inkwell::module::Module, name: &str) {
 }
 
 /// The global that keeps functions used (see [`anchor_uses`]).
-pub(super) const USE_ANCHOR: &str = "repocc.uses";
+const USE_ANCHOR: &str = "repocc.uses";
 
 /// Gives each named function one use, from the initializer of a hidden
 /// constant array that nothing else refers to, until
@@ -256,7 +256,7 @@ pub fn print_module(module: &inkwell::module::Module) -> String {
 /// # Safety
 /// The module must be alive and not modified during the call; `shim` must
 /// return a string from LLVMCreateMessage (copied and disposed of here).
-pub(super) unsafe fn user_pairs(
+unsafe fn user_pairs(
     module: &inkwell::module::Module,
     shim: unsafe extern "C" fn(llvm_sys::prelude::LLVMModuleRef) -> *mut c_char,
 ) -> Vec<(String, String)> {

@@ -120,9 +120,9 @@ pub fn parse_llvm_options(options: &[&str]) {
     });
 }
 
-pub(super) static mut FATAL_HOOK: Option<fn(&str) -> !> = None;
+static mut FATAL_HOOK: Option<fn(&str) -> !> = None;
 
-pub(super) extern "C" fn on_llvm_fatal_error(reason: *const c_char) {
+extern "C" fn on_llvm_fatal_error(reason: *const c_char) {
     let text = if reason.is_null() {
         String::from("unknown LLVM error")
     } else {
