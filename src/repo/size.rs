@@ -111,7 +111,7 @@ mod tests {
         let entry = Entry {
             kind: EntryKind::Object,
             metadata: Vec::new(),
-            payload: vec![n; len],
+            payload: crate::repo::store::tests::noise(n, len),
         };
         store.put(&FragmentDigest([n; 32]), &entry).unwrap()
     }

@@ -9,12 +9,19 @@
 //! | 8 | magic `RPCCFRAG` |
 //! | 4 | format version (little endian) |
 //! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition", 2 a whole unit's object compiled by clang, 3 "this unit needs clang" |
-//! | 3 | reserved (zero) |
+//! | 1 | flags: bit 0, the body (metadata length, metadata, payload) is one zstd frame |
+//! | 2 | reserved (zero) |
 //! | 32 | the digest the entry is stored under |
-//! | 32 | blake3 of the version, kind, reserved bytes and digest above and of everything after the header |
+//! | 32 | blake3 of the version, kind, flags, reserved bytes and digest above and of everything after the header |
 //! | 8 | length of the metadata (little endian) |
 //! | n | metadata (JSON, written by the pipeline) |
 //! | rest | payload (an ELF relocatable object for kind 0) |
+//!
+//! The body (the last three rows) is stored compressed when zstd makes it
+//! smaller ([`ZSTD_LEVEL`]): objects are mostly zeros, relocations and
+//! names, and the repository is the user's disk (issue 42). The checksum
+//! covers the bytes as stored, so a damaged frame is found before it is
+//! decompressed, and decompression is bounded by [`MAX_ENTRY_BYTES`].
 //!
 //! A compile that stores several entries at once writes them as one
 //! *pack* (`put_many`): one file holding the entries back to back behind a
@@ -59,8 +66,16 @@ use super::storage::{Corruption, Entry, EntryInfo, EntryKind, FragmentDigest, Lo
 const MAGIC: &[u8; 8] = b"RPCCFRAG";
 /// Bump when the entry layout or the meaning of a payload changes.
 /// (3: the checksum covers the header's kind, which version 2 left
-/// unchecked: one flipped bit made a stored object read as "deleted".)
-pub const FORMAT_VERSION: u32 = 3;
+/// unchecked: one flipped bit made a stored object read as "deleted".
+/// 4: compressed bodies.)
+pub const FORMAT_VERSION: u32 = 4;
+/// zstd's level for entry bodies: level 1 compresses objects at several
+/// hundred MB/s, a small part of a fragment's code generation.
+const ZSTD_LEVEL: i32 = 1;
+/// Bodies shorter than this are stored as they are (a frame's own header
+/// would eat what it saves).
+const COMPRESS_FROM: usize = 128;
+const FLAG_COMPRESSED: u8 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 32 + 8;
 
 const PACK_MAGIC: &[u8; 8] = b"RPCCPACK";
@@ -103,15 +118,24 @@ pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     body.extend_from_slice(&(entry.metadata.len() as u64).to_le_bytes());
     body.extend_from_slice(&entry.metadata);
     body.extend_from_slice(&entry.payload);
+    let mut flags = 0;
+    if body.len() >= COMPRESS_FROM {
+        if let Ok(z) = zstd::bulk::compress(&body, ZSTD_LEVEL) {
+            if z.len() < body.len() {
+                body = z;
+                flags |= FLAG_COMPRESSED;
+            }
+        }
+    }
     let mut out = Vec::with_capacity(HEADER_LEN + body.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.push(entry.kind.byte());
-    out.extend_from_slice(&[0, 0, 0]);
+    out.extend_from_slice(&[flags, 0, 0]);
     out.extend_from_slice(&digest.0);
     let checksum = entry_checksum(&out[8..48], &body);
     out.extend_from_slice(checksum.as_bytes());
-    // The metadata length is the first 8 bytes of the checksummed body.
+    // The metadata length is the first 8 bytes of the (uncompressed) body.
     out.extend_from_slice(&body);
     out
 }
@@ -137,26 +161,41 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     if version != FORMAT_VERSION {
         return Err(Corruption::OtherVersion(version));
     }
-    let kind = match (bytes[12], &bytes[13..16]) {
-        (0, [0, 0, 0]) => EntryKind::Object,
-        (1, [0, 0, 0]) => EntryKind::Deleted,
-        (2, [0, 0, 0]) => EntryKind::ClangObject,
-        (3, [0, 0, 0]) => EntryKind::ClangOnly,
-        (4, [0, 0, 0]) => EntryKind::UnitManifest,
-        (5, [0, 0, 0]) => EntryKind::UnitResult,
-        (6, [0, 0, 0]) => EntryKind::History,
-        (7, [0, 0, 0]) => EntryKind::SearchList,
-        (8, [0, 0, 0]) => EntryKind::ClangUnitHint,
-        (9, [0, 0, 0]) => EntryKind::BodyIndex,
-        (10, [0, 0, 0]) => EntryKind::Bodies,
-        (k, _) => return Err(Corruption::BadKind(k)),
+    let flags = bytes[13];
+    if flags & !FLAG_COMPRESSED != 0 || bytes[14..16] != [0, 0] {
+        return Err(Corruption::BadKind(bytes[12]));
+    }
+    let kind = match bytes[12] {
+        0 => EntryKind::Object,
+        1 => EntryKind::Deleted,
+        2 => EntryKind::ClangObject,
+        3 => EntryKind::ClangOnly,
+        4 => EntryKind::UnitManifest,
+        5 => EntryKind::UnitResult,
+        6 => EntryKind::History,
+        7 => EntryKind::SearchList,
+        8 => EntryKind::ClangUnitHint,
+        9 => EntryKind::BodyIndex,
+        10 => EntryKind::Bodies,
+        k => return Err(Corruption::BadKind(k)),
     };
     if bytes[16..48] != digest.0 {
         return Err(Corruption::WrongDigest);
     }
-    let body = &bytes[80..];
-    if entry_checksum(&bytes[8..48], body).as_bytes() != &bytes[48..80] {
+    let stored = &bytes[80..];
+    if entry_checksum(&bytes[8..48], stored).as_bytes() != &bytes[48..80] {
         return Err(Corruption::BadChecksum);
+    }
+    let decompressed;
+    let body = if flags & FLAG_COMPRESSED != 0 {
+        decompressed =
+            super::decompress_bounded(stored, MAX_ENTRY_BYTES).ok_or(Corruption::BadLength)?;
+        &decompressed[..]
+    } else {
+        stored
+    };
+    if body.len() < 8 {
+        return Err(Corruption::BadLength);
     }
     let meta_len = u64::from_le_bytes(body[..8].try_into().expect("8 bytes")) as usize;
     if meta_len > body.len() - 8 {
@@ -971,12 +1010,22 @@ impl super::storage::Storage for Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::fs;
 
     fn digest(n: u8) -> FragmentDigest {
         FragmentDigest(*blake3::hash(&[n]).as_bytes())
+    }
+
+    /// `len` bytes zstd cannot shrink (an entry stored as it is).
+    pub(crate) fn noise(seed: u8, len: usize) -> Vec<u8> {
+        let mut out = vec![0; len];
+        blake3::Hasher::new()
+            .update(&[seed])
+            .finalize_xof()
+            .fill(&mut out);
+        out
     }
 
     fn entry(payload: &[u8]) -> Entry {
@@ -1102,8 +1151,9 @@ mod tests {
     fn a_damaged_pack_entry_costs_that_entry_only() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(d.path());
-        let items: Vec<(FragmentDigest, Entry)> =
-            (0..4).map(|i| (digest(i), entry(&[i; 1000]))).collect();
+        let items: Vec<(FragmentDigest, Entry)> = (0..4)
+            .map(|i| (digest(i), entry(&noise(i, 1000))))
+            .collect();
         s.put_many(&items).unwrap();
         let path = s.path_of(&digest(2));
         let mut bytes = fs::read(&path).unwrap();
@@ -1156,7 +1206,7 @@ mod tests {
         assert_eq!(fs::read(&target).unwrap(), b"keep");
         // A single entry, and one too large for a pack, get files of their own.
         s.put_many(&[(digest(9), entry(b"alone"))]).unwrap();
-        let big = vec![7u8; PACK_MAX_BYTES + 1];
+        let big = noise(7, PACK_MAX_BYTES + 1);
         s.put_many(&[(digest(10), entry(&big)), (digest(11), entry(b"x"))])
             .unwrap();
         for i in [9, 10, 11] {
@@ -1186,6 +1236,29 @@ mod tests {
             decode(&digest(4), &bytes).is_err(),
             "entry under another key"
         );
+    }
+
+    /// A body zstd shrinks is stored compressed, reads back whole, and a
+    /// flipped bit in the frame is found by the checksum before the frame
+    /// is decompressed.
+    #[test]
+    fn compressible_bodies_are_stored_compressed() {
+        let d = digest(5);
+        let object = entry(&[&[0u8; 3000][..], b"code", &[0u8; 3000]].concat());
+        let bytes = encode(&d, &object);
+        assert!(bytes.len() < 500, "{} bytes stored", bytes.len());
+        assert_eq!(bytes[13], FLAG_COMPRESSED);
+        assert_eq!(decode(&d, &bytes).unwrap(), object);
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode(&d, &bad).is_err(), "flip at {i} not detected");
+        }
+        // What zstd cannot shrink is stored as it is.
+        let random = entry(&noise(1, 4000));
+        let stored = encode(&d, &random);
+        assert_eq!(stored[13], 0);
+        assert_eq!(decode(&d, &stored).unwrap(), random);
     }
 
     #[test]
