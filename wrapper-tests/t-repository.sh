@@ -68,20 +68,32 @@ assert_eq "reverted behaviour" "$(grep -m1 '#define SQLITE_VERSION ' sqlite3.h |
   "$(./sqlite3 :memory: 'select sqlite_version();')"
 
 note "a flipped byte in a stored fragment is detected and recompiled"
-# The fragment of sqlite3VdbeExec (entries name their members in plain text).
-grep -rl '"members":\["sqlite3VdbeExec"\]' "$REPOCC_DIR/v1/fragments" > entries.txt || true
-entry=$(sed -n 1p entries.txt)
-[ -n "$entry" ] || fail "no fragment to corrupt"
-# The file may be a pack of several entries: flip a byte of this one's
-# payload, right after its metadata.
-python3 - "$entry" <<'PY'
-import sys
-p = sys.argv[1]
-b = bytearray(open(p, "rb").read())
-at = b.index(b'"members":["sqlite3VdbeExec"]')
-at = b.index(b"\x7fELF", at) + 64
-b[at] ^= 0x20
-open(p, "wb").write(bytes(b))
+# Stored objects are compressed, so an entry is found by the store's
+# layout, not by its name: in every pack, the largest object entry gets a
+# flipped byte in the middle of its stored body (some of them are entries
+# the next compile reads; the edit's own are not).
+python3 - "$REPOCC_DIR/v1/fragments" <<'PY' || fail "no fragment to corrupt"
+import os, struct, sys
+seen, flipped = set(), 0
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(d, f)
+        st = os.stat(p)
+        if st.st_ino in seen:
+            continue
+        seen.add(st.st_ino)
+        b = bytearray(open(p, "rb").read())
+        if b[:8] != b"RPCCPACK":
+            continue
+        n = struct.unpack("<I", b[12:16])[0]
+        places = [struct.unpack("<QQ", b[16 + 48 * i + 32:16 + 48 * i + 48]) for i in range(n)]
+        objects = [(ln, off) for off, ln in places if b[off + 12] == 0]
+        if objects:
+            ln, off = max(objects)
+            b[off + 80 + (ln - 80) // 2] ^= 0x20
+            open(p, "wb").write(bytes(b))
+            flipped += 1
+sys.exit(0 if flipped else 1)
 PY
 "$REPOCC" --zero-stats > /dev/null
 "$REPOCC" -O2 -c sqlite3.c -o sqlite3.o 2> corrupt.err || { cat corrupt.err; fail "build with a corrupt entry"; }
@@ -93,7 +105,10 @@ assert_eq "one warning line" 1 "$(wc -l < corrupt.err)"
 "$REPOCC" -O2 -c shell.c -o shell.o && "$REPOCC" shell.o sqlite3.o -lm -ldl -lpthread -o sqlite3
 rm -f test.db && ./sqlite3 test.db < "$P/checks.sql" > checks.out 2>&1
 diff -u "$P/checks.expected" checks.out || fail "SQL answers differ after recovering from a corrupt entry"
-assert_eq "--verify is clean" "0 bad" "$("$REPOCC" --verify | sed -n 's/.*removed \(.*\)$/\1/p')"
+# The damaged entries no compile read since are --verify's to remove;
+# after it, the repository is clean.
+"$REPOCC" --verify > verify1.out 2>&1 || true
+assert_eq "--verify is clean after removing the rest" "0 bad" "$("$REPOCC" --verify | sed -n 's/.*removed \(.*\)$/\1/p')"
 
 note "an unwritable repository gives a correct build and one warning line"
 REPOCC_DIR=/proc/repocc-unwritable "$REPOCC" -O2 "$P/features.c" "$P/features-helper.c" -pthread -lm -o features 2> unwritable.err \

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 cd "$SCRATCH"
 export REPOCC_UNIT_CACHE=false
 FRESH=${CSMITH_SEED:-$(( $(date +%s) % 1000000 + 8000000 ))}
-note "seeds 7002000 7011002 7020002, $FRESH and $((FRESH + 1)) (CSMITH_SEED=$FRESH replays the last two)"
+note "seeds 7002000 7011002 7020002 8910074, $FRESH and $((FRESH + 1)) (CSMITH_SEED=$FRESH replays the last two)"
 
 # edit KIND IN OUT: the edited program (fails when the edit finds no place).
 edit() {
@@ -57,7 +57,7 @@ same_layout() {
 
 compared=0
 declare -A per_flags
-for seed in 7002000 7011002 7020002 "$FRESH" $((FRESH + 1)); do
+for seed in 7002000 7011002 7020002 8910074 "$FRESH" $((FRESH + 1)); do
   csmith --seed "$seed" > "orig-$seed.c" 2> /dev/null || fail "csmith --seed $seed"
   for kind in const1 const2 shift append; do
     edit "$kind" "orig-$seed.c" "edited.c" || { note "seed $seed: no place for $kind"; continue; }

@@ -1,23 +1,42 @@
 //! LEB128, the variable-length integers of DWARF and of LLVM's own
-//! sections (`.llvm_addrsig`), in one place: values read with gimli's
-//! reader; written here, as compactly as possible or padded to the width
-//! of a field rewritten in place (which no crate writes: the bytes around
-//! the field must not move).
-
-use gimli::{EndianSlice, LittleEndian};
+//! sections (`.llvm_addrsig`), in one place: read, written as compactly as
+//! possible, or padded to the width of a field rewritten in place (which
+//! no crate writes: the bytes around the field must not move).
+//!
+//! The readers are not gimli's: gimli refuses a ten-byte value whose last
+//! byte carries bits past 64, and such bytes are met where an operand is
+//! only skipped by its length (a signed line advance in csmith seed
+//! 8910074's `main`: refused, the unit went to clang and its `-g` code
+//! moved). Here the bits past 64 are dropped and the length is right, as
+//! LLVM's own `decodeULEB128` reads them.
 
 /// An unsigned LEB128 at the start of `b`: the value and the bytes it took.
 pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
-    let mut r = EndianSlice::new(b, LittleEndian);
-    let v = gimli::leb128::read::unsigned(&mut r).ok()?;
-    Some((v, b.len() - r.len()))
+    let mut v = 0u64;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
 
 /// A signed LEB128 at the start of `b`: the value and the bytes it took.
 pub(super) fn read_sleb(b: &[u8]) -> Option<(i64, usize)> {
-    let mut r = EndianSlice::new(b, LittleEndian);
-    let v = gimli::leb128::read::signed(&mut r).ok()?;
-    Some((v, b.len() - r.len()))
+    let mut v = 0i64;
+    let mut shift = 0;
+    for (i, &byte) in b.iter().enumerate().take(10) {
+        v |= i64::from(byte & 0x7f) << shift;
+        shift += 7;
+        if byte & 0x80 == 0 {
+            if shift < 64 && byte & 0x40 != 0 {
+                v |= -1i64 << shift;
+            }
+            return Some((v, i + 1));
+        }
+    }
+    None
 }
 
 /// Appends `v` as an unsigned LEB128 of as few bytes as it takes. (gimli's
@@ -69,6 +88,15 @@ pub(super) fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A ten-byte value with bits past 64 (met where an operand is only
+    /// skipped): its length is read, its high bits dropped.
+    #[test]
+    fn overlong_values_keep_their_length() {
+        let b = [162, 230, 161, 217, 136, 222, 151, 186, 136, 127, 143];
+        assert_eq!(read_uleb(&b), Some((9832588273676481314, 10)));
+        assert_eq!(read_sleb(&b).map(|(_, n)| n), Some(10));
+    }
 
     #[test]
     fn leb128_values_read_back() {
