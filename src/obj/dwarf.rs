@@ -9,7 +9,7 @@
 //! (DWARF64, a form not listed, a unit type not listed) is `None` and the
 //! caller leaves the object as it is.
 //!
-//! Constants and LEB128 come from gimli; the walk itself is written here
+//! Constants come from gimli (LEB128 from `leb128`); the walk is written here
 //! because its callers patch fields in place and need what gimli's reader
 //! does not hand out: the byte offset and encoded width of every attribute
 //! value and abbreviation entry, and DIEs visited without building a tree.
