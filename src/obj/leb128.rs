@@ -4,11 +4,11 @@
 //! no crate writes: the bytes around the field must not move).
 //!
 //! The readers are not gimli's: gimli refuses a ten-byte value whose last
-//! byte carries bits past 64, and such bytes are met where an operand is
-//! only skipped by its length (a signed line advance in csmith seed
-//! 8910074's `main`: refused, the unit went to clang and its `-g` code
-//! moved). Here the bits past 64 are dropped and the length is right, as
-//! LLVM's own `decodeULEB128` reads them.
+//! byte carries bits past 64, and such bytes are met in clang's objects
+//! (placing the debug lines of csmith seed 8910074's `main`: refused, the
+//! unit went to clang and its `-g` code moved). Here the bits past 64 are
+//! dropped and the length is right, as LLVM's own `decodeULEB128` reads
+//! them.
 
 /// An unsigned LEB128 at the start of `b`: the value and the bytes it took.
 pub(super) fn read_uleb(b: &[u8]) -> Option<(u64, usize)> {
