@@ -154,7 +154,7 @@ pub fn run(args: Vec<String>) -> i32 {
             Ok(d) => d,
             Err(code) => return code,
         };
-        let r = crate::repo::storage::evict_to(&Store::new(&dir), loaded.config.max_size_bytes());
+        let r = Store::new(&dir).evict_to(loaded.config.max_size_bytes());
         let _ = size::record_measured(&dir, r.bytes_after);
         let _ = writeln!(
             out,
@@ -179,7 +179,7 @@ pub fn run(args: Vec<String>) -> i32 {
             Ok(d) => d,
             Err(code) => return code,
         };
-        let r = crate::repo::storage::evict_to(&Store::new(&dir), bytes);
+        let r = Store::new(&dir).evict_to(bytes);
         let _ = size::record_measured(&dir, r.bytes_after);
         if r.removed > 0 {
             let _ = writeln!(out, "Evicted {} entries", r.removed);
@@ -193,7 +193,7 @@ pub fn run(args: Vec<String>) -> i32 {
             Ok(d) => d,
             Err(code) => return code,
         };
-        let r = crate::repo::storage::evict_older_than(&Store::new(&dir), age);
+        let r = Store::new(&dir).evict_older_than(age);
         let _ = size::record_measured(&dir, r.bytes_after);
         let _ = writeln!(out, "Evicted {} of {} entries", r.removed, r.entries_before);
     } else if cli.verify {

@@ -403,7 +403,7 @@ fn execute(
     let file_store = repo.filter(|_| fragments || unit_cache_on).map(|r| {
         let clang_identity = crate::repo::identity::executable_digest(clang.path(), Some(r))
             .unwrap_or_else(|_| clang.path().display().to_string());
-        (crate::repo::store::Store::new(r), clang_identity)
+        (crate::repo::store::Store::for_invocation(r), clang_identity)
     });
     // The remote tier, read through behind the local store.
     let remote = file_store
@@ -490,6 +490,12 @@ fn execute(
     if let Some(r) = &remote {
         r.finish();
         counters.merge(&r.stats.counters());
+    }
+
+    // What the units stored is written as one pack, before the size is
+    // accounted (a failed write costs later compiles, never this one).
+    if let Some((store, _)) = &file_store {
+        let _ = store.flush();
     }
 
     if let Some(repo) = repo {

@@ -134,8 +134,6 @@ pub struct Listed {
     pub name: String,
     pub kind: Kind,
     pub size: u64,
-    /// How many names the file has (entries of one pack share a file).
-    pub links: u64,
     pub modified: std::time::SystemTime,
 }
 
@@ -298,6 +296,17 @@ impl RepoDir {
         }
     }
 
+    /// The device and inode of `name` (not followed), if it exists: tells
+    /// whether a file held open is still the one at that name.
+    pub fn identity_of(&self, name: &str) -> io::Result<Option<(u64, u64)>> {
+        name_ok(name)?;
+        match rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(Some((st.st_dev, st.st_ino))),
+            Err(rustix::io::Errno::NOENT) => Ok(None),
+            Err(e) => Err(errno_io(e)),
+        }
+    }
+
     /// Opens the regular file `name` for reading (never through a
     /// symlink, never blocking on a FIFO); returns it with its size.
     pub fn open_regular(&self, name: &str) -> Result<(File, u64), ReadError> {
@@ -350,60 +359,6 @@ impl RepoDir {
             return Err(e);
         }
         Ok(bytes.len() as u64)
-    }
-
-    /// Writes `bytes` to a new temporary file in this directory and returns
-    /// its name: the shared body that [`RepoDir::link_into`] gives names.
-    pub fn write_temporary(&self, bytes: &[u8], mode: u32) -> io::Result<String> {
-        let (tmp, mut file) = self.create_temporary(mode)?;
-        if let Err(e) = file.write_all(bytes) {
-            let _ = rustix::fs::unlinkat(&self.fd, tmp.as_str(), AtFlags::empty());
-            return Err(e);
-        }
-        Ok(tmp)
-    }
-
-    /// Gives the file `existing` of this directory the name `name` in
-    /// `dest` too (a hard link: no new inode, no copy). Whatever already
-    /// has that name is replaced atomically, as by a rename: a file or a
-    /// symlink (the link itself, never its target), and a directory is
-    /// removed first. Names are only ever added inside the repository.
-    pub fn link_into(&self, existing: &str, dest: &RepoDir, name: &str) -> io::Result<()> {
-        name_ok(existing)?;
-        name_ok(name)?;
-        match rustix::fs::linkat(&self.fd, existing, &dest.fd, name, AtFlags::empty()) {
-            Ok(()) => return Ok(()),
-            Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(errno_io(e)),
-        }
-        // Taken: link under a fresh temporary name, then rename over it.
-        let tmp = loop {
-            let candidate = temporary_name();
-            match rustix::fs::linkat(
-                &self.fd,
-                existing,
-                &dest.fd,
-                candidate.as_str(),
-                AtFlags::empty(),
-            ) {
-                Ok(()) => break candidate,
-                Err(rustix::io::Errno::EXIST) => continue,
-                Err(e) => return Err(errno_io(e)),
-            }
-        };
-        let rename = || rustix::fs::renameat(&dest.fd, tmp.as_str(), &dest.fd, name);
-        let result = match rename() {
-            Err(rustix::io::Errno::ISDIR)
-            | Err(rustix::io::Errno::NOTEMPTY)
-            | Err(rustix::io::Errno::EXIST) => {
-                dest.remove(name).and_then(|()| rename().map_err(errno_io))
-            }
-            other => other.map_err(errno_io),
-        };
-        if result.is_err() {
-            let _ = rustix::fs::unlinkat(&dest.fd, tmp.as_str(), AtFlags::empty());
-        }
-        result
     }
 
     /// A new, empty temporary file in this directory, named
@@ -509,7 +464,6 @@ impl RepoDir {
                 name,
                 kind: Kind::of(FileType::from_raw_mode(st.st_mode)),
                 size: st.st_size as u64,
-                links: st.st_nlink,
                 modified,
             });
         }

@@ -4,6 +4,7 @@
 
 pub mod fsx;
 pub mod identity;
+pub mod index;
 pub mod remote;
 pub mod resp;
 pub mod size;

@@ -88,7 +88,7 @@ pub fn account_and_maybe_evict(
     // afresh (or measured by the walk, and so counted twice: early, never
     // late).
     stats::zero_in(repo, LEDGER)?;
-    let report = super::storage::evict_to(&Store::new(repo), max_bytes);
+    let report = Store::new(repo).evict_to(max_bytes);
     write_measured(&dir, report.bytes_after)?;
     drop(lock);
     Ok((report.removed > 0).then_some(report))

@@ -17,6 +17,17 @@ use super::fsx::{self, RepoDir};
 
 const SHARDS: u32 = 16;
 
+/// Shards of a counter directory: the statistics take 16; the size
+/// ledger (`size`, one update per invocation) needs one, and every shard
+/// is two files in the user's repository.
+fn shards_of(sub: &str) -> u32 {
+    if sub == "stats" {
+        SHARDS
+    } else {
+        1
+    }
+}
+
 /// Counter names (stable: `--show-stats --format json` prints them).
 pub mod key {
     /// Translation units compiled through the pipeline.
@@ -340,7 +351,7 @@ pub fn record_in(repo: &Path, sub: &str, delta: &Counters) -> Result<()> {
     let dir = RepoDir::open_path(repo, &[sub], true)
         .with_context(|| format!("opening {}", repo.join(sub).display()))?
         .context("the directory was not created")?;
-    let shard = std::process::id() % SHARDS;
+    let shard = std::process::id() % shards_of(sub);
     let lock_name = format!("{shard}.lock");
     let lock = dir
         .lock_file(&lock_name)

@@ -10,8 +10,6 @@
 //! entry or none), and concurrent writers of one key are harmless (equal
 //! keys mean equivalent entries).
 
-use std::time::{Duration, SystemTime};
-
 use std::fmt;
 use std::path::PathBuf;
 
@@ -155,8 +153,6 @@ pub enum Corruption {
     BadChecksum,
     /// Something other than a regular file at the entry's place.
     NotRegular(String),
-    /// A shard that is not a real directory (a symlink, a file).
-    NotADirectory,
     /// Larger than any entry repocc writes.
     TooLarge,
 }
@@ -179,13 +175,14 @@ pub struct EvictReport {
     pub bytes_after: u64,
 }
 
-/// One stored entry, as listed by [`Storage::entries`].
+/// One stored entry, as listed by `Store::entries`.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryInfo {
     pub key: FragmentDigest,
     pub bytes: u64,
     /// When it was last used (least-recently-used order).
-    pub last_used: SystemTime,
+    pub last_used: std::time::SystemTime,
 }
 
 pub trait Storage: Sync {
@@ -210,57 +207,4 @@ pub trait Storage: Sync {
     }
     /// Removes the entry under `key` (missing is not an error).
     fn remove(&self, key: &FragmentDigest) -> Result<(), StoreError>;
-    /// Every entry.
-    fn entries(&self) -> Vec<EntryInfo>;
-}
-
-impl EvictReport {
-    /// The report before anything is removed.
-    fn before(entries: &[EntryInfo]) -> EvictReport {
-        let total: u64 = entries.iter().map(|e| e.bytes).sum();
-        EvictReport {
-            entries_before: entries.len() as u64,
-            bytes_before: total,
-            removed: 0,
-            bytes_after: total,
-        }
-    }
-}
-
-/// Least-recently-used eviction down to `max_bytes` (to 90% of it, so that
-/// the next compiles do not evict again at once); 0 is no limit.
-pub fn evict_to(storage: &dyn Storage, max_bytes: u64) -> EvictReport {
-    let mut entries = storage.entries();
-    let mut report = EvictReport::before(&entries);
-    if max_bytes == 0 || report.bytes_before <= max_bytes {
-        return report;
-    }
-    let target = max_bytes / 10 * 9;
-    entries.sort_by_key(|e| (e.last_used, e.key));
-    for e in entries {
-        if report.bytes_after <= target {
-            break;
-        }
-        if storage.remove(&e.key).is_ok() {
-            report.removed += 1;
-            report.bytes_after = report.bytes_after.saturating_sub(e.bytes);
-        }
-    }
-    report
-}
-
-/// Removes entries not used for `age`.
-pub fn evict_older_than(storage: &dyn Storage, age: Duration) -> EvictReport {
-    let now = SystemTime::now();
-    let entries = storage.entries();
-    let mut report = EvictReport::before(&entries);
-    for e in entries {
-        if now.duration_since(e.last_used).unwrap_or_default() > age
-            && storage.remove(&e.key).is_ok()
-        {
-            report.removed += 1;
-            report.bytes_after = report.bytes_after.saturating_sub(e.bytes);
-        }
-    }
-    report
 }

@@ -23,45 +23,47 @@
 //! covers the bytes as stored, so a damaged frame is found before it is
 //! decompressed, and decompression is bounded by [`MAX_ENTRY_BYTES`].
 //!
-//! A compile that stores several entries at once writes them as one
-//! *pack* (`put_many`): one file holding the entries back to back behind a
-//! table of contents, given every entry's name by a hard link. Creating
-//! inodes is what a file per entry cost (on ext4, allocating an inode near
-//! recently deleted ones reads their inode blocks: 1.5–3 s of system time
-//! in a cold lua build), while a link is only a directory entry. A pack
-//! is laid out as
+//! Entries live in *packs*, `<dir>/v1/packs/<16 hex digits>`: one file
+//! per compiler invocation holding everything it stored (a store made by
+//! [`Store::for_invocation`] keeps its entries until [`Store::flush`]),
+//! and `v1/index` (`index`) says in which pack, at which offset, each key
+//! is. A file per entry cost an inode and a directory entry per definition
+//! (about 80 names per lua unit); a pack costs one file per compile. A
+//! pack is laid out as
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `RPCCPACK` |
 //! | 4 | pack format version (little endian) |
-//! | 4 | number of entries `n` (at most [`PACK_MAX_ENTRIES`]) |
-//! | 48 × n | per entry: its digest, offset and length in the file (u64 LE) |
-//! | rest | the entries, each exactly as a file of its own would hold it |
+//! | 4 | number of entries |
+//! | per entry | its length (u32 LE), then the entry as above |
 //!
-//! so a reader opens the entry's name, reads the table, finds its digest
-//! and verifies that entry alone; names of one pack share the pack's
-//! modification time (least-recently-used order is per pack) and its size
-//! is divided among them when the repository is measured.
+//! so the pack alone says what it holds: the index can always be rebuilt
+//! from the packs (`--verify` does), and a damaged pack costs its own
+//! entries only. Least-recently-used order is per pack (its modification
+//! time, refreshed at most hourly when an entry of it is read), and
+//! eviction removes whole packs, reading only those it removes.
 //!
 //! All access goes through `fsx` (no symlink inside the repository is
-//! followed; what is not a regular file at an entry's place is removed and
-//! counted as corrupt; reads are bounded by [`MAX_ENTRY_BYTES`]).
-//! Writes go to a temporary file in the entry's directory and are renamed
-//! into place, so readers see a whole entry or none; no fsync is needed
-//! because a torn entry fails its checksum and reads as a miss. A corrupt
-//! entry is removed when met. Reads refresh the modification time, which
-//! is what least-recently-used eviction sorts by. Concurrent writers of one
-//! key write equivalent entries (the key is a digest of the content's
-//! inputs), so the last rename winning is harmless; no lock is taken on the
-//! hot path.
+//! followed; what is not a regular file where a pack goes is removed;
+//! reads are bounded by [`MAX_ENTRY_BYTES`]). A pack is written to a
+//! temporary file and renamed into place before the index points at it,
+//! so readers see whole entries or none; no fsync is needed because a torn
+//! entry fails its checksum and reads as a miss. A corrupt entry is
+//! removed from the index when met. Concurrent writers of one key write
+//! equivalent entries (the key is a digest of the content's inputs), so
+//! the last one indexed winning is harmless; readers take no lock.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use super::fsx::{self, ReadError, RepoDir};
-use super::storage::{Corruption, Entry, EntryInfo, EntryKind, FragmentDigest, Lookup, StoreError};
+use super::index::{self, Index, Location, INDEX, INDEX_LOCK};
+use super::storage::{
+    Corruption, Entry, EntryKind, EvictReport, FragmentDigest, Lookup, StoreError,
+};
 
 const MAGIC: &[u8; 8] = b"RPCCFRAG";
 /// Bump when the entry layout or the meaning of a payload changes.
@@ -79,24 +81,41 @@ const FLAG_COMPRESSED: u8 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 32 + 8;
 
 const PACK_MAGIC: &[u8; 8] = b"RPCCPACK";
-const PACK_VERSION: u32 = 1;
+/// 2: entries back to back, each behind its length; the index says where.
+const PACK_VERSION: u32 = 2;
 const PACK_HEADER_LEN: usize = 16;
-const PACK_RECORD_LEN: usize = 32 + 8 + 8;
-/// Entries per pack: its table (48 bytes each) is read whole on a lookup.
-pub const PACK_MAX_ENTRIES: usize = 128;
-/// Bytes of entries per pack; a larger entry is stored in a file of its own.
-const PACK_MAX_BYTES: usize = 4 << 20;
-/// What a lookup reads first: the table of a full pack and, often, the
-/// entry itself.
-const FIRST_READ: usize = 64 << 10;
+/// Bytes of one pack (the index holds 32-bit offsets); a compile that
+/// stores more writes several.
+const PACK_MAX_BYTES: usize = 1 << 30;
+/// The packs' directory inside `v1`.
+const PACKS: &str = "packs";
+/// The fragment directory of repocc before packs and the index (one file
+/// or link per entry), removed when an index is first made.
+const OLD_FRAGMENTS: &str = "fragments";
+/// Pack files a process keeps open for reading.
+const OPEN_PACKS: usize = 64;
 
 pub struct Store {
     /// The repository directory (the user's path).
     repo: PathBuf,
-    /// `<repo>/v1/fragments`, for messages.
+    /// `<repo>/v1`, for messages.
     root: PathBuf,
-    /// The fragments directory, once opened.
-    opened: OnceLock<RepoDir>,
+    /// `v1` and `v1/packs`, once opened for reading.
+    opened: OnceLock<(RepoDir, RepoDir)>,
+    /// The index as last opened for reading.
+    index: Mutex<Option<Arc<Index>>>,
+    /// Packs open for reading, with whether their time was refreshed.
+    open_packs: Mutex<HashMap<u64, Arc<std::fs::File>>>,
+    /// Entries stored but not yet written: a store made by
+    /// [`Store::for_invocation`] writes everything a compiler invocation
+    /// stores as one pack when it is flushed (or dropped).
+    pending: Option<Mutex<Pending>>,
+}
+
+#[derive(Default)]
+struct Pending {
+    order: Vec<FragmentDigest>,
+    bytes: HashMap<FragmentDigest, Vec<u8>>,
 }
 
 /// Counts from [`Store::verify_all`].
@@ -104,13 +123,6 @@ pub struct Store {
 pub struct VerifyReport {
     pub checked: u64,
     pub removed: Vec<(PathBuf, String)>,
-}
-
-/// A regular file in a shard directory.
-struct StoredFile {
-    name: String,
-    size: u64,
-    modified: SystemTime,
 }
 
 pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
@@ -208,547 +220,705 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     })
 }
 
-/// One pack holding `entries` (each already encoded, with its digest).
-fn encode_pack(entries: &[(FragmentDigest, Vec<u8>)]) -> Vec<u8> {
-    let table_end = PACK_HEADER_LEN + PACK_RECORD_LEN * entries.len();
-    let total = table_end + entries.iter().map(|(_, e)| e.len()).sum::<usize>();
+/// One pack holding `entries` (each already encoded), with where each one
+/// is in it.
+fn encode_pack(
+    entries: &[(FragmentDigest, Vec<u8>)],
+    pack: u64,
+) -> (Vec<u8>, Vec<(FragmentDigest, Location)>) {
+    let total = PACK_HEADER_LEN + entries.iter().map(|(_, e)| 4 + e.len()).sum::<usize>();
     let mut out = Vec::with_capacity(total);
     out.extend_from_slice(PACK_MAGIC);
     out.extend_from_slice(&PACK_VERSION.to_le_bytes());
     out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-    let mut offset = table_end as u64;
+    let mut at = Vec::with_capacity(entries.len());
     for (d, e) in entries {
-        out.extend_from_slice(&d.0);
-        out.extend_from_slice(&offset.to_le_bytes());
-        out.extend_from_slice(&(e.len() as u64).to_le_bytes());
-        offset += e.len() as u64;
-    }
-    for (_, e) in entries {
+        out.extend_from_slice(&(e.len() as u32).to_le_bytes());
+        let location = Location {
+            pack,
+            offset: out.len() as u32,
+            len: e.len() as u32,
+        };
+        at.push((*d, location));
         out.extend_from_slice(e);
     }
-    out
+    (out, at)
 }
 
-/// Where the entry `d` is in a pack of `size` bytes that starts with
-/// `head`: its offset and length.
-fn find_in_pack(d: &FragmentDigest, head: &[u8], size: u64) -> Result<(u64, u64), Corruption> {
-    if head.len() < PACK_HEADER_LEN {
-        return Err(Corruption::TooShort);
+/// The entries a pack says it holds: each one's digest (as its header
+/// names it, not verified) and place. A damaged length ends the walk: the
+/// entries after it are lost with the error, the ones before are kept.
+fn pack_records(pack: u64, bytes: &[u8]) -> (Vec<(FragmentDigest, Location)>, Option<Corruption>) {
+    let mut out = Vec::new();
+    if bytes.len() < PACK_HEADER_LEN {
+        return (out, Some(Corruption::TooShort));
     }
-    let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
+    if &bytes[..8] != PACK_MAGIC {
+        return (out, Some(Corruption::BadMagic));
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
     if version != PACK_VERSION {
-        return Err(Corruption::OtherVersion(version));
+        return (out, Some(Corruption::OtherVersion(version)));
     }
-    let count = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes")) as usize;
-    let table_end = PACK_HEADER_LEN + PACK_RECORD_LEN * count;
-    if count > PACK_MAX_ENTRIES || head.len() < table_end {
-        return Err(Corruption::BadLength);
+    let count = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
+    let mut pos = PACK_HEADER_LEN;
+    for _ in 0..count {
+        let Some(len) = bytes.get(pos..pos + 4) else {
+            return (out, Some(Corruption::BadLength));
+        };
+        let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
+        let start = pos + 4;
+        let Some(entry) = bytes
+            .get(start..start + len)
+            .filter(|e| e.len() >= HEADER_LEN)
+        else {
+            return (out, Some(Corruption::BadLength));
+        };
+        let digest = FragmentDigest(entry[16..48].try_into().expect("32 bytes"));
+        out.push((
+            digest,
+            Location {
+                pack,
+                offset: start as u32,
+                len: len as u32,
+            },
+        ));
+        pos = start + len;
     }
-    let u64_at = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().expect("8 bytes"));
-    for record in (PACK_HEADER_LEN..table_end).step_by(PACK_RECORD_LEN) {
-        if head[record..record + 32] != d.0 {
-            continue;
-        }
-        let (offset, len) = (u64_at(record + 32), u64_at(record + 40));
-        let in_file = offset
-            .checked_add(len)
-            .is_some_and(|end| offset >= table_end as u64 && end <= size);
-        if !in_file || len > MAX_ENTRY_BYTES {
-            return Err(Corruption::BadLength);
-        }
-        return Ok((offset, len));
-    }
-    // A name that its file does not hold.
-    Err(Corruption::WrongDigest)
+    let trailing = (pos != bytes.len()).then_some(Corruption::BadLength);
+    (out, trailing)
 }
 
-/// Whether a failed `link` means the file system cannot give the pack
-/// another name (no hard links, a link limit), rather than a failure any
-/// write would meet.
-fn cannot_link(e: &std::io::Error) -> bool {
-    use rustix::io::Errno;
-    e.raw_os_error().is_some_and(|code| {
-        [
-            Errno::PERM,
-            Errno::OPNOTSUPP,
-            Errno::MLINK,
-            Errno::XDEV,
-            Errno::NOSYS,
-        ]
-        .iter()
-        .any(|errno| errno.raw_os_error() == code)
-    })
+fn pack_name(pack: u64) -> String {
+    format!("{pack:016x}")
 }
 
-/// Why [`load`] found no entry.
+fn pack_of_name(name: &str) -> Option<u64> {
+    let valid = name.len() == 16
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    valid
+        .then(|| u64::from_str_radix(name, 16).ok())
+        .flatten()
+        .filter(|&p| p != 0 && p != u64::MAX)
+}
+
+/// A new pack's number: unique among writers without coordination (the
+/// process, the time and a counter, hashed).
+fn new_pack_number() -> u64 {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&std::process::id().to_le_bytes());
+    let now = SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    hasher.update(&now.as_nanos().to_le_bytes());
+    hasher.update(
+        &COUNTER
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .to_le_bytes(),
+    );
+    hasher.update(&format!("{:?}", std::thread::current().id()).into_bytes());
+    let n = u64::from_le_bytes(
+        hasher.finalize().as_bytes()[..8]
+            .try_into()
+            .expect("8 bytes"),
+    );
+    n.clamp(1, u64::MAX - 1)
+}
+
+/// Why an entry could not be read.
 enum LoadError {
     Missing,
     Corrupt(Corruption),
     Io(std::io::Error),
 }
 
-/// Reads and verifies the entry `d` stored as `name` in `shard`: a file of
-/// its own or one entry of a pack. Returns it with the open file.
-fn load(
-    shard: &RepoDir,
-    name: &str,
-    d: &FragmentDigest,
-) -> Result<(Entry, std::fs::File), LoadError> {
-    use std::os::unix::fs::FileExt;
-    let (mut file, size) = match shard.open_regular(name) {
-        Ok(x) => x,
-        Err(ReadError::Missing) => return Err(LoadError::Missing),
-        Err(ReadError::NotRegular(kind)) => {
-            return Err(LoadError::Corrupt(Corruption::NotRegular(format!(
-                "{kind:?}"
-            ))))
-        }
-        Err(ReadError::TooLarge(_)) => return Err(LoadError::Corrupt(Corruption::TooLarge)),
-        Err(ReadError::Io(e)) => return Err(LoadError::Io(e)),
-    };
-    let mut head = vec![0u8; size.min(FIRST_READ as u64) as usize];
-    let read = read_at_full(&file, &mut head, 0).map_err(LoadError::Io)?;
-    head.truncate(read);
-    let entry = if head.starts_with(PACK_MAGIC) {
-        let (offset, len) = find_in_pack(d, &head, size).map_err(LoadError::Corrupt)?;
-        let (offset, len) = (offset as usize, len as usize);
-        let bytes = if offset + len <= head.len() {
-            head[offset..offset + len].to_vec()
-        } else {
-            let mut bytes = vec![0u8; len];
-            file.read_exact_at(&mut bytes, offset as u64)
-                .map_err(|e| match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => LoadError::Corrupt(Corruption::BadLength),
-                    _ => LoadError::Io(e),
-                })?;
-            bytes
-        };
-        decode(d, &bytes)
-    } else {
-        if size > MAX_ENTRY_BYTES {
-            return Err(LoadError::Corrupt(Corruption::TooLarge));
-        }
-        if head.len() as u64 == size {
-            decode(d, &head)
-        } else {
-            let bytes = match fsx::read_at_most(&mut file, size, MAX_ENTRY_BYTES) {
-                Ok(b) => b,
-                Err(ReadError::TooLarge(_)) => {
-                    return Err(LoadError::Corrupt(Corruption::TooLarge))
-                }
-                Err(ReadError::Io(e)) => return Err(LoadError::Io(e)),
-                Err(_) => return Err(LoadError::Missing),
-            };
-            decode(d, &bytes)
-        }
-    };
-    match entry {
-        Ok(e) => Ok((e, file)),
-        Err(c) => Err(LoadError::Corrupt(c)),
-    }
-}
-
-/// Reads into `buf` from `offset` until it is full or the file ends;
-/// returns how much was read.
-fn read_at_full(file: &std::fs::File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
-    use std::os::unix::fs::FileExt;
-    let mut done = 0;
-    while done < buf.len() {
-        match file.read_at(&mut buf[done..], offset + done as u64) {
-            Ok(0) => break,
-            Ok(n) => done += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(done)
-}
-
-/// Largest entry a read accepts (a bigger file is not one of ours).
+/// Largest entry a read accepts (a bigger one is not one of ours).
 pub const MAX_ENTRY_BYTES: u64 = 256 << 20;
 
 /// Temporary files younger than this may belong to a running compile.
 const TEMPORARY_GRACE: Duration = Duration::from_secs(3600);
 
-fn is_shard_name(name: &str) -> bool {
-    name.len() == 2
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+/// A pack as listed: its number, size and time (least-recently-used order).
+struct ListedPack {
+    pack: u64,
+    size: u64,
+    modified: SystemTime,
+}
+
+/// Opens `name` in `dir` as a directory, replacing whatever else is there
+/// (inside the repository: a symlink or a file in the way is removed,
+/// never followed).
+fn subdir_for_writing(dir: &RepoDir, name: &str) -> std::io::Result<RepoDir> {
+    let sub = match dir.subdir(name, true) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+            dir.remove(name)?;
+            dir.subdir(name, true)
+        }
+        other => other,
+    }?;
+    Ok(sub.expect("created when missing"))
 }
 
 impl Store {
     /// The store under the repository directory `dir` (nothing is created
-    /// until the first write).
+    /// until the first write); every `put` is written at once.
     pub fn new(dir: &Path) -> Store {
         Store {
             repo: dir.to_path_buf(),
-            root: dir.join("v1").join("fragments"),
+            root: dir.join("v1"),
             opened: OnceLock::new(),
+            index: Mutex::new(None),
+            open_packs: Mutex::new(HashMap::new()),
+            pending: None,
         }
+    }
+
+    /// As [`Store::new`], for one compiler invocation: what it stores is
+    /// kept (and read back) in memory and written as one pack by
+    /// [`Store::flush`] — a few files per compile instead of one per entry.
+    pub fn for_invocation(dir: &Path) -> Store {
+        let mut store = Store::new(dir);
+        store.pending = Some(Mutex::new(Pending::default()));
+        store
     }
 
     pub fn root(&self) -> &Path {
         &self.root
     }
 
-    /// The fragments directory (`create`: made if missing). A `v1` or
-    /// `fragments` that is not a real directory is removed when `create`
-    /// is set (it is inside the repository) and reported otherwise.
-    fn fragments(&self, create: bool) -> std::io::Result<Option<&RepoDir>> {
+    /// `v1` and `v1/packs` for reading, once they exist.
+    fn for_reading(&self) -> Option<&(RepoDir, RepoDir)> {
         if let Some(d) = self.opened.get() {
-            return Ok(Some(d));
+            return Some(d);
         }
-        match self.open_fragments(create)? {
-            Some(dir) => Ok(Some(self.opened.get_or_init(|| dir))),
+        let v1 = RepoDir::open_path(&self.repo, &["v1"], false).ok()??;
+        let packs = v1.subdir(PACKS, false).ok()??;
+        Some(self.opened.get_or_init(|| (v1, packs)))
+    }
+
+    /// The index for reading: the one kept open, or (`reopen`, or none
+    /// kept) the file now at its place.
+    fn index(&self, v1: &RepoDir, reopen: bool) -> Option<Arc<Index>> {
+        let mut kept = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(index) = kept.as_ref() {
+            if !reopen || index.is_current(v1) {
+                return Some(index.clone());
+            }
+        }
+        *kept = Index::open(v1, false).ok().map(Arc::new);
+        kept.clone()
+    }
+
+    /// Where the index says `d` is: a miss in a replaced index is asked
+    /// again of the new one.
+    fn locate(&self, v1: &RepoDir, d: &FragmentDigest) -> std::io::Result<Option<Location>> {
+        let Some(index) = self.index(v1, false) else {
+            return Ok(self.index(v1, true).and_then(|i| i.find(d).ok().flatten()));
+        };
+        match index.find(d)? {
+            Some(at) => Ok(Some(at)),
+            None if !index.is_current(v1) => match self.index(v1, true) {
+                Some(fresh) => fresh.find(d),
+                None => Ok(None),
+            },
             None => Ok(None),
         }
     }
 
-    /// `v1/fragments`, opened from the root now (see [`Store::fragments`]
-    /// for the one kept open).
-    fn open_fragments(&self, create: bool) -> std::io::Result<Option<RepoDir>> {
-        let Some(root) = RepoDir::open_root(&self.repo, create)? else {
-            return Ok(None);
+    /// The pack `pack`, opened (and kept open) for reading; its time is
+    /// refreshed when older than an hour (least-recently-used order: a
+    /// failure only costs eviction order).
+    fn open_pack(&self, packs: &RepoDir, pack: u64) -> Result<Arc<std::fs::File>, LoadError> {
+        let mut open = self.open_packs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = open.get(&pack) {
+            return Ok(f.clone());
+        }
+        let file = match packs.open_regular(&pack_name(pack)) {
+            Ok((f, _)) => f,
+            Err(ReadError::Missing) => return Err(LoadError::Missing),
+            Err(ReadError::NotRegular(kind)) => {
+                return Err(LoadError::Corrupt(Corruption::NotRegular(format!(
+                    "{kind:?}"
+                ))))
+            }
+            Err(ReadError::TooLarge(_)) => return Err(LoadError::Corrupt(Corruption::TooLarge)),
+            Err(ReadError::Io(e)) => return Err(LoadError::Io(e)),
         };
-        let mut dir = root;
-        for name in ["v1", "fragments"] {
-            let sub = match dir.subdir(name, create) {
-                Err(e) if create && e.kind() == std::io::ErrorKind::NotADirectory => {
-                    dir.remove(name)?;
-                    dir.subdir(name, create)?
-                }
-                other => other?,
-            };
-            match sub {
-                Some(s) => dir = s,
-                None => return Ok(None),
+        let stale = file
+            .metadata()
+            .and_then(|m| m.modified())
+            .map(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(3600))
+            .unwrap_or(true);
+        if stale {
+            let _ = file.set_modified(SystemTime::now());
+        }
+        if open.len() >= OPEN_PACKS {
+            open.clear();
+        }
+        let file = Arc::new(file);
+        open.insert(pack, file.clone());
+        Ok(file)
+    }
+
+    /// Reads and verifies the entry `d` at `at`.
+    fn load(&self, packs: &RepoDir, d: &FragmentDigest, at: Location) -> Result<Entry, LoadError> {
+        use std::os::unix::fs::FileExt;
+        if u64::from(at.len) > MAX_ENTRY_BYTES {
+            return Err(LoadError::Corrupt(Corruption::TooLarge));
+        }
+        let file = self.open_pack(packs, at.pack)?;
+        let mut bytes = vec![0u8; at.len as usize];
+        file.read_exact_at(&mut bytes, u64::from(at.offset))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => LoadError::Corrupt(Corruption::BadLength),
+                _ => LoadError::Io(e),
+            })?;
+        decode(d, &bytes).map_err(LoadError::Corrupt)
+    }
+
+    /// Reads and verifies an entry. A corrupt one is removed from the
+    /// index and reported as corrupt: a miss.
+    pub fn get(&self, d: &FragmentDigest) -> Result<Lookup, StoreError> {
+        if let Some(pending) = &self.pending {
+            let pending = pending.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(bytes) = pending.bytes.get(d) {
+                return Ok(match decode(d, bytes) {
+                    Ok(e) => Lookup::Hit(e),
+                    Err(c) => Lookup::Corrupt(c),
+                });
             }
         }
-        Ok(Some(dir))
-    }
-
-    fn shard_and_name(d: &FragmentDigest) -> (String, String) {
-        let hex = d.to_hex();
-        (hex[..2].to_string(), hex)
-    }
-
-    #[cfg(test)]
-    fn path_of(&self, d: &FragmentDigest) -> PathBuf {
-        let (shard, name) = Store::shard_and_name(d);
-        self.root.join(shard).join(name)
-    }
-
-    /// Reads and verifies an entry. A corrupt entry, or anything at its
-    /// place that is not a regular file (or a shard that is not a real
-    /// directory), is removed and reported as corrupt: a miss.
-    pub fn get(&self, d: &FragmentDigest) -> Result<Lookup, StoreError> {
-        let (shard_name, name) = Store::shard_and_name(d);
         let unreadable = |source| StoreError::Unreadable {
-            path: self.root.join(&shard_name).join(&name),
+            path: self.root.join(INDEX),
             source,
         };
-        let fragments = match self.fragments(false) {
-            Ok(Some(f)) => f,
-            Ok(None) => return Ok(Lookup::Miss),
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                return Ok(Lookup::Miss);
-            }
-            Err(e) => return Err(unreadable(e)),
+        let Some((v1, packs)) = self.for_reading() else {
+            return Ok(Lookup::Miss);
         };
-        let shard = match fragments.subdir(&shard_name, false) {
-            Ok(Some(s)) => s,
-            Ok(None) => return Ok(Lookup::Miss),
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                let _ = fragments.remove(&shard_name);
-                return Ok(Lookup::Corrupt(Corruption::NotADirectory));
-            }
-            Err(e) => return Err(unreadable(e)),
+        let Some(at) = self.locate(v1, d).map_err(unreadable)? else {
+            return Ok(Lookup::Miss);
         };
-        match load(&shard, &name, d) {
-            Ok((entry, file)) => {
-                // Least-recently-used order, refreshed at most hourly (a
-                // failure only costs eviction order).
-                let stale = file
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .map(|t| t.elapsed().unwrap_or_default() > Duration::from_secs(3600))
-                    .unwrap_or(true);
-                if stale {
-                    let _ = file.set_modified(SystemTime::now());
-                }
-                Ok(Lookup::Hit(entry))
-            }
+        match self.load(packs, d, at) {
+            Ok(entry) => Ok(Lookup::Hit(entry)),
             Err(LoadError::Missing) => Ok(Lookup::Miss),
-            Err(LoadError::Io(e)) => Err(unreadable(e)),
+            Err(LoadError::Io(e)) => Err(StoreError::Unreadable {
+                path: packs.path().join(pack_name(at.pack)),
+                source: e,
+            }),
             Err(LoadError::Corrupt(c)) => {
-                // Only this name goes: the pack's other entries are checked
-                // on their own.
-                let _ = shard.remove(&name);
+                // Only this entry goes: the pack's others are checked on
+                // their own.
+                let _ = self.forget(d, Some(at.pack));
                 Ok(Lookup::Corrupt(c))
             }
         }
     }
 
-    /// Whether a regular file stands at the entry's place (not verified:
-    /// a cheap test before asking another tier).
+    /// Whether the index has the entry (not verified: a cheap test before
+    /// asking another tier).
     pub fn contains(&self, d: &FragmentDigest) -> bool {
-        let (shard_name, name) = Store::shard_and_name(d);
-        let Ok(Some(fragments)) = self.fragments(false) else {
-            return false;
-        };
-        let Ok(Some(shard)) = fragments.subdir(&shard_name, false) else {
-            return false;
-        };
-        matches!(shard.kind_of(&name), Ok(Some(fsx::Kind::Regular)))
+        if let Some(pending) = &self.pending {
+            if pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .bytes
+                .contains_key(d)
+            {
+                return true;
+            }
+        }
+        self.for_reading()
+            .is_some_and(|(v1, _)| matches!(self.locate(v1, d), Ok(Some(_))))
     }
 
-    /// Stores an entry atomically; returns the bytes written. Whatever is
-    /// in the way inside the repository (a symlinked shard, a directory
-    /// where the entry goes) is removed, never written through.
+    /// Stores an entry; returns the bytes it takes.
     pub fn put(&self, d: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
-        let encoded = [(*d, encode(d, entry))];
-        self.writing(&mut None, |f| self.write_loose(f, &encoded))
+        self.put_many(std::slice::from_ref(&(*d, entry.clone())))
     }
 
-    /// The shard directory `shard_name` of `fragments`, created if
-    /// missing; a shard that is not a real directory (a symlink, a file) is
-    /// removed first.
-    fn shard_for_writing(fragments: &RepoDir, shard_name: &str) -> std::io::Result<RepoDir> {
-        let shard = match fragments.subdir(shard_name, true) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
-                fragments.remove(shard_name)?;
-                fragments.subdir(shard_name, true)
+    /// Stores several entries (a compile's new fragments); returns the
+    /// bytes they take. Of entries with the same key, the last is stored.
+    /// A store for an invocation keeps them until [`Store::flush`]; any
+    /// other writes them now, as one pack.
+    pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
+        let encoded: Vec<(FragmentDigest, Vec<u8>)> =
+            items.iter().map(|(d, e)| (*d, encode(d, e))).collect();
+        // What the entries will take: their bytes in a pack (and its
+        // header) and their share of the index, counted high so that the
+        // size estimate errs high.
+        let bytes = PACK_HEADER_LEN as u64
+            + (encoded.iter())
+                .map(|(_, e)| e.len() as u64 + 4 + index::BYTES_PER_ENTRY)
+                .sum::<u64>();
+        match &self.pending {
+            Some(pending) => {
+                let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
+                for (d, e) in encoded {
+                    if pending.bytes.insert(d, e).is_none() {
+                        pending.order.push(d);
+                    }
+                }
+                Ok(bytes)
+            }
+            None => self.write_packs(dedup_last(encoded)).map(|_| bytes),
+        }
+    }
+
+    /// Writes what an invocation stored (see [`Store::for_invocation`]).
+    pub fn flush(&self) -> Result<u64, StoreError> {
+        let Some(pending) = &self.pending else {
+            return Ok(0);
+        };
+        let taken = std::mem::take(&mut *pending.lock().unwrap_or_else(|p| p.into_inner()));
+        let mut bytes = taken.bytes;
+        let entries: Vec<(FragmentDigest, Vec<u8>)> = (taken.order.into_iter())
+            .filter_map(|d| bytes.remove(&d).map(|e| (d, e)))
+            .collect();
+        self.write_packs(entries)
+    }
+
+    /// Writes `entries` as packs of at most [`PACK_MAX_BYTES`] and indexes
+    /// them. A directory removed meanwhile (`--clear` beside the build) is
+    /// made again once; removed again, nothing is stored and nothing said.
+    fn write_packs(&self, entries: Vec<(FragmentDigest, Vec<u8>)>) -> Result<u64, StoreError> {
+        let mut written = 0;
+        let mut pack: Vec<(FragmentDigest, Vec<u8>)> = Vec::new();
+        let mut size = PACK_HEADER_LEN;
+        for (d, e) in entries {
+            if !pack.is_empty() && size + 4 + e.len() > PACK_MAX_BYTES {
+                written += self.write_pack_retrying(&std::mem::take(&mut pack))?;
+                size = PACK_HEADER_LEN;
+            }
+            size += 4 + e.len();
+            pack.push((d, e));
+        }
+        if !pack.is_empty() {
+            written += self.write_pack_retrying(&pack)?;
+        }
+        Ok(written)
+    }
+
+    fn write_pack_retrying(
+        &self,
+        entries: &[(FragmentDigest, Vec<u8>)],
+    ) -> Result<u64, StoreError> {
+        match self.write_pack(entries) {
+            Err(StoreError::Unwritable { source, .. })
+                if source.kind() == std::io::ErrorKind::NotFound && self.repo.is_dir() =>
+            {
+                match self.write_pack(entries) {
+                    Err(StoreError::Unwritable { path, source })
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        Err(StoreError::RemovedMeanwhile { path })
+                    }
+                    other => other,
+                }
             }
             other => other,
-        }?;
-        Ok(shard.expect("created when missing"))
+        }
     }
 
-    /// Runs `write` in the fragments directory kept open, or in `fresh`
-    /// once one was needed: a directory the write used went away meanwhile
-    /// (`--clear` beside the build renames `fragments` away and removes it;
-    /// eviction may empty a shard), and the write failed with "No such
-    /// file or directory". Then it runs again (up to 3 times) in the
-    /// directory now at the path, opened anew: the one kept open may be
-    /// the renamed one, still there while it is being removed. Removed
-    /// every time: `RemovedMeanwhile` (the entries would be gone anyway).
-    fn writing(
+    /// `v1`, created if missing (a `v1` that is not a real directory is
+    /// removed first: it is inside the repository).
+    fn v1_for_writing(&self) -> std::io::Result<RepoDir> {
+        let root = RepoDir::open_root(&self.repo, true)?.expect("created when missing");
+        subdir_for_writing(&root, "v1")
+    }
+
+    /// Writes one pack into `v1/packs` (renamed into place whole) and
+    /// records its entries in the index.
+    fn write_pack(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
+        let unwritable = |path: PathBuf| move |source| StoreError::Unwritable { path, source };
+        let v1 = self
+            .v1_for_writing()
+            .map_err(unwritable(self.root.clone()))?;
+        let packs = subdir_for_writing(&v1, PACKS).map_err(unwritable(self.root.join(PACKS)))?;
+        let pack = new_pack_number();
+        let name = pack_name(pack);
+        let (bytes, locations) = encode_pack(entries, pack);
+        packs
+            .write_atomic(&name, &bytes, fsx::file_mode())
+            .map_err(unwritable(packs.path().join(&name)))?;
+        let indexed = self.with_index(&v1, &packs, |w| {
+            w.insert(&locations, &mut |p| {
+                matches!(packs.kind_of(&pack_name(p)), Ok(Some(fsx::Kind::Regular)))
+            })
+        });
+        match indexed {
+            Ok(true) => Ok(bytes.len() as u64),
+            // Not indexed (the lock was held too long): the pack is only
+            // unused bytes; it goes now rather than at eviction.
+            Ok(false) => {
+                let _ = packs.remove(&name);
+                Ok(0)
+            }
+            Err(e) => {
+                let _ = packs.remove(&name);
+                Err(unwritable(v1.path().join(INDEX))(e))
+            }
+        }
+    }
+
+    /// Runs `change` on the index, locked; a missing or damaged index is
+    /// first rebuilt from the packs (and an earlier repocc's fragment
+    /// directory removed). `Ok(false)` when the lock stayed taken.
+    fn with_index(
         &self,
-        fresh: &mut Option<RepoDir>,
-        write: impl Fn(&RepoDir) -> Result<u64, StoreError>,
-    ) -> Result<u64, StoreError> {
-        let unwritable = |source| StoreError::Unwritable {
-            path: self.root.clone(),
-            source,
+        v1: &RepoDir,
+        packs: &RepoDir,
+        change: impl FnOnce(&mut index::Writer) -> std::io::Result<()>,
+    ) -> std::io::Result<bool> {
+        let Some(locked) = index::lock(v1, index::LOCK_WAIT)? else {
+            return Ok(false);
         };
-        let mut runs = 0;
-        loop {
-            let result = match fresh.as_ref() {
-                Some(dir) => write(dir),
-                None => write(
-                    self.fragments(true)
-                        .map_err(unwritable)?
-                        .expect("created when missing"),
-                ),
-            };
-            match result {
-                Err(StoreError::Unwritable { path, source })
-                    if source.kind() == std::io::ErrorKind::NotFound =>
-                {
-                    if runs == 3 {
-                        return Err(StoreError::RemovedMeanwhile { path });
-                    }
-                    runs += 1;
-                    *fresh = Some(
-                        self.open_fragments(true)
-                            .map_err(unwritable)?
-                            .expect("created when missing"),
-                    );
+        let mut writer = match locked {
+            index::Locked::Ready(w) => w,
+            index::Locked::Absent(absent) => {
+                if absent.why.is_none() {
+                    let _ = v1.remove(OLD_FRAGMENTS);
                 }
-                other => return other,
+                let entries = Store::indexable_entries(packs, false, &mut VerifyReport::default());
+                absent.create(&entries)?
             }
-        }
-    }
-
-    /// Stores several entries (a compile's new fragments): packs of up to
-    /// [`PACK_MAX_ENTRIES`] entries, one file each, every entry reachable
-    /// under its own name (see the module comment); an entry alone or too
-    /// large for a pack gets a file of its own. Returns the bytes written.
-    /// Of entries with the same key, the last is stored.
-    pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
-        let mut last_of: std::collections::HashMap<FragmentDigest, usize> =
-            std::collections::HashMap::new();
-        for (i, (d, _)) in items.iter().enumerate() {
-            last_of.insert(*d, i);
-        }
-        let mut written = 0;
-        let mut fresh = None;
-        let mut pack: Vec<(FragmentDigest, Vec<u8>)> = Vec::new();
-        let mut pack_bytes = 0;
-        for (i, (d, entry)) in items.iter().enumerate() {
-            if last_of.get(d) != Some(&i) {
-                continue;
-            }
-            let encoded = encode(d, entry);
-            if encoded.len() > PACK_MAX_BYTES {
-                let loose = [(*d, encoded)];
-                written += self.writing(&mut fresh, |f| self.write_loose(f, &loose))?;
-                continue;
-            }
-            if pack.len() == PACK_MAX_ENTRIES || pack_bytes + encoded.len() > PACK_MAX_BYTES {
-                let full = std::mem::take(&mut pack);
-                written += self.writing(&mut fresh, |f| self.write_pack(f, &full))?;
-                pack_bytes = 0;
-            }
-            pack_bytes += encoded.len();
-            pack.push((*d, encoded));
-        }
-        written += self.writing(&mut fresh, |f| self.write_pack(f, &pack))?;
-        Ok(written)
-    }
-
-    /// Writes one pack and links every entry's name to it.
-    fn write_pack(
-        &self,
-        fragments: &RepoDir,
-        entries: &[(FragmentDigest, Vec<u8>)],
-    ) -> Result<u64, StoreError> {
-        let [(first, _), _, ..] = entries else {
-            return self.write_loose(fragments, entries);
         };
-        let (first_shard_name, _) = Store::shard_and_name(first);
-        let unwritable = |shard: &str, source| StoreError::Unwritable {
-            path: self.root.join(shard),
-            source,
-        };
-        let home = Store::shard_for_writing(fragments, &first_shard_name)
-            .map_err(|e| unwritable(&first_shard_name, e))?;
-        let pack = encode_pack(entries);
-        let body = home
-            .write_temporary(&pack, fsx::file_mode())
-            .map_err(|e| unwritable(&first_shard_name, e))?;
-        let mut result = Ok(pack.len() as u64);
-        for (i, (d, _)) in entries.iter().enumerate() {
-            let (shard_name, name) = Store::shard_and_name(d);
-            let linked = if shard_name == first_shard_name {
-                home.link_into(&body, &home, &name)
-            } else {
-                Store::shard_for_writing(fragments, &shard_name)
-                    .and_then(|shard| home.link_into(&body, &shard, &name))
-            };
-            match linked {
-                Ok(()) => {}
-                // A file system without hard links (or with a link limit):
-                // the rest get files of their own.
-                Err(e) if cannot_link(&e) => {
-                    result = self.write_loose(fragments, &entries[i..]);
-                    break;
-                }
-                Err(e) => {
-                    result = Err(unwritable(&shard_name, e));
-                    break;
-                }
-            }
-        }
-        // The body's temporary name goes; the entries' names keep the file.
-        let _ = home.remove(&body);
-        result
+        change(&mut writer)?;
+        writer.finish()?;
+        Ok(true)
     }
 
-    /// Writes already encoded entries as files of their own, atomically.
-    /// Whatever is in the way inside the repository (a symlinked shard, a
-    /// directory where the entry goes) is removed, never written through.
-    fn write_loose(
-        &self,
-        fragments: &RepoDir,
-        entries: &[(FragmentDigest, Vec<u8>)],
-    ) -> Result<u64, StoreError> {
-        let mut written = 0;
-        for (d, encoded) in entries {
-            let (shard_name, name) = Store::shard_and_name(d);
-            let unwritable = |source| StoreError::Unwritable {
-                path: self.root.join(&shard_name),
-                source,
-            };
-            let shard = Store::shard_for_writing(fragments, &shard_name).map_err(unwritable)?;
-            if let Ok(Some(fsx::Kind::Directory)) = shard.kind_of(&name) {
-                shard.remove(&name).map_err(unwritable)?;
-            }
-            written += shard
-                .write_atomic(&name, encoded, fsx::file_mode())
-                .map_err(unwritable)?;
-        }
-        Ok(written)
-    }
-
-    /// Removes the entry under `d` (whatever is at its place).
-    pub fn remove(&self, d: &FragmentDigest) -> Result<(), StoreError> {
-        let (shard_name, name) = Store::shard_and_name(d);
-        let unwritable = |source| StoreError::Unwritable {
-            path: self.root.join(&shard_name),
-            source,
-        };
-        let Some(fragments) = self.fragments(false).map_err(unwritable)? else {
-            return Ok(());
-        };
-        match fragments.subdir(&shard_name, false) {
-            Ok(Some(shard)) => shard.remove(&name).map_err(unwritable),
-            Ok(None) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => Ok(()),
-            Err(e) => Err(unwritable(e)),
-        }
-    }
-
-    /// Every regular file in the shards (entries and temporaries).
-    fn stored_files(&self) -> Vec<StoredFile> {
+    /// Every entry the packs hold, oldest pack first (so that a newer copy
+    /// of a key wins when indexed in this order). `verify`: each entry is
+    /// decoded and checked, bad ones and bad packs reported (and bad packs
+    /// removed) in `report`.
+    fn indexable_entries(
+        packs: &RepoDir,
+        verify: bool,
+        report: &mut VerifyReport,
+    ) -> Vec<(FragmentDigest, Location)> {
+        let mut listed = Store::list_packs(packs, verify.then_some(&mut *report));
+        listed.sort_by_key(|p| (p.modified, p.pack));
         let mut out = Vec::new();
-        let Ok(Some(fragments)) = self.fragments(false) else {
-            return out;
-        };
-        let Ok(shards) = fragments.list() else {
-            return out;
-        };
-        for s in shards {
-            if s.kind != fsx::Kind::Directory {
-                continue;
-            }
-            let Ok(Some(shard)) = fragments.subdir(&s.name, false) else {
-                continue;
+        for p in listed {
+            let name = pack_name(p.pack);
+            let path = packs.path().join(&name);
+            let bytes = match packs.read_regular(&name, PACK_MAX_BYTES as u64) {
+                Ok((b, _)) => b,
+                Err(ReadError::Missing) => continue,
+                Err(e) => {
+                    if verify {
+                        report.checked += 1;
+                        let _ = packs.remove(&name);
+                        report.removed.push((path, format!("{e:?}")));
+                    }
+                    continue;
+                }
             };
-            for f in shard.list().unwrap_or_default() {
-                if f.kind == fsx::Kind::Regular {
-                    out.push(StoredFile {
-                        name: f.name,
-                        // A pack's names share its bytes.
-                        size: f.size.div_ceil(f.links.max(1)),
-                        modified: f.modified,
-                    });
+            let (records, damage) = pack_records(p.pack, &bytes);
+            if verify {
+                if let Some(c) = damage {
+                    report.checked += 1;
+                    report.removed.push((
+                        path.clone(),
+                        format!("{c:?} (the entries after it are lost)"),
+                    ));
+                }
+                if records.is_empty() {
+                    let _ = packs.remove(&name);
+                    continue;
+                }
+            }
+            for (d, at) in records {
+                if verify {
+                    report.checked += 1;
+                    let range = at.offset as usize..(at.offset + at.len) as usize;
+                    if let Err(c) = decode(&d, &bytes[range]) {
+                        report
+                            .removed
+                            .push((path.join(d.to_hex()), format!("{c:?}")));
+                        continue;
+                    }
+                }
+                out.push((d, at));
+            }
+        }
+        out
+    }
+
+    /// The packs in `packs`. With a `report`, anything else found there is
+    /// removed and reported (stale temporaries too).
+    fn list_packs(packs: &RepoDir, mut report: Option<&mut VerifyReport>) -> Vec<ListedPack> {
+        let mut out = Vec::new();
+        for f in packs.list().unwrap_or_default() {
+            if let Some(report) = report.as_deref_mut() {
+                if sweep_temporary(packs, &f, report) {
+                    continue;
+                }
+            }
+            match pack_of_name(&f.name) {
+                Some(pack) if f.kind == fsx::Kind::Regular => out.push(ListedPack {
+                    pack,
+                    size: f.size,
+                    modified: f.modified,
+                }),
+                _ => {
+                    if let Some(report) = report.as_deref_mut() {
+                        report.checked += 1;
+                        if packs.remove(&f.name).is_ok() {
+                            let why = if f.kind == fsx::Kind::Regular {
+                                "not a pack name".to_string()
+                            } else {
+                                format!("not a regular file ({:?})", f.kind)
+                            };
+                            report.removed.push((packs.path().join(&f.name), why));
+                        }
+                    }
                 }
             }
         }
         out
     }
 
-    /// Total bytes and number of entries.
-    pub fn size(&self) -> (u64, u64) {
-        let e = self.stored_files();
-        (e.iter().map(|f| f.size).sum(), e.len() as u64)
+    /// Removes `d` from the index (only where it points into `pack`, when
+    /// given).
+    fn forget(&self, d: &FragmentDigest, pack: Option<u64>) -> std::io::Result<()> {
+        let v1 = self.v1_for_writing()?;
+        let packs = subdir_for_writing(&v1, PACKS)?;
+        self.with_index(&v1, &packs, |w| w.remove(d, pack).map(|_| ()))?;
+        // This process sees its own removal even if the index it reads
+        // was replaced meanwhile.
+        *self.index.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
     }
 
-    /// Checks every entry; removes and reports the bad ones: entries that
-    /// fail verification, anything that is not a regular file (symlinks,
-    /// FIFOs, devices, directories — removed, never followed), shards that
-    /// are not real directories, and temporary files older than an hour.
+    /// Removes the entry under `d`.
+    pub fn remove(&self, d: &FragmentDigest) -> Result<(), StoreError> {
+        if let Some(pending) = &self.pending {
+            let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
+            if pending.bytes.remove(d).is_some() {
+                pending.order.retain(|k| k != d);
+            }
+        }
+        if self.for_reading().is_none() {
+            return Ok(());
+        }
+        self.forget(d, None)
+            .map_err(|source| StoreError::Unwritable {
+                path: self.root.join(INDEX),
+                source,
+            })
+    }
+
+    /// Total bytes (packs and index) and the number of entries indexed:
+    /// a listing of the packs, not of the entries.
+    pub fn size(&self) -> (u64, u64) {
+        let Some(v1) = RepoDir::open_path(&self.repo, &["v1"], false)
+            .ok()
+            .flatten()
+        else {
+            return (0, 0);
+        };
+        let index = Index::open(&v1, false).ok();
+        let index_bytes = v1
+            .list()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|f| f.name == INDEX && f.kind == fsx::Kind::Regular)
+            .map(|f| f.size)
+            .sum::<u64>();
+        let pack_bytes: u64 = match v1.subdir(PACKS, false) {
+            Ok(Some(packs)) => Store::list_packs(&packs, None).iter().map(|p| p.size).sum(),
+            _ => 0,
+        };
+        (pack_bytes + index_bytes, index.map_or(0, |i| i.live()))
+    }
+
+    /// Least-recently-used eviction, a pack at a time, down to 90% of
+    /// `max_bytes` (so that the next compiles do not evict again at once)
+    /// once the store is larger than `max_bytes`; 0 is no limit. Lists the
+    /// packs and reads only those it removes.
+    pub fn evict_to(&self, max_bytes: u64) -> EvictReport {
+        self.evict(Eviction::DownTo(max_bytes))
+    }
+
+    /// Removes the packs not used for `age`.
+    pub fn evict_older_than(&self, age: Duration) -> EvictReport {
+        self.evict(Eviction::OlderThan(SystemTime::now(), age))
+    }
+
+    fn evict(&self, plan: Eviction) -> EvictReport {
+        let (bytes_before, entries_before) = self.size();
+        let mut report = EvictReport {
+            entries_before,
+            bytes_before,
+            removed: 0,
+            bytes_after: bytes_before,
+        };
+        if let Eviction::DownTo(max) = plan {
+            if max == 0 || bytes_before <= max {
+                return report;
+            }
+        }
+        let Ok(Some(v1)) = RepoDir::open_path(&self.repo, &["v1"], false) else {
+            return report;
+        };
+        let Ok(Some(packs)) = v1.subdir(PACKS, false) else {
+            return report;
+        };
+        let mut listed = Store::list_packs(&packs, None);
+        listed.sort_by_key(|p| (p.modified, p.pack));
+        let mut gone = Vec::new();
+        for p in listed {
+            match plan {
+                Eviction::DownTo(max) if report.bytes_after <= max / 10 * 9 => break,
+                Eviction::OlderThan(now, age)
+                    if now.duration_since(p.modified).unwrap_or_default() <= age =>
+                {
+                    continue
+                }
+                _ => {}
+            }
+            let name = pack_name(p.pack);
+            let records = match packs.read_regular(&name, PACK_MAX_BYTES as u64) {
+                Ok((bytes, _)) => pack_records(p.pack, &bytes).0,
+                Err(_) => Vec::new(),
+            };
+            if packs.remove(&name).is_ok() {
+                report.bytes_after = report.bytes_after.saturating_sub(p.size);
+                gone.extend(records);
+            }
+        }
+        if !gone.is_empty() {
+            let _ = self.with_index(&v1, &packs, |w| {
+                for (d, at) in &gone {
+                    if w.remove(d, Some(at.pack))? {
+                        report.removed += 1;
+                    }
+                }
+                Ok(())
+            });
+        }
+        report
+    }
+
+    /// Checks every entry; removes and reports the bad ones, then rebuilds
+    /// the index from what the packs hold: entries that fail verification,
+    /// packs that are damaged (the entries before the damage are kept),
+    /// anything that is not a pack in `packs` or not the store's in `v1`
+    /// (symlinks, FIFOs, directories — removed, never followed), and
+    /// temporary files older than an hour.
     pub fn verify_all(&self) -> VerifyReport {
         let mut report = VerifyReport::default();
         self.verify_bookkeeping(&mut report);
-        let fragments = match self.fragments(false) {
-            Ok(Some(f)) => f,
+        let v1 = match RepoDir::open_path(&self.repo, &["v1"], false) {
+            Ok(Some(v1)) => v1,
             Ok(None) => return report,
             Err(e) => {
-                // `v1` or `fragments` is not a real directory: remove it
-                // (the link itself, never what it points to).
+                // `v1` is not a real directory: remove it (the link itself,
+                // never what it points to).
                 if let Some(bad) = self.remove_bad_top_level() {
                     report.checked += 1;
                     report.removed.push((bad, e.to_string()));
@@ -756,45 +926,42 @@ impl Store {
                 return report;
             }
         };
-        let shards = fragments.list().unwrap_or_default();
-        for s in shards {
-            let path = fragments.path().join(&s.name);
-            if s.kind != fsx::Kind::Directory || !is_shard_name(&s.name) {
-                report.checked += 1;
-                let _ = fragments.remove(&s.name);
-                let why = if s.kind == fsx::Kind::Directory {
-                    "not a shard directory".to_string()
-                } else {
-                    format!("not a directory ({:?})", s.kind)
-                };
-                report.removed.push((path, why));
+        for f in v1.list().unwrap_or_default() {
+            if sweep_temporary(&v1, &f, &mut report) {
                 continue;
             }
-            let Ok(Some(shard)) = fragments.subdir(&s.name, false) else {
-                continue;
+            let expected = match f.name.as_str() {
+                PACKS => f.kind == fsx::Kind::Directory,
+                INDEX | INDEX_LOCK => f.kind == fsx::Kind::Regular,
+                _ => false,
             };
-            for f in shard.list().unwrap_or_default() {
-                let path = shard.path().join(&f.name);
-                if sweep_temporary(&shard, &f, &mut report) {
-                    continue;
-                }
+            if !expected {
                 report.checked += 1;
-                let problem = match FragmentDigest::from_hex(&f.name) {
-                    _ if f.kind != fsx::Kind::Regular => {
-                        Some(format!("not a regular file ({:?})", f.kind))
-                    }
-                    Some(d) if f.name.starts_with(&s.name) => match load(&shard, &f.name, &d) {
-                        Ok(_) | Err(LoadError::Missing) => None,
-                        Err(LoadError::Corrupt(c)) => Some(format!("{c:?}")),
-                        Err(LoadError::Io(e)) => Some(e.to_string()),
-                    },
-                    _ => Some("not an entry name".to_string()),
-                };
-                if let Some(p) = problem {
-                    let _ = shard.remove(&f.name);
-                    report.removed.push((path, p));
+                if v1.remove(&f.name).is_ok() {
+                    let why = match f.name.as_str() {
+                        OLD_FRAGMENTS => "an earlier repocc's layout".to_string(),
+                        n if n.starts_with(".cleared-") => "left by --clear".to_string(),
+                        _ => format!("not part of the store ({:?})", f.kind),
+                    };
+                    report.removed.push((v1.path().join(&f.name), why));
                 }
             }
+        }
+        let Ok(Some(packs)) = v1.subdir(PACKS, false) else {
+            return report;
+        };
+        // The index is rebuilt under its lock, so that no pack written
+        // meanwhile is left out.
+        let Ok(Some(locked)) = index::lock(&v1, Duration::from_secs(60)) else {
+            return report;
+        };
+        let entries = Store::indexable_entries(&packs, true, &mut report);
+        let absent = match locked {
+            index::Locked::Ready(w) => w.into_absent(),
+            index::Locked::Absent(a) => a,
+        };
+        if let Ok(w) = absent.create(&entries) {
+            let _ = w.finish();
         }
         report
     }
@@ -858,28 +1025,28 @@ impl Store {
         }
     }
 
-    /// Removes a `v1` or `v1/fragments` that is not a real directory;
-    /// returns its path.
+    /// Removes a `v1` that is not a real directory; returns its path.
     fn remove_bad_top_level(&self) -> Option<PathBuf> {
-        let mut dir = RepoDir::open_root(&self.repo, false).ok()??;
-        for name in ["v1", "fragments"] {
-            match dir.kind_of(name) {
-                Ok(Some(fsx::Kind::Directory)) => dir = dir.subdir(name, false).ok()??,
-                Ok(Some(_)) => {
-                    let path = dir.path().join(name);
-                    return dir.remove(name).ok().map(|()| path);
-                }
-                _ => return None,
+        let root = RepoDir::open_root(&self.repo, false).ok()??;
+        match root.kind_of("v1") {
+            Ok(Some(fsx::Kind::Directory)) | Ok(None) | Err(_) => None,
+            Ok(Some(_)) => {
+                let path = root.path().join("v1");
+                root.remove("v1").ok().map(|()| path)
             }
         }
-        None
     }
 
-    /// Removes every entry.
+    /// Removes every entry: the packs (renamed out of the builds' way
+    /// first), the index and an earlier repocc's fragments.
     pub fn clear(&self) -> std::io::Result<()> {
         match RepoDir::open_path(&self.repo, &[], false)? {
             Some(repo) => match repo.subdir("v1", false) {
-                Ok(Some(v1)) => Store::clear_fragments(&v1),
+                Ok(Some(v1)) => {
+                    Store::clear_aside(&v1, PACKS)?;
+                    Store::clear_aside(&v1, OLD_FRAGMENTS)?;
+                    v1.remove(INDEX)
+                }
                 Ok(None) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => repo.remove("v1"),
                 Err(e) => Err(e),
@@ -887,6 +1054,63 @@ impl Store {
             None => Ok(()),
         }
     }
+
+    /// Removes the directory `name` of `v1` while builds may be writing to
+    /// it: it is first renamed out of their way (a build then makes a new
+    /// one), and what a build that had it open still writes into the old
+    /// one is removed on the next pass (a directory that was not empty
+    /// failed `--clear` with "Directory not empty" beside builds).
+    fn clear_aside(v1: &RepoDir, name: &str) -> std::io::Result<()> {
+        let aside = format!(".cleared-{}", std::process::id());
+        let gone = match v1.rename(name, &aside) {
+            Ok(()) => aside.as_str(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            // Not renamable (a file in the way of `aside`...): in place.
+            Err(_) => name,
+        };
+        let mut passes = 0;
+        loop {
+            match v1.remove(gone) {
+                Err(e)
+                    if passes < 20
+                        && e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error()) =>
+                {
+                    passes += 1;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+impl Drop for Store {
+    /// A store for an invocation writes what it holds if nobody flushed it
+    /// (best effort: the entries are a cache).
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// What eviction removes.
+#[derive(Clone, Copy)]
+enum Eviction {
+    /// Down to 90% of this many bytes, when the store is larger.
+    DownTo(u64),
+    /// Packs unused for longer than the duration, as of the time.
+    OlderThan(SystemTime, Duration),
+}
+
+/// `entries` with only the last of each key, in the order of those.
+fn dedup_last(entries: Vec<(FragmentDigest, Vec<u8>)>) -> Vec<(FragmentDigest, Vec<u8>)> {
+    let mut last: HashMap<FragmentDigest, usize> = HashMap::new();
+    for (i, (d, _)) in entries.iter().enumerate() {
+        last.insert(*d, i);
+    }
+    (entries.into_iter().enumerate())
+        .filter(|(i, (d, _))| last.get(d) == Some(i))
+        .map(|(_, e)| e)
+        .collect()
 }
 
 /// Whether `f` (listed in `dir`) is a temporary file of a write; one older
@@ -905,36 +1129,6 @@ fn sweep_temporary(dir: &RepoDir, f: &fsx::Listed, report: &mut VerifyReport) ->
             .push((dir.path().join(&f.name), "stale temporary file".into()));
     }
     true
-}
-
-impl Store {
-    /// Removes `fragments` from `v1` while builds may be writing to it: the
-    /// directory is first renamed out of their way (a build then makes a
-    /// new one), and what a build that had it open still writes into the
-    /// old one is removed on the next pass (a directory that was not empty
-    /// failed `--clear` with "Directory not empty" beside builds).
-    fn clear_fragments(v1: &RepoDir) -> std::io::Result<()> {
-        let aside = format!(".cleared-{}", std::process::id());
-        let gone = match v1.rename("fragments", &aside) {
-            Ok(()) => aside.as_str(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-            // Not renamable (a file in the way of `aside`...): in place.
-            Err(_) => "fragments",
-        };
-        let mut passes = 0;
-        loop {
-            match v1.remove(gone) {
-                Err(e)
-                    if passes < 20
-                        && e.raw_os_error() == Some(rustix::io::Errno::NOTEMPTY.raw_os_error()) =>
-                {
-                    passes += 1;
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                other => return other,
-            }
-        }
-    }
 }
 
 /// Parses sizes such as `500M`, `10G`, `1.5GiB`, `123456` (bytes). Units
@@ -994,18 +1188,39 @@ impl super::storage::Storage for Store {
     fn remove(&self, key: &FragmentDigest) -> Result<(), StoreError> {
         Store::remove(self, key)
     }
+}
 
-    fn entries(&self) -> Vec<EntryInfo> {
-        self.stored_files()
-            .into_iter()
-            .filter_map(|f| {
-                Some(EntryInfo {
-                    key: FragmentDigest::from_hex(&f.name)?,
-                    bytes: f.size,
-                    last_used: f.modified,
-                })
-            })
-            .collect()
+#[cfg(test)]
+use super::storage::EntryInfo;
+
+#[cfg(test)]
+impl Store {
+    /// Every entry the index points at, with its pack's time: a walk of
+    /// every pack (tests and tools only; nothing on a build's path).
+    pub fn entries(&self) -> Vec<EntryInfo> {
+        let Some((v1, packs)) = self.for_reading() else {
+            return Vec::new();
+        };
+        let Some(index) = self.index(v1, true) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for p in Store::list_packs(packs, None) {
+            let Ok((bytes, _)) = packs.read_regular(&pack_name(p.pack), PACK_MAX_BYTES as u64)
+            else {
+                continue;
+            };
+            for (d, at) in pack_records(p.pack, &bytes).0 {
+                if index.find(&d).ok().flatten() == Some(at) {
+                    out.push(EntryInfo {
+                        key: d,
+                        bytes: u64::from(at.len) + 4,
+                        last_used: p.modified,
+                    });
+                }
+            }
+        }
+        out
     }
 }
 
@@ -1057,6 +1272,13 @@ pub(crate) mod tests {
         );
     }
 
+    /// The pack file that holds `d`, as the index says.
+    fn pack_path(s: &Store, d: &FragmentDigest) -> (PathBuf, Location) {
+        let (v1, _) = s.for_reading().unwrap();
+        let at = s.locate(v1, d).unwrap().unwrap();
+        (s.root().join(PACKS).join(pack_name(at.pack)), at)
+    }
+
     #[test]
     fn the_storage_interface_lists_and_removes() {
         use crate::repo::storage::Storage;
@@ -1066,7 +1288,7 @@ pub(crate) mod tests {
         for i in 0..3 {
             storage.put(&digest(i), &entry(&[i; 10])).unwrap();
         }
-        let mut keys: Vec<FragmentDigest> = storage.entries().into_iter().map(|e| e.key).collect();
+        let mut keys: Vec<FragmentDigest> = s.entries().into_iter().map(|e| e.key).collect();
         keys.sort();
         let mut want = vec![digest(0), digest(1), digest(2)];
         want.sort();
@@ -1074,77 +1296,98 @@ pub(crate) mod tests {
         storage.remove(&digest(1)).unwrap();
         storage.remove(&digest(1)).unwrap();
         assert!(matches!(storage.get(&digest(1)).unwrap(), Lookup::Miss));
-        assert_eq!(storage.entries().len(), 2);
+        assert_eq!(s.entries().len(), 2);
     }
 
     #[test]
-    fn a_pack_holds_many_entries_under_their_own_names() {
-        use std::os::unix::fs::MetadataExt;
+    fn a_pack_holds_many_entries_in_one_file() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(d.path());
         let items: Vec<(FragmentDigest, Entry)> =
             (0..40).map(|i| (digest(i), entry(&[i; 300]))).collect();
-        let written = s.put_many(&items).unwrap();
+        s.put_many(&items).unwrap();
         for (k, e) in &items {
             match s.get(k).unwrap() {
                 Lookup::Hit(got) => assert_eq!(&got, e),
                 other => panic!("{k:?}: {other:?}"),
             }
-            // One file under every name: no inode per entry.
-            assert_eq!(fs::metadata(s.path_of(k)).unwrap().nlink(), 40);
         }
-        // The names share the pack's bytes; no temporary is left.
+        // One pack, the index and its lock: no file per entry, no
+        // temporary left.
+        let packs: Vec<_> = fs::read_dir(s.root().join(PACKS)).unwrap().collect();
+        assert_eq!(packs.len(), 1);
+        assert_eq!(fs::read_dir(s.root()).unwrap().count(), 3);
         let (bytes, count) = s.size();
         assert_eq!(count, 40);
-        assert!(
-            bytes >= written && bytes < written + 40,
-            "{bytes} vs {written}"
-        );
-        assert!(s.stored_files().iter().all(|f| !f.name.starts_with(".tmp")));
+        let pack_bytes = fs::metadata(pack_path(&s, &digest(0)).0).unwrap().len();
+        assert!(bytes > pack_bytes, "{bytes} vs {pack_bytes}");
         assert_eq!(s.verify_all().removed, vec![]);
-        // Removing one name leaves the others readable.
+        // Removing one entry leaves the others readable.
         s.remove(&digest(3)).unwrap();
         assert!(matches!(s.get(&digest(3)).unwrap(), Lookup::Miss));
         assert!(matches!(s.get(&digest(4)).unwrap(), Lookup::Hit(_)));
-        // A key the pack does not hold, linked to it, is corrupt.
-        fs::hard_link(s.path_of(&digest(5)), s.path_of(&digest(200))).unwrap_or_else(|_| {
-            fs::create_dir_all(s.path_of(&digest(200)).parent().unwrap()).unwrap();
-            fs::hard_link(s.path_of(&digest(5)), s.path_of(&digest(200))).unwrap();
-        });
-        assert!(matches!(
-            s.get(&digest(200)).unwrap(),
-            Lookup::Corrupt(Corruption::WrongDigest)
-        ));
-        assert!(!s.path_of(&digest(200)).exists());
     }
 
+    /// A store for an invocation reads back what it holds and writes it
+    /// all as one pack when flushed; another store sees it then.
     #[test]
-    fn without_hard_links_entries_get_files_of_their_own() {
-        use std::io::Error;
-        // What `write_pack` falls back to when the file system refuses a
-        // second name for the pack.
-        for code in [
-            rustix::io::Errno::PERM,
-            rustix::io::Errno::MLINK,
-            rustix::io::Errno::OPNOTSUPP,
-        ] {
-            assert!(cannot_link(&Error::from_raw_os_error(code.raw_os_error())));
+    fn an_invocation_writes_one_pack() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::for_invocation(d.path());
+        s.put(&digest(1), &entry(b"one")).unwrap();
+        s.put_many(&[(digest(2), entry(b"two")), (digest(3), entry(b"three"))])
+            .unwrap();
+        s.put(&digest(1), &entry(b"one, again")).unwrap();
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Hit(e) if e == entry(b"one, again")));
+        let other = Store::new(d.path());
+        assert!(matches!(other.get(&digest(2)).unwrap(), Lookup::Miss));
+        assert!(s.flush().unwrap() > 0);
+        assert_eq!(fs::read_dir(s.root().join(PACKS)).unwrap().count(), 1);
+        let other = Store::new(d.path());
+        for (i, want) in [(1, &b"one, again"[..]), (2, b"two"), (3, b"three")] {
+            assert!(matches!(other.get(&digest(i)).unwrap(), Lookup::Hit(e) if e == entry(want)));
         }
-        assert!(!cannot_link(&Error::from_raw_os_error(
-            rustix::io::Errno::NOSPC.raw_os_error()
-        )));
-        assert!(!cannot_link(&Error::other("other")));
+        // Dropped without a flush: written all the same.
+        let s = Store::for_invocation(d.path());
+        s.put(&digest(4), &entry(b"four")).unwrap();
+        drop(s);
+        assert!(matches!(other.get(&digest(4)).unwrap(), Lookup::Hit(_)));
+    }
+
+    /// The index grows past its first table, keeps every entry, and a
+    /// damaged index is rebuilt from the packs.
+    #[test]
+    fn the_index_grows_and_is_rebuilt_from_the_packs() {
         let d = tempfile::tempdir().unwrap();
         let s = Store::new(d.path());
-        let items: Vec<(FragmentDigest, Vec<u8>)> = (0..3)
-            .map(|i| (digest(i), encode(&digest(i), &entry(&[i; 50]))))
-            .collect();
-        s.write_loose(s.fragments(true).unwrap().unwrap(), &items)
-            .unwrap();
-        for i in 0..3 {
-            assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(e) if e == entry(&[i; 50])));
-            assert!(fs::read(s.path_of(&digest(i))).unwrap().starts_with(MAGIC));
+        let key = |i: u32| FragmentDigest(*blake3::hash(&i.to_le_bytes()).as_bytes());
+        for batch in 0..10u32 {
+            let items: Vec<(FragmentDigest, Entry)> = (0..300)
+                .map(|i| {
+                    (
+                        key(batch * 300 + i),
+                        entry(&(batch * 300 + i).to_le_bytes()),
+                    )
+                })
+                .collect();
+            s.put_many(&items).unwrap();
         }
+        let reader = Store::new(d.path());
+        let all_found = |st: &Store| {
+            (0..3000).all(|i| matches!(st.get(&key(i)).unwrap(), Lookup::Hit(e) if e == entry(&i.to_le_bytes())))
+        };
+        assert!(all_found(&reader));
+        assert_eq!(s.size().1, 3000);
+        // Garbage over the index: a read misses, the next write rebuilds it.
+        fs::write(s.root().join(INDEX), b"garbage").unwrap();
+        let fresh = Store::new(d.path());
+        assert!(matches!(fresh.get(&key(7)).unwrap(), Lookup::Miss));
+        fresh.put(&key(5000), &entry(b"new")).unwrap();
+        assert!(all_found(&Store::new(d.path())));
+        // `--verify` rebuilds it too, and finds nothing wrong.
+        fs::remove_file(s.root().join(INDEX)).unwrap();
+        assert_eq!(Store::new(d.path()).verify_all().removed, vec![]);
+        assert!(all_found(&Store::new(d.path())));
     }
 
     #[test]
@@ -1155,29 +1398,33 @@ pub(crate) mod tests {
             .map(|i| (digest(i), entry(&noise(i, 1000))))
             .collect();
         s.put_many(&items).unwrap();
-        let path = s.path_of(&digest(2));
+        let (path, at) = pack_path(&s, &digest(2));
         let mut bytes = fs::read(&path).unwrap();
-        // The third entry's payload: the table says where it is.
-        let record = PACK_HEADER_LEN
-            + PACK_RECORD_LEN * items.iter().position(|(k, _)| *k == digest(2)).unwrap();
-        let offset = u64::from_le_bytes(bytes[record + 32..record + 40].try_into().unwrap());
-        bytes[offset as usize + 500] ^= 1;
+        bytes[at.offset as usize + 500] ^= 1;
         fs::write(&path, &bytes).unwrap();
         assert!(matches!(
             s.get(&digest(2)).unwrap(),
             Lookup::Corrupt(Corruption::BadChecksum)
         ));
+        assert!(matches!(s.get(&digest(2)).unwrap(), Lookup::Miss));
         for i in [0, 1, 3] {
             assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(_)), "{i}");
         }
-        // A truncated pack: entries past the end are corrupt, not errors.
-        let f = fs::OpenOptions::new()
-            .write(true)
-            .open(s.path_of(&digest(0)))
-            .unwrap();
-        f.set_len(PACK_HEADER_LEN as u64 + 10).unwrap();
-        assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Corrupt(_)));
-        assert_eq!(s.verify_all().removed.len(), 2);
+        // `--verify` reports the bad entry and keeps the others.
+        let r = Store::new(d.path()).verify_all();
+        assert_eq!(r.removed.len(), 1, "{r:?}");
+        // A truncated pack: entries past the end are corrupt, not errors;
+        // those before the cut stay.
+        let (_, third) = pack_path(&s, &digest(3));
+        let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_len(u64::from(third.offset) + 10).unwrap();
+        let s = Store::new(d.path());
+        assert!(matches!(s.get(&digest(3)).unwrap(), Lookup::Corrupt(_)));
+        assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)));
+        Store::new(d.path()).verify_all();
+        let s = Store::new(d.path());
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Hit(_)));
+        assert!(matches!(s.get(&digest(3)).unwrap(), Lookup::Miss));
     }
 
     #[test]
@@ -1185,34 +1432,23 @@ pub(crate) mod tests {
         let d = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
         let s = Store::new(d.path());
-        // An old entry, a symlink and a directory at three of the names.
         s.put(&digest(0), &entry(b"old")).unwrap();
-        let target = outside.path().join("precious");
-        fs::write(&target, b"keep").unwrap();
-        for i in [1, 2] {
-            fs::create_dir_all(s.path_of(&digest(i)).parent().unwrap()).unwrap();
-        }
-        std::os::unix::fs::symlink(&target, s.path_of(&digest(1))).unwrap();
-        fs::create_dir(s.path_of(&digest(2))).unwrap();
+        // `packs` turned into a symlink to a directory outside.
+        let packs = s.root().join(PACKS);
+        fs::remove_dir_all(&packs).unwrap();
+        std::os::unix::fs::symlink(outside.path(), &packs).unwrap();
         // Duplicates: the last entry of a key is the one stored.
         let mut items: Vec<(FragmentDigest, Entry)> =
             (0..5).map(|i| (digest(i), entry(&[i; 64]))).collect();
         items.push((digest(4), entry(b"last")));
+        let s = Store::new(d.path());
         s.put_many(&items).unwrap();
         for i in 0..4 {
             assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(e) if e == entry(&[i; 64])));
         }
         assert!(matches!(s.get(&digest(4)).unwrap(), Lookup::Hit(e) if e == entry(b"last")));
-        assert_eq!(fs::read(&target).unwrap(), b"keep");
-        // A single entry, and one too large for a pack, get files of their own.
-        s.put_many(&[(digest(9), entry(b"alone"))]).unwrap();
-        let big = noise(7, PACK_MAX_BYTES + 1);
-        s.put_many(&[(digest(10), entry(&big)), (digest(11), entry(b"x"))])
-            .unwrap();
-        for i in [9, 10, 11] {
-            assert!(fs::read(s.path_of(&digest(i))).unwrap().starts_with(MAGIC));
-            assert!(matches!(s.get(&digest(i)).unwrap(), Lookup::Hit(_)));
-        }
+        assert!(fs::symlink_metadata(&packs).unwrap().is_dir());
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 
     #[test]
@@ -1266,7 +1502,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::new(dir.path());
         s.put(&digest(5), &entry(b"abc")).unwrap();
-        let path = s.path_of(&digest(5));
+        let (path, _) = pack_path(&s, &digest(5));
         let mut bytes = fs::read(&path).unwrap();
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
@@ -1275,7 +1511,7 @@ pub(crate) mod tests {
             s.get(&digest(5)).unwrap(),
             Lookup::Corrupt(Corruption::BadChecksum)
         ));
-        assert!(!path.exists());
+        assert!(matches!(s.get(&digest(5)).unwrap(), Lookup::Miss));
     }
 
     #[test]
@@ -1285,13 +1521,27 @@ pub(crate) mod tests {
         for i in 0..5 {
             s.put(&digest(i), &entry(&[i; 100])).unwrap();
         }
-        let bad = s.path_of(&digest(2));
+        let (bad, _) = pack_path(&s, &digest(2));
         fs::write(&bad, b"garbage").unwrap();
-        let r = s.verify_all();
-        assert_eq!(r.checked, 5);
-        assert_eq!(r.removed.len(), 1);
-        assert_eq!(r.removed[0].0, bad);
-        assert_eq!(s.verify_all().removed.len(), 0);
+        // A FIFO and a stray file among the packs, a leftover old layout.
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &s.root().join(PACKS).join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        fs::create_dir_all(s.root().join(OLD_FRAGMENTS).join("ab")).unwrap();
+        let r = Store::new(dir.path()).verify_all();
+        assert_eq!(r.checked, 4 + 3, "{r:?}");
+        assert_eq!(r.removed.len(), 3, "{r:?}");
+        assert!(r.removed.iter().any(|(p, _)| *p == bad));
+        assert!(!s.root().join(OLD_FRAGMENTS).exists());
+        assert_eq!(Store::new(dir.path()).verify_all().removed.len(), 0);
+        let s = Store::new(dir.path());
+        assert!(matches!(s.get(&digest(2)).unwrap(), Lookup::Miss));
+        assert!(matches!(s.get(&digest(4)).unwrap(), Lookup::Hit(_)));
     }
 
     #[test]
@@ -1301,20 +1551,22 @@ pub(crate) mod tests {
         // Old enough that a read refreshes the time (reads refresh hourly).
         let base = SystemTime::now() - Duration::from_secs(10 * 3600);
         for i in 0..10u8 {
-            s.put(&digest(i), &entry(&[i; 1000])).unwrap();
+            s.put(&digest(i), &entry(&noise(i, 1000))).unwrap();
             let f = fs::File::options()
                 .write(true)
-                .open(s.path_of(&digest(i)))
+                .open(pack_path(&s, &digest(i)).0)
                 .unwrap();
             f.set_modified(base + Duration::from_secs(i as u64))
                 .unwrap();
         }
-        // Reading entry 0 makes it the most recently used.
+        // Reading entry 0 makes its pack the most recently used.
         assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)));
         let (total, n) = s.size();
         assert_eq!(n, 10);
-        let r = crate::repo::storage::evict_to(&s, total / 2);
-        assert!(r.bytes_after <= total / 2);
+        let r = s.evict_to(total / 2);
+        assert!(r.bytes_after <= total / 2, "{r:?}");
+        assert_eq!(r.bytes_after, s.size().0);
+        assert_eq!(r.removed, 10 - s.size().1);
         assert!(
             matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)),
             "recently used entry evicted"
@@ -1323,9 +1575,10 @@ pub(crate) mod tests {
             matches!(s.get(&digest(1)).unwrap(), Lookup::Miss),
             "oldest entry kept"
         );
-        let r = crate::repo::storage::evict_older_than(&s, Duration::from_secs(3600));
+        let r = s.evict_older_than(Duration::from_secs(3600));
         assert!(r.removed >= 1);
         assert!(matches!(s.get(&digest(0)).unwrap(), Lookup::Hit(_)));
+        assert_eq!(s.size().1, 1);
     }
 
     #[test]

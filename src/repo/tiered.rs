@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::remote::Remote;
-use super::storage::{Entry, EntryInfo, FragmentDigest, Lookup, Storage, StoreError};
+use super::storage::{Entry, FragmentDigest, Lookup, Storage, StoreError};
 use super::store::Store;
 
 pub struct Tiered<'a> {
@@ -114,9 +114,5 @@ impl Storage for Tiered<'_> {
 
     fn remove(&self, key: &FragmentDigest) -> Result<(), StoreError> {
         self.local.remove(key)
-    }
-
-    fn entries(&self) -> Vec<EntryInfo> {
-        self.local.entries()
     }
 }

@@ -1,0 +1,522 @@
+//! The fragment store's index, `v1/index`: where each entry lives (which
+//! pack, at which offset, how long), as one open-addressing hash table in
+//! one file, so that a look-up is one or two `pread`s whatever the number
+//! of entries (issue 42), and a compile's new entries cost no file each.
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 8 | magic `RPCCINDX` |
+//! | 4 | version (little endian) |
+//! | 4 | `bits`: the table has 2^bits slots |
+//! | 8 | slots in use (live and removed) |
+//! | 8 | live slots |
+//! | 32 × 2^bits | slots: the key's first 16 bytes, the pack (u64; 0 empty, all ones removed), the entry's offset and length in the pack (u32 each) |
+//!
+//! A key's probe starts at the slot its digest's bytes 8..16 name and runs
+//! forward (linear probing) to the first empty slot. Keys are blake3
+//! digests, so 16 of their bytes identify an entry, and the entry itself
+//! carries its whole digest and checksum: a slot that points at the wrong
+//! bytes (a torn write after a power cut) reads as a corrupt entry, never
+//! as another one.
+//!
+//! Readers take no lock: a slot is written with one `pwrite` of 32 aligned
+//! bytes, after its pack was renamed into place, so a reader sees either
+//! the old slot or the new one, and the new one points at a whole pack.
+//! Writers hold `v1/index.lock` (a `flock`, released by the kernel when a
+//! writer dies, so a killed compile never stalls another), waited for at
+//! most [`LOCK_WAIT`]: a compile that cannot get it leaves its pack
+//! unindexed, which costs a recompile, never a failed build. When the
+//! table is three-quarters used it is rebuilt twice as large into a new
+//! file renamed over the old one (dropping removed slots and slots of
+//! packs that are gone); readers holding the old file find it replaced
+//! when they miss (see [`Index::is_current`]).
+//!
+//! The index is derived data: every pack lists its own entries, so a
+//! damaged or missing index is rebuilt from the packs (`--verify` does it
+//! always), and a pack that is not indexed is only unused bytes that
+//! eviction removes in its turn.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::time::{Duration, Instant};
+
+use super::fsx::{self, ReadError, RepoDir};
+use super::storage::FragmentDigest;
+
+pub const INDEX: &str = "index";
+pub const INDEX_LOCK: &str = "index.lock";
+const MAGIC: &[u8; 8] = b"RPCCINDX";
+const VERSION: u32 = 1;
+const HEADER_LEN: u64 = 32;
+const SLOT_LEN: usize = 32;
+/// The smallest table: 64 slots, 2 KiB (a repository under a small size
+/// limit must still fit it).
+const MIN_BITS: u32 = 6;
+/// The largest: 2^28 slots (8 GiB), far past any repository size limit.
+const MAX_BITS: u32 = 28;
+const EMPTY: u64 = 0;
+const REMOVED: u64 = u64::MAX;
+/// What an entry costs in the index at most, counted when it is stored:
+/// a table grows to twice the entries it holds when three quarters full,
+/// so a slot's 32 bytes stand for at most 96 (after a growth, and for the
+/// table's small start).
+pub const BYTES_PER_ENTRY: u64 = 96;
+/// Slots read at once while probing (one 2 KiB read).
+const RUN: u64 = 64;
+/// How long a writer waits for the index lock before giving up on
+/// indexing its pack (another writer holds it for milliseconds; only a
+/// rebuild at `--verify` holds it longer).
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Where an entry's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Location {
+    /// The pack's number (its file name is the number in hex).
+    pub pack: u64,
+    pub offset: u32,
+    pub len: u32,
+}
+
+/// The part of a key a slot holds.
+type SlotKey = [u8; 16];
+
+fn slot_key(d: &FragmentDigest) -> SlotKey {
+    d.0[..16].try_into().expect("16 of 32 bytes")
+}
+
+/// Where a key's probe starts: from bytes the slot holds, so that a
+/// table can be rebuilt from its slots alone.
+fn home(key: &SlotKey) -> u64 {
+    u64::from_le_bytes(key[8..16].try_into().expect("8 bytes"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Header {
+    bits: u32,
+    used: u64,
+    live: u64,
+}
+
+impl Header {
+    fn capacity(&self) -> u64 {
+        1u64 << self.bits
+    }
+
+    fn encode(&self) -> [u8; HEADER_LEN as usize] {
+        let mut out = [0u8; HEADER_LEN as usize];
+        out[..8].copy_from_slice(MAGIC);
+        out[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        out[12..16].copy_from_slice(&self.bits.to_le_bytes());
+        out[16..24].copy_from_slice(&self.used.to_le_bytes());
+        out[24..32].copy_from_slice(&self.live.to_le_bytes());
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Header> {
+        if bytes.len() < HEADER_LEN as usize || &bytes[..8] != MAGIC {
+            return None;
+        }
+        let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
+        let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+        let h = Header {
+            bits: u32_at(12),
+            used: u64_at(16),
+            live: u64_at(24),
+        };
+        (u32_at(8) == VERSION && (MIN_BITS..=MAX_BITS).contains(&h.bits) && h.live <= h.used)
+            .then_some(h)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    key: SlotKey,
+    at: Location,
+}
+
+impl Slot {
+    fn decode(b: &[u8]) -> Slot {
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+        Slot {
+            key: b[..16].try_into().unwrap(),
+            at: Location {
+                pack: u64::from_le_bytes(b[16..24].try_into().unwrap()),
+                offset: u32_at(24),
+                len: u32_at(28),
+            },
+        }
+    }
+
+    fn encode(&self) -> [u8; SLOT_LEN] {
+        let mut out = [0u8; SLOT_LEN];
+        out[..16].copy_from_slice(&self.key);
+        out[16..24].copy_from_slice(&self.at.pack.to_le_bytes());
+        out[24..28].copy_from_slice(&self.at.offset.to_le_bytes());
+        out[28..32].copy_from_slice(&self.at.len.to_le_bytes());
+        out
+    }
+
+    fn is_live(&self) -> bool {
+        self.at.pack != EMPTY && self.at.pack != REMOVED
+    }
+}
+
+/// Why the index cannot be used as it is.
+#[derive(Debug)]
+pub enum OpenError {
+    Missing,
+    /// Not an index (bad header, wrong size, not a regular file).
+    Damaged(String),
+    Io(io::Error),
+}
+
+/// An open index file.
+pub struct Index {
+    file: File,
+    header: Header,
+    /// Device and inode, to tell whether the file at the path is this one.
+    identity: (u64, u64),
+}
+
+impl Index {
+    /// Opens `index` in `dir` for reading (`writable`: and writing).
+    pub fn open(dir: &RepoDir, writable: bool) -> Result<Index, OpenError> {
+        let file = if writable {
+            match dir.kind_of(INDEX) {
+                Ok(Some(fsx::Kind::Regular)) => {}
+                Ok(None) => return Err(OpenError::Missing),
+                Ok(Some(kind)) => return Err(OpenError::Damaged(format!("{kind:?}"))),
+                Err(e) => return Err(OpenError::Io(e)),
+            }
+            dir.lock_file(INDEX).map_err(OpenError::Io)?
+        } else {
+            match dir.open_regular(INDEX) {
+                Ok((f, _)) => f,
+                Err(ReadError::Missing) => return Err(OpenError::Missing),
+                Err(ReadError::Io(e)) => return Err(OpenError::Io(e)),
+                Err(other) => return Err(OpenError::Damaged(format!("{other:?}"))),
+            }
+        };
+        let meta = file.metadata().map_err(OpenError::Io)?;
+        let mut head = [0u8; HEADER_LEN as usize];
+        file.read_exact_at(&mut head, 0)
+            .map_err(|_| OpenError::Damaged("shorter than its header".into()))?;
+        let header = Header::decode(&head)
+            .ok_or_else(|| OpenError::Damaged("not an index header".into()))?;
+        if meta.len() != HEADER_LEN + header.capacity() * SLOT_LEN as u64 {
+            return Err(OpenError::Damaged(format!(
+                "{} bytes for {} slots",
+                meta.len(),
+                header.capacity()
+            )));
+        }
+        Ok(Index {
+            file,
+            header,
+            identity: (meta.dev(), meta.ino()),
+        })
+    }
+
+    /// Live entries, as the header counts them.
+    pub fn live(&self) -> u64 {
+        self.header.live
+    }
+
+    /// Whether the file at `dir`'s `index` is still this one (a writer
+    /// may have rebuilt it into a new file).
+    pub fn is_current(&self, dir: &RepoDir) -> bool {
+        dir.identity_of(INDEX)
+            .is_ok_and(|id| id == Some(self.identity))
+    }
+
+    /// Reads `n` slots from slot `first` (which does not wrap).
+    fn read_slots(&self, first: u64, n: u64) -> io::Result<Vec<Slot>> {
+        let mut buf = vec![0u8; n as usize * SLOT_LEN];
+        self.file
+            .read_exact_at(&mut buf, HEADER_LEN + first * SLOT_LEN as u64)?;
+        Ok(buf.chunks_exact(SLOT_LEN).map(Slot::decode).collect())
+    }
+
+    /// The slot holding `key`, or the first empty one, with the first
+    /// removed slot met on the way; `None` when the whole table was probed
+    /// (only a damaged table is full).
+    fn probe(&self, key: &FragmentDigest) -> io::Result<Probe> {
+        let capacity = self.header.capacity();
+        let mask = capacity - 1;
+        let wanted = slot_key(key);
+        let mut i = home(&wanted) & mask;
+        let mut probed = 0;
+        let mut first_removed = None;
+        while probed < capacity {
+            let n = RUN.min(capacity - i).min(capacity - probed);
+            for (k, slot) in self.read_slots(i, n)?.into_iter().enumerate() {
+                let at = i + k as u64;
+                match slot.at.pack {
+                    EMPTY => return Ok(Probe::Empty { at, first_removed }),
+                    REMOVED => {
+                        first_removed.get_or_insert(at);
+                    }
+                    _ if slot.key == wanted => return Ok(Probe::Found { at, slot }),
+                    _ => {}
+                }
+            }
+            probed += n;
+            i = (i + n) & mask;
+        }
+        Ok(Probe::Full { first_removed })
+    }
+
+    /// Where `key`'s entry is, if the index has it.
+    pub fn find(&self, key: &FragmentDigest) -> io::Result<Option<Location>> {
+        Ok(match self.probe(key)? {
+            Probe::Found { slot, .. } => Some(slot.at),
+            _ => None,
+        })
+    }
+
+    fn write_slot(&self, at: u64, slot: &Slot) -> io::Result<()> {
+        self.file
+            .write_all_at(&slot.encode(), HEADER_LEN + at * SLOT_LEN as u64)
+    }
+
+    fn write_header(&self) -> io::Result<()> {
+        self.file.write_all_at(&self.header.encode(), 0)
+    }
+
+    /// Every live slot (a rebuild reads the whole table).
+    fn live_slots(&self) -> io::Result<Vec<Slot>> {
+        let capacity = self.header.capacity();
+        let mut out = Vec::with_capacity(self.header.live as usize);
+        let mut first = 0;
+        while first < capacity {
+            let n = (capacity - first).min(1 << 15);
+            out.extend(self.read_slots(first, n)?.into_iter().filter(Slot::is_live));
+            first += n;
+        }
+        Ok(out)
+    }
+}
+
+enum Probe {
+    Found { at: u64, slot: Slot },
+    Empty { at: u64, first_removed: Option<u64> },
+    Full { first_removed: Option<u64> },
+}
+
+/// The index, locked for writing.
+pub struct Writer<'a> {
+    dir: &'a RepoDir,
+    /// Held for the writer's life (dropping it unlocks).
+    _lock: File,
+    index: Index,
+}
+
+/// What a writer found at the index's place.
+pub enum Locked<'a> {
+    Ready(Writer<'a>),
+    /// Missing or damaged: the caller builds one (from the packs, or
+    /// empty) with [`Writer::create`].
+    Absent(Absent<'a>),
+}
+
+/// The lock, held, with no usable index under it.
+pub struct Absent<'a> {
+    dir: &'a RepoDir,
+    lock: File,
+    pub why: Option<String>,
+}
+
+/// Takes the index lock in `dir`, waiting at most `wait`; `Ok(None)` when
+/// another writer kept it that long.
+pub fn lock(dir: &RepoDir, wait: Duration) -> io::Result<Option<Locked<'_>>> {
+    let lock = dir.lock_file(INDEX_LOCK)?;
+    let start = Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
+    Ok(Some(match Index::open(dir, true) {
+        Ok(index) => Locked::Ready(Writer {
+            dir,
+            _lock: lock,
+            index,
+        }),
+        Err(OpenError::Missing) => Locked::Absent(Absent {
+            dir,
+            lock,
+            why: None,
+        }),
+        Err(OpenError::Damaged(why)) => Locked::Absent(Absent {
+            dir,
+            lock,
+            why: Some(why),
+        }),
+        Err(OpenError::Io(e)) => return Err(e),
+    }))
+}
+
+impl<'a> Absent<'a> {
+    /// Writes a new index holding `entries` (later ones win for equal
+    /// keys) and returns its writer.
+    pub fn create(self, entries: &[(FragmentDigest, Location)]) -> io::Result<Writer<'a>> {
+        let slots: Vec<Slot> = entries
+            .iter()
+            .map(|(d, at)| Slot {
+                key: slot_key(d),
+                at: *at,
+            })
+            .collect();
+        write_table(self.dir, &slots, 0)?;
+        let index = Index::open(self.dir, true).map_err(|e| match e {
+            OpenError::Io(e) => e,
+            other => io::Error::other(format!("the index just written: {other:?}")),
+        })?;
+        Ok(Writer {
+            dir: self.dir,
+            _lock: self.lock,
+            index,
+        })
+    }
+}
+
+/// The number of bits of a table for `n` live slots (at most half full).
+fn bits_for(n: u64) -> u32 {
+    let mut bits = MIN_BITS;
+    while bits < MAX_BITS && (1u64 << bits) < n.saturating_mul(2) {
+        bits += 1;
+    }
+    bits
+}
+
+/// Writes a table holding `slots` (later ones win), sized for `extra` more,
+/// into a temporary file renamed over `index`.
+fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
+    let bits = bits_for(slots.len() as u64 + extra);
+    let capacity = 1u64 << bits;
+    let mask = capacity - 1;
+    let mut table = vec![0u8; (HEADER_LEN + capacity * SLOT_LEN as u64) as usize];
+    let mut live = 0;
+    for slot in slots {
+        let mut i = home(&slot.key) & mask;
+        loop {
+            let at = (HEADER_LEN as usize) + i as usize * SLOT_LEN;
+            let there = Slot::decode(&table[at..at + SLOT_LEN]);
+            if there.at.pack == EMPTY {
+                live += 1;
+            } else if there.key != slot.key {
+                i = (i + 1) & mask;
+                continue;
+            }
+            table[at..at + SLOT_LEN].copy_from_slice(&slot.encode());
+            break;
+        }
+    }
+    let header = Header {
+        bits,
+        used: live,
+        live,
+    };
+    table[..HEADER_LEN as usize].copy_from_slice(&header.encode());
+    dir.write_atomic(INDEX, &table, fsx::file_mode())?;
+    Ok(())
+}
+
+impl<'a> Writer<'a> {
+    /// Records `entries` (later ones win for equal keys); `pack_exists`
+    /// says which packs a rebuild keeps. Grows the table first when the
+    /// entries would fill it past three quarters.
+    pub fn insert(
+        &mut self,
+        entries: &[(FragmentDigest, Location)],
+        pack_exists: &mut dyn FnMut(u64) -> bool,
+    ) -> io::Result<()> {
+        let n = entries.len() as u64;
+        if (self.index.header.used + n) * 4 > self.index.header.capacity() * 3 {
+            let mut slots = self.index.live_slots()?;
+            let mut exists: HashMap<u64, bool> = HashMap::new();
+            slots.retain(|s| {
+                *exists
+                    .entry(s.at.pack)
+                    .or_insert_with(|| pack_exists(s.at.pack))
+            });
+            write_table(self.dir, &slots, n)?;
+            self.index = Index::open(self.dir, true).map_err(|e| match e {
+                OpenError::Io(e) => e,
+                other => io::Error::other(format!("the index just rebuilt: {other:?}")),
+            })?;
+        }
+        for (d, at) in entries {
+            let slot = Slot {
+                key: slot_key(d),
+                at: *at,
+            };
+            match self.index.probe(d)? {
+                Probe::Found { at, .. } => self.index.write_slot(at, &slot)?,
+                Probe::Empty { at, first_removed } => {
+                    match first_removed {
+                        Some(r) => self.index.write_slot(r, &slot)?,
+                        None => {
+                            self.index.write_slot(at, &slot)?;
+                            self.index.header.used += 1;
+                        }
+                    }
+                    self.index.header.live += 1;
+                }
+                Probe::Full {
+                    first_removed: Some(r),
+                } => {
+                    self.index.write_slot(r, &slot)?;
+                    self.index.header.live += 1;
+                }
+                Probe::Full {
+                    first_removed: None,
+                } => return Err(io::Error::other("the index is full")),
+            }
+        }
+        self.index.write_header()
+    }
+
+    /// Marks `key` removed, if its slot points into `pack` (any pack when
+    /// `None`): an evicted pack's entries, a corrupt entry. Returns whether
+    /// a slot was removed.
+    pub fn remove(&mut self, key: &FragmentDigest, pack: Option<u64>) -> io::Result<bool> {
+        if let Probe::Found { at, slot } = self.index.probe(key)? {
+            if pack.is_none_or(|p| p == slot.at.pack) {
+                let removed = Slot {
+                    key: slot.key,
+                    at: Location {
+                        pack: REMOVED,
+                        offset: 0,
+                        len: 0,
+                    },
+                };
+                self.index.write_slot(at, &removed)?;
+                self.index.header.live = self.index.header.live.saturating_sub(1);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Gives up this index (keeping the lock) to write a new one.
+    pub fn into_absent(self) -> Absent<'a> {
+        Absent {
+            dir: self.dir,
+            lock: self._lock,
+            why: None,
+        }
+    }
+
+    /// Writes the header (after [`Writer::remove`]s).
+    pub fn finish(self) -> io::Result<()> {
+        self.index.write_header()
+    }
+}
