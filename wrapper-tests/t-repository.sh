@@ -68,33 +68,11 @@ assert_eq "reverted behaviour" "$(grep -m1 '#define SQLITE_VERSION ' sqlite3.h |
   "$(./sqlite3 :memory: 'select sqlite_version();')"
 
 note "a flipped byte in a stored fragment is detected and recompiled"
-# Stored objects are compressed, so an entry is found by the store's
-# layout, not by its name: in every pack, the largest object entry gets a
-# flipped byte in the middle of its stored body (some of them are entries
-# the next compile reads; the edit's own are not).
-python3 - "$REPOCC_DIR/v1/fragments" <<'PY' || fail "no fragment to corrupt"
-import os, struct, sys
-seen, flipped = set(), 0
-for d, _, files in os.walk(sys.argv[1]):
-    for f in files:
-        p = os.path.join(d, f)
-        st = os.stat(p)
-        if st.st_ino in seen:
-            continue
-        seen.add(st.st_ino)
-        b = bytearray(open(p, "rb").read())
-        if b[:8] != b"RPCCPACK":
-            continue
-        n = struct.unpack("<I", b[12:16])[0]
-        places = [struct.unpack("<QQ", b[16 + 48 * i + 32:16 + 48 * i + 48]) for i in range(n)]
-        objects = [(ln, off) for off, ln in places if b[off + 12] == 0]
-        if objects:
-            ln, off = max(objects)
-            b[off + 80 + (ln - 80) // 2] ^= 0x20
-            open(p, "wb").write(bytes(b))
-            flipped += 1
-sys.exit(0 if flipped else 1)
-PY
+# In every pack, the largest object entry gets a flipped byte in the
+# middle of its stored body (some of them are entries the next compile
+# reads; the edit's own are not).
+flipped=$(python3 "$PROJECT_ROOT/wrapper-tests/store.py" flip "$REPOCC_DIR" 0 largest)
+[ "$flipped" -ge 1 ] || fail "no fragment to corrupt"
 "$REPOCC" --zero-stats > /dev/null
 "$REPOCC" -O2 -c sqlite3.c -o sqlite3.o 2> corrupt.err || { cat corrupt.err; fail "build with a corrupt entry"; }
 assert_contains "corruption warning" "failed verification" "$(cat corrupt.err)"

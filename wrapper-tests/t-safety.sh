@@ -1,8 +1,8 @@
 # Safety: repocc never harms what is not its own and never trusts what others
 # could have written. Each part reproduces a fault-injection finding and
-# asserts the fix: -o /dev/null and FIFO outputs, symlinked shards,
-# non-regular entries, repositories (or shards, or entries) writable or
-# owned by others, a changed repocc
+# asserts the fix: -o /dev/null and FIFO outputs, a symlinked packs
+# directory, non-regular packs and index, repositories (or packs, or the
+# index) writable or owned by others, a changed repocc
 # binary, bad input as clang handles it, per-key configuration errors,
 # honest statistics, byte-identical objects from a partly emptied
 # repository or one whose files were damaged in place, SIGKILLs during
@@ -32,7 +32,8 @@ C
 expected="hello 4 55 4"
 
 
-entries() { find "$REPOCC_DIR/v1/fragments" -type f ! -name '.tmp*' | sort; }
+STORE="$PROJECT_ROOT/wrapper-tests/store.py"
+packs() { find "$REPOCC_DIR/v1/packs" -type f ! -name '.tmp*' | sort; }
 
 # ---------------------------------------------------------------------------
 note "1. -o /dev/null and a FIFO are written in place, never replaced"
@@ -56,80 +57,68 @@ wait $reader || fail "reading the FIFO"
 assert_eq "object through the FIFO" "ELF" "$(head -c 4 from-fifo | tail -c 3)"
 
 # ---------------------------------------------------------------------------
-note "2. a symlinked shard: nothing outside the repository is deleted or written"
+note "2. a symlinked packs directory: nothing outside the repository is deleted or written"
 "$REPOCC" -O2 -c x.c -o x.o || fail "filling the repository"
 "$REPOCC" -O2 x.o -o x && assert_eq "program" "$expected" "$(./x)"
 mkdir outside
-shard=$(basename "$(dirname "$(entries | head -n 1)")")
-victim="outside/${shard}$(printf '%062d' 0)"
-echo precious > "$victim"
+victim="outside/$(basename "$(packs | head -n 1)")"
+cp "$(packs | head -n 1)" "$victim"
 touch -d '3 days ago' "$victim"
-link_shard() { rm -rf "$REPOCC_DIR/v1/fragments/$shard"; ln -s "$SCRATCH/outside" "$REPOCC_DIR/v1/fragments/$shard"; }
-link_shard
+link_packs() { rm -rf "$REPOCC_DIR/v1/packs"; ln -s "$SCRATCH/outside" "$REPOCC_DIR/v1/packs"; }
+link_packs
 "$REPOCC" --evict-older-than 1d > evict.out || fail "--evict-older-than"
 [ -f "$victim" ] || fail "--evict-older-than deleted a file outside the repository"
-link_shard
+link_packs
 set +e; "$REPOCC" --verify > verify.out; rc=$?; set -e
 [ -f "$victim" ] || fail "--verify deleted a file outside the repository"
-assert_eq "--verify exit code with a symlinked shard" 1 "$rc"
+assert_eq "--verify exit code with a symlinked packs directory" 1 "$rc"
 assert_contains "--verify report" "not a directory" "$(cat verify.out)"
-[ -L "$REPOCC_DIR/v1/fragments/$shard" ] && fail "--verify left the symlink"
-link_shard
+[ -L "$REPOCC_DIR/v1/packs" ] && fail "--verify left the symlink"
+link_packs
 "$REPOCC" --clear > /dev/null
 [ -f "$victim" ] || fail "--clear deleted a file outside the repository"
 # An evicting build (a 1-byte limit) with the link in place.
 "$REPOCC" -O2 -c x.c -o x.o
-link_shard
+link_packs
 REPOCC_MAX_SIZE=1 "$REPOCC" -O1 -c x.c -o x1.o 2> evictbuild.err || { cat evictbuild.err; fail "evicting build"; }
 [ -f "$victim" ] || fail "an evicting build deleted a file outside the repository"
 assert_eq "files outside the repository" "1" "$(ls outside | wc -l)"
 
 # ---------------------------------------------------------------------------
-note "3. FIFO, directory, device and /dev/zero entries cost a miss, never a hang"
-"$REPOCC" --clear > /dev/null
-"$REPOCC" -O2 -c x.c -o cold.o
-# Only definitions' entries (kind byte 0 or 1 at offset 12 of the entry,
-# which a pack's table locates): a warm build looks each of them up. The
-# unit's history entry is written, not read, without REPOCC_EXPLAIN, and its
-# name depends on the working directory, so planting into it would make the
-# count depend on where the test runs.
-fragment_entries() {
-  entries | python3 -c '
-import os, struct, sys
-for p in sys.stdin.read().split():
-    b = open(p, "rb").read()
-    at = 0
-    if b[:8] == b"RPCCPACK":
-        n = struct.unpack_from("<I", b, 12)[0]
-        key = bytes.fromhex(os.path.basename(p))
-        at = next(struct.unpack_from("<Q", b, 16 + 48 * i + 32)[0]
-                  for i in range(n) if b[16 + 48 * i:48 + 48 * i] == key)
-    if b[at + 12] in (0, 1):
-        print(p)
-'
+note "3. FIFO, directory, device and /dev/zero at a pack's or the index's place cost a miss, never a hang"
+# A compile's entries are one pack: each round builds cold, puts something
+# that is not a regular file where the pack (or the index) is, and builds
+# again: the object is the cold one, and --verify removes what was planted.
+plant() { # WHAT PATH
+  rm -rf "$2"
+  case $1 in
+    fifo) mkfifo "$2" ;;
+    dir) mkdir "$2"; echo x > "$2/inside" ;;
+    zero) ln -s /dev/zero "$2" ;;
+    device) if [ $is_root = 1 ]; then mknod "$2" c 1 3; else ln -s /dev/null "$2"; fi ;;
+  esac
 }
-mapfile -t es < <(fragment_entries)
-[ "${#es[@]}" -ge 5 ] || fail "only ${#es[@]} definition entries"
-plant() {
-  rm -f "${es[0]}" "${es[1]}" "${es[2]}" "${es[3]}"
-  mkfifo "${es[0]}"
-  mkdir "${es[1]}"; echo x > "${es[1]}/inside"
-  ln -s /dev/zero "${es[2]}"
-  if [ $is_root = 1 ]; then mknod "${es[3]}" c 1 3; else ln -s /dev/null "${es[3]}"; fi
-}
-plant
-before=$(stat_value corrupt_entries)
-timeout 120 "$REPOCC" -O2 -c x.c -o warm.o 2> planted.err || { cat planted.err; fail "build over planted entries (timeout: a hang)"; }
-cmp -s warm.o cold.o || fail "the object over planted entries differs from the cold one"
-got=$(delta corrupt_entries "$before")
-[ "$got" -ge 4 ] || fail "planted entries counted $got times, expected at least 4"
-"$REPOCC" --verify > verify.out || fail "--verify after the build repaired the entries: $(cat verify.out)"
-plant
-set +e; timeout 120 "$REPOCC" --verify > verify.out; rc=$?; set -e
-assert_eq "--verify exit code over planted entries" 1 "$rc"
-assert_eq "entries --verify removed" 4 "$(grep -c '^removed' verify.out)"
+for what in fifo dir zero device; do
+  for place in pack index; do
+    "$REPOCC" --clear > /dev/null
+    "$REPOCC" -O2 -c x.c -o cold.o
+    [ "$(packs | wc -l)" = 1 ] || fail "one compile wrote $(packs | wc -l) packs"
+    if [ $place = pack ]; then target=$(packs); else target="$REPOCC_DIR/v1/index"; fi
+    plant $what "$target"
+    before=$(stat_value corrupt_entries)
+    REPOCC_UNIT_CACHE=0 timeout 120 "$REPOCC" -O2 -c x.c -o warm.o 2> planted.err || { cat planted.err; fail "$what at the $place: build (timeout: a hang)"; }
+    cmp -s warm.o cold.o || fail "$what at the $place: the object differs from the cold one"
+    if [ $place = pack ]; then
+      [ "$(delta corrupt_entries "$before")" -ge 1 ] || fail "$what at the pack: not counted as corrupt"
+      plant $what "$target"
+      set +e; timeout 120 "$REPOCC" --verify > verify.out; rc=$?; set -e
+      assert_eq "$what at the pack: --verify exit code" 1 "$rc"
+      assert_eq "$what at the pack: entries --verify removed" 1 "$(grep -c '^removed' verify.out)"
+    fi
+    "$REPOCC" --verify > verify.out || fail "$what at the $place: --verify not clean after the repair: $(cat verify.out)"
+  done
+done
 [ -c /dev/zero ] || fail "/dev/zero"
-"$REPOCC" --verify > /dev/null || fail "--verify not clean after removing"
 
 # ---------------------------------------------------------------------------
 note "4. a repository others can write is not used unless shared on purpose"
@@ -161,7 +150,7 @@ case "$shown" in *"/tmp"*) fail "without HOME: $shown" ;; esac
 assert_contains "without HOME" "/.cache/repocc" "$shown"
 
 # ---------------------------------------------------------------------------
-note "4b. shards, v1 or entries that others can write or own are not used"
+note "4b. packs, v1, the index or packs that others can write or own are not used"
 "$REPOCC" -O2 -c x.c -o x.o
 cp x.o trusted-cold.o
 v1="$REPOCC_DIR/v1"
@@ -175,27 +164,30 @@ untrusted_round() { # WHAT: a rebuild (unit cache off) uses nothing, warns once
   assert_contains "$1: warning" "not used" "$err"
   assert_eq "$1: warning lines" 1 "$(wc -l < round.err)"
 }
-chmod 777 "$v1"/fragments/*/
-untrusted_round "shards writable by others"
-chmod 700 "$v1"/fragments/*/
+chmod 777 "$v1"/packs
+untrusted_round "packs writable by others"
+chmod 700 "$v1"/packs
 chmod 777 "$v1"
 untrusted_round "v1 writable by others"
 chmod 700 "$v1"
 if [ "$is_root" = 1 ]; then
-  find "$v1/fragments" -type f -exec chown nobody {} +
-  untrusted_round "entries owned by another user"
-  find "$v1/fragments" -type f -exec chown "$(id -u)" {} +
+  find "$v1/packs" -type f -exec chown nobody {} +
+  untrusted_round "packs owned by another user"
+  find "$v1/packs" -type f -exec chown "$(id -u)" {} +
+  chown nobody "$v1/index"
+  untrusted_round "an index owned by another user"
+  chown "$(id -u)" "$v1/index"
 fi
 before=$(stat_value definitions_pruned)
 REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -c x.c -o x.o 2> round.err || fail "the build after the repair"
 [ -s round.err ] && fail "a trusted repository warned: $(cat round.err)"
 [ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the repaired repository was not used"
-chmod 777 "$v1"/fragments/*/
+chmod 777 "$v1"/packs
 before=$(stat_value definitions_pruned)
 REPOCC_SHARED_DIR="$REPOCC_DIR" REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -c x.c -o x.o 2> round.err || fail "shared build"
 [ -s round.err ] && fail "a shared repository warned: $(cat round.err)"
-[ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the shared repository's shards were not used"
-chmod 700 "$v1"/fragments/*/
+[ "$(delta definitions_pruned "$before")" -ge 5 ] || fail "the shared repository's packs were not used"
+chmod 700 "$v1"/packs
 
 # ---------------------------------------------------------------------------
 note "5. a different repocc binary (one byte appended) reuses nothing"
@@ -234,10 +226,10 @@ assert_contains "warning names the key" '"jobs"' "$(cat config.err)"
 assert_contains "the other keys stay" '"123M"' "$(grep '^max_size' config.out)"
 REPOCC_MAX_SIZE=lots "$REPOCC" --show-stats --format json > maxsize.out 2> maxsize.err
 assert_contains "invalid REPOCC_MAX_SIZE" "REPOCC_MAX_SIZE" "$(cat maxsize.err)"
-n=$(entries | wc -l)
+n=$(packs | wc -l)
 set +e; "$REPOCC" --evict-older-than 99999999999999999d > /dev/null 2>&1; rc=$?; set -e
 assert_eq "huge age" 2 "$rc"
-assert_eq "entries after a refused huge age" "$n" "$(entries | wc -l)"
+assert_eq "packs after a refused huge age" "$n" "$(packs | wc -l)"
 
 # ---------------------------------------------------------------------------
 note "8. statistics: every key at 0 in a fresh repository, fallback reasons listed"
@@ -296,16 +288,7 @@ check_objects() {
 for round in 1 2 3; do
   rm -rf "$REPOCC_DIR"; cp -a ../lua-repo-full "$REPOCC_DIR"
   percent=20; [ "$round" = 3 ] && percent=50
-  removed=$(python3 - "$REPOCC_DIR" $((SEED + round)) "$percent" <<'PY'
-import os, random, sys
-random.seed(int(sys.argv[2]))
-files = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(sys.argv[1], "v1", "fragments")) for f in fs)
-gone = random.sample(files, len(files) * int(sys.argv[3]) // 100)
-for f in gone:
-    os.remove(f)
-print(f"{len(gone)} of {len(files)}")
-PY
-)
+  removed=$(python3 "$STORE" remove "$REPOCC_DIR" $((SEED + round)) "$percent")
   make clean > /dev/null
   "$REPOCC" --zero-stats > /dev/null
   lua_build "round $round"
@@ -338,17 +321,15 @@ export REPOCC_DIR="$SCRATCH/cxx-repo"
 cp -a "$REPOCC_DIR" cxx-repo-full
 for round in $(seq 1 12); do
   rm -rf "$REPOCC_DIR"; cp -a cxx-repo-full "$REPOCC_DIR"
-  mapfile -t es < <(entries)
-  for e in "${es[@]}"; do [ $((RANDOM % 10)) -lt 3 ] && rm -f "$e"; done
+  python3 "$STORE" remove "$REPOCC_DIR" "$((SEED + round))" 30 > /dev/null
   "$REPOCCXX" -O2 -c inl.cpp -o inl.o
   cmp -s inl.o inl-cold.o || fail "C++ inline statics, round $round: the object differs from the cold one"
 done
 note "   C++ inline functions with local statics: 12 rounds with 30% removed, identical"
 
 note "   any file of the repository flipped, truncated, emptied or overwritten in place, 4 rounds"
-# Not only fragment entries: packs (which several entries name by hard
-# link), stored bodies, unit cache records and manifests, histories and the
-# size ledger. Each round damages files of the repository the earlier
+# Not only packs (fragments, stored bodies, unit cache records and
+# manifests, histories): the index and the size ledger too. Each round damages files of the repository the earlier
 # rounds left, and rebuilds with the unit cache on or off: the objects are
 # the cold build's and lua runs. At -O2, not -O2 -g: with debug info, a
 # function recompiled without its callers can lose the location of an

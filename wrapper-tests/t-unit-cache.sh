@@ -170,30 +170,8 @@ cmp -s we.err wce.err || fail "-Werror diagnostics differ from clang's"
 # A corrupt unit entry is a miss, counted, and repaired.
 build -O2 -Iinc -DEXTRA=5 > /dev/null
 build -O2 -Iinc -DEXTRA=5 > /dev/null
-python3 - "$REPOCC_DIR" <<'EOF'
-import os, struct, sys
-# A unit's result and manifest are one pack with two names: the entry a
-# name stands for is found in the pack's table (key, offset, length).
-n = 0
-for root, _, files in os.walk(sys.argv[1]):
-    for f in files:
-        p = os.path.join(root, f)
-        data = bytearray(open(p, 'rb').read())
-        at, size = 0, len(data)
-        if data[:8] == b'RPCCPACK':
-            key = bytes.fromhex(f) if len(f) == 64 else None
-            count = struct.unpack_from('<I', data, 12)[0]
-            for i in range(count):
-                rec = 16 + 48 * i
-                if data[rec:rec + 32] == key:
-                    at, size = struct.unpack_from('<QQ', data, rec + 32)
-        if size >= 13 and data[at:at + 8] == b'RPCCFRAG' and data[at + 12] in (4, 5):
-            data[at + size - 1] ^= 0xff
-            open(p, 'wb').write(data)
-            n += 1
-print(f"corrupted {n} unit entries", file=sys.stderr)
-assert n >= 2
-EOF
+n=$(python3 "$PROJECT_ROOT/wrapper-tests/store.py" flip "$REPOCC_DIR" 4,5 last)
+[ "$n" -ge 2 ] || fail "only $n unit entries to corrupt"
 c=$(stat_value corrupt_entries); h=$(hits)
 assert_eq "after corruption" 15 "$(build -O2 -Iinc -DEXTRA=5)"
 [ "$(stat_value corrupt_entries)" -gt "$c" ] || fail "the corrupt entry was not counted"

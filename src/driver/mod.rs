@@ -493,9 +493,13 @@ fn execute(
     }
 
     // What the units stored is written as one pack, before the size is
-    // accounted (a failed write costs later compiles, never this one).
+    // accounted (a failed write costs later compiles, never this one: one
+    // warning, as a failed store always gave).
     if let Some((store, _)) = &file_store {
-        let _ = store.flush();
+        match store.flush() {
+            Ok(_) | Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
+            Err(e) => say!("repocc: warning: {e}; nothing stored"),
+        }
     }
 
     if let Some(repo) = repo {

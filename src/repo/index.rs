@@ -425,6 +425,11 @@ fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
         live,
     };
     table[..HEADER_LEN as usize].copy_from_slice(&header.encode());
+    // Whatever else is at the index's place (a directory, a FIFO) goes
+    // first: it is inside the repository, and a rename cannot replace it.
+    if !matches!(dir.kind_of(INDEX)?, None | Some(fsx::Kind::Regular)) {
+        dir.remove(INDEX)?;
+    }
     dir.write_atomic(INDEX, &table, fsx::file_mode())?;
     Ok(())
 }

@@ -389,38 +389,65 @@ impl Store {
         &self.root
     }
 
-    /// `v1` and `v1/packs` for reading, once they exist.
-    fn for_reading(&self) -> Option<&(RepoDir, RepoDir)> {
+    /// `v1` and `v1/packs` for reading, once they exist. Not a real
+    /// directory (a symlink, a file) reads as absent; a directory that may
+    /// not be used (another user's, writable by others) is an error.
+    fn for_reading(&self) -> std::io::Result<Option<&(RepoDir, RepoDir)>> {
         if let Some(d) = self.opened.get() {
-            return Some(d);
+            return Ok(Some(d));
         }
-        let v1 = RepoDir::open_path(&self.repo, &["v1"], false).ok()??;
-        let packs = v1.subdir(PACKS, false).ok()??;
-        Some(self.opened.get_or_init(|| (v1, packs)))
+        let absent = |e: &std::io::Error| {
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            )
+        };
+        let v1 = match RepoDir::open_path(&self.repo, &["v1"], false) {
+            Ok(Some(v1)) => v1,
+            Ok(None) => return Ok(None),
+            Err(e) if absent(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let packs = match v1.subdir(PACKS, false) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(None),
+            Err(e) if absent(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(Some(self.opened.get_or_init(|| (v1, packs))))
     }
 
     /// The index for reading: the one kept open, or (`reopen`, or none
-    /// kept) the file now at its place.
-    fn index(&self, v1: &RepoDir, reopen: bool) -> Option<Arc<Index>> {
+    /// kept) the file now at its place. A missing or damaged index is
+    /// `None` (the next write rebuilds it); one that may not be used is an
+    /// error.
+    fn index(&self, v1: &RepoDir, reopen: bool) -> std::io::Result<Option<Arc<Index>>> {
         let mut kept = self.index.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(index) = kept.as_ref() {
             if !reopen || index.is_current(v1) {
-                return Some(index.clone());
+                return Ok(Some(index.clone()));
             }
         }
-        *kept = Index::open(v1, false).ok().map(Arc::new);
-        kept.clone()
+        *kept = match Index::open(v1, false) {
+            Ok(index) => Some(Arc::new(index)),
+            Err(index::OpenError::Io(e)) => return Err(e),
+            Err(_) => None,
+        };
+        Ok(kept.clone())
     }
 
     /// Where the index says `d` is: a miss in a replaced index is asked
     /// again of the new one.
     fn locate(&self, v1: &RepoDir, d: &FragmentDigest) -> std::io::Result<Option<Location>> {
-        let Some(index) = self.index(v1, false) else {
-            return Ok(self.index(v1, true).and_then(|i| i.find(d).ok().flatten()));
+        let Some(index) = self.index(v1, false)? else {
+            return match self.index(v1, true)? {
+                Some(fresh) => fresh.find(d),
+                None => Ok(None),
+            };
         };
         match index.find(d)? {
             Some(at) => Ok(Some(at)),
-            None if !index.is_current(v1) => match self.index(v1, true) {
+            None if !index.is_current(v1) => match self.index(v1, true)? {
                 Some(fresh) => fresh.find(d),
                 None => Ok(None),
             },
@@ -495,7 +522,7 @@ impl Store {
             path: self.root.join(INDEX),
             source,
         };
-        let Some((v1, packs)) = self.for_reading() else {
+        let Some((v1, packs)) = self.for_reading().map_err(unreadable)? else {
             return Ok(Lookup::Miss);
         };
         let Some(at) = self.locate(v1, d).map_err(unreadable)? else {
@@ -530,8 +557,7 @@ impl Store {
                 return true;
             }
         }
-        self.for_reading()
-            .is_some_and(|(v1, _)| matches!(self.locate(v1, d), Ok(Some(_))))
+        matches!(self.for_reading(), Ok(Some((v1, _))) if matches!(self.locate(v1, d), Ok(Some(_))))
     }
 
     /// Stores an entry; returns the bytes it takes.
@@ -719,7 +745,7 @@ impl Store {
             };
             let (records, damage) = pack_records(p.pack, &bytes);
             if verify {
-                if let Some(c) = damage {
+                if let Some(c) = &damage {
                     report.checked += 1;
                     report.removed.push((
                         path.clone(),
@@ -731,18 +757,42 @@ impl Store {
                     continue;
                 }
             }
-            for (d, at) in records {
-                if verify {
-                    report.checked += 1;
-                    let range = at.offset as usize..(at.offset + at.len) as usize;
-                    if let Err(c) = decode(&d, &bytes[range]) {
-                        report
-                            .removed
-                            .push((path.join(d.to_hex()), format!("{c:?}")));
-                        continue;
-                    }
+            if !verify {
+                out.extend(records);
+                continue;
+            }
+            let mut good = Vec::with_capacity(records.len());
+            for (d, at) in &records {
+                report.checked += 1;
+                let range = at.offset as usize..(at.offset + at.len) as usize;
+                match decode(d, &bytes[range.clone()]) {
+                    Ok(_) => good.push((*d, bytes[range].to_vec())),
+                    Err(c) => report
+                        .removed
+                        .push((path.join(d.to_hex()), format!("{c:?}"))),
                 }
-                out.push((d, at));
+            }
+            if good.len() == records.len() && damage.is_none() {
+                out.extend(records);
+                continue;
+            }
+            // The pack written again without what was bad, under its name
+            // and time (its place in least-recently-used order).
+            let (rewritten, kept) = encode_pack(&good, p.pack);
+            let rewrote = good.is_empty()
+                || packs
+                    .write_atomic(&name, &rewritten, fsx::file_mode())
+                    .and_then(|_| {
+                        packs
+                            .open_regular(&name)
+                            .map_err(|e| std::io::Error::other(format!("{e:?}")))
+                    })
+                    .and_then(|(f, _)| f.set_modified(p.modified))
+                    .is_ok();
+            if good.is_empty() || !rewrote {
+                let _ = packs.remove(&name);
+            } else {
+                out.extend(kept);
             }
         }
         out
@@ -802,7 +852,7 @@ impl Store {
                 pending.order.retain(|k| k != d);
             }
         }
-        if self.for_reading().is_none() {
+        if !matches!(self.for_reading(), Ok(Some(_))) {
             return Ok(());
         }
         self.forget(d, None)
@@ -940,6 +990,7 @@ impl Store {
                 if v1.remove(&f.name).is_ok() {
                     let why = match f.name.as_str() {
                         OLD_FRAGMENTS => "an earlier repocc's layout".to_string(),
+                        PACKS => format!("not a directory ({:?})", f.kind),
                         n if n.starts_with(".cleared-") => "left by --clear".to_string(),
                         _ => format!("not part of the store ({:?})", f.kind),
                     };
@@ -1198,10 +1249,10 @@ impl Store {
     /// Every entry the index points at, with its pack's time: a walk of
     /// every pack (tests and tools only; nothing on a build's path).
     pub fn entries(&self) -> Vec<EntryInfo> {
-        let Some((v1, packs)) = self.for_reading() else {
+        let Ok(Some((v1, packs))) = self.for_reading() else {
             return Vec::new();
         };
-        let Some(index) = self.index(v1, true) else {
+        let Ok(Some(index)) = self.index(v1, true) else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -1274,7 +1325,7 @@ pub(crate) mod tests {
 
     /// The pack file that holds `d`, as the index says.
     fn pack_path(s: &Store, d: &FragmentDigest) -> (PathBuf, Location) {
-        let (v1, _) = s.for_reading().unwrap();
+        let (v1, _) = s.for_reading().unwrap().unwrap();
         let at = s.locate(v1, d).unwrap().unwrap();
         (s.root().join(PACKS).join(pack_name(at.pack)), at)
     }
@@ -1415,7 +1466,7 @@ pub(crate) mod tests {
         assert_eq!(r.removed.len(), 1, "{r:?}");
         // A truncated pack: entries past the end are corrupt, not errors;
         // those before the cut stay.
-        let (_, third) = pack_path(&s, &digest(3));
+        let (_, third) = pack_path(&Store::new(d.path()), &digest(3));
         let f = fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(u64::from(third.offset) + 10).unwrap();
         let s = Store::new(d.path());
