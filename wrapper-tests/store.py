@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """The tests' view of repocc's fragment store (src/repo/store.rs, index.rs):
-packs under v1/packs, found through the hash table in v1/index.
+packs of compressed blocks under v1/packs, found through the hash table in
+v1/index (a slot names the pack, the block's offset and the entry's offset
+in the decompressed block).
 
-  store.py entries REPO [KINDS]        every indexed entry: pack, offset, length, kind, key
+  store.py entries REPO [KINDS]        every indexed entry: pack, block offset, length, kind, key
   store.py remove REPO SEED PERCENT [KINDS]
                                        removes PERCENT of the indexed entries (of KINDS,
                                        e.g. 0,1) from the index, as eviction would; prints
                                        "removed of total"
-  store.py flip REPO KINDS largest|last
+  store.py flip REPO KINDS largest|all
                                        damages entries of KINDS in place: in every pack the
-                                       largest one's middle byte, or every one's last byte;
-                                       prints how many
+                                       block of the largest one, or the blocks of all of them
+                                       (a byte of the block's compressed bytes: the block's
+                                       entries read as corrupt); prints how many blocks
 
 The layout is read the way repocc reads it, so a change there breaks these
 tests loudly (a wrong header is an error, not zero entries)."""
 import os
 import random
 import struct
+import subprocess
 import sys
 
 HEADER = 32
@@ -45,14 +49,42 @@ def pack_path(repo, pack):
     return os.path.join(repo, "v1", "packs", f"{pack:016x}")
 
 
-def kind_of(repo, pack, offset):
-    try:
-        with open(pack_path(repo, pack), "rb") as f:
-            f.seek(offset + 12)
-            b = f.read(1)
-            return b[0] if b else None
-    except OSError:
+BLOCK_HEADER = 24
+BLOCK_RAW = 1 << 31
+_blocks = {}
+
+
+def block(repo, pack, offset):
+    """The decompressed block at `offset` of a pack (None if unreadable)."""
+    key = (pack, offset)
+    if key not in _blocks:
+        try:
+            with open(pack_path(repo, pack), "rb") as f:
+                f.seek(offset)
+                header = f.read(BLOCK_HEADER)
+                stored_len, raw = struct.unpack_from("<II", header)
+                stored = f.read(stored_len)
+            if raw & BLOCK_RAW:
+                _blocks[key] = stored
+            else:
+                _blocks[key] = subprocess.run(["zstd", "-q", "-d", "-c"], input=stored,
+                                              capture_output=True, check=True).stdout
+        except (OSError, struct.error, subprocess.CalledProcessError):
+            _blocks[key] = None
+    return _blocks[key]
+
+
+def entry_of(repo, pack, offset, inner):
+    b = block(repo, pack, offset)
+    if b is None or inner + 4 > len(b):
         return None
+    n = struct.unpack_from("<I", b, inner)[0]
+    return b[inner + 4:inner + 4 + n]
+
+
+def kind_of(repo, pack, offset, inner):
+    e = entry_of(repo, pack, offset, inner)
+    return e[12] if e and len(e) > 12 else None
 
 
 def kinds_arg(s):
@@ -62,10 +94,11 @@ def kinds_arg(s):
 def entries(repo, kinds):
     _, data, bits = read_index(repo)
     out = []
-    for at, key, pack, offset, length in live_slots(data, bits):
-        kind = kind_of(repo, pack, offset)
+    for at, key, pack, offset, inner in live_slots(data, bits):
+        e = entry_of(repo, pack, offset, inner)
+        kind = e[12] if e and len(e) > 12 else None
         if kinds is None or kind in kinds:
-            out.append((pack_path(repo, pack), offset, length, kind, key, at))
+            out.append((pack_path(repo, pack), offset, len(e or b""), kind, key, at))
     return out
 
 
@@ -95,9 +128,9 @@ def main():
         for path, es in sorted(by_pack.items()):
             b = bytearray(open(path, "rb").read())
             targets = [max(es, key=lambda e: e[2])] if how == "largest" else es
-            for _, offset, length, _, _, _ in targets:
-                at = offset + 80 + (length - 80) // 2 if how == "largest" else offset + length - 1
-                b[at] ^= 0x20
+            for offset in sorted({e[1] for e in targets}):
+                stored_len = struct.unpack_from("<I", b, offset)[0]
+                b[offset + BLOCK_HEADER + stored_len // 2] ^= 0x20
                 n += 1
             open(path, "r+b").write(b)
         print(n)

@@ -15,6 +15,13 @@ assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
 # (the slower ld.lld -r path, a module per fragment) is counted, never silent.
 assert_eq "composing declined" 0 "$(stat_value compose_declines)"
 assert_eq "carving declined" 0 "$(stat_value carve_declines)"
+# The store is a few files per unit, not one per definition: a pack per
+# compile, the index, and the counters' shards (issue 42).
+files=$(find "$REPOCC_DIR" -type f | wc -l)
+packs=$(find "$REPOCC_DIR/v1/packs" -type f | wc -l)
+note "the repository: $files files ($packs packs) for $units units, $(du -sb "$REPOCC_DIR" | cut -f1) bytes"
+assert_eq "one pack per compile" "$units" "$packs"
+[ "$files" -le $((3 * units)) ] || fail "$files files in the repository for $units units (at most 3 per unit): $(find "$REPOCC_DIR" -type f | sed 's|.*/||' | sort | head -n 80)"
 
 out=$(src/lua "$WT_ROOT/programs/checks.lua") || fail "checks.lua failed: $out"
 echo "$out" | tail -n 3
