@@ -40,9 +40,9 @@ def read_index(repo):
 def live_slots(data, bits):
     for i in range(1 << bits):
         at = HEADER + SLOT * i
-        pack, offset, length = struct.unpack_from("<QII", data, at + 16)
+        offset, inner, pack = struct.unpack_from("<IIQ", data, at + 16)
         if pack not in (0, REMOVED):
-            yield at, data[at:at + 16].hex(), pack, offset, length
+            yield at, data[at:at + 16].hex(), pack, offset, inner
 
 
 def pack_path(repo, pack):
@@ -114,7 +114,7 @@ def main():
         gone = random.Random(seed).sample(chosen, len(chosen) * percent // 100)
         path, data, _ = read_index(repo)
         for e in gone:
-            struct.pack_into("<QII", data, e[5] + 16, REMOVED, 0, 0)
+            struct.pack_into("<Q", data, e[5] + 24, REMOVED)
         live = struct.unpack_from("<Q", data, 24)[0]
         struct.pack_into("<Q", data, 24, live - len(gone))
         open(path, "r+b").write(data)

@@ -10,7 +10,7 @@
 //! | 4 | `bits`: the table has 2^bits slots |
 //! | 8 | slots in use (live and removed) |
 //! | 8 | live slots |
-//! | 32 × 2^bits | slots: the key's first 16 bytes, the pack (u64; 0 empty, all ones removed), the entry's offset and length in the pack (u32 each) |
+//! | 32 × 2^bits | slots: the key's first 16 bytes, the entry's block offset in the pack and its offset in the block (u32 each), the pack (u64; 0 empty, all ones removed) |
 //!
 //! A key's probe starts at the slot its digest's bytes 8..16 name and runs
 //! forward (linear probing) to the first empty slot. Keys are blake3
@@ -19,9 +19,10 @@
 //! bytes (a torn write after a power cut) reads as a corrupt entry, never
 //! as another one.
 //!
-//! Readers take no lock: a slot is written with one `pwrite` of 32 aligned
-//! bytes, after its pack was renamed into place, so a reader sees either
-//! the old slot or the new one, and the new one points at a whole pack.
+//! Readers take no lock: a slot is written after its pack was renamed into
+//! place, its pack number last (a slot with pack 0 is empty, so a reader
+//! never takes a half-written slot for a live one), and a reader that
+//! still meets a bad entry reads it once more before calling it corrupt.
 //! Writers hold `v1/index.lock` (a `flock`, released by the kernel when a
 //! writer dies, so a killed compile never stalls another), waited for at
 //! most [`LOCK_WAIT`]: a compile that cannot get it leaves its pack
@@ -142,9 +143,9 @@ impl Slot {
         Slot {
             key: b[..16].try_into().unwrap(),
             at: Location {
-                pack: u64::from_le_bytes(b[16..24].try_into().unwrap()),
-                offset: u32_at(24),
-                len: u32_at(28),
+                offset: u32_at(16),
+                len: u32_at(20),
+                pack: u64::from_le_bytes(b[24..32].try_into().unwrap()),
             },
         }
     }
@@ -152,9 +153,9 @@ impl Slot {
     fn encode(&self) -> [u8; SLOT_LEN] {
         let mut out = [0u8; SLOT_LEN];
         out[..16].copy_from_slice(&self.key);
-        out[16..24].copy_from_slice(&self.at.pack.to_le_bytes());
-        out[24..28].copy_from_slice(&self.at.offset.to_le_bytes());
-        out[28..32].copy_from_slice(&self.at.len.to_le_bytes());
+        out[16..20].copy_from_slice(&self.at.offset.to_le_bytes());
+        out[20..24].copy_from_slice(&self.at.len.to_le_bytes());
+        out[24..32].copy_from_slice(&self.at.pack.to_le_bytes());
         out
     }
 
@@ -189,6 +190,14 @@ impl Index {
                 Ok(None) => return Err(OpenError::Missing),
                 Ok(Some(kind)) => return Err(OpenError::Damaged(format!("{kind:?}"))),
                 Err(e) => return Err(OpenError::Io(e)),
+            }
+            // Checked as a read checks it first (another user's index is
+            // not written either), then opened for writing.
+            match dir.open_regular(INDEX) {
+                Ok(_) => {}
+                Err(ReadError::Io(e)) => return Err(OpenError::Io(e)),
+                Err(ReadError::Missing) => return Err(OpenError::Missing),
+                Err(other) => return Err(OpenError::Damaged(format!("{other:?}"))),
             }
             dir.lock_file(INDEX).map_err(OpenError::Io)?
         } else {
@@ -276,9 +285,18 @@ impl Index {
         })
     }
 
-    fn write_slot(&self, at: u64, slot: &Slot) -> io::Result<()> {
-        self.file
-            .write_all_at(&slot.encode(), HEADER_LEN + at * SLOT_LEN as u64)
+    /// Writes a slot so that a reader never takes a half-written one for
+    /// a live slot: its pack (what makes it live, an aligned 8 bytes) is
+    /// written last, after the key and place, and a live slot being
+    /// replaced is first marked removed.
+    fn write_slot(&self, at: u64, slot: &Slot, was_live: bool) -> io::Result<()> {
+        let start = HEADER_LEN + at * SLOT_LEN as u64;
+        let bytes = slot.encode();
+        if was_live {
+            self.file.write_all_at(&REMOVED.to_le_bytes(), start + 24)?;
+        }
+        self.file.write_all_at(&bytes[..24], start)?;
+        self.file.write_all_at(&bytes[24..], start + 24)
     }
 
     fn write_header(&self) -> io::Result<()> {
@@ -401,6 +419,11 @@ fn bits_for(n: u64) -> u32 {
 fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
     let bits = bits_for(slots.len() as u64 + extra);
     let capacity = 1u64 << bits;
+    if slots.len() as u64 + extra >= capacity {
+        return Err(io::Error::other(
+            "more entries than the largest index holds",
+        ));
+    }
     let mask = capacity - 1;
     let mut table = vec![0u8; (HEADER_LEN + capacity * SLOT_LEN as u64) as usize];
     let mut live = 0;
@@ -464,12 +487,19 @@ impl<'a> Writer<'a> {
                 at: *at,
             };
             match self.index.probe(d)? {
-                Probe::Found { at, .. } => self.index.write_slot(at, &slot)?,
+                // The entry is stored already; a second copy (a race, or a
+                // recompile after its pack went) takes the slot only when
+                // the first one's pack is gone.
+                Probe::Found { at, slot: there } => {
+                    if !pack_exists(there.at.pack) {
+                        self.index.write_slot(at, &slot, true)?;
+                    }
+                }
                 Probe::Empty { at, first_removed } => {
                     match first_removed {
-                        Some(r) => self.index.write_slot(r, &slot)?,
+                        Some(r) => self.index.write_slot(r, &slot, false)?,
                         None => {
-                            self.index.write_slot(at, &slot)?;
+                            self.index.write_slot(at, &slot, false)?;
                             self.index.header.used += 1;
                         }
                     }
@@ -478,7 +508,7 @@ impl<'a> Writer<'a> {
                 Probe::Full {
                     first_removed: Some(r),
                 } => {
-                    self.index.write_slot(r, &slot)?;
+                    self.index.write_slot(r, &slot, false)?;
                     self.index.header.live += 1;
                 }
                 Probe::Full {
@@ -495,15 +525,12 @@ impl<'a> Writer<'a> {
     pub fn remove(&mut self, key: &FragmentDigest, pack: Option<u64>) -> io::Result<bool> {
         if let Probe::Found { at, slot } = self.index.probe(key)? {
             if pack.is_none_or(|p| p == slot.at.pack) {
-                let removed = Slot {
-                    key: slot.key,
-                    at: Location {
-                        pack: REMOVED,
-                        offset: 0,
-                        len: 0,
-                    },
-                };
-                self.index.write_slot(at, &removed)?;
+                // Only the pack: the key stays, so the probes of other keys
+                // still pass the slot.
+                let pack_field = HEADER_LEN + at * SLOT_LEN as u64 + 24;
+                self.index
+                    .file
+                    .write_all_at(&REMOVED.to_le_bytes(), pack_field)?;
                 self.index.header.live = self.index.header.live.saturating_sub(1);
                 return Ok(true);
             }

@@ -677,7 +677,16 @@ impl Store {
         let Some(at) = self.locate(v1, d).map_err(unreadable)? else {
             return Ok(Lookup::Miss);
         };
-        match self.load(packs, d, at) {
+        let mut loaded = self.load(packs, d, at);
+        if let Err(LoadError::Corrupt(_)) = loaded {
+            // Read once more before calling it corrupt: a slot read while
+            // another compile rewrote it (`index`) reads right the second
+            // time; a damaged entry does not.
+            if let Ok(Some(again)) = self.locate(v1, d) {
+                loaded = self.load(packs, d, again);
+            }
+        }
+        match loaded {
             Ok(entry) => Ok(Lookup::Hit(entry)),
             Err(LoadError::Missing) => Ok(Lookup::Miss),
             Err(LoadError::Io(e)) => Err(StoreError::Unreadable {
@@ -1741,7 +1750,7 @@ pub(crate) mod tests {
         // A FIFO and a stray file among the packs, a leftover old layout.
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &s.root().join(PACKS).join("fifo"),
+            s.root().join(PACKS).join("fifo"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
