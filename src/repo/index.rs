@@ -487,14 +487,9 @@ impl<'a> Writer<'a> {
                 at: *at,
             };
             match self.index.probe(d)? {
-                // The entry is stored already; a second copy (a race, or a
-                // recompile after its pack went) takes the slot only when
-                // the first one's pack is gone.
-                Probe::Found { at, slot: there } => {
-                    if !pack_exists(there.at.pack) {
-                        self.index.write_slot(at, &slot, true)?;
-                    }
-                }
+                // The last one stored wins (the storage contract; equal
+                // keys mostly mean equal entries).
+                Probe::Found { at, .. } => self.index.write_slot(at, &slot, true)?,
                 Probe::Empty { at, first_removed } => {
                     match first_removed {
                         Some(r) => self.index.write_slot(r, &slot, false)?,
