@@ -365,20 +365,16 @@ fn execute(
     repo: Option<&Path>,
 ) -> (i32, Counters) {
     let fragments = cfg.fragments && repo.is_some();
+    let is_c = |u: &plan::UnitPlan| matches!(u.language, "c" | "cpp-output");
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
     let debug_fragments = p.debug_any
-        && cfg.debug_fragments.applies(
+        && (cfg.debug_fragments).applies(
             p.codegen.opt != plan::OptLevel::O0,
-            p.units
-                .iter()
-                .all(|u| matches!(u.language, "c" | "cpp-output")),
+            p.units.iter().all(is_c),
         );
     // Type units hold C's types (C++ fragments declare classes instead).
-    let c_units = p
-        .units
-        .iter()
-        .any(|u| matches!(u.language, "c" | "cpp-output"));
+    let c_units = p.units.iter().any(is_c);
     crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
     crate::llvm::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
@@ -492,20 +488,8 @@ fn execute(
         counters.merge(&r.stats.counters());
     }
 
-    // What the units stored is written as one pack, before the size is
-    // accounted (a failed write costs later compiles, never this one: one
-    // warning, as a failed store always gave).
     if let Some((store, _)) = &file_store {
-        match store.flush() {
-            Ok(_) | Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
-            // A part of the repository another user could write is said
-            // once per invocation: a unit that read it has said it.
-            Err(e)
-                if untrusted_cause(&e.to_string()).is_some()
-                    && (results.iter())
-                        .any(|r| String::from_utf8_lossy(&r.stderr).contains(": not used")) => {}
-            Err(e) => say!("repocc: warning: {e}; nothing stored"),
-        }
+        write_stored(store, &results);
     }
 
     if let Some(repo) = repo {
@@ -522,6 +506,22 @@ fn execute(
         }
     }
     (status, counters)
+}
+
+/// Writes what the units stored as one pack, before the size is accounted
+/// (a failed write costs later compiles, never this one: one warning, as a
+/// failed store always gave).
+fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) {
+    match store.flush() {
+        Ok(_) | Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
+        // A part of the repository another user could write is said once
+        // per invocation: a unit that read it has said it.
+        Err(e)
+            if untrusted_cause(&e.to_string()).is_some()
+                && (results.iter())
+                    .any(|r| String::from_utf8_lossy(&r.stderr).contains(": not used")) => {}
+        Err(e) => say!("repocc: warning: {e}; nothing stored"),
+    }
 }
 
 /// What this invocation stored (`copied`: what the remote tier copied
