@@ -266,10 +266,22 @@ fn encode_pack(
     let mut blocks: Vec<Vec<u8>> = Vec::new();
     let mut places = Vec::with_capacity(entries.len());
     let mut block: Vec<u8> = Vec::new();
+    // The unit cache's entries (a manifest, a result: compressed already)
+    // get blocks of their own, so that a unit cache hit decompresses none
+    // of the fragments beside them, and damage to either side stays there.
+    let unit_cache_entry = |e: &[u8]| {
+        let kind = e.get(12).copied();
+        kind == Some(EntryKind::UnitManifest.byte()) || kind == Some(EntryKind::UnitResult.byte())
+    };
+    let mut block_of_unit_cache = false;
     for (d, e) in entries {
-        if !block.is_empty() && block.len() + 4 + e.len() > BLOCK_BYTES {
+        let of_unit_cache = unit_cache_entry(e);
+        if !block.is_empty()
+            && (block.len() + 4 + e.len() > BLOCK_BYTES || of_unit_cache != block_of_unit_cache)
+        {
             blocks.push(std::mem::take(&mut block));
         }
+        block_of_unit_cache = of_unit_cache;
         places.push((*d, blocks.len(), block.len() as u32));
         block.extend_from_slice(&(e.len() as u32).to_le_bytes());
         block.extend_from_slice(e);
