@@ -393,16 +393,20 @@ impl<'a> Absent<'a> {
             })
             .collect();
         write_table(self.dir, &slots, 0)?;
-        let index = Index::open(self.dir, true).map_err(|e| match e {
-            OpenError::Io(e) => e,
-            other => io::Error::other(format!("the index just written: {other:?}")),
-        })?;
         Ok(Writer {
             dir: self.dir,
             _lock: self.lock,
-            index,
+            index: reopen(self.dir)?,
         })
     }
+}
+
+/// The index [`write_table`] just wrote, opened for writing.
+fn reopen(dir: &RepoDir) -> io::Result<Index> {
+    Index::open(dir, true).map_err(|e| match e {
+        OpenError::Io(e) => e,
+        other => io::Error::other(format!("the index just written: {other:?}")),
+    })
 }
 
 /// The number of bits of a table for `n` live slots (at most half full).
@@ -476,10 +480,7 @@ impl<'a> Writer<'a> {
                     .or_insert_with(|| pack_exists(s.at.pack))
             });
             write_table(self.dir, &slots, n)?;
-            self.index = Index::open(self.dir, true).map_err(|e| match e {
-                OpenError::Io(e) => e,
-                other => io::Error::other(format!("the index just rebuilt: {other:?}")),
-            })?;
+            self.index = reopen(self.dir)?;
         }
         for (d, at) in entries {
             let slot = Slot {

@@ -570,11 +570,9 @@ impl Store {
     /// Where the index says `d` is: a miss in a replaced index is asked
     /// again of the new one.
     fn locate(&self, v1: &RepoDir, d: &FragmentDigest) -> std::io::Result<Option<Location>> {
+        // With none kept, `index` has just tried to open one.
         let Some(index) = self.index(v1, false)? else {
-            return match self.index(v1, true)? {
-                Some(fresh) => fresh.find(d),
-                None => Ok(None),
-            };
+            return Ok(None);
         };
         match index.find(d)? {
             Some(at) => Ok(Some(at)),
