@@ -147,20 +147,19 @@ pub struct VerifyReport {
     pub removed: Vec<(PathBuf, String)>,
 }
 
-/// The entry as stored on its own (the remote tier's values): its body
-/// compressed when that makes it smaller.
+/// The entry as a pack holds it and the remote tier sends it:
+/// uncompressed, since the pack compresses its blocks of entries together
+/// (small objects share most of their bytes with their neighbours: lua's
+/// fragment objects took 2.7 times more room compressed one by one) and
+/// the remote tier compresses the whole value (compressing the body first
+/// as well cost the writer twice and saved nothing).
 pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
-    encode_with(digest, entry, true)
-}
-
-/// The entry as a pack holds it: uncompressed, since the pack compresses
-/// its blocks of entries together (small objects share most of their
-/// bytes with their neighbours: lua's fragment objects took 2.7 times
-/// more room compressed one by one).
-fn encode_plain(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     encode_with(digest, entry, false)
 }
 
+/// The encoding, with the body compressed when zstd shrinks it if
+/// `compress` (what earlier versions sent to a remote server; `decode`
+/// still reads it).
 fn encode_with(digest: &FragmentDigest, entry: &Entry, compress: bool) -> Vec<u8> {
     let mut body = Vec::with_capacity(8 + entry.metadata.len() + entry.payload.len());
     body.extend_from_slice(&(entry.metadata.len() as u64).to_le_bytes());
@@ -738,10 +737,8 @@ impl Store {
     /// A store for an invocation keeps them until [`Store::flush`]; any
     /// other writes them now, as one pack.
     pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
-        let encoded: Vec<(FragmentDigest, Vec<u8>)> = items
-            .iter()
-            .map(|(d, e)| (*d, encode_plain(d, e)))
-            .collect();
+        let encoded: Vec<(FragmentDigest, Vec<u8>)> =
+            items.iter().map(|(d, e)| (*d, encode(d, e))).collect();
         // What the entries will take: their bytes in a pack (and its
         // header) and their share of the index, counted high so that the
         // size estimate errs high.
@@ -1708,14 +1705,15 @@ pub(crate) mod tests {
         );
     }
 
-    /// A body zstd shrinks is stored compressed, reads back whole, and a
-    /// flipped bit in the frame is found by the checksum before the frame
-    /// is decompressed.
+    /// A body compressed on its own (as remote values were written before
+    /// the value's one compression) reads back whole, and a flipped bit in
+    /// the frame is found by the checksum before the frame is decompressed.
     #[test]
-    fn compressible_bodies_are_stored_compressed() {
+    fn compressed_bodies_read_back() {
         let d = digest(5);
         let object = entry(&[&[0u8; 3000][..], b"code", &[0u8; 3000]].concat());
-        let bytes = encode(&d, &object);
+        assert_eq!(encode(&d, &object)[13], 0, "written uncompressed");
+        let bytes = encode_with(&d, &object, true);
         assert!(bytes.len() < 500, "{} bytes stored", bytes.len());
         assert_eq!(bytes[13], FLAG_COMPRESSED);
         assert_eq!(decode(&d, &bytes).unwrap(), object);
@@ -1726,7 +1724,7 @@ pub(crate) mod tests {
         }
         // What zstd cannot shrink is stored as it is.
         let random = entry(&noise(1, 4000));
-        let stored = encode(&d, &random);
+        let stored = encode_with(&d, &random, true);
         assert_eq!(stored[13], 0);
         assert_eq!(decode(&d, &stored).unwrap(), random);
     }
