@@ -488,15 +488,13 @@ fn execute(
         counters.merge(&r.stats.counters());
     }
 
-    if let Some((store, _)) = &file_store {
-        write_stored(store, &results);
-    }
+    let written = (file_store.as_ref()).map_or(0, |(store, _)| write_stored(store, &results));
 
     if let Some(repo) = repo {
         let copied = tiered.as_ref().map_or(0, |t| {
             t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
         });
-        account_stored(repo, &results, copied, cfg.max_size_bytes());
+        account_stored(repo, &results, written + copied, cfg.max_size_bytes());
     }
 
     if status == 0 {
@@ -508,12 +506,13 @@ fn execute(
     (status, counters)
 }
 
-/// Writes what the units stored as one pack, before the size is accounted
-/// (a failed write costs later compiles, never this one: one warning, as a
-/// failed store always gave).
-fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) {
+/// Writes what the units stored as one pack, before the size is accounted;
+/// returns the bytes it takes (a failed write costs later compiles, never
+/// this one: one warning, as a failed store always gave).
+fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) -> u64 {
     match store.flush() {
-        Ok(_) | Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
+        Ok(bytes) => return bytes,
+        Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
         // A part of the repository another user could write is said once
         // per invocation: a unit that read it has said it.
         Err(e)
@@ -522,16 +521,18 @@ fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) {
                     .any(|r| String::from_utf8_lossy(&r.stderr).contains(": not used")) => {}
         Err(e) => say!("repocc: warning: {e}; nothing stored"),
     }
+    0
 }
 
-/// What this invocation stored (`copied`: what the remote tier copied
-/// into the local store) counts towards the size limit; passing it evicts
-/// (best effort, like the statistics: never a failed build).
-fn account_stored(repo: &Path, results: &[UnitResult], copied: u64, max_size_bytes: u64) {
+/// What this invocation stored (`written`: its pack, and what the remote
+/// tier copied into the local store; the units' own counts are of what
+/// they wrote apart from it) counts towards the size limit; passing it
+/// evicts (best effort, like the statistics: never a failed build).
+fn account_stored(repo: &Path, results: &[UnitResult], written: u64, max_size_bytes: u64) {
     let bytes_stored: u64 = (results.iter())
         .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
         .sum::<u64>()
-        + copied;
+        + written;
     let _ = size::account_and_maybe_evict(repo, bytes_stored, max_size_bytes);
 }
 

@@ -733,19 +733,13 @@ impl Store {
     }
 
     /// Stores several entries (a compile's new fragments); returns the
-    /// bytes they take. Of entries with the same key, the last is stored.
-    /// A store for an invocation keeps them until [`Store::flush`]; any
-    /// other writes them now, as one pack.
+    /// bytes written now. Of entries with the same key, the last is stored.
+    /// A store for an invocation keeps them until [`Store::flush`] (which
+    /// returns what they took: 0 here); any other writes them now, as one
+    /// pack.
     pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
         let encoded: Vec<(FragmentDigest, Vec<u8>)> =
             items.iter().map(|(d, e)| (*d, encode(d, e))).collect();
-        // What the entries will take: their bytes in a pack (and its
-        // header) and their share of the index, counted high so that the
-        // size estimate errs high.
-        let bytes = PACK_HEADER_LEN as u64
-            + (encoded.iter())
-                .map(|(_, e)| e.len() as u64 + 4 + index::BYTES_PER_ENTRY)
-                .sum::<u64>();
         match &self.pending {
             Some(pending) => {
                 let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -754,13 +748,14 @@ impl Store {
                         pending.order.push(d);
                     }
                 }
-                Ok(bytes)
+                Ok(0)
             }
-            None => self.write_packs(dedup_last(encoded)).map(|_| bytes),
+            None => self.write_packs(dedup_last(encoded)),
         }
     }
 
-    /// Writes what an invocation stored (see [`Store::for_invocation`]).
+    /// Writes what an invocation stored (see [`Store::for_invocation`]);
+    /// returns the bytes it takes.
     pub fn flush(&self) -> Result<u64, StoreError> {
         let Some(pending) = &self.pending else {
             return Ok(0);
@@ -774,7 +769,7 @@ impl Store {
     }
 
     /// Writes `entries` as packs of at most [`PACK_MAX_BYTES`] and indexes
-    /// them. A directory removed meanwhile (`--clear` beside the build) is
+    /// them; returns the bytes they take (see [`Store::write_pack`]). A directory removed meanwhile (`--clear` beside the build) is
     /// made again once; removed again, nothing is stored and nothing said.
     fn write_packs(&self, entries: Vec<(FragmentDigest, Vec<u8>)>) -> Result<u64, StoreError> {
         let mut written = 0;
@@ -823,7 +818,11 @@ impl Store {
     }
 
     /// Writes one pack into `v1/packs` (renamed into place whole) and
-    /// records its entries in the index.
+    /// records its entries in the index; returns the bytes they take: the
+    /// pack's (compressed) bytes and the entries' share of the index,
+    /// counted high (a slot of a table at least a quarter free that may
+    /// have just doubled), so that the size estimate errs high as
+    /// `size` wants, but by little.
     fn write_pack(&self, entries: &[(FragmentDigest, Vec<u8>)]) -> Result<u64, StoreError> {
         let unwritable = |path: PathBuf| move |source| StoreError::Unwritable { path, source };
         let v1 = self
@@ -842,7 +841,7 @@ impl Store {
             })
         });
         match indexed {
-            Ok(true) => Ok(bytes.len() as u64),
+            Ok(true) => Ok(bytes.len() as u64 + entries.len() as u64 * index::BYTES_PER_ENTRY),
             // Not indexed (the lock was held too long): the pack is only
             // unused bytes; it goes now rather than at eviction.
             Ok(false) => {
@@ -1570,6 +1569,39 @@ pub(crate) mod tests {
         s.put(&digest(4), &entry(b"four")).unwrap();
         drop(s);
         assert!(matches!(other.get(&digest(4)).unwrap(), Lookup::Hit(_)));
+    }
+
+    /// What an invocation stored counts as what its pack takes, compressed,
+    /// and the entries' share of the index (the size ledger adds it up):
+    /// not as the entries' own bytes, which counted twice as high.
+    #[test]
+    fn an_invocation_counts_its_pack_bytes() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::for_invocation(d.path());
+        let object = |i: u8| entry(&[&[i; 2000][..], b"code", &[0u8; 2000]].concat());
+        let mut raw = 0;
+        for i in 0..20 {
+            assert_eq!(
+                s.put(&digest(i), &object(i)).unwrap(),
+                0,
+                "counted when flushed"
+            );
+            raw += encode(&digest(i), &object(i)).len() as u64;
+        }
+        let counted = s.flush().unwrap();
+        let packs: Vec<_> = fs::read_dir(s.root().join(PACKS)).unwrap().collect();
+        assert_eq!(packs.len(), 1);
+        let pack_bytes = packs[0].as_ref().unwrap().metadata().unwrap().len();
+        assert_eq!(counted, pack_bytes + 20 * index::BYTES_PER_ENTRY);
+        assert!(pack_bytes * 4 < raw, "{pack_bytes} of {raw} bytes");
+        // A store that writes at once counts the same way.
+        let now = Store::new(d.path());
+        let counted = now.put(&digest(30), &object(30)).unwrap();
+        let newest = (fs::read_dir(s.root().join(PACKS)).unwrap())
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum::<u64>()
+            - pack_bytes;
+        assert_eq!(counted, newest + index::BYTES_PER_ENTRY);
     }
 
     /// The index grows past its first table, keeps every entry, and a
