@@ -867,11 +867,14 @@ impl Store {
         let Some(locked) = index::lock(v1, index::LOCK_WAIT)? else {
             return Ok(false);
         };
+        let mut old_layout = None;
         let mut writer = match locked {
             index::Locked::Ready(w) => w,
             index::Locked::Absent(absent) => {
                 if absent.why.is_none() {
-                    let _ = v1.remove(OLD_FRAGMENTS);
+                    // An earlier repocc's tree may hold millions of files:
+                    // renamed aside under the lock, removed after it.
+                    old_layout = Store::move_aside(v1, OLD_FRAGMENTS);
                 }
                 let entries = Store::indexable_entries(packs, false, &mut VerifyReport::default());
                 absent.create(&entries)?
@@ -879,6 +882,9 @@ impl Store {
         };
         change(&mut writer)?;
         writer.finish()?;
+        if let Some(gone) = old_layout {
+            let _ = Store::remove_retrying(v1, &gone);
+        }
         Ok(true)
     }
 
@@ -1278,13 +1284,28 @@ impl Store {
     /// one is removed on the next pass (a directory that was not empty
     /// failed `--clear` with "Directory not empty" beside builds).
     fn clear_aside(v1: &RepoDir, name: &str) -> std::io::Result<()> {
+        match Store::move_aside(v1, name) {
+            Some(gone) => Store::remove_retrying(v1, &gone),
+            None => Ok(()),
+        }
+    }
+
+    /// Renames `name` of `v1` out of the builds' way; the name to remove
+    /// (`name` itself if it could not be renamed), `None` if it is not
+    /// there.
+    fn move_aside(v1: &RepoDir, name: &str) -> Option<String> {
         let aside = format!(".cleared-{}", std::process::id());
-        let gone = match v1.rename(name, &aside) {
-            Ok(()) => aside.as_str(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        match v1.rename(name, &aside) {
+            Ok(()) => Some(aside),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             // Not renamable (a file in the way of `aside`...): in place.
-            Err(_) => name,
-        };
+            Err(_) => Some(name.to_string()),
+        }
+    }
+
+    /// Removes `gone` of `v1`, again while builds that still had it open
+    /// add to it (at most 20 passes).
+    fn remove_retrying(v1: &RepoDir, gone: &str) -> std::io::Result<()> {
         let mut passes = 0;
         loop {
             match v1.remove(gone) {
@@ -1569,6 +1590,28 @@ pub(crate) mod tests {
         s.put(&digest(4), &entry(b"four")).unwrap();
         drop(s);
         assert!(matches!(other.get(&digest(4)).unwrap(), Lookup::Hit(_)));
+    }
+
+    /// The first write after an upgrade removes an earlier repocc's
+    /// fragment tree (renamed aside while the index is made, removed after
+    /// the index lock is released) and leaves nothing aside.
+    #[test]
+    fn the_first_write_removes_the_old_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        let old = s.root().join(OLD_FRAGMENTS);
+        for shard in ["ab", "cd"] {
+            fs::create_dir_all(old.join(shard)).unwrap();
+            fs::write(old.join(shard).join("entry"), b"old").unwrap();
+        }
+        s.put(&digest(1), &entry(b"new")).unwrap();
+        assert!(!old.exists());
+        let names: Vec<String> = (fs::read_dir(s.root()).unwrap())
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(names.is_empty(), "{names:?}");
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Hit(_)));
     }
 
     /// What an invocation stored counts as what its pack takes, compressed,
