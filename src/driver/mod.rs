@@ -271,8 +271,6 @@ struct UnitResult {
     /// remembered.
     clang_unit_reused: bool,
     frontend_error: bool,
-    /// Bytes this unit wrote to the repository outside the pipeline.
-    bytes_stored: u64,
     /// A unit with debug info that clang compiled (no repository use).
     debug_whole: bool,
     /// What the unit cache did for the unit.
@@ -309,7 +307,6 @@ impl UnitResult {
             fallback: None,
             clang_unit_reused: false,
             frontend_error,
-            bytes_stored: 0,
             debug_whole: false,
             unit_cache: UnitCacheUse::Off,
             headers_listed: false,
@@ -491,10 +488,8 @@ fn execute(
     let written = (file_store.as_ref()).map_or(0, |(store, _)| write_stored(store, &results));
 
     if let Some(repo) = repo {
-        let copied = tiered.as_ref().map_or(0, |t| {
-            t.copied_bytes.load(std::sync::atomic::Ordering::Relaxed)
-        });
-        account_stored(repo, &results, written + copied, cfg.max_size_bytes());
+        // Best effort, like the statistics: never a failed build.
+        let _ = size::account_and_maybe_evict(repo, written, cfg.max_size_bytes());
     }
 
     if status == 0 {
@@ -506,9 +501,11 @@ fn execute(
     (status, counters)
 }
 
-/// Writes what the units stored as one pack, before the size is accounted;
-/// returns the bytes it takes (a failed write costs later compiles, never
-/// this one: one warning, as a failed store always gave).
+/// Writes what the units stored (and what the remote tier copied into the
+/// local store) as one pack, before the size is accounted; returns the
+/// bytes it takes, all that this invocation adds to the repository (a
+/// failed write costs later compiles, never this one: one warning, as a
+/// failed store always gave).
 fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) -> u64 {
     match store.flush() {
         Ok(bytes) => return bytes,
@@ -522,18 +519,6 @@ fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) -> u6
         Err(e) => say!("repocc: warning: {e}; nothing stored"),
     }
     0
-}
-
-/// What this invocation stored (`written`: its pack, and what the remote
-/// tier copied into the local store; the units' own counts are of what
-/// they wrote apart from it) counts towards the size limit; passing it
-/// evicts (best effort, like the statistics: never a failed build).
-fn account_stored(repo: &Path, results: &[UnitResult], written: u64, max_size_bytes: u64) {
-    let bytes_stored: u64 = (results.iter())
-        .map(|r| r.bytes_stored + r.report.as_ref().map_or(0, |rep| rep.bytes_stored))
-        .sum::<u64>()
-        + written;
-    let _ = size::account_and_maybe_evict(repo, bytes_stored, max_size_bytes);
 }
 
 /// Every unit compiled by `compile_one`: on `jobs` threads where there are
@@ -866,9 +851,8 @@ fn compile_unit_cached(
             compile_ms,
             preprocessed_key,
         );
-        match recorded_result {
-            Ok(bytes) => r.bytes_stored += bytes,
-            Err(why) => not_recorded = Some(format!("{}: {why}", unit.source)),
+        if let Err(why) = recorded_result {
+            not_recorded = Some(format!("{}: {why}", unit.source));
         }
         if cx.timings {
             r.notes += &format!(
@@ -912,9 +896,8 @@ fn preprocessor_mode(
     recorded.headers_listed = true;
     if let Some(hit) = hit {
         if uc.write_hit(prepared, recorded.output, &hit).is_ok() {
-            let stored = uc
-                .record_preprocessed_hit(prepared, recorded, header_list, &key)
-                .unwrap_or(0);
+            // Best effort: a hit not recorded is looked up the longer way.
+            let _ = uc.record_preprocessed_hit(prepared, recorded, header_list, &key);
             let mut notes = String::new();
             if cx.options.explain {
                 notes = format!(
@@ -924,7 +907,6 @@ fn preprocessor_mode(
             }
             return Err(Box::new(UnitResult {
                 unit_cache: UnitCacheUse::Hit(hit.compile_ms),
-                bytes_stored: stored,
                 notes,
                 ..UnitResult::failed(0, hit.stderr, false)
             }));
@@ -1206,7 +1188,6 @@ impl Fallback<'_> {
             stderr.extend_from_slice(line.as_bytes());
             Reason::new(Category::PipelineError, format!("{}: {e:#}", unit.source))
         };
-        let mut bytes_stored = 0;
         // The key of a unit without a hint comes from the frontend run once
         // more (before clang's compile, whose dependency file is then the
         // one left), and the unit gets its hint.
@@ -1222,14 +1203,9 @@ impl Fallback<'_> {
         let status = match plain_compile(clang.path(), unit, cx, !backend, self.header_list) {
             Ok((status, text, _)) => {
                 if let (Some(key), Some((r, hint)), 0) = (key_now, self.hint, status) {
-                    bytes_stored = pipeline::clang_units::remember(
-                        r.storage,
-                        &key,
-                        &unit.output,
-                        text.is_empty(),
-                    );
+                    pipeline::clang_units::remember(r.storage, &key, &unit.output, text.is_empty());
                     if self.clang_unit.is_none() {
-                        bytes_stored += pipeline::clang_units::remember_hint(r.storage, &hint);
+                        pipeline::clang_units::remember_hint(r.storage, &hint);
                     }
                 }
                 stderr.extend_from_slice(&text);
@@ -1242,7 +1218,6 @@ impl Fallback<'_> {
         };
         UnitResult {
             fallback: Some(reason),
-            bytes_stored,
             ..UnitResult::failed(status, stderr, false)
         }
     }

@@ -119,8 +119,6 @@ pub struct UnitReport {
     /// Function bodies the optimizer took from the repository as an
     /// earlier compile's inliner left them (see `bodies`).
     pub bodies_reused: u64,
-    /// Bytes written to the repository (for the size accounting).
-    pub bytes_stored: u64,
     pub corrupt_entries: u64,
     /// Why `obj::combine` declined to compose (or localize) this unit's
     /// object, when it did: `ld.lld -r` and `llvm-objcopy` did it instead.
@@ -554,7 +552,7 @@ impl Stages<'_, '_> {
                 .explain
                 .extend((shared.iter()).map(|n| format!("reused {n}: stored by another unit")));
         }
-        report.bytes_stored += explain::record(self.store, &history, digests);
+        explain::record(self.store, &history, digests);
     }
 
     /// The object at `output`, from the new fragments and the stored ones
@@ -658,10 +656,7 @@ impl Stages<'_, '_> {
             new_entries.extend(bodies::entries(snapshot));
         }
         match self.store.put_many(&new_entries) {
-            Ok(bytes) => {
-                report.fragments_stored += fragments_new;
-                report.bytes_stored += bytes;
-            }
+            Ok(_) => report.fragments_stored += fragments_new,
             // Cleared while written: what a clear beside the build wants.
             Err(crate::repo::storage::StoreError::RemovedMeanwhile { .. }) => {}
             Err(err) => report.warnings.push(format!("{err}; fragments not stored")),

@@ -255,7 +255,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     })
 }
 
-/// One pack holding `entries` (each encoded by [`encode_plain`]), with
+/// One pack holding `entries` (each encoded by [`encode`]), with
 /// where each one is in it: its block's offset in the file and its own
 /// offset in the block (see the module comment).
 fn encode_pack(
@@ -769,8 +769,9 @@ impl Store {
     }
 
     /// Writes `entries` as packs of at most [`PACK_MAX_BYTES`] and indexes
-    /// them; returns the bytes they take (see [`Store::write_pack`]). A directory removed meanwhile (`--clear` beside the build) is
-    /// made again once; removed again, nothing is stored and nothing said.
+    /// them; returns the bytes they take (see [`Store::write_pack`]). A
+    /// directory removed meanwhile (`--clear` beside the build) is made
+    /// again once; removed again, nothing is stored and nothing said.
     fn write_packs(&self, entries: Vec<(FragmentDigest, Vec<u8>)>) -> Result<u64, StoreError> {
         let mut written = 0;
         let mut pack: Vec<(FragmentDigest, Vec<u8>)> = Vec::new();

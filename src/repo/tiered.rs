@@ -10,7 +10,6 @@
 //! own memory policy evicts there).
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use super::remote::Remote;
@@ -22,8 +21,6 @@ pub struct Tiered<'a> {
     pub remote: &'a Remote,
     /// Keys the remote was asked for and did not have (not asked again).
     absent: Mutex<HashSet<FragmentDigest>>,
-    /// Bytes of remote hits written to the local store.
-    pub copied_bytes: AtomicU64,
 }
 
 impl<'a> Tiered<'a> {
@@ -32,7 +29,6 @@ impl<'a> Tiered<'a> {
             local,
             remote,
             absent: Mutex::new(HashSet::new()),
-            copied_bytes: AtomicU64::new(0),
         }
     }
 
@@ -56,9 +52,7 @@ impl<'a> Tiered<'a> {
         drop(absent);
         if !hits.is_empty() {
             // A failed copy costs a remote read next time, nothing else.
-            if let Ok(n) = self.local.put_many(&hits) {
-                self.copied_bytes.fetch_add(n, Ordering::Relaxed);
-            }
+            let _ = self.local.put_many(&hits);
         }
         found
     }
