@@ -727,7 +727,7 @@ impl Store {
         matches!(self.for_reading(), Ok(Some((v1, _))) if matches!(self.locate(v1, d), Ok(Some(_))))
     }
 
-    /// Stores an entry; returns the bytes it takes.
+    /// Stores an entry; returns the bytes written now (see [`Store::put_many`]).
     pub fn put(&self, d: &FragmentDigest, entry: &Entry) -> Result<u64, StoreError> {
         self.put_many(std::slice::from_ref(&(*d, entry.clone())))
     }
