@@ -509,10 +509,10 @@ impl<'a> Canonicalizer<'a> {
         let texts = component_texts(&members);
         for (m, h) in members.iter().zip(&texts) {
             let (lineless_mode, id) = m.key;
+            // A stub entered from outside has the same text in either mode.
             if lineless_mode || m.stub_entered {
                 self.md_memo_lineless.insert(id, h.clone());
             }
-            // A stub entered from outside has the same text in either mode.
             if !lineless_mode {
                 if dependent {
                     self.md_memo_own.insert(id, h.clone());
