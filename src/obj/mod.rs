@@ -33,6 +33,7 @@ pub mod combine;
 pub mod debug_compose;
 pub mod debug_lines;
 pub mod debug_units;
+pub mod debug_widen;
 pub mod dwarf;
 pub mod elf;
 mod leb128;

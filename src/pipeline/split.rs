@@ -368,7 +368,8 @@ fn extract<'a, 'ctx>(
 
 impl Fragment {
     /// A fragment compiled one module each: its object with the file
-    /// symbol unnamed, unless it is the glue.
+    /// symbol unnamed and its string indices widened, unless it is the
+    /// glue.
     fn compiled(
         members: &[String],
         glue: bool,
@@ -378,6 +379,9 @@ impl Fragment {
     ) -> Fragment {
         if !glue {
             crate::obj::elf::unname_file_symbols(&mut object);
+            // One byte more per string index, so that all the fragments
+            // of an object share one string offsets table.
+            crate::obj::debug_widen::widen_string_indices(&mut object);
         }
         Fragment {
             members: members.to_vec(),
