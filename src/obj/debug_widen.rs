@@ -105,8 +105,8 @@ fn widened(object: &[u8]) -> Option<Vec<u8>> {
         };
         let mut out = moved.widen(section);
         for &(unit, end) in &units {
-            let at = moved.new(unit);
-            let length = u32::try_from(moved.new(end) - at - 4).ok()?;
+            let at = moved.moved(unit);
+            let length = u32::try_from(moved.moved(end) - at - 4).ok()?;
             out[at..at + 4].copy_from_slice(&length.to_le_bytes());
             match *section.get(unit + 6)? {
                 2 => {
@@ -122,13 +122,13 @@ fn widened(object: &[u8]) -> Option<Vec<u8>> {
         for &(unit, at, size, f) in &found.refs {
             let value = form_value(f, section.get(at..at + size)?)?;
             let nv = moved.relative(unit, value)?;
-            write_in_place(&mut out[moved.new(at)..], f, size, nv)?;
+            write_in_place(&mut out[moved.moved(at)..], f, size, nv)?;
         }
         for (unit, range) in &found.expressions {
             for (at, size) in expression_refs(section.get(range.clone())?, range.start)? {
                 let value = read_uleb(section.get(at..at + size)?)?.0;
                 let nv = moved.relative(*unit, value)?;
-                write_in_place(&mut out[moved.new(at)..], form::UDATA, size, nv)?;
+                write_in_place(&mut out[moved.moved(at)..], form::UDATA, size, nv)?;
             }
         }
         if compile_units.len() > 1 {
@@ -142,7 +142,7 @@ fn widened(object: &[u8]) -> Option<Vec<u8>> {
                 if at >= section.len() {
                     return None;
                 }
-                let new = moved.new(at) as u64;
+                let new = moved.moved(at) as u64;
                 bytes[k * 24..k * 24 + 8].copy_from_slice(&new.to_le_bytes());
             }
             replaced.insert(r, bytes);
@@ -255,14 +255,14 @@ struct Moved {
 
 impl Moved {
     /// The new offset of old offset `at`.
-    fn new(&self, at: usize) -> usize {
+    fn moved(&self, at: usize) -> usize {
         at + self.expansions.partition_point(|&q| q < at)
     }
 
     /// A unit-relative value `v` of the unit at `unit`, moved.
     fn relative(&self, unit: usize, v: u64) -> Option<u64> {
         let target = unit.checked_add(usize::try_from(v).ok()?)?;
-        Some((self.new(target) - self.new(unit)) as u64)
+        Some((self.moved(target) - self.moved(unit)) as u64)
     }
 
     /// The section with a zero byte after each one-byte index (its value's
@@ -395,13 +395,13 @@ fn rewrite_location_lists(b: &[u8], moved: impl Fn(u64) -> Option<u64>) -> Optio
             at += 1;
             // (ULEB128s, fixed bytes, a location)
             let (lebs, fixed, location) = match entry {
-                0 => (0, 0, false),        // end_of_list
-                1 => (1, 0, false),        // base_addressx
-                2 | 3 | 4 => (2, 0, true), // startx_endx, startx_length, offset_pair
-                5 => (0, 0, true),         // default_location
-                6 => (0, 8, false),        // base_address
-                7 => (0, 16, true),        // start_end
-                8 => (1, 8, true),         // start_length
+                0 => (0, 0, false),    // end_of_list
+                1 => (1, 0, false),    // base_addressx
+                2..=4 => (2, 0, true), // startx_endx, startx_length, offset_pair
+                5 => (0, 0, true),     // default_location
+                6 => (0, 8, false),    // base_address
+                7 => (0, 16, true),    // start_end
+                8 => (1, 8, true),     // start_length
                 _ => return None,
             };
             at += fixed;
