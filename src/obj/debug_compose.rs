@@ -105,7 +105,9 @@ impl UsedStrings {
 /// strings join the current table while all its indices fit (a `strx1`
 /// index names one of the first 256), and a new table starts where they
 /// would not. Objects next to each other (a unit's definitions in source
-/// order) name many of the same strings.
+/// order) name many of the same strings. A fragment's indices are two
+/// bytes wide (`debug_widen`), so its object joins any table of fewer
+/// than 65,536 strings: one table serves a unit's fragments.
 pub(super) struct StringTables {
     tables: Vec<StringTable>,
     /// Each object's table, by the object's position.

@@ -10,6 +10,7 @@
 //! - [`carve`]: one object compiled for many fragments cut into one object
 //!   per fragment.
 //! - [`dwarf`]: reading DWARF units, abbreviations and forms;
+//!   [`debug_widen`]: a fragment's one-byte string indices made two;
 //!   [`debug_lines`]: moving a fragment's relative lines into place.
 //!
 //! Imports point down only: `elf` ← `dwarf`, `unwind` ← the DWARF stages ←
