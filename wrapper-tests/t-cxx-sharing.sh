@@ -11,6 +11,8 @@
 # the glue defines them, so what else a unit uses of a class changes no
 # fragment.
 # With -g, a unit compiled in another directory shares as much.
+# - a shared inline function's string literal stays what it is in a unit
+#   with an address-significant array of the same bytes;
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
@@ -103,6 +105,39 @@ for O in -O0 -O2 "-O2 -g" "-O0 -g"; do
   REPOCC_DIR="$SCRATCH/append-cold$O" "$REPOCCXX" -std=c++17 $O -c grow.cpp -o grow.cold.o
   cmp grow.o grow.cold.o || fail "$O: the object after the append differs from a cold compile's"
 done
+
+note "-O2: a shared inline function's string literal, and another unit's static array of the same bytes"
+# ConstantMerge folds an array whose address matters into a literal of the
+# same bytes; the literal then leaves the mergeable strings. The literal is
+# a fragment of its own that the first unit stored: the second unit's
+# object must not depend on which unit stored it.
+cat > literal.h <<'CPP'
+#include <string>
+inline std::string labelled(const std::string &a) { return a + ": " + a; }
+CPP
+printf '#include "literal.h"\nstd::string x(const std::string &v) { return labelled(v); }\n' > literal-x.cpp
+cat > literal-y.cpp <<'CPP'
+#include "literal.h"
+const char *separator() { static const char sep[] = ": "; return sep; }
+std::string y(const std::string &v) { return labelled(v); }
+CPP
+cat > literal-main.cpp <<'CPP'
+#include <cstdio>
+#include <string>
+std::string x(const std::string &v);
+std::string y(const std::string &v);
+const char *separator();
+int main() { std::printf("%s|%s|%s\n", x("a").c_str(), separator(), y("b").c_str()); return 0; }
+CPP
+export REPOCC_DIR="$SCRATCH/literal"
+"$REPOCCXX" -std=c++17 -O2 -c literal-x.cpp -o literal-x.o
+"$REPOCC" --zero-stats > /dev/null
+"$REPOCCXX" -std=c++17 -O2 -c literal-y.cpp -o literal-y.o
+[ "$(stat_value definitions_shared)" -gt 0 ] || fail "literal-y.cpp reused nothing literal-x.cpp stored"
+REPOCC_DIR="$SCRATCH/literal-cold" "$REPOCCXX" -std=c++17 -O2 -c literal-y.cpp -o literal-y.cold.o
+cmp literal-y.o literal-y.cold.o || fail "literal-y.o built after literal-x.cpp differs from its cold object"
+"$REPOCCXX" literal-main.cpp literal-x.o literal-y.o -o literal-prog
+assert_eq "literal program" "a: a|: |b: b" "$(./literal-prog)"
 
 note "gdb: a program sharing a header's templates between its units, -O0 -g through the repository, against clang-19's"
 cp "$P"/shelf.h "$P"/shelf-labels.cpp "$P"/shelf-main.cpp "$P"/shelf.gdb .

@@ -72,6 +72,9 @@ pub fn run(
         call_graph_profile: 1,
         merge_functions: 0,
     };
+    // A content-named constant is a fragment other units share: no
+    // constant of this unit may change it (see the function's comment).
+    llvm::mark_content_named_constants(&unit.module);
     let mut dropped = Ok(());
     let mut outcome = Optimized::default();
     let mut replaced = HashSet::new();
@@ -102,6 +105,7 @@ pub fn run(
     .map_err(|e| anyhow!("optimizing {}: {e}", unit.source_name))
     .and(dropped)
     .and_then(|()| relative_lookup_tables(unit));
+    llvm::unmark_content_named_constants(&unit.module);
     if let Some(c) = unit.module.get_global(HIDDEN_CTORS) {
         c.set_linkage(Linkage::Appending);
         c.set_name(CTORS);

@@ -373,3 +373,39 @@ pub fn externalize_local_aliases(module: &inkwell::module::Module) -> Vec<String
     }
     names
 }
+
+/// The metadata kind that keeps LLVM's ConstantMerge away from a global:
+/// it skips every global with metadata other than `!dbg`.
+const UNMERGED: &str = "repocc.unmerged";
+
+/// Marks the constants named by their content (`.rc.…`, see `canonical`),
+/// so that ConstantMerge neither merges one away nor merges another
+/// constant of the same bytes into it. Merged with a constant whose
+/// address is significant (a function's `static const char sep[] = ": "`),
+/// such a constant loses `unnamed_addr` and moves from a mergeable string
+/// section to `.rodata`: it is a fragment of its own, shared by units that
+/// have no such twin, so its bytes must not depend on the rest of the unit.
+/// Returns how many were marked; [`unmark_content_named_constants`] undoes it.
+pub fn mark_content_named_constants(module: &inkwell::module::Module) -> usize {
+    let context = module.get_context();
+    let kind = context.get_kind_id(UNMERGED);
+    let mut marked = 0;
+    for g in module.get_globals() {
+        if !g.is_declaration() && g.get_name().to_bytes().starts_with(b".rc.") {
+            g.set_metadata(context.metadata_node(&[]), kind);
+            marked += 1;
+        }
+    }
+    marked
+}
+
+/// Removes what [`mark_content_named_constants`] added.
+pub fn unmark_content_named_constants(module: &inkwell::module::Module) {
+    use inkwell::values::AsValueRef;
+    let kind = module.get_context().get_kind_id(UNMERGED);
+    for g in module.get_globals() {
+        // SAFETY: `g` is a live global of the module; erasing a metadata
+        // attachment it may not have is a no-op.
+        unsafe { llvm_sys::core::LLVMGlobalEraseMetadata(g.as_value_ref(), kind) };
+    }
+}
