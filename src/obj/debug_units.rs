@@ -21,7 +21,10 @@
 //!   tables one after another (the lists' offsets recomputed, the address
 //!   indices in them moved up), and the indices DIEs hold
 //!   (`DW_FORM_addrx*`, `DW_OP_addrx`, `DW_OP_constx`, `DW_FORM_loclistx`,
-//!   `DW_FORM_rnglistx`) moved up in place;
+//!   `DW_FORM_rnglistx`) moved up in place; the base types that typed
+//!   expressions name (`DW_OP_convert` and the like, in DIEs and location
+//!   lists: offsets in the unit, which LLVM pads to four bytes) move with
+//!   their member;
 //! - `.debug_line`: the first member's line table with the directories and
 //!   files of the others appended, then every member's line program, its
 //!   `DW_LNS_set_file` operands (and the default file each sequence starts
@@ -29,9 +32,9 @@
 //!
 //! Values rewritten inside DIEs keep their size, so that no DIE moves
 //! (a ULEB128 is padded to its length): a run ends where an index would
-//! outgrow its field. A unit with anything else (references across units
-//! or to a base type from an expression, an expression operation or list
-//! entry not listed here, an indirect form) stays as it is, and the whole
+//! outgrow its field. A unit with anything else (references across units,
+//! an expression operation or list entry not listed here, a base type
+//! named in fewer than four bytes, an indirect form) stays as it is, and the whole
 //! object does if a relocation points into a table that would go away.
 //! Type units are not touched; they name the line table of the unit they
 //! came with, which keeps its place and its file numbers.
@@ -296,6 +299,8 @@ struct Unit {
     /// Its code: (section symbol, start, end).
     code: Option<(Option<SymRef>, i64, i64)>,
     refs: Vec<usize>,
+    /// The base types its children's expressions name.
+    type_refs: Vec<Field>,
     /// Per kind: the indices its children hold.
     uses: [Vec<Field>; 3],
     file_uses: Vec<Field>,
@@ -440,8 +445,11 @@ fn merged_sections(
         sections: Vec::new(),
         moved: HashMap::new(),
     };
-    let run_bases = out.indexed_tables(debug, &units, &runs, &roles)?;
     let ranges_roots = out.ranges_roots(&read, &units, &runs, &abbrev_tables, sections)?;
+    let starts: Vec<Vec<u64>> = (runs.iter().zip(&ranges_roots))
+        .map(|(run, root)| children_starts(run, &units, root.as_ref()))
+        .collect::<Option<_>>()?;
+    let run_bases = out.indexed_tables(debug, &units, &runs, &roles, &starts)?;
     out.line_tables(&read, &runs, &roles)?;
     let mut new_info = New::default();
     for (u, unit) in units.iter().enumerate() {
@@ -454,7 +462,10 @@ fn merged_sections(
                     &runs[r],
                     &run_bases[r],
                     head_line,
-                    ranges_roots[r].as_ref(),
+                    Layout {
+                        ranges_root: ranges_roots[r].as_ref(),
+                        starts: &starts[r],
+                    },
                     &mut new_info,
                 )?;
             }
@@ -625,6 +636,7 @@ impl Merged {
         units: &[Unit],
         runs: &[Run],
         roles: &Roles,
+        starts: &[Vec<u64>],
     ) -> Option<Vec<[Option<i64>; 3]>> {
         let mut run_bases: Vec<[Option<i64>; 3]> = vec![[None; 3]; runs.len()];
         for kind in KINDS {
@@ -635,7 +647,7 @@ impl Merged {
                     Some(&(_, false)) => continue,
                     Some(&(r, true)) => {
                         run_bases[r][kind as usize] = Some(contribution.base as i64);
-                        merged_table(debug, t, &runs[r], units, &mut out)?
+                        merged_table(debug, t, &runs[r], units, &starts[r], &mut out)?
                     }
                     None => {
                         let start = out.copy(&t.old, contribution.start..contribution.end)?;
@@ -1061,6 +1073,7 @@ fn merged_table(
     t: &Indexed,
     run: &Run,
     units: &[Unit],
+    starts: &[u64],
     out: &mut New,
 ) -> Option<usize> {
     let kind = t.kind;
@@ -1087,9 +1100,15 @@ fn merged_table(
             let Some(c) = of(m) else { continue };
             let addr_offset = run.offsets[Kind::Addr as usize][i];
             let lists = c.base + 4 * usize::try_from(c.count).ok()?..c.end;
+            let unit = &units[m];
             let moved = Moved {
                 addr_offset,
-                unit_base: units[m].low_pc.map(|f| f.value + addr_offset),
+                unit_base: unit.low_pc.map(|f| f.value + addr_offset),
+                children: Some((
+                    (unit.children.start - unit.start) as u64,
+                    (unit.children.end - unit.start) as u64,
+                    starts[i],
+                )),
             };
             let placed = rewrite_lists(&t.old, kind, lists, c.base, &moved, out, base)?;
             for j in 0..c.count {
@@ -1197,6 +1216,23 @@ fn new_range_table(run: &Run, out: &mut New) -> Option<usize> {
 struct Moved {
     addr_offset: u64,
     unit_base: Option<u64>,
+    /// Where the unit's children were and are: (old start, old end, new
+    /// start), offsets in the unit, for the base types expressions name;
+    /// `None`: they stay.
+    children: Option<(u64, u64, u64)>,
+}
+
+impl Moved {
+    /// The new offset of a base type at `v` in the unit (0, the generic
+    /// type, stays).
+    fn base_type(&self, v: u64) -> Option<u64> {
+        match self.children {
+            Some((old_first, old_end, new_first)) if v != 0 => (old_first..old_end)
+                .contains(&v)
+                .then(|| v - old_first + new_first),
+            _ => Some(v),
+        }
+    }
 }
 
 /// Appends the lists in `lists` (of a contribution whose offsets start at
@@ -1277,9 +1313,24 @@ fn rewrite_lists(
             at = e.end;
             let mut expression = New::default();
             let mut from = e.start;
-            for f in expression_indices(b.get(e.clone())?, e.start)? {
+            let found = expression_indices(b.get(e.clone())?, e.start)?;
+            let mut fields: Vec<(Field, bool)> = (found.indices.into_iter().map(|f| (f, false)))
+                .chain(found.types.into_iter().map(|f| (f, true)))
+                .collect();
+            fields.sort_unstable_by_key(|(f, _)| f.at);
+            for (f, base_type) in fields {
                 expression.copy(old, from..f.at)?;
-                write_uleb(&mut expression.data, f.value + addr_offset);
+                if base_type {
+                    // Padded as LLVM writes it (four bytes), so that it
+                    // fits any place in a merged unit.
+                    let v = moved.base_type(f.value)?;
+                    if f.size < 4 || !fits(v, f.size, true) {
+                        return None;
+                    }
+                    expression.data.extend_from_slice(&uleb_padded(v, f.size));
+                } else {
+                    write_uleb(&mut expression.data, f.value + addr_offset);
+                }
                 from = f.at + f.size;
             }
             expression.copy(old, from..e.end)?;
@@ -1293,6 +1344,44 @@ fn rewrite_lists(
     Some(placed)
 }
 
+/// How a run's merged unit is laid out: its root, if it lists the run's
+/// ranges, and where each member's children start (`children_starts`).
+struct Layout<'a> {
+    ranges_root: Option<&'a RangesRoot>,
+    starts: &'a [u64],
+}
+
+/// Where each member's children start in the merged unit of `run` (see
+/// `merged_unit`): after the header and the root, one after another.
+fn children_starts(run: &Run, units: &[Unit], root: Option<&RangesRoot>) -> Option<Vec<u64>> {
+    let d = &units[run.donor?];
+    let uleb_size = |v: u64| {
+        let mut b = Vec::new();
+        write_uleb(&mut b, v);
+        b.len()
+    };
+    let root_size = match root {
+        None => d.root_end - d.root_at,
+        Some(rr) => {
+            let attributes: usize = (d.root_attrs.iter())
+                .map(|&(name, _, _, _, size)| match name {
+                    DW_AT_LOW_PC => 8,
+                    DW_AT_HIGH_PC => uleb_size(rr.list_index),
+                    _ => size,
+                })
+                .sum();
+            uleb_size(rr.code) + attributes + if rr.adds_base { 4 } else { 0 }
+        }
+    };
+    let mut at = (12 + root_size) as u64;
+    let mut starts = Vec::with_capacity(run.members.len());
+    for &m in &run.members {
+        starts.push(at);
+        at += units[m].children.len() as u64;
+    }
+    Some(starts)
+}
+
 /// The merged compile unit of `run`: the donor's header and root, then
 /// every member's children. `bases`: per kind, the old base of the run's
 /// merged table; `head_line`: the old offset of its line table.
@@ -1302,9 +1391,13 @@ fn merged_unit(
     run: &Run,
     bases: &[Option<i64>; 3],
     head_line: i64,
-    ranges_root: Option<&RangesRoot>,
+    layout: Layout,
     out: &mut New,
 ) -> Option<()> {
+    let Layout {
+        ranges_root,
+        starts,
+    } = layout;
     let d = &units[run.donor?];
     let start = out.copy(info, d.start..d.start + 12)?;
     // Where the donor's root attributes went.
@@ -1365,12 +1458,24 @@ fn merged_unit(
         let old_first = (unit.children.start - unit.start) as u64;
         let old_end = (unit.children.end - unit.start) as u64;
         let new_first = (block - start) as u64;
+        // Location lists moved the base types they name here.
+        if starts.get(i) != Some(&new_first) {
+            return None;
+        }
         for &at in &unit.refs {
             let v = u64::from(u32_at(info.data, at as u64)?);
             if v < old_first || v >= old_end {
                 return None;
             }
             out.put_u32(moved(at), u32::try_from(v - old_first + new_first).ok()?)?;
+        }
+        for f in &unit.type_refs {
+            if f.value != 0 {
+                if f.value < old_first || f.value >= old_end {
+                    return None;
+                }
+                out.put_field(moved(f.at), f.size, true, f.value - old_first + new_first)?;
+            }
         }
         for kind in KINDS {
             let offset = run.offsets[kind as usize][i];
@@ -1424,6 +1529,7 @@ fn read_unit(
         high_pc: None,
         code: None,
         refs: Vec::new(),
+        type_refs: Vec::new(),
         uses: Default::default(),
         file_uses: Vec::new(),
     };
@@ -1576,8 +1682,13 @@ impl Unit {
             DW_FORM_EXPRLOC | DW_FORM_BLOCK | DW_FORM_BLOCK1 | DW_FORM_BLOCK2 | DW_FORM_BLOCK4 => {
                 let header = size - block_length(form, bytes)?;
                 match expression_indices(bytes.get(header..)?, p + header) {
-                    Some(found) => uses[Kind::Addr as usize].extend(found),
-                    None => mergeable = false,
+                    // LLVM pads a base type's offset to four bytes, room
+                    // for any place in a merged unit.
+                    Some(found) if found.types.iter().all(|f| f.size >= 4) => {
+                        uses[Kind::Addr as usize].extend(found.indices);
+                        unit.type_refs.extend(found.types);
+                    }
+                    _ => mergeable = false,
                 }
             }
             _ => {}
@@ -1637,12 +1748,31 @@ fn block_length(form: u64, bytes: &[u8]) -> Option<usize> {
     })
 }
 
-/// The address indices (`DW_OP_addrx`, `DW_OP_constx`) of the DWARF
-/// expression `e` (at `at` in its section); `None` when it has an
-/// operation not listed here — among them those that name a DIE of the
-/// unit (typed operations, `DW_OP_convert`), which would move.
-fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
-    let mut found = Vec::new();
+/// What a DWARF expression holds that a merge moves.
+#[derive(Default)]
+struct Expression {
+    /// Address indices (`DW_OP_addrx`, `DW_OP_constx`).
+    indices: Vec<Field>,
+    /// The base types typed operations name (`DW_OP_convert` and the
+    /// like, GNU's too): offsets in the unit, as padded ULEB128s.
+    types: Vec<Field>,
+}
+
+/// The address indices and base types of the DWARF expression `e` (at
+/// `at` in its section); `None` when it has an operation not listed here
+/// (one naming a DIE another way: `DW_OP_call*`, an implicit pointer).
+fn expression_indices(e: &[u8], at: usize) -> Option<Expression> {
+    let mut found = Expression::default();
+    let type_at = |found: &mut Expression, p: usize| -> Option<usize> {
+        let (value, used) = read_uleb(e.get(p..)?)?;
+        found.types.push(Field {
+            at: at + p,
+            size: used,
+            value,
+            uleb: true,
+        });
+        Some(used)
+    };
     let mut p = 0;
     let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
     while p < e.len() {
@@ -1652,7 +1782,7 @@ fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
             0xa1 | 0xa2 => {
                 // DW_OP_addrx, DW_OP_constx
                 let (value, used) = read_uleb(e.get(p..)?)?;
-                found.push(Field {
+                found.indices.push(Field {
                     at: at + p,
                     size: used,
                     value,
@@ -1665,8 +1795,22 @@ fn expression_indices(e: &[u8], at: usize) -> Option<Vec<Field>> {
                 let (len, used) = read_uleb(e.get(p..)?)?;
                 let len = usize::try_from(len).ok()?;
                 let inner = e.get(p + used..(p + used).checked_add(len)?)?;
-                found.extend(expression_indices(inner, at + p + used)?);
+                let inner = expression_indices(inner, at + p + used)?;
+                found.indices.extend(inner.indices);
+                found.types.extend(inner.types);
                 used + len
+            }
+            0xa8 | 0xa9 | 0xf7 | 0xf9 => type_at(&mut found, p)?, // convert, reinterpret
+            0xa5 | 0xf5 => {
+                // regval_type: a register, a base type
+                let r = leb(p)?;
+                r + type_at(&mut found, p + r)?
+            }
+            0xa6 | 0xf6 => 1 + type_at(&mut found, p + 1)?, // deref_type: a size, a base type
+            0xa4 | 0xf4 => {
+                // const_type: a base type, a length, that many bytes
+                let n = type_at(&mut found, p)?;
+                n + 1 + *e.get(p + n)? as usize
             }
             0x03 => 8,                                                         // addr
             0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
@@ -1726,6 +1870,7 @@ fn contributions(kind: Kind, old: &Old) -> Option<Vec<Contribution>> {
                         &Moved {
                             addr_offset: 0,
                             unit_base: Some(0),
+                            children: None,
                         },
                         &mut New::default(),
                         0,
@@ -2068,5 +2213,50 @@ mod tests {
             out.contains("in main () at ") && out.contains("unit.c:12"),
             "{out}"
         );
+    }
+
+    /// Fragments whose variables' locations convert to base types
+    /// (`DW_OP_convert`, in DIEs and in location lists) merge too, each
+    /// conversion naming the same base type as before.
+    #[test]
+    fn fragments_converting_to_base_types_merge() {
+        let source = "extern void use(int);\n\
+            #if PART == 1\n\
+            int narrow(long a) { short s = (short)a; char c = (char)(a >> 3);\n\
+              use(a); use(a + 1); return 1; }\n\
+            #else\n\
+            long widen(unsigned char x) { int y = x; use(y); long z = (long)y * 3;\n\
+              use(z); return z; }\n\
+            #endif\n";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let parts: Vec<Vec<u8>> = (1..=2)
+            .map(|p| compile(d, "conv.c", source, &["-g", "-O2", &format!("-DPART={p}")]))
+            .collect();
+        // What each conversion names, from the parts as they were.
+        // `DW_OP_convert (0x0000002b) "DW_ATE_unsigned_16"`: the name.
+        let conversions = |text: &str| {
+            let mut named: Vec<String> = (text.split("DW_OP_convert (").skip(1))
+                .map(|rest| rest.split('"').nth(1).unwrap_or_default().to_string())
+                .collect();
+            named.sort();
+            named
+        };
+        let mut before = Vec::new();
+        for (k, part) in parts.iter().enumerate() {
+            let path = d.join(format!("part{k}.o"));
+            std::fs::write(&path, part).unwrap();
+            before.extend(conversions(&dump(&path, "--debug-info")));
+        }
+        before.sort();
+        assert!(before.len() >= 4, "{before:?}");
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        dump(&path, "--verify");
+        let info = dump(&path, "--debug-info");
+        assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
+        assert_eq!(conversions(&info), before, "{info}");
     }
 }
