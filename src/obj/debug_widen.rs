@@ -28,7 +28,9 @@
 
 use std::collections::HashMap;
 
-use super::dwarf::{abbrev_declarations, form, form_value, unit_extent, ObjectDwarf};
+use super::dwarf::{
+    abbrev_declarations, expression_operands, form, form_value, unit_extent, ObjectDwarf,
+};
 use super::elf::{c_str, parse, u32_at, Input, SHT_RELA};
 use super::leb128::{read_uleb, uleb_padded};
 
@@ -299,78 +301,13 @@ fn write_in_place(out: &mut [u8], f: u64, size: usize, value: u64) -> Option<()>
     Some(())
 }
 
-/// The operands of the DWARF expression `e` (at `at` in its section) that
-/// name a DIE of its unit (a base type: `DW_OP_convert` and the typed
-/// operations, GNU's too), as (offset, ULEB128 length); `None` when it has
-/// an operation not listed here or one that names a DIE another way
-/// (`DW_OP_call*`, `DW_OP_implicit_pointer`).
+/// The base types the DWARF expression `e` (at `at` in its section) names,
+/// as (offset, ULEB128 length); `None` when it has an operation not
+/// listed in `dwarf::expression_operands` (one that names a DIE another
+/// way: `DW_OP_call*`, `DW_OP_implicit_pointer`).
 fn expression_refs(e: &[u8], at: usize) -> Option<Vec<(usize, usize)>> {
-    let mut found = Vec::new();
-    let mut p = 0;
-    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
-    while p < e.len() {
-        let op = e[p];
-        p += 1;
-        let operands = match op {
-            0xa8 | 0xa9 | 0xf7 | 0xf9 => {
-                // convert, reinterpret (and GNU's): a base type
-                let n = leb(p)?;
-                found.push((at + p, n));
-                n
-            }
-            0xa5 | 0xf5 => {
-                // regval_type: a register, a base type
-                let r = leb(p)?;
-                let n = leb(p + r)?;
-                found.push((at + p + r, n));
-                r + n
-            }
-            0xa6 | 0xf6 => {
-                // deref_type: a size byte, a base type
-                let n = leb(p + 1)?;
-                found.push((at + p + 1, n));
-                1 + n
-            }
-            0xa4 | 0xf4 => {
-                // const_type: a base type, a length, that many bytes
-                let n = leb(p)?;
-                found.push((at + p, n));
-                let len = *e.get(p + n)? as usize;
-                n + 1 + len
-            }
-            0xa3 | 0xf3 => {
-                // entry_value: a sub-expression
-                let (len, used) = read_uleb(e.get(p..)?)?;
-                let len = usize::try_from(len).ok()?;
-                let inner = e.get(p + used..(p + used).checked_add(len)?)?;
-                found.extend(expression_refs(inner, at + p + used)?);
-                used + len
-            }
-            0xa1 | 0xa2 => leb(p)?, // addrx, constx
-            0x03 => 8,              // addr
-            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
-            0x30..=0x6f => 0,       // lit, reg
-            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
-            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
-            0x0a | 0x0b | 0x28 | 0x2f => 2,               // const2, bra, skip
-            0x0c | 0x0d => 4,                             // const4
-            0x0e | 0x0f => 8,                             // const8
-            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece
-            0x92 | 0x9d => {
-                // bregx, bit_piece: two LEB128s
-                let first = leb(p)?;
-                first + leb(p + first)?
-            }
-            0x9e => {
-                // implicit_value: a length, then that many bytes
-                let (len, used) = read_uleb(e.get(p..)?)?;
-                used.checked_add(usize::try_from(len).ok()?)?
-            }
-            _ => return None,
-        };
-        p = p.checked_add(operands).filter(|&p| p <= e.len())?;
-    }
-    Some(found)
+    let found = expression_operands(e, at)?;
+    Some(found.types.iter().map(|o| (o.at, o.size)).collect())
 }
 
 /// `.debug_loclists` with the base types its expressions name moved by

@@ -1,6 +1,7 @@
 //! DWARF reading shared by the composer's debug-info passes (`debug_lines`,
-//! the string pass of `combine`): unit headers, abbreviations, the
-//! sizes of attribute forms, and a walk over every attribute of every DIE
+//! the string pass of `combine`, `debug_units`, `debug_widen`): unit
+//! headers, abbreviations, the sizes of attribute forms, the operands of
+//! expressions that name an index or a DIE, and a walk over every attribute of every DIE
 //! of a `.debug_info` (or DWARF 4 `.debug_types`) section of a relocatable
 //! object, with the relocations that hold a value in such an object
 //! resolved on request.
@@ -390,6 +391,104 @@ impl<'o> ObjectDwarf<'o> {
         };
         walk_units(section, types, &abbrev_at, &abbrevs, visit, die)
     }
+}
+
+/// A ULEB128 operand of a DWARF expression: where it is in its section,
+/// its length and its value.
+#[derive(Clone, Copy)]
+pub(super) struct Operand {
+    pub at: usize,
+    pub size: usize,
+    pub value: u64,
+}
+
+/// The operands of a DWARF expression that the composer moves.
+#[derive(Default)]
+pub(super) struct Operands {
+    /// Address indices (`DW_OP_addrx`, `DW_OP_constx`).
+    pub indices: Vec<Operand>,
+    /// The base types typed operations name (`DW_OP_convert` and the
+    /// like, GNU's too): offsets in the unit (LLVM pads them to four
+    /// bytes).
+    pub types: Vec<Operand>,
+}
+
+/// The address indices and base types of the DWARF expression `e` (at
+/// `at` in its section); `None` when it has an operation not listed here
+/// (one naming a DIE another way: `DW_OP_call*`, an implicit pointer).
+pub(super) fn expression_operands(e: &[u8], at: usize) -> Option<Operands> {
+    let mut found = Operands::default();
+    let type_at = |found: &mut Operands, p: usize| -> Option<usize> {
+        let (value, used) = read_uleb(e.get(p..)?)?;
+        found.types.push(Operand {
+            at: at + p,
+            size: used,
+            value,
+        });
+        Some(used)
+    };
+    let mut p = 0;
+    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
+    while p < e.len() {
+        let op = e[p];
+        p += 1;
+        let operands = match op {
+            0xa1 | 0xa2 => {
+                // DW_OP_addrx, DW_OP_constx
+                let (value, used) = read_uleb(e.get(p..)?)?;
+                found.indices.push(Operand {
+                    at: at + p,
+                    size: used,
+                    value,
+                });
+                used
+            }
+            0xa3 | 0xf3 => {
+                // DW_OP_entry_value (and GNU's): a sub-expression
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                let len = usize::try_from(len).ok()?;
+                let inner = e.get(p + used..(p + used).checked_add(len)?)?;
+                let inner = expression_operands(inner, at + p + used)?;
+                found.indices.extend(inner.indices);
+                found.types.extend(inner.types);
+                used + len
+            }
+            0xa8 | 0xa9 | 0xf7 | 0xf9 => type_at(&mut found, p)?, // convert, reinterpret
+            0xa5 | 0xf5 => {
+                // regval_type: a register, a base type
+                let r = leb(p)?;
+                r + type_at(&mut found, p + r)?
+            }
+            0xa6 | 0xf6 => 1 + type_at(&mut found, p + 1)?, // deref_type: a size, a base type
+            0xa4 | 0xf4 => {
+                // const_type: a base type, a length, that many bytes
+                let n = type_at(&mut found, p)?;
+                n + 1 + *e.get(p + n)? as usize
+            }
+            0x03 => 8,                                                         // addr
+            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
+            0x30..=0x6f => 0,                                                  // lit, reg
+            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
+            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
+            0x0a | 0x0b | 0x28 | 0x2f => 2,               // const2, bra, skip
+            0x0c | 0x0d => 4,                             // const4
+            0x0e | 0x0f => 8,                             // const8
+            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece
+            0x92 | 0x9d => {
+                // bregx, bit_piece: two LEB128s
+                let first = leb(p)?;
+                first + leb(p + first)?
+            }
+            0x9e => {
+                // implicit_value: a length, then that many bytes
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                used.checked_add(usize::try_from(len).ok()?)?
+            }
+            _ => return None,
+        };
+        p = p.checked_add(operands).filter(|&p| p <= e.len())?;
+    }
+    Some(found)
 }
 
 #[cfg(test)]
