@@ -2097,18 +2097,32 @@ mod tests {
         int main(void) { counter += twice(1); printf(\"%d\\n\", counter); return 0; }\n\
         #endif\n";
 
-    #[test]
-    fn a_units_fragments_become_one_compile_unit() {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let parts: Vec<Vec<u8>> = (1..=3)
-            .map(|p| compile(d, "unit.c", SOURCE, &["-g", "-O0", &format!("-DPART={p}")]))
+    /// `source` compiled with `-g` at `opt` as `count` fragments
+    /// (`-DPART=1`...), and the object composed of them (verified by
+    /// llvm-dwarfdump): the parts, and where the composed object is.
+    fn compose_parts(
+        d: &std::path::Path,
+        name: &str,
+        source: &str,
+        opt: &str,
+        count: usize,
+    ) -> (Vec<Vec<u8>>, std::path::PathBuf) {
+        let parts: Vec<Vec<u8>> = (1..=count)
+            .map(|p| compile(d, name, source, &["-g", opt, &format!("-DPART={p}")]))
             .collect();
         let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let composed = combine(&objects, &[], &[]).expect("combined");
         let path = d.join("composed.o");
         std::fs::write(&path, &composed).unwrap();
         dump(&path, "--verify");
+        (parts, path)
+    }
+
+    #[test]
+    fn a_units_fragments_become_one_compile_unit() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let (_, path) = compose_parts(d, "unit.c", SOURCE, "-O0", 3);
         let info = dump(&path, "--debug-info");
         assert_eq!(info.matches("DW_TAG_compile_unit").count(), 1, "{info}");
         assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
@@ -2168,9 +2182,7 @@ mod tests {
             #endif\n";
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let parts: Vec<Vec<u8>> = (1..=2)
-            .map(|p| compile(d, "conv.c", source, &["-g", "-O2", &format!("-DPART={p}")]))
-            .collect();
+        let (parts, path) = compose_parts(d, "conv.c", source, "-O2", 2);
         // What each conversion names, from the parts as they were.
         // `DW_OP_convert (0x0000002b) "DW_ATE_unsigned_16"`: the name.
         let conversions = |text: &str| {
@@ -2188,11 +2200,6 @@ mod tests {
         }
         before.sort();
         assert!(before.len() >= 4, "{before:?}");
-        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let composed = combine(&objects, &[], &[]).expect("combined");
-        let path = d.join("composed.o");
-        std::fs::write(&path, &composed).unwrap();
-        dump(&path, "--verify");
         let info = dump(&path, "--debug-info");
         assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
         assert_eq!(conversions(&info), before, "{info}");

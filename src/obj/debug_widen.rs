@@ -31,7 +31,7 @@ use std::collections::HashMap;
 use super::dwarf::{
     abbrev_declarations, expression_operands, form, form_value, unit_extent, ObjectDwarf,
 };
-use super::elf::{c_str, parse, u32_at, Input, SHT_RELA};
+use super::elf::{c_str, parse, u32_at, Input, SHT_RELA, STT_SECTION};
 use super::leb128::{read_uleb, uleb_padded};
 
 /// Widens `object`'s one-byte string indices in place of it; leaves it as
@@ -72,7 +72,7 @@ fn widened(object: &[u8]) -> Option<Vec<u8>> {
     }
     // Nothing may point into `.debug_info` from outside it.
     for s in &input.syms {
-        if infos.contains(&(s.shndx as usize)) && (s.value != 0 || s.info & 0xf != 3) {
+        if infos.contains(&(s.shndx as usize)) && (s.value != 0 || s.info & 0xf != STT_SECTION) {
             return None; // not a section symbol
         }
     }
@@ -407,31 +407,15 @@ fn with_sections(input: &Input, replaced: &HashMap<usize, Vec<u8>>) -> Option<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::obj::combine::tests::compile;
-    use std::process::Command;
+    use crate::obj::combine::tests::{compile, dump};
 
     /// What `llvm-dwarfdump-19` prints of the DIEs, with offsets, unit
     /// lengths and forms left out (they are what widening changes).
     fn dies(dir: &std::path::Path, object: &[u8], name: &str) -> String {
         let path = dir.join(name);
         std::fs::write(&path, object).unwrap();
-        let out = Command::new("llvm-dwarfdump-19")
-            .args(["--debug-info", "--debug-loclists"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let verify = Command::new("llvm-dwarfdump-19")
-            .arg("--verify")
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(
-            verify.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&verify.stdout)
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+        dump(&path, "--verify");
+        let text = dump(&path, "--debug-info") + &dump(&path, "--debug-loclists");
         let mut kept = String::new();
         for line in text.lines() {
             if line.contains("Compile Unit:")
@@ -502,12 +486,7 @@ mod tests {
                 panic!("{flags:?}: {b:?} became {a:?}");
             }
             assert_eq!(before.lines().count(), after.lines().count(), "{flags:?}");
-            let dump = Command::new("llvm-dwarfdump-19")
-                .args(["--debug-abbrev"])
-                .arg(dir.path().join("after.o"))
-                .output()
-                .unwrap();
-            let abbrevs = String::from_utf8(dump.stdout).unwrap();
+            let abbrevs = dump(&dir.path().join("after.o"), "--debug-abbrev");
             assert!(!abbrevs.contains("DW_FORM_strx1"), "{flags:?}");
             assert!(abbrevs.contains("DW_FORM_strx2"), "{flags:?}");
         }
