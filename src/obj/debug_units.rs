@@ -42,7 +42,10 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::dwarf::{form, form_size, form_value, read_abbrevs, unit_extent, Abbrev};
+use super::dwarf::{
+    fits, form, form_size, form_value, list_entry, read_abbrevs, unit_extent, write_field, Abbrev,
+    ListEntry,
+};
 use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
 use super::leb128::{read_uleb, uleb_padded, write_uleb};
 
@@ -166,16 +169,7 @@ impl New {
     /// Writes `v` into a field of `size` bytes at `at`: a ULEB128 padded
     /// to its length, or a little-endian number.
     fn put_field(&mut self, at: usize, size: usize, uleb: bool, v: u64) -> Option<()> {
-        if !fits(v, size, uleb) {
-            return None;
-        }
-        let bytes = if uleb {
-            uleb_padded(v, size)
-        } else {
-            v.to_le_bytes()[..size].to_vec()
-        };
-        self.data.get_mut(at..at + size)?.copy_from_slice(&bytes);
-        Some(())
+        write_field(self.data.get_mut(at..at.checked_add(size)?)?, uleb, v)
     }
 
     /// Sets the addend of the relocation at `at`.
@@ -184,13 +178,6 @@ impl New {
         r.addend = addend;
         Some(())
     }
-}
-
-/// Whether `v` fits a field of `size` bytes (a ULEB128 of that length, or
-/// a little-endian number).
-fn fits(v: u64, size: usize, uleb: bool) -> bool {
-    let bits = if uleb { 7 * size } else { 8 * size };
-    bits >= 64 || v < (1u64 << bits)
 }
 
 /// A value inside a DIE that the merge may rewrite: where, its size, its
@@ -1264,7 +1251,6 @@ fn rewrite_lists(
     while at < lists.end {
         if list_start {
             placed.insert((at - base) as u64, (out.data.len() - new_base) as u64);
-            list_start = false;
             has_base = false;
         }
         let entry = *b.get(at)?;
@@ -1279,22 +1265,13 @@ fn rewrite_lists(
             has_base = true;
         }
         out.data.push(entry);
-        // (address indices, other ULEB128s, fixed bytes, a location)
-        let (indices, others, fixed, location) = match (kind, entry) {
-            (_, 0) => {
-                list_start = true;
-                (0, 0, 0, false)
-            }
-            (_, 1) => (1, 0, 0, false), // base_addressx
-            (Kind::Loc, 2) | (Kind::Rng, 2) => (2, 0, 0, kind == Kind::Loc), // startx_endx
-            (Kind::Loc, 3) | (Kind::Rng, 3) => (1, 1, 0, kind == Kind::Loc), // startx_length
-            (Kind::Loc, 4) | (Kind::Rng, 4) => (0, 2, 0, kind == Kind::Loc), // offset_pair
-            (Kind::Loc, 5) => (0, 0, 0, true), // default_location
-            (Kind::Loc, 6) | (Kind::Rng, 5) => (0, 0, 8, false), // base_address
-            (Kind::Loc, 7) | (Kind::Rng, 6) => (0, 0, 16, kind == Kind::Loc), // start_end
-            (Kind::Loc, 8) | (Kind::Rng, 7) => (0, 1, 8, kind == Kind::Loc), // start_length
-            _ => return None,
-        };
+        list_start = entry == 0; // end_of_list
+        let ListEntry {
+            indices,
+            others,
+            fixed,
+            location,
+        } = list_entry(kind == Kind::Rng, entry)?;
         if fixed > 0 {
             out.copy(old, at..at + fixed)?;
             at += fixed;

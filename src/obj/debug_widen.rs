@@ -29,10 +29,11 @@
 use std::collections::HashMap;
 
 use super::dwarf::{
-    abbrev_declarations, expression_operands, form, form_value, unit_extent, ObjectDwarf,
+    abbrev_declarations, expression_operands, form, form_value, list_entry, unit_extent,
+    write_field, ObjectDwarf,
 };
 use super::elf::{c_str, parse, u32_at, Input, SHT_RELA, STT_SECTION};
-use super::leb128::{read_uleb, uleb_padded};
+use super::leb128::read_uleb;
 
 /// Widens `object`'s one-byte string indices in place of it; leaves it as
 /// it is when it has none or anything is not understood.
@@ -286,19 +287,7 @@ impl Moved {
 /// in the same number of bytes (a ULEB128 padded); `None` if it does not
 /// fit.
 fn write_in_place(out: &mut [u8], f: u64, size: usize, value: u64) -> Option<()> {
-    let field = out.get_mut(..size)?;
-    if form::is_uleb(f) {
-        if size < 10 && value >> (7 * size) != 0 {
-            return None;
-        }
-        field.copy_from_slice(&uleb_padded(value, size));
-    } else {
-        if size < 8 && value >> (8 * size) != 0 {
-            return None;
-        }
-        field.copy_from_slice(&value.to_le_bytes()[..size]);
-    }
-    Some(())
+    write_field(out.get_mut(..size)?, form::is_uleb(f), value)
 }
 
 /// The base types the DWARF expression `e` (at `at` in its section) names,
@@ -330,19 +319,10 @@ fn rewrite_location_lists(b: &[u8], moved: impl Fn(u64) -> Option<u64>) -> Optio
         while at < end {
             let entry = *b.get(at)?;
             at += 1;
-            // (ULEB128s, fixed bytes, a location)
-            let (lebs, fixed, location) = match entry {
-                0 => (0, 0, false),    // end_of_list
-                1 => (1, 0, false),    // base_addressx
-                2..=4 => (2, 0, true), // startx_endx, startx_length, offset_pair
-                5 => (0, 0, true),     // default_location
-                6 => (0, 8, false),    // base_address
-                7 => (0, 16, true),    // start_end
-                8 => (1, 8, true),     // start_length
-                _ => return None,
-            };
-            at += fixed;
-            for _ in 0..lebs {
+            let shape = list_entry(false, entry)?;
+            let location = shape.location;
+            at += shape.fixed;
+            for _ in 0..shape.indices + shape.others {
                 uleb(&mut at)?;
             }
             if location {

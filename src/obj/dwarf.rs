@@ -16,7 +16,7 @@
 //! value and abbreviation entry, and DIEs visited without building a tree.
 
 use super::elf::{c_str, slice, u16_at, u32_at, Input, SHT_RELA};
-use super::leb128::{read_sleb, read_uleb};
+use super::leb128::{read_sleb, read_uleb, uleb_padded};
 
 pub(super) const DW_FORM_INDIRECT: u64 = form::INDIRECT;
 pub(super) const DW_FORM_IMPLICIT_CONST: u64 = form::IMPLICIT_CONST;
@@ -391,6 +391,64 @@ impl<'o> ObjectDwarf<'o> {
         };
         walk_units(section, types, &abbrev_at, &abbrevs, visit, die)
     }
+}
+
+/// Whether `v` fits a field of `size` bytes (a ULEB128 of that length, or
+/// a little-endian number).
+pub(super) fn fits(v: u64, size: usize, uleb: bool) -> bool {
+    let bits = if uleb { 7 * size } else { 8 * size };
+    bits >= 64 || v < (1u64 << bits)
+}
+
+/// Writes `v` over the whole of `field`, in place: a ULEB128 padded to its
+/// length, or a little-endian number; `None` if it does not fit.
+pub(super) fn write_field(field: &mut [u8], uleb: bool, v: u64) -> Option<()> {
+    let size = field.len();
+    if !fits(v, size, uleb) {
+        return None;
+    }
+    if uleb {
+        field.copy_from_slice(&uleb_padded(v, size));
+    } else {
+        field.copy_from_slice(&v.to_le_bytes()[..size]);
+    }
+    Some(())
+}
+
+/// What one entry of a DWARF 5 location list (or, with `ranges`, range
+/// list) holds after its kind byte, in order.
+pub(super) struct ListEntry {
+    /// ULEB128 address indices, then other ULEB128s (offsets, lengths).
+    pub indices: usize,
+    pub others: usize,
+    /// Bytes of addresses.
+    pub fixed: usize,
+    /// A counted location expression.
+    pub location: bool,
+}
+
+/// The shape of a list entry of kind `entry`; `None` for a kind not
+/// listed (a vendor's).
+pub(super) fn list_entry(ranges: bool, entry: u8) -> Option<ListEntry> {
+    let location = !ranges;
+    let (indices, others, fixed, location) = match (ranges, entry) {
+        (_, 0) => (0, 0, 0, false),                     // end_of_list
+        (_, 1) => (1, 0, 0, false),                     // base_addressx
+        (_, 2) => (2, 0, 0, location),                  // startx_endx
+        (_, 3) => (1, 1, 0, location),                  // startx_length
+        (_, 4) => (0, 2, 0, location),                  // offset_pair
+        (false, 5) => (0, 0, 0, true),                  // default_location
+        (false, 6) | (true, 5) => (0, 0, 8, false),     // base_address
+        (false, 7) | (true, 6) => (0, 0, 16, location), // start_end
+        (false, 8) | (true, 7) => (0, 1, 8, location),  // start_length
+        _ => return None,
+    };
+    Some(ListEntry {
+        indices,
+        others,
+        fixed,
+        location,
+    })
 }
 
 /// A ULEB128 operand of a DWARF expression: where it is in its section,
