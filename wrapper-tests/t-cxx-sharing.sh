@@ -139,6 +139,33 @@ cmp literal-y.o literal-y.cold.o || fail "literal-y.o built after literal-x.cpp 
 "$REPOCCXX" literal-main.cpp literal-x.o literal-y.o -o literal-prog
 assert_eq "literal program" "a: a|: |b: b" "$(./literal-prog)"
 
+note "a destructor with an alias, taken from the repository, whose cold code inlined a static helper's unused literals away"
+# The destructor stays defined in the warm module (its alias needs a
+# definition) with a call to the pruned helper, which keeps the literals
+# alive: the object must still hold only what its parts refer to.
+cat > checker.cpp <<'CPP'
+#include <cstdio>
+struct Results { int n; };
+struct Checker { ~Checker(); const Results *results_; int type_; };
+static bool has_one(const char *, const char *, const char *, const Results &r, int type) {
+  if (r.n != 1) { std::printf("expected one, got %d\n", r.n); return false; }
+  return type == 2;
+}
+Checker::~Checker() {
+  if (!has_one("*results_", "type_", "substr_", *results_, type_)) std::puts("failure");
+}
+CPP
+printf 'struct Results { int n; };\nstruct Checker { ~Checker(); const Results *results_; int type_; };\nint main(int argc, char **) { Results r{argc}; { Checker c{&r, 3}; } return 0; }\n' > checker-main.cpp
+for O in -O2 "-O2 -g"; do
+  export REPOCC_DIR="$SCRATCH/checker$O"
+  "$REPOCCXX" $O -c checker.cpp -o checker.cold.o
+  REPOCC_UNIT_CACHE=false "$REPOCCXX" $O -c checker.cpp -o checker.o
+  assert_eq "$O checker.cpp: pruned on the second compile" 1 "$(( $(stat_value definitions_pruned) > 0 ))"
+  cmp checker.o checker.cold.o || fail "$O: checker.o from the repository differs from its cold object ($(nm checker.o | grep -c rc) literals, cold $(nm checker.cold.o | grep -c rc))"
+  "$REPOCCXX" $O checker-main.cpp checker.o -o checker
+  assert_eq "$O checker program" "failure" "$(./checker)"
+done
+
 note "gdb: a program sharing a header's templates between its units, -O0 -g through the repository, against clang-19's"
 cp "$P"/shelf.h "$P"/shelf-labels.cpp "$P"/shelf-main.cpp "$P"/shelf.gdb .
 export REPOCC_DIR="$SCRATCH/repo-gdb" REPOCC_DEBUG_FRAGMENTS=true

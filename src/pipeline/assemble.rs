@@ -37,6 +37,12 @@ pub enum Slot {
     /// The stored code of discardable fragment `i`, if something in the
     /// object refers to it.
     StoredIfReferenced(usize),
+    /// The `n`th compiled group, discardable planned fragment `i`, if
+    /// something in the object refers to it: what only code the object
+    /// takes from the repository (kept in the module as the optimizer's
+    /// context) names is no more in the object than in a cold compile,
+    /// where that code was optimized and the definition deleted.
+    EmittedIfReferenced(usize, usize),
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -77,7 +83,12 @@ pub fn plan(
             // it, and store the code.
             Stored::Deletion | Stored::Nothing if f.present => {
                 a.store_after.push((i, a.to_emit.len()));
-                emit(&mut a, f.members.to_vec(), false);
+                if f.discardable {
+                    a.slots.push(Slot::EmittedIfReferenced(a.to_emit.len(), i));
+                    a.to_emit.push((f.members.to_vec(), false));
+                } else {
+                    emit(&mut a, f.members.to_vec(), false);
+                }
             }
             Stored::Deletion => {}
             Stored::Nothing => a.deleted.push(i),
@@ -96,7 +107,8 @@ pub fn plan(
 }
 
 /// Where each part of the object comes from, in order, given which
-/// discardable fragments something in the object refers to.
+/// discardable fragments something in the object refers to (stored or
+/// compiled now).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Part {
     Emitted(usize),
@@ -113,6 +125,10 @@ pub fn parts(slots: &[Slot], referenced: &[bool]) -> Vec<Part> {
                 Some(Part::Stored(i))
             }
             Slot::StoredIfReferenced(_) => None,
+            Slot::EmittedIfReferenced(e, i) if referenced.get(i) == Some(&true) => {
+                Some(Part::Emitted(e))
+            }
+            Slot::EmittedIfReferenced(..) => None,
         })
         .collect()
 }
@@ -175,6 +191,47 @@ mod tests {
 
     fn names(n: &[&str]) -> Vec<String> {
         n.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn discardables_compiled_now_are_kept_only_where_referenced() {
+        let m: Vec<Vec<String>> = ["aliased", "literal", "new_inline"]
+            .iter()
+            .map(|n| names(&[n]))
+            .collect();
+        let view = |i: usize, stored, discardable| FragmentView {
+            members: &m[i],
+            stored,
+            discardable,
+            present: true,
+        };
+        // A stored function that stays defined (for its alias), and two
+        // discardable definitions compiled now: a literal only its body
+        // names (deleted when the function was compiled) and a new one.
+        let fragments = [
+            view(0, Stored::Object, false),
+            view(1, Stored::Deletion, true),
+            view(2, Stored::Nothing, true),
+        ];
+        let a = plan(None, &fragments, Vec::new());
+        assert_eq!(
+            a.slots,
+            vec![
+                Slot::Stored(0),
+                Slot::EmittedIfReferenced(0, 1),
+                Slot::EmittedIfReferenced(1, 2),
+            ]
+        );
+        // Both are stored once compiled, whether the object holds them.
+        assert_eq!(a.store_after, vec![(1, 0), (2, 1)]);
+        assert_eq!(
+            parts(&a.slots, &[false, false, true]),
+            vec![Part::Stored(0), Part::Emitted(1)]
+        );
+        assert_eq!(
+            parts(&a.slots, &[false, true, true]),
+            vec![Part::Stored(0), Part::Emitted(0), Part::Emitted(1)]
+        );
     }
 
     #[test]

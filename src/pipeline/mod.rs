@@ -570,15 +570,22 @@ impl Stages<'_, '_> {
         let stored_payload = |i: usize| {
             (pruned.fragments[i].stored.as_ref()).map_or(&[][..], |e| e.payload.as_slice())
         };
-        // Which discardable stored fragments the object needs: those
-        // something in it refers to, transitively.
-        let seeds = (emitted.iter().flat_map(|f| f.references.iter().cloned())).chain(
-            assembly.slots.iter().flat_map(|s| match s {
-                assemble::Slot::Stored(i) => pruned.fragments[*i].references.clone(),
-                _ => Vec::new(),
-            }),
-        );
-        let included = prune::referenced_discardables(&pruned.fragments, seeds);
+        // Which discardable fragments the object needs (stored, or compiled
+        // now): those the rest of it refers to, transitively.
+        let seeds = (assembly.slots.iter()).flat_map(|s| match s {
+            assemble::Slot::Emitted(e) => emitted[*e].references.clone(),
+            assemble::Slot::Stored(i) => pruned.fragments[*i].references.clone(),
+            _ => Vec::new(),
+        });
+        let compiled: std::collections::HashMap<usize, &[String]> = (assembly.slots.iter())
+            .filter_map(|s| match s {
+                assemble::Slot::EmittedIfReferenced(e, i) => {
+                    Some((*i, emitted[*e].references.as_slice()))
+                }
+                _ => None,
+            })
+            .collect();
+        let included = prune::referenced_discardables(&pruned.fragments, seeds, &compiled);
         // Fragments with relative lines get their lines back.
         let placement = LinePlacement::of(self.digests, &unit.source_name);
         let parts = assemble::parts(&assembly.slots, &included);

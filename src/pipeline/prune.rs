@@ -380,10 +380,12 @@ fn named_by_new_code(
 
 /// Which discardable fragments the symbols `seeds` reach: a fragment is
 /// reached when a symbol names one of its members, and the references of
-/// its stored code are followed in turn.
+/// its code are followed in turn — the code compiled now where `compiled`
+/// has it (planned fragment -> its references), else the stored code.
 pub fn referenced_discardables(
     fragments: &[PlannedFragment],
     seeds: impl IntoIterator<Item = String>,
+    compiled: &HashMap<usize, &[String]>,
 ) -> Vec<bool> {
     let owner: HashMap<&str, usize> = fragments
         .iter()
@@ -400,7 +402,9 @@ pub fn referenced_discardables(
             continue;
         }
         reached[j] = true;
-        if fragments[j].has_stored_object() {
+        if let Some(references) = compiled.get(&j) {
+            pending.extend(references.iter().cloned());
+        } else if fragments[j].has_stored_object() {
             pending.extend(fragments[j].references.iter().cloned());
         }
     }
@@ -419,7 +423,7 @@ fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usiz
         .filter(|f| !f.discardable && f.has_stored_object())
         .flat_map(|f| f.references.iter().cloned())
         .collect();
-    let needed = referenced_discardables(fragments, seeds);
+    let needed = referenced_discardables(fragments, seeds, &HashMap::new());
     let mut kept = Vec::new();
     for (i, (f, needed)) in fragments.iter_mut().zip(needed).enumerate() {
         if needed && f.stored_deletion() {
