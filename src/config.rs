@@ -39,24 +39,24 @@ pub struct Config {
 pub enum DebugFragments {
     Off,
     On,
-    /// C units at `-O1` and above. At `-O0` the frontend is most of a
-    /// unit's compile, so an edited unit costs what clang's compile does
-    /// while a cold one costs more (fmt's C++ units at `-O0 -g`: 1.4
-    /// times clang-19's cold, 1.1 times with every definition reused).
-    /// C++ at `-O2 -g` pays on edits (fmt with its tests: 0.63x) but not
-    /// cold (1.28x, against 0.98x compiled whole; see the README's
-    /// limitations).
+    /// Units at `-O1` and above, C and C++. At `-O0` the frontend is most
+    /// of a unit's compile, so an edited unit costs what clang's compile
+    /// does while a cold one costs more (fmt with its tests at `-O0 -g`,
+    /// cold `make -j2`: 1.24x clang-19's time through the repository,
+    /// 1.13x compiled whole). At `-O2 -g` a cold build costs what a whole
+    /// compile does (fmt: 0.99x clang-19's, 1.00x whole) and an edit
+    /// much less (0.65x against 0.92x).
     Auto,
 }
 
 impl DebugFragments {
     /// Whether an invocation's units with debug info use the repository:
-    /// `optimizing` is `-O1` and above, `all_c` that every unit is C.
-    pub fn applies(self, optimizing: bool, all_c: bool) -> bool {
+    /// `optimizing` is `-O1` and above.
+    pub fn applies(self, optimizing: bool) -> bool {
         match self {
             DebugFragments::Off => false,
             DebugFragments::On => true,
-            DebugFragments::Auto => optimizing && all_c,
+            DebugFragments::Auto => optimizing,
         }
     }
 
@@ -469,13 +469,12 @@ mod tests {
         let user = d.path().join("user.json");
         let auto = load_from(None, None, |_| None);
         assert_eq!(auto.config.debug_fragments, DebugFragments::Auto);
-        assert!(auto.config.debug_fragments.applies(true, true));
-        assert!(!auto.config.debug_fragments.applies(false, true));
-        assert!(!auto.config.debug_fragments.applies(true, false));
+        assert!(auto.config.debug_fragments.applies(true));
+        assert!(!auto.config.debug_fragments.applies(false));
         std::fs::write(&user, r#"{"debug_fragments": true}"#).unwrap();
         let on = load_from(Some(user.clone()), None, |_| None);
         assert_eq!(on.config.debug_fragments, DebugFragments::On);
-        assert!(on.config.debug_fragments.applies(false, false));
+        assert!(on.config.debug_fragments.applies(false));
         for (raw, want) in [
             ("0", DebugFragments::Off),
             ("yes", DebugFragments::On),

@@ -6,8 +6,8 @@
 #   it into another repository, equals its own cold object);
 # - a function that needs new instances appended to a file: only it and
 #   the new instances are compiled, and the object equals a cold compile's;
-# at -O0, -O2, and with `debug_fragments = true` (C++ units with debug
-# info are compiled whole by default) -O2 -g and -O0 -g. With -g, fragments declare the classes they name and
+# at -O0, -O2, -O2 -g (the repository by default) and -O0 -g (with
+# `debug_fragments = true`). With -g, fragments declare the classes they name and
 # the glue defines them, so what else a unit uses of a class changes no
 # fragment.
 # With -g, a unit compiled in another directory shares as much.
@@ -35,7 +35,8 @@ compiled_names() {
 cp "$P/share-words.cpp" "$P/share-totals.cpp" .
 
 for O in -O0 -O2 "-O2 -g" "-O0 -g"; do
-  case "$O" in *-g*) export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
+  # -O2 -g uses the repository by default; -O0 -g when asked.
+  case "$O" in "-O0 -g") export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
   linkonce share-words.cpp "$O" > words.instances
   linkonce share-totals.cpp "$O" > totals.instances
   comm -12 words.instances totals.instances > shared.instances
@@ -156,6 +157,7 @@ Checker::~Checker() {
 }
 CPP
 printf 'struct Results { int n; };\nstruct Checker { ~Checker(); const Results *results_; int type_; };\nint main(int argc, char **) { Results r{argc}; { Checker c{&r, 3}; } return 0; }\n' > checker-main.cpp
+unset REPOCC_DEBUG_FRAGMENTS
 for O in -O2 "-O2 -g"; do
   export REPOCC_DIR="$SCRATCH/checker$O"
   "$REPOCCXX" $O -c checker.cpp -o checker.cold.o

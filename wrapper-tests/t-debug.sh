@@ -1,7 +1,7 @@
 # Debug builds (-O0 -g) of lua5.4. By default (debug_fragments=auto) a unit
 # with debug info at -O0 is compiled whole, without the repository: counted,
-# and gdb sees what it sees in clang's build; C at -O1 and above uses the
-# repository, C++ does not (a small unit each). With REPOCC_DEBUG_FRAGMENTS=1
+# and gdb sees what it sees in clang's build; C and C++ at -O1 and above
+# use the repository (a small unit each). With REPOCC_DEBUG_FRAGMENTS=1
 # the repository is used: the program debugs the same (gdb stops in a
 # function, prints a struct and its fields; backtraces, arguments and
 # locals of three functions equal clang's build, also after a one-function
@@ -40,7 +40,7 @@ assert_eq "nothing stored" 0 "$(stat_value fragments_stored)"
 session lua-whole > gdb.whole
 diff -u gdb.clang gdb.whole || fail "gdb sessions differ (whole units)"
 
-note "debug_fragments=auto (the default): C at -O1 and above uses the repository; -O0 and C++ are compiled whole"
+note "debug_fragments=auto (the default): C and C++ at -O1 and above use the repository; -O0 is compiled whole"
 mkdir -p auto && cd auto
 printf 'static int sq(int x) { return x * x; }\nint area(int w) { return sq(w) + 1; }\n' > area.c
 printf 'template <class T> T twice(T x) { return x + x; }\nint area(int w) { return twice(w) + 1; }\n' > area.cc
@@ -55,14 +55,16 @@ assert_eq "C -O2 -g: the repository" "0 1" \
 assert_eq "C -O1 -g: the repository" "0 1" \
   "$(auto_compile "$REPOCC" -O1 -g -c area.c -o c1.o | sed 's/ [1-9][0-9]*$/ 1/')"
 assert_eq "C -O0 -g: whole" "1 0" "$(auto_compile "$REPOCC" -O0 -g -c area.c -o c0.o)"
-assert_eq "C++ -O2 -g: whole" "1 0" "$(auto_compile "$REPOCCXX" -O2 -g -c area.cc -o cc2.o)"
-assert_eq "C++ -O2 -g, debug_fragments=true: the repository" "0 1" \
-  "$(REPOCC_DEBUG_FRAGMENTS=true auto_compile "$REPOCCXX" -O2 -g -c area.cc -o ct2.o | sed 's/ [1-9][0-9]*$/ 1/')"
+assert_eq "C++ -O2 -g: the repository" "0 1" \
+  "$(auto_compile "$REPOCCXX" -O2 -g -c area.cc -o cc2.o | sed 's/ [1-9][0-9]*$/ 1/')"
+assert_eq "C++ -O0 -g: whole" "1 0" "$(auto_compile "$REPOCCXX" -O0 -g -c area.cc -o cc0.o)"
+assert_eq "C++ -O0 -g, debug_fragments=true: the repository" "0 1" \
+  "$(REPOCC_DEBUG_FRAGMENTS=true auto_compile "$REPOCCXX" -O0 -g -c area.cc -o ct0.o | sed 's/ [1-9][0-9]*$/ 1/')"
 assert_eq "C -O0 -g, debug_fragments=true: the repository" "0 1" \
   "$(REPOCC_DEBUG_FRAGMENTS=true auto_compile "$REPOCC" -O0 -g -c area.c -o t0.o | sed 's/ [1-9][0-9]*$/ 1/')"
 assert_eq "C -O2 -g, debug_fragments=false: whole" "1 0" \
   "$(REPOCC_DEBUG_FRAGMENTS=0 auto_compile "$REPOCC" -O2 -g -c area.c -o f2.o)"
-for o in c2.o c1.o t0.o; do
+for o in c2.o c1.o t0.o cc2.o ct0.o; do
   llvm-dwarfdump-19 --verify "$o" > /dev/null || fail "auto: DWARF of $o does not verify"
 done
 "$REPOCC" --show-config | grep -q 'debug_fragments.*auto' || fail "--show-config does not show debug_fragments = auto"

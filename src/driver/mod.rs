@@ -365,11 +365,8 @@ fn execute(
     let is_c = |u: &plan::UnitPlan| matches!(u.language, "c" | "cpp-output");
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
-    let debug_fragments = p.debug_any
-        && (cfg.debug_fragments).applies(
-            p.codegen.opt != plan::OptLevel::O0,
-            p.units.iter().all(is_c),
-        );
+    let debug_fragments =
+        p.debug_any && (cfg.debug_fragments).applies(p.codegen.opt != plan::OptLevel::O0);
     // Type units hold C's types (C++ fragments declare classes instead).
     let c_units = p.units.iter().any(is_c);
     crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
