@@ -17,7 +17,8 @@ so that a drift in the machine's speed reaches both sides of a ratio):
               incremental `make`
 
 for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). The tool `repocc-df` is
-repocc with `debug_fragments` on (units with `-g` use the repository);
+repocc with `debug_fragments` on (units with `-g` use the repository),
+`repocc-whole` with it off (clang compiles them, the unit cache keeps them);
 `repocc-nb` is repocc without stored bodies for the optimizer's context
 (`context_bodies` off). Only the build step is
 timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
@@ -33,6 +34,7 @@ Writes `builds.md` (the table), `builds.dat` and, when gnuplot is present,
   python3 benches/builds.py                      # lua, cjson, sqlite; 3 runs
   python3 benches/builds.py --projects lua --runs 1 --flags=-O2 --out DIR
   python3 benches/builds.py --smoke --out DIR    # lua, -O2, one run (CI)
+  python3 benches/builds.py --projects fmtlib --flags='-O2 -g' --tools clang,repocc,repocc-whole --runs 1 --cold-only
 """
 
 import argparse
@@ -104,7 +106,7 @@ class Tool:
             self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
             self.env["CCACHE_DIR"] = str(self.cache)
             self.env["CCACHE_MAXSIZE"] = "20G"
-        else:  # repocc, repocc-df (debug_fragments), repocc-nb (no stored bodies)
+        else:  # repocc, repocc-df / repocc-whole (debug_fragments on / off), repocc-nb (no stored bodies)
             bindir = work / "bin"
             bindir.mkdir(exist_ok=True)
             for n in ("repocc", "repocc++"):
@@ -116,6 +118,8 @@ class Tool:
             self.env["REPOCC_MAX_SIZE"] = "0"
             if name == "repocc-df":
                 self.env["REPOCC_DEBUG_FRAGMENTS"] = "1"
+            if name == "repocc-whole":
+                self.env["REPOCC_DEBUG_FRAGMENTS"] = "0"
             if name == "repocc-nb":
                 self.env["REPOCC_CONTEXT_BODIES"] = "0"
 
@@ -341,13 +345,17 @@ class Sqlite(Project):
 PROJECTS = {"lua": Lua, "zlib": Zlib, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
 
 
-def measure_run(project_cls, flags, tool, run, work):
-    """One run of every scenario with `tool`: the time of each."""
+def measure_run(project_cls, flags, tool, run, work, cold_only=False):
+    """One run of every scenario with `tool` (or of the cold build alone):
+    the time of each."""
     times = {}
     p = project_cls(work, flags, tool)
     tool.reset_cache()
     p.prepare()
     times["cold"] = p.timed(p.build)
+    if cold_only:
+        shutil.rmtree(p.tree, ignore_errors=True)
+        return times
     p.clean()
     times["no-change"] = p.timed(p.build)
     p.edit(run + 1)
@@ -361,7 +369,7 @@ def measure_run(project_cls, flags, tool, run, work):
     return times
 
 
-def measure(project_cls, flags, tools, runs, work):
+def measure(project_cls, flags, tools, runs, work, cold_only=False):
     """Per tool, per scenario, one time per run. The tools take turns run
     by run (clang's first run, then repocc's, then clang's second...): this
     machine's speed drifts by a fifth over minutes, and all of one tool's
@@ -370,7 +378,7 @@ def measure(project_cls, flags, tools, runs, work):
     setups = {t: Tool(t, work) for t in tools}
     for run in range(runs):
         for t in tools:
-            for s, v in measure_run(project_cls, flags, setups[t], run, work).items():
+            for s, v in measure_run(project_cls, flags, setups[t], run, work, cold_only).items():
                 times[t][s].append(v)
     return times
 
@@ -389,6 +397,7 @@ def main():
     ap.add_argument("--tools", default="clang,ccache,repocc")
     ap.add_argument("--out", default=str(ROOT / "benches" / "results"))
     ap.add_argument("--smoke", action="store_true", help="lua, -O2, one run (for CI)")
+    ap.add_argument("--cold-only", action="store_true", help="the cold build only (fmtlib's take minutes each)")
     a = ap.parse_args()
     if a.smoke:
         a.projects, a.flags, a.runs = "lua", ["-O2"], 1
@@ -404,7 +413,7 @@ def main():
         for pname in a.projects.split(","):
             cls = PROJECTS[pname]
             for flags in flag_sets:
-                times = measure(cls, flags, tools, a.runs, work)
+                times = measure(cls, flags, tools, a.runs, work, a.cold_only)
                 medians = {}
                 for tool in tools:
                     medians[tool] = {s: statistics.median(v) for s, v in times[tool].items() if v}
@@ -426,6 +435,7 @@ def write_results(rows, tools, out, a):
         "",
         f"`python3 benches/builds.py --projects {a.projects} --runs {a.runs}"
         + "".join(f" --flags='{f}'" for f in (a.flags or []))
+        + (" --cold-only" if a.cold_only else "")
         + f"` on {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}: build step only, median of {a.runs} run(s);"
         " in brackets, the median over runs of the ratio to clang-19's time for the same scenario in the same run"
         " (the tools take turns, run by run).",
