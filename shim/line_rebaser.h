@@ -67,9 +67,13 @@ template <class T, class... Args> T *makeNode(bool Distinct, LLVMContext &C, Arg
 // with its final operands, never rebuilt from one with the old ones: a
 // member of a type with an identifier is uniqued by name and scope
 // alone, so getting it with the old scope would give the old member.
+//
+// `Distinct` makes the new node distinct whatever `N` is (see
+// `LineRebaser::mapUniqued`).
 template <class MoveFn, class MapOperand>
-inline MDNode *rebuiltWithLines(LLVMContext &C, MDNode *N, MoveFn &&moved, MapOperand &&O) {
-  bool D = N->isDistinct();
+inline MDNode *rebuiltWithLines(LLVMContext &C, MDNode *N, MoveFn &&moved, MapOperand &&O,
+                                bool Distinct = false) {
+  bool D = Distinct || N->isDistinct();
   if (auto *L = dyn_cast<DILocation>(N))
     return makeNode<DILocation>(D, C, moved(N, L->getLine()), L->getColumn(), O(L->getRawScope()),
                                 O(L->getRawInlinedAt()), L->isImplicitCode());
@@ -347,9 +351,27 @@ struct LineRebaser {
   }
 
   // `N` with its lines moved (see rebuiltWithLines).
-  template <class MapOperand> MDNode *withMovedLines(MDNode *N, MapOperand &&O) {
+  template <class MapOperand>
+  MDNode *withMovedLines(MDNode *N, MapOperand &&O, bool Distinct = false) {
     return rebuiltWithLines(
-        C, N, [&](const MDNode *M, unsigned Line) { return moved(M, Line); }, O);
+        C, N, [&](const MDNode *M, unsigned Line) { return moved(M, Line); }, O, Distinct);
+  }
+
+  // LLVM takes a member function's declaration in a class with an
+  // identifier to be the same node as any other declaration with that
+  // scope and linkage name (`isODRMember`), whatever its lines. A member
+  // template's specialization declared in a header's class and defined in
+  // the unit's source has its declaration's line there: when that line
+  // moves and the class does not, uniquing hands back the node with the
+  // old line. Such a declaration is made distinct instead (the verifier
+  // asks declarations for no compile unit, not for uniquing); it is in the
+  // unit's own file, so no other unit's fragment shares it.
+  static bool odrUniquedDeclaration(const MDNode *N) {
+    auto *SP = dyn_cast<DISubprogram>(N);
+    if (!SP || SP->isDefinition() || SP->isDistinct() || !SP->getRawLinkageName())
+      return false;
+    auto *Scope = dyn_cast_or_null<DICompositeType>(SP->getRawScope());
+    return Scope && Scope->getRawIdentifier();
   }
 
   void collect(Metadata *Root) {
@@ -419,6 +441,15 @@ struct LineRebaser {
                                                 : std::make_pair(L, S);
     bool Same;
     std::tie(New, Same) = withOperands(New, Ops, Lines);
+    if (!Same && odrUniquedDeclaration(N)) {
+      New = Moves ? withMovedLines(N, [&](Metadata *Op) { return mapped(Op); }, true)
+                  : rebuiltWithLines(
+                        C, N, [](const MDNode *, unsigned Line) { return Line; },
+                        [&](Metadata *Op) { return mapped(Op); }, true);
+      Same = New && linesOf(New) == Lines && New->getNumOperands() == Ops.size();
+      for (unsigned i = 0; Same && i < Ops.size(); i++)
+        Same = New->getOperand(i) == Ops[i];
+    }
     if (!Same)
       Failed = true;
     Map[N] = New;

@@ -13,6 +13,9 @@
 # With -g, a unit compiled in another directory shares as much.
 # - a shared inline function's string literal stays what it is in a unit
 #   with an address-significant array of the same bytes;
+# - a member template declared in a header's class and defined in the
+#   unit's source goes through the repository at -O2 -g, also after lines
+#   are added above it;
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
@@ -167,6 +170,42 @@ for O in -O2 "-O2 -g"; do
   "$REPOCCXX" $O checker-main.cpp checker.o -o checker
   assert_eq "$O checker program" "failure" "$(./checker)"
 done
+
+note "-O2 -g: a member template declared in a header's class and defined in the unit's source"
+# Its specialization's declaration has its line in the unit's source, and
+# LLVM uniques it by class and linkage name alone: the anchored line
+# rebase once gave up on such a unit and clang compiled it instead.
+printf 'class Converter {\n public:\n  explicit Converter(int s) : scale_(s) {}\n  double ToDouble(const char *s) const;\n  float ToFloat(const char *s) const;\n private:\n  template <class It> double Parse(It p, bool negate) const;\n  int scale_;\n};\n' > conv.h
+cat > conv.body <<'CPP'
+static int digit(char c) { return c - '0'; }
+template <class It> double Converter::Parse(It p, bool negate) const {
+  double v = 0;
+  for (; *p; ++p) v = v * 10 + digit(*p);
+  return (negate ? -v : v) * scale_;
+}
+double Converter::ToDouble(const char *s) const { return *s == '-' ? Parse(s + 1, true) : Parse(s, false); }
+float Converter::ToFloat(const char *s) const { return static_cast<float>(Parse(s, false)); }
+CPP
+printf '#include <cstdio>\n#include "conv.h"\nint main() { Converter c(2); std::printf("%%g %%g\\n", c.ToDouble("-21"), c.ToFloat("4")); return 0; }\n' > conv-main.cpp
+(echo '#include "conv.h"'; cat conv.body) > conv.cpp
+export REPOCC_DIR="$SCRATCH/conv"
+"$REPOCC" --zero-stats > /dev/null
+"$REPOCCXX" -O2 -g -c conv.cpp -o conv.o 2> conv.err || fail "conv.cpp: $(cat conv.err)"
+[ ! -s conv.err ] || fail "conv.cpp -O2 -g: $(cat conv.err)"
+assert_eq "conv.cpp: no fallback to clang" 0 "$(stat_value fallbacks)"
+[ "$(stat_value fragments_stored)" -gt 0 ] || fail "conv.cpp -O2 -g stored no fragment"
+# Two lines added above: the definitions are reused, the declaration's
+# line follows, and the object equals a cold compile's.
+(echo '#include "conv.h"'; echo '// one'; echo '// two'; cat conv.body) > conv.cpp
+"$REPOCCXX" -O2 -g -c conv.cpp -o conv.o
+[ "$(stat_value definitions_pruned)" -gt 0 ] || fail "conv.cpp: nothing reused after two lines were added above"
+REPOCC_DIR="$SCRATCH/conv-cold" "$REPOCCXX" -O2 -g -c conv.cpp -o conv.cold.o
+cmp conv.o conv.cold.o || fail "conv.o after the edit differs from its cold object"
+llvm-dwarfdump-19 --verify conv.o > /dev/null || fail "conv.o: DWARF does not verify"
+llvm-dwarfdump-19 conv.o | grep -A3 'DW_AT_name.*"Parse<' | grep -q 'DW_AT_decl_line.*(5)' \
+  || fail "conv.o: Parse's declaration line is not 5: $(llvm-dwarfdump-19 conv.o | grep -A3 'DW_AT_name.*"Parse<')"
+"$REPOCCXX" -O2 -g conv-main.cpp conv.o -o conv-prog
+assert_eq "conv program" "-42 8" "$(./conv-prog)"
 
 note "gdb: a program sharing a header's templates between its units, -O0 -g through the repository, against clang-19's"
 cp "$P"/shelf.h "$P"/shelf-labels.cpp "$P"/shelf-main.cpp "$P"/shelf.gdb .
