@@ -175,10 +175,14 @@ extern "C" {
 // definitions' inlined code relative to theirs (see LineRebaser); their
 // keys, one per line in index order, are put in `*inlined` (a message the
 // caller disposes of) when rebased.
+// `unit_source` (may be null): the path of the unit's source, which the
+// fragment's compile unit does not name when none of its members is
+// defined there (a header's template instance whose code inlines a
+// function of the unit's source).
 int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base,
                                  const RepoccSharedTypes *shared, uint64_t definition_base,
                                  uint64_t definition_span, unsigned max_definitions,
-                                 char **inlined) {
+                                 const char *unit_source, char **inlined) {
   *inlined = nullptr;
   Module *M = unwrap(module);
   MDNode *OwnNode = nullptr;
@@ -204,6 +208,8 @@ int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint6
   R.DefinitionBase = definition_base;
   R.DefinitionSpan = definition_span;
   R.MaxOwners = max_definitions;
+  if (unit_source)
+    R.UnitPath = unit_source;
   int Result = rebaseLines(*M, R);
   if (Result == 1) {
     std::string Keys;

@@ -248,7 +248,13 @@ struct LineRebaser {
   DenseMap<const DISubprogram *, bool> UnitSourceMemo;
   bool inUnitSource(const DISubprogram *SP) {
     auto [It, New] = UnitSourceMemo.try_emplace(SP, false);
-    if (New) {
+    if (New && !UnitPath.empty()) {
+      // The unit's source as its own compile unit named it: a fragment's
+      // compile unit does not name it when none of its members is defined
+      // there (see `repocc_rebase_relative_lines`).
+      auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
+      It->second = F && pathOf(F) == UnitPath;
+    } else if (New) {
       auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
       auto *CU = SP->getUnit();
       auto *UF = CU ? dyn_cast_or_null<DIFile>(CU->getRawFile()) : nullptr;

@@ -92,7 +92,7 @@ unsigned repocc_strip_file_checksums(LLVMModuleRef module);
 int repocc_rebase_relative_lines(LLVMModuleRef module, const char *leader, uint64_t base,
                                  const RepoccSharedTypes *shared, uint64_t definition_base,
                                  uint64_t definition_span, unsigned max_definitions,
-                                 char **inlined);
+                                 const char *unit_source, char **inlined);
 int repocc_rebase_anchor_lines(LLVMModuleRef module, uint64_t anchor, uint64_t base);
 
 /* ---- passes.cpp: the optimization pipeline and its hooks -------------- */

@@ -16,6 +16,8 @@
 # - a member template declared in a header's class and defined in the
 #   unit's source goes through the repository at -O2 -g, also after lines
 #   are added above it;
+# - a header's template instance whose code inlines a function of the
+#   unit's source keeps that function's lines right after an edit above;
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
@@ -206,6 +208,24 @@ llvm-dwarfdump-19 conv.o | grep -A3 'DW_AT_name.*"Parse<' | grep -q 'DW_AT_decl_
   || fail "conv.o: Parse's declaration line is not 5: $(llvm-dwarfdump-19 conv.o | grep -A3 'DW_AT_name.*"Parse<')"
 "$REPOCCXX" -O2 -g conv-main.cpp conv.o -o conv-prog
 assert_eq "conv program" "-42 8" "$(./conv-prog)"
+
+note "-O2 -g: a header's template instance with a function of the unit's source inlined, after lines are added above it"
+# std::deque<Error>::resize inlines Error's implicit constructor, defined
+# at the class's line in the unit's source. The instance's fragment names
+# no source file, and its copy of those lines must still be placed where
+# the class is now (a warm object once kept the old line).
+printf 'class Error {\npublic:\n  std::string message_;\n  const char *extra_ = nullptr;\n};\nint count_errors(int n) {\n  std::deque<Error> errors;\n  errors.resize(n);\n  int total = 0;\n  for (auto &e : errors) total += e.message_.size() + (e.extra_ == nullptr);\n  return total;\n}\n' > errors.body
+export REPOCC_DIR="$SCRATCH/errors"
+(printf '#include <deque>\n#include <string>\n'; cat errors.body) > errors.cpp
+"$REPOCCXX" -O2 -g -c errors.cpp -o errors.first.o
+(printf '#include <deque>\n#include <string>\n// 1\n// 2\n// 3\n// 4\n'; cat errors.body) > errors.cpp
+"$REPOCC" --zero-stats > /dev/null
+"$REPOCCXX" -O2 -g -c errors.cpp -o errors.o
+[ "$(stat_value definitions_pruned)" -gt 0 ] || fail "errors.cpp: nothing reused after four lines were added above"
+REPOCC_DIR="$SCRATCH/errors-cold" "$REPOCCXX" -O2 -g -c errors.cpp -o errors.cold.o
+cmp errors.o errors.cold.o || fail "errors.o after the edit differs from its cold object"
+llvm-dwarfdump-19 errors.o | grep -B2 '"_ZN5ErrorC2Ev"' | grep -q 'DW_AT_decl_line.*(7)' \
+  || fail "errors.o: Error's constructor is not at line 7: $(llvm-dwarfdump-19 errors.o | grep -B2 '"_ZN5ErrorC2Ev"')"
 
 note "gdb: a program sharing a header's templates between its units, -O0 -g through the repository, against clang-19's"
 cp "$P"/shelf.h "$P"/shelf-labels.cpp "$P"/shelf-main.cpp "$P"/shelf.gdb .

@@ -119,6 +119,12 @@ pub struct ModuleDigests {
     /// by the key fragments that inline it know it by (see
     /// `split::Fragment::inlined`); keys two functions share are left out.
     pub inlined_lines: std::collections::HashMap<String, u64>,
+    /// With relative lines: the path of the unit's source, as its compile
+    /// unit names it. A fragment's compile unit does not name it when none
+    /// of the fragment's members is defined there (a header's template
+    /// instance), and its rebase must still know which inlined code is the
+    /// unit source's.
+    pub unit_source: Option<String>,
     /// `(u, v)`: u names v (every use, whether or not it is an edge: a
     /// load of a mutable variable is not one, yet it keeps the variable
     /// in the object).
@@ -1410,12 +1416,35 @@ pub struct RebasedText {
 /// so (the unit's module was rebased before fragments were extracted).
 /// `None`: the leader has no position, its fragment's lines stay as they
 /// are.
+#[cfg(test)]
 pub fn rebase_relative_lines(module_text: &str, leader: &str) -> Result<Option<RebasedText>> {
+    rebase_relative_lines_of(module_text, leader, None)
+}
+
+/// [`rebase_relative_lines`], with the path of the unit's source
+/// (`ModuleDigests::unit_source`) when the fragment's compile unit may not
+/// name it: a function is the unit source's when its file is that path.
+pub fn rebase_relative_lines_of(
+    module_text: &str,
+    leader: &str,
+    unit_source: Option<&str>,
+) -> Result<Option<RebasedText>> {
     use crate::support::line_bases::{
         DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, MAX_INLINED_DEFINITIONS, RELATIVE_LINE_BASE,
     };
     let p = parse(module_text)?;
     let mut memos = LineMemos::default();
+    if let Some(path) = unit_source {
+        for (&id, body) in &p.metadata {
+            let kind = body.strip_prefix("distinct ").unwrap_or(body);
+            if kind.starts_with("!DISubprogram(") {
+                let file = md_reference(&p, body, "file")
+                    .and_then(|f| p.metadata.get(f))
+                    .and_then(|f| file_path(f));
+                memos.unit_source.insert(id, file.as_deref() == Some(path));
+            }
+        }
+    }
     let header = p
         .functions
         .iter()
@@ -1756,6 +1785,9 @@ fn compute_parsed<'a>(
         defs,
         edges,
         relative_lines: lines == Lines::Relative,
+        unit_source: (lines == Lines::Relative)
+            .then(|| unit_file(p).and_then(file_path))
+            .flatten(),
         anchor,
         inlined_lines,
         references,
@@ -2830,7 +2862,7 @@ mod tests {
                 let context = Context::create();
                 let module = module_of(&context, &ir);
                 assert_eq!(
-                    crate::llvm::rebase_relative_lines(&module, leader, None),
+                    crate::llvm::rebase_relative_lines(&module, leader, None, None),
                     (crate::llvm::Rebased::Done, Vec::new())
                 );
                 assert!(module.verify().is_ok(), "{leader}: {:?}", module.verify());
@@ -2843,7 +2875,7 @@ mod tests {
         let context = Context::create();
         let module = module_of(&context, &ir_of(src, &[]));
         assert_eq!(
-            crate::llvm::rebase_relative_lines(&module, "api", None),
+            crate::llvm::rebase_relative_lines(&module, "api", None, None),
             (crate::llvm::Rebased::NoPosition, Vec::new())
         );
     }
@@ -2903,7 +2935,7 @@ mod tests {
                 .print_to_string()
                 .to_string();
             assert_eq!(
-                crate::llvm::rebase_relative_lines(&module, "api", None),
+                crate::llvm::rebase_relative_lines(&module, "api", None, None),
                 (crate::llvm::Rebased::Done, vec!["twice".to_string()])
             );
             assert_eq!(module.print_to_string().to_string(), expected, "{flags:?}");
@@ -2952,7 +2984,7 @@ mod tests {
             .to_string();
         let module = module_of(&context, &ir);
         assert_eq!(
-            crate::llvm::rebase_relative_lines(&module, "api", None),
+            crate::llvm::rebase_relative_lines(&module, "api", None, None),
             (
                 crate::llvm::Rebased::Done,
                 vec!["thrice".to_string(), "twice".to_string()]

@@ -45,13 +45,21 @@ pub fn rebase_anchor_lines(module: &inkwell::module::Module, anchor: u64, base: 
 /// the module shares with others (a fragment extracted in its unit's
 /// context) are left as they are: what changes is copied. With `Done`, the
 /// keys of the inlined definitions, by index.
+///
+/// `unit_source`: the path of the unit's source (`digest::ModuleDigests::
+/// unit_source`), which the fragment's compile unit does not name when
+/// none of its members is defined there.
 pub fn rebase_relative_lines(
     module: &inkwell::module::Module,
     leader: &str,
     shared: Option<&SharedTypes>,
+    unit_source: Option<&str>,
 ) -> (Rebased, Vec<String>) {
     use crate::support::line_bases as lines;
     let Ok(leader) = std::ffi::CString::new(leader) else {
+        return (Rebased::Unsupported, Vec::new());
+    };
+    let Ok(unit_source) = unit_source.map(std::ffi::CString::new).transpose() else {
         return (Rebased::Unsupported, Vec::new());
     };
     let shared = shared.map_or(std::ptr::null(), |s| s.0.cast_const());
@@ -59,7 +67,8 @@ pub fn rebase_relative_lines(
     // SAFETY: the module is alive and not being iterated; the shim only
     // creates metadata nodes and repoints this module's own references
     // (attachments, records, named metadata). `leader` outlives the call;
-    // `inlined` is set to null or to a message we dispose of here.
+    // `inlined` is set to null or to a message we dispose of here;
+    // `unit_source` is null or outlives the call.
     let result = unsafe {
         repocc_rebase_relative_lines(
             module.as_mut_ptr(),
@@ -69,6 +78,9 @@ pub fn rebase_relative_lines(
             lines::DEFINITION_LINE_BASE,
             lines::DEFINITION_LINE_SPAN,
             lines::MAX_INLINED_DEFINITIONS as std::ffi::c_uint,
+            unit_source
+                .as_ref()
+                .map_or(std::ptr::null(), |s| s.as_ptr()),
             &mut inlined,
         )
     };

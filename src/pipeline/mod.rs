@@ -499,7 +499,10 @@ impl Stages<'_, '_> {
             self.settings,
             self.options.jobs,
             to_emit,
-            self.digests.relative_lines,
+            split::LineMode {
+                relative: self.digests.relative_lines,
+                unit_source: self.digests.unit_source.as_deref(),
+            },
             &mut report.carve_declined,
         )?;
         Ok((assembly, emitted))
@@ -734,7 +737,9 @@ impl<'a> LinePlacement<'a> {
     ) -> Result<std::borrow::Cow<'o, [u8]>> {
         let what = || leader.map_or("the glue", |l| l.as_str());
         let own = leader.and_then(|l| self.lines.get(l.as_str()).copied());
-        if object.is_empty() || (own.is_none() && self.anchor.is_none()) {
+        // A header's function with code of the unit's source inlined has
+        // no position of its own, yet lines to place.
+        if object.is_empty() || (own.is_none() && self.anchor.is_none() && inlined.is_empty()) {
             return Ok(std::borrow::Cow::Borrowed(object));
         }
         let inlined = inlined

@@ -281,7 +281,7 @@ pub fn emit_groups(
     settings: &CodegenSettings,
     jobs: usize,
     plan: Vec<(Vec<String>, bool)>,
-    relative_lines: bool,
+    lines: LineMode<'_>,
     carve_declines: &mut Vec<crate::obj::Decline>,
 ) -> Result<Vec<Fragment>> {
     let target = TargetSpec::of(unit);
@@ -320,13 +320,7 @@ pub fn emit_groups(
             if done[i].is_none()
                 && !((debug_info && item.1) || takes_block_addresses(unit, &item.0))
             {
-                done[i] = emit_in_unit(
-                    &mut emitter,
-                    item,
-                    debug_info,
-                    relative_lines,
-                    shared.as_ref(),
-                )?;
+                done[i] = emit_in_unit(&mut emitter, item, debug_info, lines, shared.as_ref())?;
             }
         }
     }
@@ -338,7 +332,7 @@ pub fn emit_groups(
         &target,
         jobs,
         &items,
-        relative_lines,
+        lines,
         shared.as_ref(),
         debug_info,
     )?;
@@ -431,7 +425,7 @@ fn emit_object(
 }
 
 /// One fragment extracted and compiled in the unit's context. With debug
-/// info, its lines are rebased first (with `relative_lines`) and its
+/// info, its lines are rebased first (with `lines.relative`) and its
 /// compile unit trimmed, as a worker does (see [`compile_bitcode`]); the
 /// rebase copies what it changes, the trim changes the fragment's own
 /// compile unit (not the glue's, which is the unit's). `None`: its lines
@@ -440,16 +434,17 @@ fn emit_in_unit(
     emitter: &mut UnitEmitter,
     (members, glue): &(Vec<String>, bool),
     debug_info: bool,
-    relative_lines: bool,
+    lines: LineMode<'_>,
     shared: Option<&llvm::SharedTypes>,
 ) -> Result<Option<Fragment>> {
     let module = extract(emitter.unit, members, *glue, shared);
     let mut inlined = Vec::new();
     if debug_info {
         debug_assert!(!*glue);
-        if let Some(leader) = members.first().filter(|_| relative_lines) {
+        if let Some(leader) = members.first().filter(|_| lines.relative) {
             let rebased;
-            (rebased, inlined) = llvm::rebase_relative_lines(&module, leader, shared);
+            (rebased, inlined) =
+                llvm::rebase_relative_lines(&module, leader, shared, lines.unit_source);
             if rebased == llvm::Rebased::Unsupported {
                 return Ok(None);
             }
@@ -487,7 +482,7 @@ fn emit_in_workers(
     target: &TargetSpec,
     jobs: usize,
     items: &[&(Vec<String>, bool)],
-    relative_lines: bool,
+    lines: LineMode<'_>,
     shared: Option<&llvm::SharedTypes>,
     debug_info: bool,
 ) -> Result<Vec<Fragment>> {
@@ -534,10 +529,11 @@ fn emit_in_workers(
                         // With relative lines (see `digest::Lines`), the fragment
                         // is compiled with its own file's lines rebased on its
                         // leader's.
-                        let leader = members.first().filter(|_| relative_lines && !*glue);
+                        let leader = members.first().filter(|_| lines.relative && !*glue);
                         let fragment = FragmentModule {
                             glue: *glue,
                             rebase_on: leader.map(String::as_str),
+                            unit_source: lines.unit_source,
                         };
                         let r = match &machine {
                             Ok(machine) => compile_bitcode(
@@ -563,7 +559,7 @@ fn emit_in_workers(
                 && waiting.load(Ordering::Relaxed) >= workers
                 && !((debug_info && *glue) || takes_block_addresses(unit, members));
             if in_unit {
-                if let Some(f) = emit_in_unit(emitter, item, debug_info, relative_lines, shared)? {
+                if let Some(f) = emit_in_unit(emitter, item, debug_info, lines, shared)? {
                     set(i, Ok(f));
                     continue;
                 }
@@ -604,6 +600,20 @@ struct FragmentModule<'a> {
     glue: bool,
     /// The leader whose own-file lines become relative, if they do.
     rebase_on: Option<&'a str>,
+    /// See [`LineMode::unit_source`].
+    unit_source: Option<&'a str>,
+}
+
+/// How fragments' debug lines are compiled.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineMode<'a> {
+    /// Relative to each fragment's leader and to the definitions inlined
+    /// into it (see `digest::Lines`), as the digests hold them.
+    pub relative: bool,
+    /// The path of the unit's source (`digest::ModuleDigests::unit_source`):
+    /// which inlined code is the unit source's, in a fragment whose compile
+    /// unit does not name it.
+    pub unit_source: Option<&'a str>,
 }
 
 /// Compiles a module given as bitcode in a context of its own; for a
@@ -625,7 +635,8 @@ fn compile_bitcode(
         let mut inlined = Vec::new();
         if let Some(fragment) = fragment {
             if let Some(leader) = fragment.rebase_on {
-                (module, inlined) = rebase_lines(context, module, leader, what)?;
+                (module, inlined) =
+                    rebase_lines(context, module, leader, fragment.unit_source, what)?;
             }
             llvm::trim_debug_units(&module, fragment.glue);
         }
@@ -646,14 +657,16 @@ fn rebase_lines<'ctx>(
     context: &'ctx Context,
     module: Module<'ctx>,
     leader: &str,
+    unit_source: Option<&str>,
     what: &str,
 ) -> Result<(Module<'ctx>, Vec<String>)> {
-    match llvm::rebase_relative_lines(&module, leader, None) {
+    match llvm::rebase_relative_lines(&module, leader, None, unit_source) {
         (llvm::Rebased::Done | llvm::Rebased::NoPosition, inlined) => Ok((module, inlined)),
         (llvm::Rebased::Unsupported, _) => {
             let text = module.print_to_string().to_string();
-            let Some(rebased) = crate::ir::digest::rebase_relative_lines(&text, leader)
-                .map_err(|e| anyhow!("rebasing the lines of {what}: {e}"))?
+            let Some(rebased) =
+                crate::ir::digest::rebase_relative_lines_of(&text, leader, unit_source)
+                    .map_err(|e| anyhow!("rebasing the lines of {what}: {e}"))?
             else {
                 return Ok((module, Vec::new()));
             };
