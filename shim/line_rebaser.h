@@ -130,6 +130,15 @@ inline MDNode *rebuiltWithLines(LLVMContext &C, MDNode *N, MoveFn &&moved, MapOp
 // where one differs), and whether the node made has exactly those
 // operands and `Lines` (uniquing may hand back an equal node that is not
 // the one asked for).
+// Whether `N` has exactly the operands `Ops` and the lines `Lines`.
+inline bool hasExactly(const MDNode *N, ArrayRef<Metadata *> Ops,
+                       std::pair<unsigned, unsigned> Lines) {
+  bool Same = N && linesOf(N) == Lines && N->getNumOperands() == Ops.size();
+  for (unsigned i = 0; Same && i < Ops.size(); i++)
+    Same = N->getOperand(i) == Ops[i];
+  return Same;
+}
+
 inline std::pair<MDNode *, bool> withOperands(MDNode *New, ArrayRef<Metadata *> Ops,
                                        std::pair<unsigned, unsigned> Lines) {
   bool Changed = false;
@@ -142,10 +151,7 @@ inline std::pair<MDNode *, bool> withOperands(MDNode *New, ArrayRef<Metadata *> 
         T->replaceOperandWith(i, Ops[i]);
     New = MDNode::replaceWithUniqued(std::move(T));
   }
-  bool Same = linesOf(New) == Lines && New->getNumOperands() == Ops.size();
-  for (unsigned i = 0; Same && i < Ops.size(); i++)
-    Same = New->getOperand(i) == Ops[i];
-  return {New, Same};
+  return {New, hasExactly(New, Ops, Lines)};
 }
 
 struct LineRebaser {
@@ -248,14 +254,13 @@ struct LineRebaser {
   DenseMap<const DISubprogram *, bool> UnitSourceMemo;
   bool inUnitSource(const DISubprogram *SP) {
     auto [It, New] = UnitSourceMemo.try_emplace(SP, false);
+    auto *F = New ? dyn_cast_or_null<DIFile>(SP->getRawFile()) : nullptr;
     if (New && !UnitPath.empty()) {
       // The unit's source as its own compile unit named it: a fragment's
       // compile unit does not name it when none of its members is defined
       // there (see `repocc_rebase_relative_lines`).
-      auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
       It->second = F && pathOf(F) == UnitPath;
     } else if (New) {
-      auto *F = dyn_cast_or_null<DIFile>(SP->getRawFile());
       auto *CU = SP->getUnit();
       auto *UF = CU ? dyn_cast_or_null<DIFile>(CU->getRawFile()) : nullptr;
       It->second = F && UF && pathOf(F) == pathOf(UF);
@@ -452,9 +457,7 @@ struct LineRebaser {
                   : rebuiltWithLines(
                         C, N, [](const MDNode *, unsigned Line) { return Line; },
                         [&](Metadata *Op) { return mapped(Op); }, true);
-      Same = New && linesOf(New) == Lines && New->getNumOperands() == Ops.size();
-      for (unsigned i = 0; Same && i < Ops.size(); i++)
-        Same = New->getOperand(i) == Ops[i];
+      Same = hasExactly(New, Ops, Lines);
     }
     if (!Same)
       Failed = true;
