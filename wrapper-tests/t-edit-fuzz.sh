@@ -5,7 +5,7 @@
 # same. See fuzz/edit_fuzz.py for the edits and the triage.
 #
 # One seed per run, printed first and with every failure; replay a run with
-# REPOCC_FUZZ_SEED=<seed>. Rounds: REPOCC_FUZZ_ROUNDS_LUA (default 30),
+# REPOCC_FUZZ_SEED=<seed>. Rounds: REPOCC_FUZZ_ROUNDS_LUA (default 20),
 # REPOCC_FUZZ_ROUNDS_LUA_DEBUG (lua at -O2 -g, which debug_fragments'
 # default sends through the repository; default 10) and
 # REPOCC_FUZZ_ROUNDS_SQLITE (default 3, each with up to 4 edits); the
@@ -14,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 seed=${REPOCC_FUZZ_SEED:-$(python3 -c 'import random; print(random.SystemRandom().randrange(1, 1 << 31))')}
 scale=1
 [ "${REPOCC_FUZZ_LONG:-0}" = 1 ] && scale=10
-lua_rounds=$(( ${REPOCC_FUZZ_ROUNDS_LUA:-30} * scale ))
+lua_rounds=$(( ${REPOCC_FUZZ_ROUNDS_LUA:-20} * scale ))
 lua_debug_rounds=$(( ${REPOCC_FUZZ_ROUNDS_LUA_DEBUG:-10} * scale ))
 sqlite_rounds=$(( ${REPOCC_FUZZ_ROUNDS_SQLITE:-3} * scale ))
 note "seed $seed (replay with REPOCC_FUZZ_SEED=$seed)"
