@@ -572,6 +572,45 @@ bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
   return true;
 }
 
+// The structor lists: a constructor or destructor entry with a key (a
+// C++ inline variable's or a template's static data member's dynamic
+// initializer, keyed by the variable) is emitted in the key's COMDAT group
+// (`.init_array` in the group), and only where the key is defined. The
+// entry therefore goes with the key's fragment, and the glue keeps the
+// entries without one. (In the glue, where the key is a declaration, the
+// code generator would drop the entry: the initializer never ran.)
+constexpr const char *StructorLists[] = {"llvm.global_ctors", "llvm.global_dtors"};
+
+// The key of a structor entry (`{ i32 priority, ptr function, ptr key }`).
+const GlobalValue *structorKey(const Constant *Entry) {
+  if (!Entry || Entry->getNumOperands() < 3)
+    return nullptr;
+  return dyn_cast<GlobalValue>(Entry->getOperand(2)->stripPointerCasts());
+}
+
+// `List` (an appending list: structors, `llvm.used`) in `Dst` with the
+// entries of `Src`'s list that `keep` keeps, mapped; none when no entry is
+// kept.
+template <class Keep>
+GlobalVariable *copyListEntries(Module &Dst, const GlobalVariable &List, ValueToValueMapTy &VMap,
+                              ValueMaterializer &Mat, Keep keep) {
+  auto *Init = dyn_cast_or_null<ConstantArray>(
+      List.hasInitializer() ? List.getInitializer() : nullptr);
+  if (!Init)
+    return nullptr;
+  std::vector<Constant *> Entries;
+  for (const Use &U : Init->operands())
+    if (keep(cast<Constant>(U.get())))
+      Entries.push_back(MapValue(cast<Constant>(U.get()), VMap, RF_None, nullptr, &Mat));
+  if (Entries.empty())
+    return nullptr;
+  auto *Ty = ArrayType::get(Init->getType()->getElementType(), Entries.size());
+  auto *NG = new GlobalVariable(Dst, Ty, List.isConstant(), List.getLinkage(),
+                                ConstantArray::get(Ty, Entries), List.getName());
+  NG->copyAttributesFrom(&List);
+  return NG;
+}
+
 } // namespace
 
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
@@ -697,10 +736,18 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     }
   };
   // Pass 1: the kept definitions exist before any body refers to them.
+  auto isStructorList = [](const GlobalValue *GV) {
+    return llvm::is_contained(StructorLists, GV->getName());
+  };
+  std::vector<const GlobalVariable *> GlueStructors;
   for (size_t i = 0; i < count; i++) {
     GlobalValue *GV = Src.getNamedValue(names[i]);
     if (!GV || GV->isDeclaration() || Dst->getNamedValue(names[i]))
       continue;
+    if (isStructorList(GV)) {
+      GlueStructors.push_back(cast<GlobalVariable>(GV));
+      continue;
+    }
     if (auto *F = dyn_cast<Function>(GV)) {
       Function *NF = Function::Create(F->getFunctionType(), F->getLinkage(),
                                       F->getAddressSpace(), F->getName(), Dst);
@@ -760,6 +807,63 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       NA->setAliasee(MapValue(A->getAliasee(), VMap, RF_None, nullptr, &Mat));
     }
   }
+  // The structor entries: the glue's without a key, a fragment's those
+  // keyed by its members. A keyed entry's function (a local initializer in
+  // the key's COMDAT, as clang emits it) is copied in that group.
+  for (const GlobalVariable *List : GlueStructors)
+    copyListEntries(*Dst, *List, VMap, Mat, [](const Constant *E) { return !structorKey(E); });
+  if (!copy_module_asm)
+    for (const char *Name : StructorLists)
+      if (const GlobalVariable *List = Src.getNamedGlobal(Name)) {
+        std::vector<const Function *> Initializers;
+        copyListEntries(*Dst, *List, VMap, Mat, [&](const Constant *E) {
+          const GlobalValue *Key = structorKey(E);
+          if (!Key || !VMap.count(Key))
+            return false;
+          if (auto *F = dyn_cast<Function>(E->getOperand(1)->stripPointerCasts()))
+            Initializers.push_back(F);
+          return true;
+        });
+        for (const Function *F : Initializers)
+          if (auto *NF = dyn_cast_or_null<Function>(VMap.lookup(F)); NF && F->hasLocalLinkage())
+            copyComdat(*Dst, *F, *NF);
+      }
+  // In the glue, a member of `llvm.used` that it only declares is an
+  // undefined symbol only where something else refers to it: declared
+  // weak (a discardable definition of the unit) it would be one, declared
+  // after pruning (see `make_declaration`) not, and where the composed
+  // object lists it would depend on which fragments the repository held.
+  if (copy_module_asm)
+    for (const char *Name : {"llvm.used", "llvm.compiler.used"})
+      if (const GlobalVariable *List = Src.getNamedGlobal(Name))
+        if (auto *Init = dyn_cast_or_null<ConstantArray>(
+                List->hasInitializer() ? List->getInitializer() : nullptr))
+          for (const Use &U : Init->operands()) {
+            auto *GV = dyn_cast<GlobalValue>(U.get()->stripPointerCasts());
+            if (!GV || GV->hasExternalWeakLinkage())
+              continue;
+            auto *D = dyn_cast_or_null<GlobalObject>(Dst->getNamedValue(GV->getName()));
+            if (!D || !D->isDeclaration() || !D->hasExternalWeakLinkage())
+              continue;
+            bool OnlyListed = llvm::all_of(D->users(), [](const User *U) {
+              return isa<Constant>(U) && !isa<GlobalValue>(U) &&
+                     llvm::all_of(U->users(), [](const User *V) {
+                       auto *G = dyn_cast<GlobalVariable>(V);
+                       return G && G->getName().starts_with("llvm.");
+                     });
+            });
+            if (OnlyListed)
+              D->setLinkage(GlobalValue::ExternalLinkage);
+          }
+  // `llvm.used` members keep the SHF_GNU_RETAIN their sections have in
+  // clang's object (the glue's list still names them all, for the
+  // composer's references).
+  if (!copy_module_asm)
+    if (const GlobalVariable *Used = Src.getNamedGlobal("llvm.used"))
+      copyListEntries(*Dst, *Used, VMap, Mat, [&](const Constant *E) {
+        auto *GV = dyn_cast<GlobalValue>(E->stripPointerCasts());
+        return GV && !GV->hasLocalLinkage() && VMap.count(GV);
+      });
   // Pass 3: bodies of the local copies (which may pull in more), their
   // types shared as the kept definitions' are: a type under a node known
   // clean was not walked above, and must not be cloned when a local copy

@@ -42,6 +42,11 @@ void repocc_set_target_options(LLVMTargetMachineRef tm, const RepoccTargetOption
 void repocc_get_target_options(LLVMTargetMachineRef tm, RepoccTargetOptions *out);
 unsigned repocc_max_nop_bytes(LLVMTargetMachineRef tm, LLVMModuleRef module);
 
+/* Empties the ELF object-file lowering's set of `llvm.used` globals, which
+ * code generation fills per module and never empties (see target.cpp):
+ * call before each module's code generation with a shared machine. */
+void repocc_forget_used_globals(LLVMTargetMachineRef tm);
+
 typedef struct RepoccObjectEmitter RepoccObjectEmitter;
 
 RepoccObjectEmitter *repocc_object_emitter_new(LLVMTargetMachineRef tm);

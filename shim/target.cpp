@@ -30,10 +30,45 @@
 #include <llvm/Support/raw_ostream.h>
 #include "shim_internal.h"
 
+#include <llvm/CodeGen/TargetLoweringObjectFileImpl.h>
+
 using namespace llvm;
 using namespace repocc_shim;
 
+namespace {
+
+// The ELF object-file lowering's set of the module's `llvm.used` globals
+// (sections of those get SHF_GNU_RETAIN) is filled by each module's
+// AsmPrinter initialization and never emptied: with one target machine
+// for many modules, it kept pointers to the globals of modules since
+// freed, and a global of a later module allocated at the same address got
+// SHF_GNU_RETAIN — which sections of an object did depended on the
+// allocator, not on the code. The set is private; an explicit template
+// instantiation may name a private member (C++ [temp.spec]/6), which is
+// how it is reached here, for emptying only.
+using UsedSet = SmallPtrSet<GlobalObject *, 2>;
+UsedSet TargetLoweringObjectFileELF::*usedGlobalsMember();
+template <UsedSet TargetLoweringObjectFileELF::*Member> struct UsedGlobalsAccess {
+  friend UsedSet TargetLoweringObjectFileELF::*usedGlobalsMember() { return Member; }
+};
+template struct UsedGlobalsAccess<&TargetLoweringObjectFileELF::Used>;
+
+// Forgets the globals earlier modules marked `llvm.used`; called before
+// each module's code generation with `TM`.
+void forgetUsedGlobals(TargetMachine &TM) {
+  if (!TM.getTargetTriple().isOSBinFormatELF())
+    return;
+  if (auto *ELF = static_cast<TargetLoweringObjectFileELF *>(TM.getObjFileLowering()))
+    (ELF->*usedGlobalsMember()).clear();
+}
+
+} // namespace
+
 extern "C" {
+
+void repocc_forget_used_globals(LLVMTargetMachineRef tm) {
+  forgetUsedGlobals(*reinterpret_cast<TargetMachine *>(tm));
+}
 
 
 void repocc_set_target_options(LLVMTargetMachineRef tm,
@@ -130,6 +165,7 @@ extern "C" const char *repocc_object_emitter_run(RepoccObjectEmitter *E,
   llvm::Module *M = llvm::unwrap(module);
   E->Buffer.clear();
   M->setDataLayout(E->TM->createDataLayout());
+  forgetUsedGlobals(*E->TM);
   E->PM.run(*M);
   *len = E->Buffer.size();
   return E->Buffer.data();

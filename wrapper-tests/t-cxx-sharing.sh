@@ -18,6 +18,9 @@
 #   are added above it;
 # - a header's template instance whose code inlines a function of the
 #   unit's source keeps that function's lines right after an edit above;
+# - three units with dynamic initializers of a header's inline variables
+#   and template static members run them as clang-19's program does, and
+#   give the same objects in either build order;
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
@@ -226,6 +229,24 @@ REPOCC_DIR="$SCRATCH/errors-cold" "$REPOCCXX" -O2 -g -c errors.cpp -o errors.col
 cmp errors.o errors.cold.o || fail "errors.o after the edit differs from its cold object"
 llvm-dwarfdump-19 errors.o | grep -B2 '"_ZN5ErrorC2Ev"' | grep -q 'DW_AT_decl_line.*(7)' \
   || fail "errors.o: Error's constructor is not at line 7: $(llvm-dwarfdump-19 errors.o | grep -B2 '"_ZN5ErrorC2Ev"')"
+
+note "dynamic initializers of a header's inline variables and template static members, in three units, either order"
+# Their .init_array entries are keyed by the variables and go in the
+# variables' COMDAT groups; once the entry stayed in the glue, where the
+# code generator dropped it (the initializer never ran). Either build
+# order, the same objects (the `llvm.used` sections' SHF_GNU_RETAIN once
+# followed where the allocator put earlier modules' globals).
+cp "$P"/inits.h "$P"/inits-a.cpp "$P"/inits-b.cpp "$P"/inits-c.cpp .
+clang++-19 -std=c++17 -O2 inits-a.cpp inits-b.cpp inits-c.cpp -pthread -o inits.clang
+./inits.clang > inits.expected
+grep -q "^A 96 shared literal reg+c 3$" inits.expected || fail "inits: clang-19's program printed $(cat inits.expected)"
+for O in -O0 -O2 "-O2 -g"; do
+  for u in a b c; do REPOCC_DIR="$SCRATCH/inits$O" "$REPOCCXX" -std=c++17 $O -c inits-$u.cpp -o inits-$u.o; done
+  for u in c b a; do REPOCC_DIR="$SCRATCH/inits-rev$O" "$REPOCCXX" -std=c++17 $O -c inits-$u.cpp -o inits-$u.rev.o; done
+  for u in a b c; do cmp inits-$u.o inits-$u.rev.o || fail "inits $O: inits-$u.o differs with the units compiled in reverse order"; done
+  "$REPOCCXX" -std=c++17 $O inits-a.o inits-b.o inits-c.o -pthread -o inits
+  assert_eq "inits $O program" "$(cat inits.expected)" "$(./inits)"
+done
 
 note "gdb: a program sharing a header's templates between its units, -O0 -g through the repository, against clang-19's"
 cp "$P"/shelf.h "$P"/shelf-labels.cpp "$P"/shelf-main.cpp "$P"/shelf.gdb .

@@ -3,12 +3,10 @@
 
 use anyhow::{anyhow, Result};
 use inkwell::memory_buffer::MemoryBuffer;
-use inkwell::targets::FileType;
 
 use super::canonical::Unit;
 
 pub fn emit_object(unit: &Unit) -> Result<MemoryBuffer<'static>> {
-    unit.target_machine
-        .write_to_memory_buffer(&unit.module, FileType::Object)
+    crate::llvm::emit_object(&unit.target_machine, &unit.module)
         .map_err(|e| anyhow!("generating code for {}: {e}", unit.source_name))
 }

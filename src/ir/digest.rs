@@ -49,7 +49,7 @@ use crate::llvm::StubKind;
 use crate::repo::storage::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 12;
+pub const DIGEST_FORMAT_VERSION: u32 = 13;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -1771,7 +1771,25 @@ fn compute_parsed<'a>(
         ..
     } = initial;
     let graph = DependencyGraph::of(p, &defs, &uses_of, &index, inlining, &always_inline);
-    let (edges, code_edges, references) = (graph.edges, graph.code_edges, graph.references);
+    let (mut edges, mut code_edges, references) =
+        (graph.edges, graph.code_edges, graph.references);
+    // What the module's lists say of a definition is in its fragment (see
+    // `extract_definitions`): a keyed structor entry (the initializer, whose
+    // code the key's fragment holds, and the priority), `llvm.used` (the
+    // section's SHF_GNU_RETAIN).
+    for (name, mark, function) in list_marks(p) {
+        let Some(&k) = index.get(&name) else { continue };
+        let mut h = blake3::Hasher::new();
+        h.update(&defs[k].initial);
+        h.update(mark.as_bytes());
+        defs[k].initial = *h.finalize().as_bytes();
+        if let Some(&f) = function.as_ref().and_then(|f| index.get(f)) {
+            edges.push((k, f));
+            code_edges.push((k, f));
+        }
+    }
+    edges.sort_unstable();
+    edges.dedup();
     let finals = final_digests(&defs, &edges, &code_edges);
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
@@ -1967,6 +1985,51 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
         };
         self.push(name, definition, uses);
     }
+}
+
+/// What the module's lists (`llvm.used`, and the structor lists' entries
+/// with a key) say of a definition: (its name, what they say, the
+/// initializer a structor entry names).
+fn list_marks(p: &Parsed) -> Vec<(String, String, Option<String>)> {
+    let mut out = Vec::new();
+    for (name, text) in &p.variables {
+        let Some((_, init)) = text.split_once(" = appending ") else {
+            continue;
+        };
+        match name.as_str() {
+            "llvm.used" => {
+                for (i, _) in init.match_indices("ptr @") {
+                    if let Some((g, _)) = read_ident(&init[i + 5..]) {
+                        out.push((g.to_string(), "\nin llvm.used".to_string(), None));
+                    }
+                }
+            }
+            "llvm.global_ctors" | "llvm.global_dtors" => {
+                for (i, _) in init.match_indices("{ i32 ") {
+                    let entry = &init[i + 6..];
+                    let entry = &entry[..entry.find('}').unwrap_or(entry.len())];
+                    let mut parts = entry.split(", ptr ");
+                    let priority = parts.next().unwrap_or("");
+                    let function = parts.next().and_then(|f| f.strip_prefix('@'));
+                    let key = parts.next().and_then(|k| k.strip_prefix('@'));
+                    let (Some(function), Some(key)) = (function, key) else {
+                        continue;
+                    };
+                    let (Some((f, _)), Some((k, _))) = (read_ident(function), read_ident(key))
+                    else {
+                        continue;
+                    };
+                    out.push((
+                        k.to_string(),
+                        format!("\nin {name} with priority {priority}"),
+                        Some(f.to_string()),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Whether a global variable's line declares it (`external`,

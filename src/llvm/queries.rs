@@ -40,6 +40,41 @@ pub fn comdat_of(module: &inkwell::module::Module, name: &str) -> Option<String>
     }
 }
 
+/// The keys of the module's constructor and destructor entries (a C++
+/// inline variable's or a template's static data member's dynamic
+/// initializer is keyed by the variable): such an entry is emitted with
+/// its key, in the key's COMDAT group (see `extract_definitions`).
+pub fn structor_keys(module: &inkwell::module::Module) -> std::collections::HashSet<String> {
+    let mut keys = std::collections::HashSet::new();
+    for list in ["llvm.global_ctors", "llvm.global_dtors"] {
+        let Some(global) = module.get_global(list) else {
+            continue;
+        };
+        use inkwell::values::AsValueRef;
+        // SAFETY: reads the operands of a live global's initializer (an
+        // array of `{ i32, ptr, ptr }` structs, as the verifier requires)
+        // without changing anything; names are copied at once.
+        unsafe {
+            use llvm_sys::core::*;
+            let init = LLVMGetInitializer(global.as_value_ref());
+            if init.is_null() || LLVMIsAConstantArray(init).is_null() {
+                continue;
+            }
+            for i in 0..LLVMGetNumOperands(init).max(0) as u32 {
+                let entry = LLVMGetOperand(init, i);
+                if entry.is_null() || LLVMGetNumOperands(entry) < 3 {
+                    continue;
+                }
+                let key = LLVMGetOperand(entry, 2);
+                if !key.is_null() && !LLVMIsAGlobalValue(key).is_null() {
+                    keys.insert(value_name(key));
+                }
+            }
+        }
+    }
+    keys
+}
+
 /// The function whose block addresses the initializer of the global
 /// variable `global` takes, if any.
 pub fn blockaddress_function(global: &inkwell::values::GlobalValue) -> Option<String> {

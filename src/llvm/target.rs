@@ -12,6 +12,9 @@
 //! - `install_fatal_error_handler`: the handler runs on whatever thread LLVM
 //!   fails in and must not return into LLVM; it calls a Rust function that
 //!   never returns (it re-runs the whole invocation through clang).
+//! - `emit_object`, `ObjectEmitter`: each module's code generation starts
+//!   by emptying the ELF lowering's `llvm.used` set (see the shim's
+//!   `forgetUsedGlobals`), on the thread that owns the machine.
 //! - `ObjectEmitter`: the shim's legacy pass manager holds the target
 //!   machine's pointer, so the emitter borrows the machine; it is used
 //!   from one thread (raw pointer: not `Send`), on one module at a time,
@@ -41,6 +44,22 @@ pub fn max_nop_bytes(tm: &TargetMachine, module: &inkwell::module::Module) -> u8
     // SAFETY: see the module invariants; both outlive the call.
     let n = unsafe { repocc_max_nop_bytes(tm.as_mut_ptr(), module.as_mut_ptr()) };
     u8::try_from(n).unwrap_or(u8::MAX)
+}
+
+/// `module`'s object, as `TargetMachine::write_to_memory_buffer` makes
+/// it, with what earlier modules left in the machine forgotten first: the
+/// ELF lowering's set of `llvm.used` globals, which LLVM fills per module
+/// and never empties (with a machine shared by many modules, a global
+/// allocated where an earlier module's used one was got SHF_GNU_RETAIN).
+pub fn emit_object(
+    machine: &TargetMachine,
+    module: &inkwell::module::Module,
+) -> Result<inkwell::memory_buffer::MemoryBuffer<'static>, inkwell::support::LLVMString> {
+    // SAFETY: the machine is alive and not generating code on another
+    // thread (`TargetMachine` is not `Sync`); the shim empties a set of its
+    // object-file lowering, which the next module's code generation fills.
+    unsafe { repocc_forget_used_globals(machine.as_mut_ptr()) };
+    machine.write_to_memory_buffer(module, inkwell::targets::FileType::Object)
 }
 
 /// One code generation pipeline for many modules (see the shim's

@@ -483,9 +483,16 @@ pub(super) fn write(
         }
     }
     if let (Some(_), Some(addrsig)) = (addrsig_index, addrsig) {
+        // In symbol order: which part lists a symbol first depends on
+        // which parts were stored by which unit (the glue lists what its
+        // declarations' uses make significant, a fragment what its own
+        // do), and the object must not (DESIGN.md, invariant 4).
+        let mut finals: Vec<u32> = addrsig.iter().map(|&r| symbols.final_of(r)).collect();
+        finals.sort_unstable();
+        finals.dedup();
         let mut bytes = Vec::new();
-        for &r in addrsig {
-            write_uleb(&mut bytes, u64::from(symbols.final_of(r)));
+        for f in finals {
+            write_uleb(&mut bytes, u64::from(f));
         }
         headers.push(SectionHeader {
             name: strtab.get(b".llvm_addrsig"),

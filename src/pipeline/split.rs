@@ -27,7 +27,6 @@ use anyhow::{anyhow, Result};
 use inkwell::context::Context;
 use inkwell::memory_buffer::MemoryBuffer;
 use inkwell::module::{Linkage, Module};
-use inkwell::targets::FileType;
 
 use crate::ir::canonical::{self, Unit};
 use crate::ir::settings::CodegenSettings;
@@ -417,8 +416,7 @@ fn emit_object(
 ) -> Result<Vec<u8>> {
     match pipeline {
         Some(pipeline) => Ok(pipeline.emit(module)),
-        None => machine
-            .write_to_memory_buffer(module, FileType::Object)
+        None => llvm::emit_object(machine, module)
             .map(|object| object.as_slice().to_vec())
             .map_err(|e| anyhow!("generating code for {what}: {e}")),
     }
@@ -767,6 +765,7 @@ fn emit_carved(
     // is compiled on its own.
     let mut code = Vec::new();
     let mut data = Vec::new();
+    let structor_keys = llvm::structor_keys(&unit.module);
     for (pos, spec) in specs.iter().enumerate() {
         let function = spec
             .members
@@ -786,6 +785,12 @@ fn emit_carved(
             (unit.module.get_function(m))
                 .is_some_and(|f| f.as_global_value().get_section().is_some())
         });
+        // A structor's key takes the structor's entry and its initializer
+        // (in `.text.startup`), whose `.init_array` section is in the key's
+        // COMDAT group: on its own too, variables or not.
+        if spec.members.iter().any(|m| structor_keys.contains(m)) {
+            continue;
+        }
         match (function, constant || labels || named_section) {
             (true, true) => {}
             (true, false) => code.push(pos),
@@ -815,8 +820,7 @@ fn emit_carved(
         groups
             .iter()
             .map(|g| {
-                let object = machine
-                    .write_to_memory_buffer(&group_module(g), FileType::Object)
+                let object = llvm::emit_object(&machine, &group_module(g))
                     .map_err(|e| anyhow!("generating code for the unit's new fragments: {e}"))?;
                 Ok(object.as_slice().to_vec())
             })
