@@ -1771,8 +1771,7 @@ fn compute_parsed<'a>(
         ..
     } = initial;
     let graph = DependencyGraph::of(p, &defs, &uses_of, &index, inlining, &always_inline);
-    let (mut edges, mut code_edges, references) =
-        (graph.edges, graph.code_edges, graph.references);
+    let (mut edges, mut code_edges, references) = (graph.edges, graph.code_edges, graph.references);
     // What the module's lists say of a definition is in its fragment (see
     // `extract_definitions`): a keyed structor entry (the initializer, whose
     // code the key's fragment holds, and the priority), `llvm.used` (the
