@@ -2465,6 +2465,37 @@ mod tests {
     "#;
 
     #[test]
+    fn a_keyed_initializer_is_in_its_variables_digest() {
+        // A C++ inline variable's dynamic initializer is a constructor
+        // entry keyed by the variable: its fragment holds the initializer.
+        let digests_of = |init: &str| {
+            let source =
+                format!("int f(int);\ninline int v = f({init});\nint g() {{ return v; }}\n");
+            let args = [
+                "-x",
+                "c++",
+                "-std=c++17",
+                "-O2",
+                "-Xclang",
+                "-disable-llvm-passes",
+            ];
+            compute(&clang_ir(&source, &args), &[0; 32], Inlining::Optimizing).unwrap()
+        };
+        let (a, b) = (digests_of("1"), digests_of("2"));
+        assert_eq!(fin(&a, "v"), fin(&digests_of("1"), "v"));
+        assert_ne!(fin(&a, "v"), fin(&b, "v"), "the initializer changed");
+        assert!(list_marks(
+            &parse(&clang_ir(
+                "int f(int);\ninline int v = f(1);\n",
+                &["-x", "c++", "-std=c++17"]
+            ))
+            .unwrap()
+        )
+        .iter()
+        .any(|(name, mark, init)| name == "v" && mark.contains("global_ctors") && init.is_some()));
+    }
+
+    #[test]
     fn same_source_same_digests() {
         let a = digests(BASE);
         let b = digests(BASE);
