@@ -483,17 +483,7 @@ pub(super) fn write(
         }
     }
     if let (Some(_), Some(addrsig)) = (addrsig_index, addrsig) {
-        // In symbol order: which part lists a symbol first depends on
-        // which parts were stored by which unit (the glue lists what its
-        // declarations' uses make significant, a fragment what its own
-        // do), and the object must not (DESIGN.md, invariant 4).
-        let mut finals: Vec<u32> = addrsig.iter().map(|&r| symbols.final_of(r)).collect();
-        finals.sort_unstable();
-        finals.dedup();
-        let mut bytes = Vec::new();
-        for f in finals {
-            write_uleb(&mut bytes, u64::from(f));
-        }
+        let bytes = address_significance_table(&symbols, addrsig);
         headers.push(SectionHeader {
             name: strtab.get(b".llvm_addrsig"),
             sh_type: SHT_LLVM_ADDRSIG,
@@ -546,6 +536,22 @@ pub(super) fn write(
     out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
     out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
     Some(out)
+}
+
+/// The `.llvm_addrsig` table of `addrsig`, in symbol order: which part
+/// lists a symbol first depends on which parts were stored by which unit
+/// (the glue lists what its declarations' uses make significant, a
+/// fragment what its own do), and the object must not (DESIGN.md,
+/// invariant 4).
+fn address_significance_table(symbols: &SymbolOrder, addrsig: &[SymRef]) -> Vec<u8> {
+    let mut finals: Vec<u32> = addrsig.iter().map(|&r| symbols.final_of(r)).collect();
+    finals.sort_unstable();
+    finals.dedup();
+    let mut bytes = Vec::new();
+    for f in finals {
+        write_uleb(&mut bytes, u64::from(f));
+    }
+    bytes
 }
 
 /// The final section indices: each section, then its relocations; then
