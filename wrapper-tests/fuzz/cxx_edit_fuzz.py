@@ -42,11 +42,13 @@ import json
 import os
 import random
 import re
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from recompile import unit_command  # noqa: E402
 
 TYPES = ["int", "long", "double", "short", "unsigned", "std::string", "char", "float"]
 INTEGER = re.compile(r"(?<![\w.])[1-9]\d{0,3}(?![\w.'])")
@@ -57,21 +59,17 @@ def log(*args):
 
 
 def commands_for(build, flags, compiler, units):
-    """The compile command of each unit, with FLAGS for its -O and -g
-    arguments and without dependency-file options."""
+    """Each unit's (name, file, directory, command without its output), see
+    recompile.py's `unit_command`."""
     with open(Path(build) / "compile_commands.json") as f:
         entries = json.load(f)
     out = []
     for want in units:
-        e = next((e for e in entries if e["file"].endswith("/" + want)), None)
-        if e is None:
+        found = unit_command(entries, want, compiler, flags)
+        if found is None:
             raise SystemExit(f"no command compiles {want}")
-        args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
-        o = args.index("-o")
-        rest = [a for i, a in enumerate(args[1:], 1)
-                if i not in (o, o + 1) and not a.startswith(("-O", "-g"))
-                and a not in ("-MD", "-MT", "-MF") and args[i - 1] not in ("-MT", "-MF")]
-        out.append((want, e["file"], e["directory"], [compiler] + shlex.split(flags) + rest))
+        e, cmd = found
+        out.append((want, e["file"], e["directory"], cmd))
     return out
 
 
