@@ -3,7 +3,8 @@
 # unit cache off, so the fragments decide), and compared with a cold
 # compile of the edited source into an empty repository: the objects must
 # be the same bytes. Edits: a constant inside the first and the second
-# function body, three blank lines above func_1 (every line below moves),
+# function body (one more, or one less at 2**64-1), three blank lines
+# above func_1 (every line below moves),
 # an unused function appended. Flag sets -O1 -g, -O2, -O2 -g, -Os -g, -O3.
 # And -g never changes the code: -O2 and -O2 -g objects have the same
 # .text, .rodata and .data (a fragment's local helpers laid out alike).
@@ -28,7 +29,11 @@ for m in re.finditer(r'(?<![\w.])(\d+)(?=[UL]*[;,) ])', src[start:]):
     if '/*' in line:
         continue
     at = start + m.start()
-    print(src[:at] + str(int(m.group(1)) + 1) + src[start + m.end():], end="")
+    # one more, or one less where one more is no longer a literal
+    # (2**64 is too large for any integer type: clang rejects it)
+    n = int(m.group(1))
+    n = n + 1 if n + 1 < 2**64 else n - 1
+    print(src[:at] + str(n) + src[start + m.end():], end="")
     break
 else:
     sys.exit(1)
