@@ -53,22 +53,35 @@ pub fn estimate(repo: &Path) -> Option<u64> {
     read_measured(repo).map(|m| m.saturating_add(written))
 }
 
-/// Accounts for `bytes` just stored by a compile and, when the repository
-/// has grown past `max_bytes` (0: no limit), evicts. Returns the eviction
-/// done by this call, if any.
-pub fn account_and_maybe_evict(
-    repo: &Path,
-    bytes: u64,
-    max_bytes: u64,
-) -> Result<Option<EvictReport>> {
+/// What [`evict_if_over`] did.
+#[derive(Debug)]
+pub enum Cleanup {
+    /// The estimate is within the limit (or there is none).
+    NotNeeded,
+    /// Another holder of the cleanup lock: a compile cleaning up now, or
+    /// (for a moment) a child process forked while a thread of this one
+    /// held the lock, which keeps it until the child's `exec`.
+    Busy,
+    /// Measured and evicted down to 90% of the limit (the report's
+    /// `removed` may be 0: the estimate was high).
+    Done(EvictReport),
+}
+
+/// Adds `bytes` just stored by a compile to the ledger.
+pub fn account(repo: &Path, bytes: u64) -> Result<()> {
     if bytes == 0 {
-        return Ok(None);
+        return Ok(());
     }
     let mut delta = Counters::default();
     delta.add(BYTES_WRITTEN, bytes);
-    stats::record_in(repo, LEDGER, &delta)?;
+    stats::record_in(repo, LEDGER, &delta)
+}
+
+/// Evicts when the repository's estimate has passed `max_bytes` (0: no
+/// limit) and no other compile is cleaning up.
+pub fn evict_if_over(repo: &Path, max_bytes: u64) -> Result<Cleanup> {
     if max_bytes == 0 {
-        return Ok(None);
+        return Ok(Cleanup::NotNeeded);
     }
     // No measurement yet (a new repository, or one written by a repocc
     // without size accounting): measure, once, under the cleanup lock.
@@ -77,12 +90,12 @@ pub fn account_and_maybe_evict(
         None => true,
     };
     if !over {
-        return Ok(None);
+        return Ok(Cleanup::NotNeeded);
     }
     let dir = ledger(repo)?;
     let lock = dir.lock_file("cleanup.lock")?;
     if lock.try_lock().is_err() {
-        return Ok(None);
+        return Ok(Cleanup::Busy);
     }
     // Zero the ledger first: bytes written while the walk runs are counted
     // afresh (or measured by the walk, and so counted twice: early, never
@@ -91,7 +104,18 @@ pub fn account_and_maybe_evict(
     let report = Store::new(repo).evict_to(max_bytes);
     write_measured(&dir, report.bytes_after)?;
     drop(lock);
-    Ok((report.removed > 0).then_some(report))
+    Ok(Cleanup::Done(report))
+}
+
+/// Accounts for `bytes` just stored by a compile and, when the repository
+/// has grown past `max_bytes` (0: no limit), evicts (see
+/// [`evict_if_over`]).
+pub fn account_and_maybe_evict(repo: &Path, bytes: u64, max_bytes: u64) -> Result<Cleanup> {
+    if bytes == 0 {
+        return Ok(Cleanup::NotNeeded);
+    }
+    account(repo, bytes)?;
+    evict_if_over(repo, max_bytes)
 }
 
 /// Forgets the accounting (after `--clear` or a manual cleanup, which
@@ -123,11 +147,19 @@ mod tests {
         let limit = 10_000;
         let mut evictions = 0;
         for n in 0..40u8 {
+            // Eviction goes by the packs' mtimes, which the kernel keeps at
+            // its clock tick (up to 10 ms): one tick apart, the order is
+            // the order written.
+            std::thread::sleep(std::time::Duration::from_millis(11));
             let bytes = put(&store, n, 1000);
-            if account_and_maybe_evict(d.path(), bytes, limit)
-                .unwrap()
-                .is_some()
-            {
+            let mut cleanup = account_and_maybe_evict(d.path(), bytes, limit).unwrap();
+            // The lock is busy only while another test's child process,
+            // forked as this thread held it, has not reached `exec` yet.
+            while matches!(cleanup, Cleanup::Busy) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                cleanup = evict_if_over(d.path(), limit).unwrap();
+            }
+            if matches!(&cleanup, Cleanup::Done(r) if r.removed > 0) {
                 evictions += 1;
             }
             let (size, _) = store.size();
@@ -155,9 +187,10 @@ mod tests {
         let store = Store::new(d.path());
         for n in 0..10u8 {
             let bytes = put(&store, n, 1000);
-            assert!(account_and_maybe_evict(d.path(), bytes, 0)
-                .unwrap()
-                .is_none());
+            assert!(matches!(
+                account_and_maybe_evict(d.path(), bytes, 0).unwrap(),
+                Cleanup::NotNeeded
+            ));
         }
         assert_eq!(store.size().1, 10);
     }
