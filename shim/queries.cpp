@@ -419,6 +419,26 @@ extern "C" void repocc_sort_functions_by_name(LLVMModuleRef module) {
   }
 }
 
+// The functions `names` (those the module has) first, in that order, then
+// the others in the order they were in. The optimizer's call graph visits
+// functions in module order (see `ir::call_order`).
+extern "C" void repocc_order_functions(LLVMModuleRef module, const char *const *names,
+                                       size_t count) {
+  Module *M = unwrap(module);
+  std::vector<Function *> Ordered;
+  SmallPtrSet<Function *, 32> Placed;
+  for (size_t i = 0; i < count; i++)
+    if (Function *F = M->getFunction(names[i]); F && Placed.insert(F).second)
+      Ordered.push_back(F);
+  for (Function &F : *M)
+    if (!Placed.contains(&F))
+      Ordered.push_back(&F);
+  for (Function *F : Ordered) {
+    F->removeFromParent();
+    M->getFunctionList().push_back(F);
+  }
+}
+
 // The local definitions a fragment's module holds besides its members `names`
 // (the helpers repocc_extract_definitions copies in, in the order its mapper
 // met them) put in an order the carver finds again in an object compiled

@@ -82,6 +82,7 @@ char *repocc_global_users(LLVMModuleRef module);
 char *repocc_fragment_reach(LLVMModuleRef module, const char *const *names, size_t count);
 char *repocc_print_module(LLVMModuleRef module);
 void repocc_sort_functions_by_name(LLVMModuleRef module);
+void repocc_order_functions(LLVMModuleRef module, const char *const *names, size_t count);
 void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetMachineRef tm,
                                     const char *const *names, size_t count);
 void repocc_trim_debug_units(LLVMModuleRef module, int glue);

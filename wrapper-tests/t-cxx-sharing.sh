@@ -24,7 +24,12 @@
 # - gdb on a program whose two units share a header's template instances,
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
-#   locals, ptype, list, finish).
+#   locals, ptype, list, finish);
+# - yaml-cpp's regex_yaml.cpp at -O3, compiled after scanner.cpp into one
+#   repository, equals its cold compile alone: both hold
+#   std::vector<RegEx>'s copy constructor, built on the mutually recursive
+#   destructors of RegEx and its vector, which clang emits in another
+#   order in each unit (the optimizer now meets them in one order).
 source "$(dirname "$0")/lib.sh"
 P="$WT_ROOT/programs"
 cd "$SCRATCH"
@@ -265,3 +270,15 @@ grep -q 'shelf::Stack<shelf::Label>::sum (this=ADDR) at ./shelf.h:21' gdb.clang 
 grep -q 'type = struct shelf::Label {' gdb.clang || fail "gdb cannot show struct Label in clang's build"
 diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
 unset REPOCC_DEBUG_FRAGMENTS
+
+note "yaml-cpp at -O3: regex_yaml.cpp after scanner.cpp (recursive destructors emitted in another order) equals its cold compile"
+yaml=$(fetch_debian_source yaml-cpp --skip-patches)
+yflags=(-O3 -std=gnu++11 -fvisibility=hidden -DYAML_CPP_USE_VISIBILITY -I"$yaml/include" -I"$yaml/src")
+REPOCC_UNIT_CACHE=false REPOCC_DIR="$SCRATCH/repo-yaml" "$REPOCCXX" "${yflags[@]}" -c "$yaml/src/scanner.cpp" -o scanner.o \
+  || fail "yaml-cpp scanner.cpp"
+REPOCC_UNIT_CACHE=false REPOCC_DIR="$SCRATCH/repo-yaml" "$REPOCCXX" "${yflags[@]}" -c "$yaml/src/regex_yaml.cpp" -o regex-warm.o \
+  || fail "yaml-cpp regex_yaml.cpp, warm"
+REPOCC_UNIT_CACHE=false REPOCC_DIR="$SCRATCH/repo-yaml-cold" "$REPOCCXX" "${yflags[@]}" -c "$yaml/src/regex_yaml.cpp" -o regex-cold.o \
+  || fail "yaml-cpp regex_yaml.cpp, cold"
+cmp -s regex-warm.o regex-cold.o \
+  || fail "regex_yaml.cpp after scanner.cpp is not its cold object: $(diff <(nm -S regex-cold.o) <(nm -S regex-warm.o) | head -5)"

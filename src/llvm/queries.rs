@@ -312,6 +312,25 @@ pub fn sort_functions_by_name(module: &inkwell::module::Module) {
     unsafe { repocc_sort_functions_by_name(module.as_mut_ptr()) }
 }
 
+/// Puts the module's functions named in `names` first, in that order, the
+/// others after them in the order they were in.
+pub fn order_functions(module: &inkwell::module::Module, names: &[&str]) {
+    let owned: Vec<CString> = names.iter().filter_map(|n| CString::new(*n).ok()).collect();
+    let ptrs: Vec<*const c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: the module is alive and nothing iterates its functions
+    // meanwhile; the shim only moves functions within the module's list;
+    // `ptrs` points into `owned`, alive for the call.
+    unsafe { repocc_order_functions(module.as_mut_ptr(), ptrs.as_ptr(), ptrs.len()) }
+}
+
+/// The names of the module's functions, in its order.
+pub fn function_order(module: &inkwell::module::Module) -> Vec<String> {
+    module
+        .get_functions()
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect()
+}
+
 /// Lays out the local helpers a fragment's module holds besides its
 /// `members` (functions by name, variables by name but for pooled
 /// constants) in the order the carver gives the same fragment's sections

@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 
 use crate::ir::settings::CodegenSettings;
-use crate::ir::{bodies, canonical, codegen, digest, merge, optimize, settings};
+use crate::ir::{bodies, call_order, canonical, codegen, digest, merge, optimize, settings};
 use crate::obj::{combine, debug_lines};
 use crate::repo::storage::Storage;
 
@@ -348,10 +348,16 @@ fn repository_stages(
     });
     times.metadata += t.elapsed();
     let t = Instant::now();
+    // The source's order, put back once the optimizer is done (but at
+    // -O0: see below).
+    let mut source_order = None;
     if settings.opt == settings::OptLevel::O0 {
         // The always-inliner's result follows the module's order: by
         // name, a function's code is the same in every unit (see the shim).
         crate::llvm::sort_functions_by_name(&unit.module);
+    } else {
+        source_order = Some(crate::llvm::function_order(&unit.module));
+        crate::llvm::order_functions(&unit.module, &call_order::optimizer_order(digests));
     }
     let optimized = optimize::run(unit, settings, &pruned.stored_code, bodies.as_ref())?;
     times.optimize = t.elapsed();
@@ -359,6 +365,10 @@ fn repository_stages(
     let t = Instant::now();
     // No function merging here: see `merge`.
     optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
+    if let Some(order) = &source_order {
+        let names: Vec<&str> = order.iter().map(String::as_str).collect();
+        crate::llvm::order_functions(&unit.module, &names);
+    }
     times.merge = t.elapsed();
 
     let t = Instant::now();
