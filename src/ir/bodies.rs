@@ -150,8 +150,8 @@ fn groups(digests: &ModuleDigests) -> HashMap<&str, (usize, usize)> {
 }
 
 /// The module's function definitions that have a final digest, and whose
-/// body is its own: every one that is neither local nor linkonce_odr, and
-/// the local ones of a group of several functions. A local function (a
+/// body is its own: every one that is not local, and the local ones of a
+/// group of several functions. A local function (a
 /// static with one caller, left local) on its own may have been rewritten
 /// from its caller (constant arguments propagated); in a group, that
 /// caller is one of the group, whose bodies the digests cover. Also
@@ -188,14 +188,11 @@ fn members(unit: &Unit, digests: &ModuleDigests) -> (Vec<Member>, HashMap<usize,
             linkage,
             inkwell::module::Linkage::Internal | inkwell::module::Linkage::Private
         );
-        // Not inline functions and template instances (linkonce_odr):
-        // with comdat declarations left out of the context digest, so
-        // that units could share them, yaml-cpp's regex_yaml.o came out
-        // different when it took such bodies from other units (the same
-        // final digest, a different body: something of the unit beyond
-        // their reach decides their code, and a later compile of the same
-        // unit may differ in it too).
-        if (local && size < 2) || linkage == inkwell::module::Linkage::LinkOnceODR {
+        // Inline functions and template instances (linkonce_odr) too: a
+        // recursion among them is simplified in one order in every unit
+        // (`call_order`). Before that, yaml-cpp's regex_yaml.o came out
+        // different when it took such bodies from other units.
+        if local && size < 2 {
             continue;
         }
         out.push(Member {
@@ -490,11 +487,12 @@ mod tests {
     }
 
     #[test]
-    fn members_leave_out_inline_functions_and_lone_statics() {
+    fn members_leave_out_lone_statics() {
         use inkwell::context::Context;
         use inkwell::targets::{CodeModel, RelocMode, Target, TargetTriple};
         // r and its static helper s call each other (one group); t is a
-        // static nothing calls; i is an inline function (linkonce_odr).
+        // static nothing calls; i is an inline function (linkonce_odr),
+        // kept as any other.
         let ir = r#"
             target triple = "x86_64-pc-linux-gnu"
             define i32 @r(i32 %x) {
@@ -560,13 +558,14 @@ mod tests {
         };
         let (members, sizes) = members(&unit, &digests);
         let names: Vec<&str> = members.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(names, ["r", "s", "h"]);
+        assert_eq!(names, ["r", "s", "i", "h"]);
         // h: nothing else reaches it, so no compile takes it as context.
         let reached: Vec<bool> = members.iter().map(|m| m.reached).collect();
-        assert_eq!(reached, [true, true, false]);
+        assert_eq!(reached, [true, true, true, false]);
         assert_eq!(members[0].group, members[1].group);
         assert_eq!(sizes[&members[0].group], 2);
         assert_ne!(members[2].group, members[0].group);
+        assert_ne!(members[3].group, members[0].group);
     }
 
     #[test]
