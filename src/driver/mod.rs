@@ -487,11 +487,17 @@ fn execute(
     if let Some(repo) = repo {
         // Best effort, like the statistics: never a failed build.
         let cleanup = size::account_and_maybe_evict(repo, written, cfg.max_size_bytes());
-        if let (Ok(size::Cleanup::Done(r)), true) = (&cleanup, crate::config::switches().explain) {
-            eprintln!(
-                "repocc: explain: the repository passed its size limit: {} entries evicted, {} bytes left of {}",
-                r.removed, r.bytes_after, r.bytes_before
-            );
+        // A first measurement (a new repository) that removed nothing is
+        // not an eviction.
+        match &cleanup {
+            Ok(size::Cleanup::Done(r)) if r.removed > 0 && crate::config::switches().explain => {
+                eprintln!(
+                    "repocc: explain: the repository passed its size limit: \
+                     {} entries evicted, {} bytes left of {}",
+                    r.removed, r.bytes_after, r.bytes_before
+                )
+            }
+            _ => {}
         }
     }
 

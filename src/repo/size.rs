@@ -68,10 +68,7 @@ pub enum Cleanup {
 }
 
 /// Adds `bytes` just stored by a compile to the ledger.
-pub fn account(repo: &Path, bytes: u64) -> Result<()> {
-    if bytes == 0 {
-        return Ok(());
-    }
+fn account(repo: &Path, bytes: u64) -> Result<()> {
     let mut delta = Counters::default();
     delta.add(BYTES_WRITTEN, bytes);
     stats::record_in(repo, LEDGER, &delta)
