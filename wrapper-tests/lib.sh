@@ -107,3 +107,37 @@ $(cat stderr-repocc)"
   note "$name: exit $(cat rc-repocc), same stderr ($(wc -l < stderr-repocc) lines), same files"
 }
 
+
+# A pool of background jobs, at most $JOBS at once, for a test's independent
+# cases (one core each, where running them in turn left the other idle):
+# `pool_start LOG COMMAND...` runs COMMAND (a function too) in a subshell
+# with its output in LOG, once a place is free; `pool_wait WHAT` waits for
+# them all and fails, with the last lines of each failed one's log, if any
+# failed. The test must start no other background job meanwhile: `wait -n`
+# reaps whichever ends first.
+declare -A POOL_LOGS=()
+POOL_FAILED=()
+pool_reap_one() {
+  local pid rc=0
+  wait -n -p pid || rc=$?
+  [ -n "${pid:-}" ] || fail "pool: no job to wait for"
+  [ "$rc" = 0 ] || POOL_FAILED+=("${POOL_LOGS[$pid]}")
+  unset "POOL_LOGS[$pid]"
+}
+pool_start() {
+  local log=$1
+  shift
+  while [ "${#POOL_LOGS[@]}" -ge "$JOBS" ]; do pool_reap_one; done
+  ( "$@" ) > "$log" 2>&1 &
+  POOL_LOGS[$!]=$log
+}
+pool_wait() {
+  local log
+  while [ "${#POOL_LOGS[@]}" -gt 0 ]; do pool_reap_one; done
+  [ "${#POOL_FAILED[@]}" = 0 ] && return 0
+  for log in "${POOL_FAILED[@]}"; do
+    echo "--- $log"
+    tail -n 20 "$log"
+  done
+  fail "$1: ${#POOL_FAILED[@]} failed"
+}

@@ -50,13 +50,15 @@ note "-O0 code is clang's: .text of the library's and some tests' objects within
 # name format_custom_arg<date>, which differs between them (it was left
 # out when only the stored code used it): either order, the same objects.
 O0_UNITS="src/format.cc src/os.cc test/ostream-test.cc test/format-test.cc test/core-test.cc test/ranges-test.cc"
-REPOCC_DIR="$SCRATCH/repo-O0" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/repocc" "$REPOCCXX" -O0 $O0_UNITS || fail "repocc++ -O0"
 REVERSED=$(echo $O0_UNITS | tr ' ' '\n' | tac | tr '\n' ' ')
-REPOCC_DIR="$SCRATCH/repo-O0-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/reverse" "$REPOCCXX" -O0 $REVERSED || fail "repocc++ -O0 (reverse order)"
+# The three sets of compiles are independent: $JOBS at a time.
+pool_start O0-forward.log env REPOCC_DIR="$SCRATCH/repo-O0" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/repocc" "$REPOCCXX" -O0 $O0_UNITS
+pool_start O0-reverse.log env REPOCC_DIR="$SCRATCH/repo-O0-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/reverse" "$REPOCCXX" -O0 $REVERSED
+pool_start O0-clang.log python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/clang" clang++-19 -O0 $O0_UNITS
+pool_wait "-O0 compiles (repocc++ forward and reverse, clang++-19)"
 for o in "$SCRATCH"/O0/repocc/*.o; do
   cmp -s "$o" "$SCRATCH/O0/reverse/$(basename "$o")" || fail "-O0 $(basename "$o" .o): another object with the units compiled in reverse order"
 done
-python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/O0/clang" clang++-19 -O0 $O0_UNITS || fail "clang++-19 -O0"
 text_bytes() { size -A "$1" | awk '$1 ~ /^\.text/ { s += $2 } END { print s + 0 }'; }
 for o in "$SCRATCH"/O0/clang/*.o; do
   ours=$(text_bytes "$SCRATCH/O0/repocc/$(basename "$o")"); theirs=$(text_bytes "$o")
@@ -76,8 +78,10 @@ for O in "-O2 -g" "-O0 -g"; do
   tag=$(echo "$O" | tr -d ' -')
   case "$O" in -O0*) export REPOCC_DEBUG_FRAGMENTS=true ;; *) unset REPOCC_DEBUG_FRAGMENTS ;; esac
   export REPOCC_DIR="$SCRATCH/repo-$tag"
-  python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/repocc" "$REPOCCXX" "$O" $G_UNITS > "$tag.log" 2>&1 || { tail -n 20 "$tag.log"; fail "repocc++ $O"; }
-  python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/clang" clang++-19 "$O" $G_UNITS > /dev/null 2>&1 || fail "clang++-19 $O"
+  pool_start "$tag.log" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/repocc" "$REPOCCXX" "$O" $G_UNITS
+  pool_start "$tag-reverse.log" env REPOCC_DIR="$SCRATCH/repo-$tag-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/reverse" "$REPOCCXX" "$O" $G_REVERSED
+  pool_start "$tag-clang.log" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/clang" clang++-19 "$O" $G_UNITS
+  pool_wait "$O compiles (repocc++ forward and reverse, clang++-19)"
   nm --defined-only "$SCRATCH/$tag"/clang/*.o 2>/dev/null | awk '$2 == "W" || $2 == "V" {print $3}' > "weak-$tag.txt"
   repeats=$(( $(wc -l < "weak-$tag.txt") - $(sort -u "weak-$tag.txt" | wc -l) ))
   shared=$(stat_value definitions_shared)
@@ -86,8 +90,6 @@ for O in "-O2 -g" "-O0 -g"; do
   assert_eq "$O: units that went to clang" 0 "$(stat_value fallbacks)"
   [ $(( shared * 10 )) -ge $(( repeats * 9 )) ] \
     || fail "$O: only $shared definitions reused from another unit for $repeats repeated ones"
-  REPOCC_DIR="$SCRATCH/repo-$tag-reverse" python3 "$WT_ROOT/recompile.py" "$PWD" "$SCRATCH/$tag/reverse" "$REPOCCXX" "$O" $G_REVERSED > /dev/null 2>&1 \
-    || fail "repocc++ $O (reverse order)"
   for o in "$SCRATCH/$tag"/repocc/*.o; do
     cmp -s "$o" "$SCRATCH/$tag/reverse/$(basename "$o")" || fail "$O $(basename "$o" .o): another object with the units compiled in reverse order"
   done

@@ -43,14 +43,15 @@ note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_va
 note "sqlite3.c edit: context bodies from the repository, warm equals cold"
 mkdir -p bodies-warm bodies-cold
 cp sqlite3.c bodies-warm/sqlite3.c
-(
+grep -q 'const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
+  || fail "test premise: sqlite3_libversion's line"
+sed 's/const char \*sqlite3_libversion(void){ return sqlite3_version; }/const char *sqlite3_libversion(void){ return sqlite3_version + 1; }/' \
+  sqlite3.c > bodies-cold/sqlite3.c
+bodies_warm() {
   export REPOCC_DIR="$SCRATCH/repo-bodies" REPOCC_UNIT_CACHE=false
   cd bodies-warm
   "$REPOCC" -O2 -c sqlite3.c -o first.o || fail "first compile of sqlite3.c"
-  grep -q 'const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
-    || fail "test premise: sqlite3_libversion's line"
-  sed -i 's/const char \*sqlite3_libversion(void){ return sqlite3_version; }/const char *sqlite3_libversion(void){ return sqlite3_version + 1; }/' sqlite3.c
-  cp sqlite3.c ../bodies-cold/sqlite3.c
+  cp ../bodies-cold/sqlite3.c sqlite3.c
   compiled=$(stat_value definitions_compiled)
   reused=$(stat_value bodies_reused)
   "$REPOCC" -O2 -c sqlite3.c -o warm.o || fail "warm compile of the edited sqlite3.c"
@@ -59,13 +60,18 @@ cp sqlite3.c bodies-warm/sqlite3.c
   note "edited sqlite3.c: $compiled definitions compiled, $reused bodies from the repository"
   [ "$compiled" -le 12 ] || fail "the edit compiled $compiled definitions (expected about 10)"
   [ "$reused" -ge 1000 ] || fail "only $reused bodies came from the repository"
-) || exit 1
-(
+}
+bodies_cold() {
   export REPOCC_DIR="$SCRATCH/repo-bodies-cold" REPOCC_UNIT_CACHE=false
   cd bodies-cold
   "$REPOCC" -O2 -c sqlite3.c -o cold.o || fail "cold compile of the edited sqlite3.c"
   assert_eq "no bodies reused in a new repository" 0 "$(stat_value bodies_reused)"
-) || exit 1
+}
+# The warm pair and the cold compile share nothing: at once.
+pool_start bodies-warm.log bodies_warm
+pool_start bodies-cold.log bodies_cold
+pool_wait "sqlite3.c with stored bodies, and cold"
+cat bodies-warm.log
 cmp bodies-warm/warm.o bodies-cold/cold.o \
   || fail "edited sqlite3.c: the object with stored bodies differs from a new repository's"
 "$REPOCC" -O2 -DSQLITE_ENABLE_MATH_FUNCTIONS shell.c bodies-warm/warm.o -lm -ldl -lpthread -o sqlite3-bodies \

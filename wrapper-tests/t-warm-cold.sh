@@ -45,11 +45,12 @@ PY
   ! cmp -s "$2" "$3"
 }
 
-# same_layout WHAT FILE FLAGS...: -g changes no code: the -O2 and -O2 -g
-# objects have the same .text, .rodata and .data.
+# same_layout WHAT DIR FILE FLAGS...: -g changes no code: the -O2 and -O2 -g
+# objects (compiled in DIR) have the same .text, .rodata and .data.
 same_layout() {
-  local what=$1 file=$2 s
-  shift 2
+  local what=$1 dir=$2 file=$3 s
+  shift 3
+  mkdir -p "$dir" && cd "$dir"
   rm -rf repo-a repo-b
   REPOCC_DIR="$PWD/repo-a" "$REPOCC" -O2 "$@" -w -c "$file" -o plain.o || fail "$what -O2"
   REPOCC_DIR="$PWD/repo-b" "$REPOCC" -O2 -g "$@" -w -c "$file" -o debug.o || fail "$what -O2 -g"
@@ -60,29 +61,43 @@ same_layout() {
   done
 }
 
-compared=0
-declare -A per_flags
+# warm_against_cold SEED KIND FLAGS: orig-SEED.c compiled cold into a
+# repository, then edited-SEED-KIND.c against it and cold into an empty
+# one, in a directory of its own: the same bytes. Counted in compared/.
+warm_against_cold() {
+  local seed=$1 kind=$2 O=$3 tag
+  tag="$seed-$kind-$(echo "$O" | tr -d ' -')"
+  mkdir -p "case-$tag" && cd "case-$tag"
+  cp "../orig-$seed.c" x.c
+  REPOCC_DIR="$PWD/warm-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o x.o || fail "seed $seed $O: cold compile"
+  cp "../edited-$seed-$kind.c" x.c
+  REPOCC_DIR="$PWD/warm-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o warm.o || fail "seed $seed $kind $O: warm compile"
+  REPOCC_DIR="$PWD/cold-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o cold.o || fail "seed $seed $kind $O: cold compile"
+  cmp -s warm.o cold.o || fail "seed $seed, $kind, $O: the warm object is not the cold one"
+  echo "$O" > "../compared/$tag"
+  cd .. && rm -rf "case-$tag"
+}
+
+# The cases are independent: $JOBS at a time (each compile keeps about one
+# core busy).
+mkdir -p compared
 for seed in 7002000 7011002 7020002 8910074 "$FRESH" $((FRESH + 1)); do
   csmith --seed "$seed" > "orig-$seed.c" 2> /dev/null || fail "csmith --seed $seed"
   for kind in const1 const2 shift append; do
-    edit "$kind" "orig-$seed.c" "edited.c" || { note "seed $seed: no place for $kind"; continue; }
+    edit "$kind" "orig-$seed.c" "edited-$seed-$kind.c" || { note "seed $seed: no place for $kind"; continue; }
     for O in "-O1 -g" "-O2" "-O2 -g" "-Os -g" "-O3"; do
-      rm -rf warm-repo cold-repo
-      cp "orig-$seed.c" x.c
-      REPOCC_DIR="$PWD/warm-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o x.o || fail "seed $seed $O: cold compile"
-      cp edited.c x.c
-      REPOCC_DIR="$PWD/warm-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o warm.o || fail "seed $seed $kind $O: warm compile"
-      REPOCC_DIR="$PWD/cold-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o cold.o || fail "seed $seed $kind $O: cold compile"
-      cmp -s warm.o cold.o || fail "seed $seed, $kind, $O: the warm object is not the cold one"
-      compared=$((compared + 1))
-      per_flags[$O]=$(( ${per_flags[$O]:-0} + 1 ))
+      pool_start "warm-cold-$seed-$kind-$(echo "$O" | tr -d ' -').log" warm_against_cold "$seed" "$kind" "$O"
     done
   done
-  cp "orig-$seed.c" x.c
-  same_layout "seed $seed" x.c -I/usr/include/csmith
+  pool_start "layout-$seed.log" same_layout "seed $seed" "layout-$seed" "$SCRATCH/orig-$seed.c" -I/usr/include/csmith
 done
-note "$compared warm objects compared with cold ones: all the same bytes" \
-  "($(for O in "-O1 -g" "-O2" "-O2 -g" "-Os -g" "-O3"; do printf '%s: %s; ' "$O" "${per_flags[$O]:-0}"; done))"
+pool_wait "warm against cold compiles"
+per_flags=$(for O in "-O1 -g" "-O2" "-O2 -g" "-Os -g" "-O3"; do
+  printf '%s: %s; ' "$O" "$(cat compared/* | grep -cx -- "$O" || true)"
+done)
+compared=$(ls compared | wc -l)
+[ "$compared" -ge 60 ] || fail "only $compared warm objects compared"
+note "$compared warm objects compared with cold ones: all the same bytes ($per_flags)"
 
 # lua sources whose fragments carry local helpers (static functions and
 # constants, jump tables of statics), with and without -g. clang-19's own
@@ -98,5 +113,5 @@ for f in lcode.c lua.c lparser.c; do
     llvm-objcopy-19 -O binary --only-section="$s" clang-debug.o debug.bin
     cmp -s plain.bin debug.bin || fail "$f: clang-19's own $s moves with -g; pick another file"
   done
-  same_layout "$f" "$src/src/$f" -DLUA_USE_LINUX
+  (same_layout "$f" "layout-$f" "$src/src/$f" -DLUA_USE_LINUX)
 done

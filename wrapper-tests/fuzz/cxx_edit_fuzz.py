@@ -37,6 +37,7 @@ the source that gave it. The sources are restored at the end.
 """
 
 import argparse
+import concurrent.futures
 import filecmp
 import json
 import os
@@ -179,9 +180,12 @@ def main():
             log(f"round {r}: {'; '.join(done) or 'no edit'}")
             for name, _, directory, cmd in units:
                 wobj, cobj = work / f"{Path(name).name}.warm.o", work / f"{Path(name).name}.cold.o"
-                w = compile_unit(cmd, directory, wobj, warm)
                 shutil.rmtree(cold, ignore_errors=True)
-                c = compile_unit(cmd, directory, cobj, cold)
+                # Warm and cold at once: they share nothing.
+                with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                    w_run = pool.submit(compile_unit, cmd, directory, wobj, warm)
+                    c_run = pool.submit(compile_unit, cmd, directory, cobj, cold)
+                    w, c = w_run.result(), c_run.result()
                 if w != c:
                     bad.append(f"round {r} {name}: warm ended {w[0]} {w[1][:400]!r}, cold {c[0]} {c[1][:400]!r}")
                 elif w[0] == 0 and "repocc" in w[1]:

@@ -27,6 +27,7 @@ failure, and `--seed S --rounds N` replays a run.
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import random
@@ -59,7 +60,10 @@ SWAPS = {
     "&&": "||", "||": "&&", "+": "-", "-": "+", "+=": "-=", "-=": "+=",
     "<<": ">>", ">>": "<<", "|": "^", "^": "|",
 }
-RUN_TIMEOUT = 20
+# The checks take under a tenth of a second; a run still going after this
+# many seconds loops (an edit can make it). Where only one build's run
+# times out, both are rerun with six times as long (see `triage`).
+RUN_TIMEOUT = 10
 
 
 def log(*args):
@@ -101,7 +105,9 @@ class Project:
         return self.units()
 
     def check(self, exe, scratch, timeout=RUN_TIMEOUT):
-        """Runs the program's checks; returns (rc, stdout, stderr)."""
+        """Runs the program's checks in `scratch`; returns (rc, stdout,
+        stderr). `exe` is relative to `scratch` (`./prog`), and so are the
+        paths it is given: no run's output names its directory."""
         raise NotImplementedError
 
 
@@ -117,7 +123,7 @@ class Lua(Project):
         return sorted(p.name for p in self.tree.glob("*.c") if p.name != "luac.c")
 
     def check(self, exe, scratch, timeout=RUN_TIMEOUT):
-        return run([str(exe), str(HERE.parent / "programs" / "checks.lua")],
+        return run([exe, str(HERE.parent / "programs" / "checks.lua")],
                    cwd=scratch, timeout=timeout)
 
 
@@ -137,7 +143,7 @@ class Sqlite(Project):
         if db.exists():
             db.unlink()
         with open(HERE.parent / "programs" / "checks.sql", "rb") as sql:
-            return run([str(exe), str(db)], cwd=scratch, timeout=timeout, stdin=sql)
+            return run([exe, db.name], cwd=scratch, timeout=timeout, stdin=sql)
 
 
 PROJECTS = {"lua": Lua, "sqlite": Sqlite}
@@ -440,23 +446,43 @@ class Fuzzer:
         return d
 
     def build_all(self, objdir, repo):
-        for u in self.project.units():
-            rc, _, err = self.builder.compile(u, objdir / (u + ".o"), repo)
+        """Every unit, as `make -jN` would: into one repository, at once."""
+        units = self.project.units()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            results = list(pool.map(lambda u: self.builder.compile(u, objdir / (u + ".o"), repo), units))
+        for u, (rc, _, err) in zip(units, results):
             if rc != 0:
                 raise SystemExit(f"compiling {u} failed:\n{err}")
 
-    def check(self, exe, timeout=RUN_TIMEOUT):
-        scratch = self.work / "run"
+    def compile_units(self, units, objdir, repo):
+        """Compiles `units` in turn into `objdir`: None, or the first
+        that failed and its diagnostics."""
+        for u in units:
+            rc, _, err = self.builder.compile(u, objdir / (u + ".o"), repo)
+            if rc != 0:
+                return u, err
+        return None
+
+    def check(self, exe, timeout=RUN_TIMEOUT, slot="run"):
+        """The checks' outcome for `exe`, run as `./prog` in a scratch
+        directory of its own (`slot`): programs print their own path in
+        messages, the same for every build and slot."""
+        scratch = self.work / slot
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir()
         try:
-            # Programs print their own path in messages: the same path for
-            # every build.
-            prog = Path(scratch) / "prog"
-            shutil.copy(exe, prog)
-            return outcome(self.project.check(prog, scratch, timeout))
+            shutil.copy(exe, scratch / "prog")
+            return outcome(self.project.check("./prog", scratch, timeout))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def check_both(self, cold_exe, warm_exe, timeout=RUN_TIMEOUT):
+        """The checks' outcomes for both builds, run at once (a looping
+        edit costs one timeout, not two)."""
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            cold = pool.submit(self.check, cold_exe, timeout, "run-cold")
+            warm = pool.submit(self.check, warm_exe, timeout, "run-warm")
+            return cold.result(), warm.result()
 
     def setup(self):
         rc, _, err = run(["clang-19", "-O2", "-c", str(HERE / "hook.c"), "-o", str(self.builder.hook)])
@@ -501,17 +527,18 @@ class Fuzzer:
             if not cand or overlaps(cand):
                 continue
             units = self.write_tree(cand)
-            # Cold first: an edit that does not compile is discarded.
+            # Cold (into an empty repository) and warm at once: they share
+            # nothing. An edit whose cold compile fails is discarded (its
+            # warm compile failed too and stored nothing).
             if self.cold_repo.exists():
                 shutil.rmtree(self.cold_repo)
-            cold_dir = self.objdir("obj-cold")
-            ok = True
-            for u in units:
-                rc, _, err = self.builder.compile(u, cold_dir / (u + ".o"), self.cold_repo)
-                if rc != 0:
-                    ok = False
-                    break
-            if ok:
+            cold_dir, warm_dir = self.objdir("obj-cold"), self.objdir("obj-warm")
+            self.builder.zero_stats(self.warm_repo)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                cold_run = pool.submit(self.compile_units, units, cold_dir, self.cold_repo)
+                warm_run = pool.submit(self.compile_units, units, warm_dir, self.warm_repo)
+                cold_failed, warm_failed = cold_run.result(), warm_run.result()
+            if cold_failed is None:
                 edits = cand
                 break
             self.counts["rejected"] += 1
@@ -520,14 +547,11 @@ class Fuzzer:
             log(f"round {r}: no compilable edit found")
             return
         desc = "; ".join(e.describe() for e in edits)
-        warm_dir = self.objdir("obj-warm")
-        self.builder.zero_stats(self.warm_repo)
-        for u in units:
-            rc, _, err = self.builder.compile(u, warm_dir / (u + ".o"), self.warm_repo)
-            if rc != 0:
-                self.fail(r, edits, f"the warm compile of {u} failed where the cold one passed:\n{err}")
-                self.restore_tree()
-                return
+        if warm_failed is not None:
+            u, err = warm_failed
+            self.fail(r, edits, f"the warm compile of {u} failed where the cold one passed:\n{err}")
+            self.restore_tree()
+            return
         st = self.builder.stats(self.warm_repo)
         if st.get("fallbacks", 0) or st.get("corrupt_entries", 0):
             self.fail(r, edits, f"the warm compile fell back or met a corrupt entry: {st}")
@@ -537,7 +561,7 @@ class Fuzzer:
         cold_exe, warm_exe = self.work / "prog-cold", self.work / "prog-warm"
         self.builder.link(self.base_objs({u: cold_dir / (u + ".o") for u in units}), cold_exe, self.cold_repo)
         self.builder.link(self.base_objs({u: warm_dir / (u + ".o") for u in units}), warm_exe, self.warm_repo)
-        cold, warm = self.check(cold_exe), self.check(warm_exe)
+        cold, warm = self.check_both(cold_exe, warm_exe)
         verdict = "agreed"
         if cold != warm:
             verdict = self.triage(r, edits, units, cold, warm, cold_exe, warm_exe)
@@ -553,8 +577,7 @@ class Fuzzer:
         if "timeout" in (cold[0], warm[0]):
             # One of them ran out of time: a slow edit near the limit, or a
             # real difference; give both much longer.
-            cold = self.check(cold_exe, RUN_TIMEOUT * 6)
-            warm = self.check(warm_exe, RUN_TIMEOUT * 6)
+            cold, warm = self.check_both(cold_exe, warm_exe, RUN_TIMEOUT * 6)
             if cold == warm:
                 return "agreed"
         if self.check(cold_exe) != cold or self.check(warm_exe) != warm:
