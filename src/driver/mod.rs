@@ -485,20 +485,7 @@ fn execute(
     let written = (file_store.as_ref()).map_or(0, |(store, _)| write_stored(store, &results));
 
     if let Some(repo) = repo {
-        // Best effort, like the statistics: never a failed build.
-        let cleanup = size::account_and_maybe_evict(repo, written, cfg.max_size_bytes());
-        // A first measurement (a new repository) that removed nothing is
-        // not an eviction.
-        match &cleanup {
-            Ok(size::Cleanup::Done(r)) if r.removed > 0 && crate::config::switches().explain => {
-                eprintln!(
-                    "repocc: explain: the repository passed its size limit: \
-                     {} entries evicted, {} bytes left of {}",
-                    r.removed, r.bytes_after, r.bytes_before
-                )
-            }
-            _ => {}
-        }
+        account_size(repo, written, cfg);
     }
 
     if status == 0 {
@@ -508,6 +495,23 @@ fn execute(
         }
     }
     (status, counters)
+}
+
+/// Adds what this invocation wrote to the repository's size and evicts
+/// past the limit. Best effort, like the statistics: never a failed build.
+fn account_size(repo: &Path, written: u64, cfg: &Config) {
+    let cleanup = size::account_and_maybe_evict(repo, written, cfg.max_size_bytes());
+    // A first measurement (a new repository) that removed nothing is not
+    // an eviction.
+    if let Ok(size::Cleanup::Done(r)) = &cleanup {
+        if r.removed > 0 && crate::config::switches().explain {
+            eprintln!(
+                "repocc: explain: the repository passed its size limit: \
+                 {} entries evicted, {} bytes left of {}",
+                r.removed, r.bytes_after, r.bytes_before
+            )
+        }
+    }
 }
 
 /// Writes what the units stored (and what the remote tier copied into the
