@@ -107,7 +107,6 @@ $(cat stderr-repocc)"
   note "$name: exit $(cat rc-repocc), same stderr ($(wc -l < stderr-repocc) lines), same files"
 }
 
-
 # A pool of background jobs, at most $JOBS at once, for a test's independent
 # cases (one core each, where running them in turn left the other idle):
 # `pool_start LOG COMMAND...` runs COMMAND (a function too) in a subshell

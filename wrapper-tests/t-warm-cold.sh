@@ -61,12 +61,12 @@ same_layout() {
   done
 }
 
-# warm_against_cold SEED KIND FLAGS: orig-SEED.c compiled cold into a
+# warm_against_cold TAG SEED KIND FLAGS: orig-SEED.c compiled cold into a
 # repository, then edited-SEED-KIND.c against it and cold into an empty
-# one, in a directory of its own: the same bytes. Counted in compared/.
+# one, in a directory of its own (case-TAG): the same bytes. Counted in
+# compared/TAG.
 warm_against_cold() {
-  local seed=$1 kind=$2 O=$3 tag
-  tag="$seed-$kind-$(echo "$O" | tr -d ' -')"
+  local tag=$1 seed=$2 kind=$3 O=$4
   mkdir -p "case-$tag" && cd "case-$tag"
   cp "../orig-$seed.c" x.c
   REPOCC_DIR="$PWD/warm-repo" "$REPOCC" $O -I/usr/include/csmith -w -c x.c -o x.o || fail "seed $seed $O: cold compile"
@@ -86,7 +86,8 @@ for seed in 7002000 7011002 7020002 8910074 "$FRESH" $((FRESH + 1)); do
   for kind in const1 const2 shift append; do
     edit "$kind" "orig-$seed.c" "edited-$seed-$kind.c" || { note "seed $seed: no place for $kind"; continue; }
     for O in "-O1 -g" "-O2" "-O2 -g" "-Os -g" "-O3"; do
-      pool_start "warm-cold-$seed-$kind-$(echo "$O" | tr -d ' -').log" warm_against_cold "$seed" "$kind" "$O"
+      tag="$seed-$kind-$(echo "$O" | tr -d ' -')"
+      pool_start "warm-cold-$tag.log" warm_against_cold "$tag" "$seed" "$kind" "$O"
     done
   done
   pool_start "layout-$seed.log" same_layout "seed $seed" "layout-$seed" "$SCRATCH/orig-$seed.c" -I/usr/include/csmith
