@@ -150,6 +150,7 @@ pub fn user_config_path() -> Option<PathBuf> {
 /// | `REPOCC_DIGEST_REPORT` (set) | how far an edit to one definition spreads |
 /// | `REPOCC_EXTERNAL_FRONTEND` (not empty, not `0`) | clang-19's frontend as a process |
 /// | `REPOCC_NO_CARVE` (set) | new fragments compiled one module each (in the keys: other bytes) |
+/// | `REPOCC_DUMP_FRAGMENT_MODULES` (a directory) | each fragment compiled as a module of its own written there as bitcode, as compiled |
 /// | `REPOCC_RECURSION_GUARD` (set) | repocc was started by a compiler repocc ran: an error |
 #[derive(Clone, Debug, Default)]
 pub struct Switches {
@@ -158,6 +159,7 @@ pub struct Switches {
     pub digest_report: bool,
     pub external_frontend: bool,
     pub no_carve: bool,
+    pub dump_fragment_modules: Option<PathBuf>,
     pub recursion: bool,
 }
 
@@ -173,6 +175,9 @@ impl Switches {
             external_frontend: std::env::var_os("REPOCC_EXTERNAL_FRONTEND")
                 .is_some_and(|v| !v.is_empty() && v != "0"),
             no_carve: set("REPOCC_NO_CARVE"),
+            dump_fragment_modules: std::env::var_os("REPOCC_DUMP_FRAGMENT_MODULES")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from),
             recursion: set(RECURSION_GUARD),
         }
     }

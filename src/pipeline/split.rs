@@ -386,6 +386,34 @@ impl Fragment {
     }
 }
 
+/// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`, a fragment's module as it is
+/// compiled, as bitcode in `DIR`: the input of `benches/debug-batch-probe.py`
+/// (how its debug info would come out of one code generation with the
+/// unit's other fragments). The file is named after the fragment's first
+/// member and a digest of all of them (`members`, joined by commas; names
+/// can be long, or repeat in other units).
+fn dump_fragment_module(module: &Module, members: &str) {
+    let Some(dir) = &crate::config::switches().dump_fragment_modules else {
+        return;
+    };
+    let first: String = (members.split(',').next().unwrap_or(""))
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(96)
+        .collect();
+    let digest = blake3::hash(members.as_bytes()).to_hex();
+    let path = dir.join(format!("{first}-{}.bc", &digest[..12]));
+    if !module.write_bitcode_to_path(&path) {
+        say!("repocc: warning: could not write {}", path.display());
+    }
+}
+
 /// Whether a member is a variable holding block addresses (a computed
 /// goto's label table). Compiled in the unit's context with debug info,
 /// or at -O0 from clang's own body, such a fragment loses its labels
@@ -449,6 +477,7 @@ fn emit_in_unit(
         }
         llvm::trim_debug_units(&module, false);
     }
+    dump_fragment_module(&module, &members.join(","));
     let object = emit_object(
         emitter.pipeline.as_mut(),
         &emitter.unit.target_machine,
@@ -637,6 +666,7 @@ fn compile_bitcode(
                     rebase_lines(context, module, leader, fragment.unit_source, what)?;
             }
             llvm::trim_debug_units(&module, fragment.glue);
+            dump_fragment_module(&module, what);
         }
         let references = references_of(&module);
         let object = emit_object(pipeline, machine, &module, what)?;
