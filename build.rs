@@ -18,6 +18,7 @@ const SHIM_SOURCES: &[&str] = &[
     "shim/passes.cpp",
     "shim/bodies.cpp",
     "shim/line_rebase.cpp",
+    "shim/batch.cpp",
     "shim/interrupts.cpp",
     "shim/frontend.cpp",
 ];

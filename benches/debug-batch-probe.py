@@ -139,13 +139,18 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--opt", default="-O2", help="llc's optimization level, as the unit's")
     p.add_argument("--llvm-bin", default="/usr/lib/llvm-19/bin")
+    p.add_argument(
+        "--batch",
+        help="a batch repocc linked (batch-*.bc in the dump, written with REPOCC_JOBS=1) "
+        "instead of llvm-link's: the sample is then compared with it",
+    )
     args = p.parse_args()
     for tool in ("llvm-dis", "llvm-as", "llvm-link", "llc", "llvm-dwarfdump"):
         setattr(args, tool.replace("-", "_"), os.path.join(args.llvm_bin, tool))
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(os.path.join(args.work, "renamed"))
     os.makedirs(os.path.join(args.work, "alone"))
-    files = sorted(f for f in os.listdir(args.dump) if f.endswith(".bc"))
+    files = sorted(f for f in os.listdir(args.dump) if f.endswith(".bc") and not f.startswith("batch-"))
     random.Random(args.seed).shuffle(files)
     llc = [args.llc, args.opt, "-filetype=obj", "-relocation-model=pic", "-function-sections", "-data-sections", "-generate-type-units"]
     picked = []
@@ -162,8 +167,11 @@ def main():
         alone = [os.path.join(args.work, "alone", f + ".o") for f, _ in picked]
         list(pool.map(lambda fo: run(*llc, os.path.join(args.dump, fo[0][0]), "-o", fo[1]), zip(picked, alone)))
     batch_bc = os.path.join(args.work, "batch.bc")
-    run(args.llvm_link, *[r for _, r in picked], "-o", batch_bc)
-    in_order(args, batch_bc, [r for _, r in picked])
+    if args.batch:
+        shutil.copy(args.batch, batch_bc)
+    else:
+        run(args.llvm_link, *[r for _, r in picked], "-o", batch_bc)
+        in_order(args, batch_bc, [r for _, r in picked])
     run(*llc, batch_bc, "-o", os.path.join(args.work, "batch.o"))
     batch_units = units(run(args.llvm_dwarfdump, "--debug-info", os.path.join(args.work, "batch.o")))
     by_key = {}
@@ -177,27 +185,40 @@ def main():
     same = differ = missing = types = types_same = 0
     shown = 0
     for obj in alone:
-        for kind, sig, body in units(run(args.llvm_dwarfdump, "--debug-info", obj)):
-            if kind == "TU":
-                types += 1
-                # A local type's signature is of its renamed identifier.
-                types_same += body in batch_types.get(sig, []) or body in local_types
-                continue
-            candidates = by_key.get(key(body), [])
-            if not candidates:
-                missing += 1
-                print(f"not found: {os.path.basename(obj)} ({key(body)[:80]})")
-            elif body in candidates:
+        found = units(run(args.llvm_dwarfdump, "--debug-info", obj))
+        compile_units = [body for kind, _, body in found if kind == "CU"]
+        if any(not by_key.get(key(body)) for body in compile_units):
+            # repocc's batch leaves out what it would not compile the same
+            # (see shim/batch.cpp); llvm-link's has every fragment.
+            missing += 1
+            if not args.batch:
+                print(f"not found: {os.path.basename(obj)}")
+            continue
+        for body in compile_units:
+            candidates = by_key[key(body)]
+            if body in candidates:
                 same += 1
-            else:
-                differ += 1
-                if shown < 5:
-                    shown += 1
-                    diff = difflib.unified_diff(body.splitlines(), candidates[0].splitlines(), "alone", "batch", lineterm="", n=2)
-                    print(f"differs: {os.path.basename(obj)}\n" + "\n".join(list(diff)[:30]))
+                continue
+            differ += 1
+            if shown < 5:
+                shown += 1
+                diff = difflib.unified_diff(body.splitlines(), candidates[0].splitlines(), "alone", "batch", lineterm="", n=2)
+                print(f"differs: {os.path.basename(obj)}\n" + "\n".join(list(diff)[:30]))
+        for kind, sig, body in found:
+            if kind != "TU":
+                continue
+            types += 1
+            # A local type's signature is of its renamed identifier.
+            same_type = body in batch_types.get(sig, []) or body in local_types
+            types_same += same_type
+            if not same_type and shown < 5:
+                shown += 1
+                theirs = batch_types.get(sig, ["(none)"])[0]
+                diff = difflib.unified_diff(body.splitlines(), theirs.splitlines(), "alone", "batch", lineterm="", n=2)
+                print(f"type unit {sig} differs: {os.path.basename(obj)}\n" + "\n".join(list(diff)[:30]))
     print(
         f"{len(picked)} fragments, {len(batch_units)} units in the batch; compile units: {same} the same, "
-        f"{differ} different, {missing} not found; type units: {types_same} of {types} the same"
+        f"{differ} different, {missing} fragments not in the batch; type units: {types_same} of {types} the same"
     )
     return 0
 

@@ -88,6 +88,13 @@ void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetMachineRef t
 void repocc_trim_debug_units(LLVMModuleRef module, int glue);
 void repocc_strip_local_names(LLVMModuleRef module);
 
+/* ---- batch.cpp: debug fragments linked into one module ----------------- */
+
+void repocc_share_debug_types_by_identifier(LLVMContextRef context);
+int repocc_debug_types_unshareable(LLVMModuleRef module);
+int repocc_link_fragment(LLVMModuleRef batch, LLVMModuleRef source, const char *suffix,
+                         char **error);
+
 /* ---- debug_types.cpp: identity of debug types ------------------------- */
 
 void repocc_identify_debug_types(LLVMModuleRef module);

@@ -4,7 +4,8 @@
 // the object emitter), extract.cpp (fragment extraction), queries.cpp (IR
 // queries and small edits), debug_types.cpp (debug type identity),
 // passes.cpp (the pass pipeline and its hooks), bodies.cpp (stored bodies),
-// line_rebase.cpp (relative lines, with line_rebaser.h), interrupts.cpp
+// line_rebase.cpp (relative lines, with line_rebaser.h), batch.cpp (debug
+// fragments linked into one module), interrupts.cpp
 // (signals), frontend.cpp (clang in process).
 #pragma once
 

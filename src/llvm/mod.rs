@@ -7,11 +7,13 @@
 //! errors), `frontend` (clang's driver and frontend in process, the
 //! diagnostic sink), `extract` (fragments, the unit's shared debug types),
 //! `queries` (what inkwell cannot ask, small edits), `debug_info` (relative
-//! lines, debug units, type identity), `passes` (the pipeline with its
+//! lines, debug units, type identity), `batch` (debug fragments linked
+//! into one module), `passes` (the pipeline with its
 //! hooks, stored bodies), `interrupts` (files removed on a signal) and
 //! `memory` (what the exit reclaims). `ffi` holds the declarations build.rs
 //! generates from the header. Each file states the invariants of its calls.
 
+mod batch;
 mod debug_info;
 mod extract;
 mod ffi;
@@ -22,6 +24,7 @@ mod passes;
 mod queries;
 mod target;
 
+pub use batch::*;
 pub use debug_info::*;
 pub use extract::*;
 pub use frontend::*;

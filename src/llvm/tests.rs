@@ -790,3 +790,95 @@ fn a_stored_body_naming_debug_info_the_unit_lacks_stays_out() {
     let done = substitute_f_and_sq(&module, &tm, &blob, 11);
     assert_eq!(done, vec![true, true]);
 }
+
+/// Two fragments linked into one batch: each keeps its definitions under
+/// its own suffix (COMDAT groups too), a call to the other's function
+/// stays a call to a declaration of the original name, every definition
+/// is linked (local and linkonce ones that nothing else names included),
+/// and each fragment's functions follow in their own order.
+#[test]
+fn fragments_link_into_a_batch_apart_and_in_order() {
+    let context = Context::create();
+    share_debug_types_by_identifier(&context);
+    let first = parse(
+        &context,
+        r#"
+        $g = comdat any
+        declare void @h()
+        define void @f() {
+          call void @h()
+          call void @local()
+          ret void
+        }
+        define internal void @local() {
+          ret void
+        }
+        define linkonce_odr void @g() comdat {
+          ret void
+        }"#,
+    );
+    let second = parse(
+        &context,
+        r#"
+        define void @h() {
+          ret void
+        }"#,
+    );
+    let batch = context.create_module("batch");
+    link_fragment(&batch, first, ".F0").unwrap();
+    link_fragment(&batch, second, ".F1").unwrap();
+    let defined: Vec<String> = batch
+        .get_functions()
+        .filter(|f| f.count_basic_blocks() > 0)
+        .map(|f| f.get_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(defined, ["f.F0", "local.F0", "g.F0", "h.F1"]);
+    let text = batch.print_to_string().to_string();
+    assert!(text.contains("call void @h()"), "{text}");
+    assert!(text.contains("declare void @h()"), "{text}");
+    assert!(text.contains("$g.F0 = comdat any"), "{text}");
+    assert!(text.contains("@g.F0() comdat {"), "{text}");
+}
+
+/// A module naming a type local to a function, or two types with one
+/// identifier, would not come out of a batch as it does alone.
+#[test]
+fn types_a_batch_would_merge_are_found() {
+    let context = Context::create();
+    let module = |types: &str| {
+        parse(
+            &context,
+            &format!(
+                r#"
+                define void @f() !dbg !5 {{
+                  ret void
+                }}
+                !llvm.dbg.cu = !{{!0}}
+                !llvm.module.flags = !{{!3, !4}}
+                !0 = distinct !DICompileUnit(language: DW_LANG_C_plus_plus_14, file: !1, isOptimized: false, emissionKind: FullDebug, retainedTypes: !2)
+                !1 = !DIFile(filename: "a.cc", directory: "/d")
+                !3 = !{{i32 7, !"Dwarf Version", i32 5}}
+                !4 = !{{i32 2, !"Debug Info Version", i32 3}}
+                !5 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 1, type: !6, scopeLine: 1, spFlags: DISPFlagDefinition, unit: !0)
+                !6 = !DISubroutineType(types: !{{null}})
+                {types}"#
+            ),
+        )
+    };
+    let one = module(
+        r#"!2 = !{!7}
+        !7 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "S", file: !1, size: 8, identifier: "_ZTS1S")"#,
+    );
+    assert!(!debug_types_unshareable(&one));
+    let local = module(
+        r#"!2 = !{!7}
+        !7 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "L", scope: !5, file: !1, size: 8, identifier: "_ZTSZ1fvE1L")"#,
+    );
+    assert!(debug_types_unshareable(&local));
+    let twice = module(
+        r#"!2 = !{!7, !8}
+        !7 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "T", file: !1, flags: DIFlagFwdDecl, identifier: "repocc.1")
+        !8 = distinct !DICompositeType(tag: DW_TAG_structure_type, name: "T", file: !1, flags: DIFlagFwdDecl, identifier: "repocc.1")"#,
+    );
+    assert!(debug_types_unshareable(&twice));
+}

@@ -308,6 +308,7 @@ pub fn emit_groups(
     let mut emitter = UnitEmitter {
         unit,
         pipeline: llvm::ObjectEmitter::new(&unit.target_machine),
+        batch_probe: Vec::new(),
     };
     if jobs <= 1 {
         // One worker (the other cores are busy with other units): right
@@ -323,6 +324,7 @@ pub fn emit_groups(
             }
         }
     }
+    dump_batch(unit, std::mem::take(&mut emitter.batch_probe));
     let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
     let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
     let compiled = emit_in_workers(
@@ -392,9 +394,10 @@ impl Fragment {
 /// unit's other fragments). The file is named after the fragment's first
 /// member and a digest of all of them (`members`, joined by commas; names
 /// can be long, or repeat in other units).
-fn dump_fragment_module(module: &Module, members: &str) {
+/// Whether it was asked to.
+fn dump_fragment_module(module: &Module, members: &str) -> bool {
     let Some(dir) = &crate::config::switches().dump_fragment_modules else {
-        return;
+        return false;
     };
     let first: String = (members.split(',').next().unwrap_or(""))
         .chars()
@@ -412,6 +415,56 @@ fn dump_fragment_module(module: &Module, members: &str) {
     if !module.write_bitcode_to_path(&path) {
         say!("repocc: warning: could not write {}", path.display());
     }
+    true
+}
+
+/// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`: the debug fragments compiled in
+/// the unit's context (all of them with one job) linked into one module as
+/// `llvm::link_fragment` links them, in `DIR` as `batch-<digest of the
+/// unit's source name>.bc`, for `benches/debug-batch-probe.py --batch`.
+/// A fragment whose types the batch would merge is left out (see
+/// shim/batch.cpp). In a context of its own: the batch shares types by
+/// identifier.
+fn dump_batch(unit: &Unit, fragments: Vec<Option<Vec<u8>>>) {
+    let Some(dir) = &crate::config::switches().dump_fragment_modules else {
+        return;
+    };
+    if fragments.is_empty() {
+        return;
+    }
+    let context = Context::create();
+    llvm::share_debug_types_by_identifier(&context);
+    let batch = context.create_module("batch");
+    let mut left_out = 0;
+    for (k, bc) in fragments.iter().enumerate() {
+        let Some(bc) = bc else {
+            left_out += 1;
+            continue;
+        };
+        let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
+        let module = match context.create_module_from_ir(buffer) {
+            Ok(module) => module,
+            Err(e) => {
+                say!("repocc: warning: reading a fragment for the batch: {e}");
+                return;
+            }
+        };
+        if let Err(e) = llvm::link_fragment(&batch, module, &format!(".repocc.F{k}")) {
+            say!("repocc: warning: linking a fragment into the batch: {e}");
+            return;
+        }
+    }
+    let digest = blake3::hash(unit.source_name.as_bytes()).to_hex();
+    let path = dir.join(format!("batch-{}.bc", &digest[..12]));
+    if !batch.write_bitcode_to_path(&path) {
+        say!("repocc: warning: could not write {}", path.display());
+    }
+    say!(
+        "repocc: {}: {} debug fragments linked into {} ({left_out} left out: types the batch would merge)",
+        unit.source_name,
+        fragments.len() - left_out,
+        path.display()
+    );
 }
 
 /// Whether a member is a variable holding block addresses (a computed
@@ -432,6 +485,10 @@ fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
 struct UnitEmitter<'u, 'ctx> {
     unit: &'u Unit<'ctx>,
     pipeline: Option<llvm::ObjectEmitter<'u>>,
+    /// With `REPOCC_DUMP_FRAGMENT_MODULES`: the debug fragments compiled
+    /// here, as bitcode, for [`dump_batch`] (`None`: one whose types the
+    /// batch would merge, see shim/batch.cpp).
+    batch_probe: Vec<Option<Vec<u8>>>,
 }
 
 /// `module`'s object: through `pipeline` (built once for many modules)
@@ -477,7 +534,14 @@ fn emit_in_unit(
         }
         llvm::trim_debug_units(&module, false);
     }
-    dump_fragment_module(&module, &members.join(","));
+    if dump_fragment_module(&module, &members.join(",")) && debug_info {
+        // Asked here, before a context that shares types by identifier
+        // has merged them.
+        emitter.batch_probe.push(
+            (!llvm::debug_types_unshareable(&module))
+                .then(|| module.write_bitcode_to_memory().as_slice().to_vec()),
+        );
+    }
     let object = emit_object(
         emitter.pipeline.as_mut(),
         &emitter.unit.target_machine,

@@ -1,0 +1,135 @@
+// Debug fragments in one module (see docs/performance.md, "Debug
+// fragments from one code generation"): each fragment's module, as it is
+// compiled alone, linked into one batch module without any of its
+// definitions binding to another fragment's, and in its own order.
+//
+// What the probe found decides each step:
+// - a fragment's definitions (functions, variables, aliases, their COMDAT
+//   groups) take a suffix of its own, so that a call from one fragment to
+//   another's function stays a call to a declaration (a call to a
+//   definition of another compile unit gets another call site entry);
+//   declarations keep their names (the code generator knows library
+//   functions by name);
+// - everything is linked, not only what something refers to, and the
+//   fragment's functions and variables then follow the others in the
+//   order they had in the fragment (the code generator makes a function's
+//   debug entries when it finishes the function);
+// - debug types are shared by identifier (the context's ODR type map, set
+//   before the first fragment is read), as they are in the unit's context.
+//   A fragment whose types the map would merge where the fragment keeps
+//   them apart is left out by the caller: one that names a type local to
+//   a function (an identifier `_ZTSZ...`: each fragment's own), or two
+//   types with one identifier (two local structs of one name and content
+//   get one `repocc.` identifier, see debug_types.cpp).
+
+#include <llvm/IR/DebugInfo.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/Linker/IRMover.h>
+#include <llvm/Support/Error.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "shim_internal.h"
+#include "line_rebaser.h"
+
+using namespace llvm;
+
+extern "C" {
+
+void repocc_share_debug_types_by_identifier(LLVMContextRef context) {
+  unwrap(context)->enableDebugTypeODRUniquing();
+}
+
+int repocc_debug_types_unshareable(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  // Every node reachable, not only what DebugInfoFinder visits (it skips
+  // the template parameters of member declarations, where two local
+  // structs of one name were found).
+  DenseSet<const Metadata *> Seen;
+  SmallVector<const MDNode *, 64> Work;
+  auto visit = [&](Metadata *MD) {
+    if (auto *N = dyn_cast_or_null<MDNode>(MD); N && Seen.insert(N).second)
+      Work.push_back(N);
+  };
+  repocc_shim::forEachRoot(*M, visit);
+  DenseMap<MDString *, const DICompositeType *> ByIdentifier;
+  while (!Work.empty()) {
+    const MDNode *N = Work.pop_back_val();
+    if (auto *C = dyn_cast<DICompositeType>(N))
+      if (MDString *Id = C->getRawIdentifier()) {
+        if (Id->getString().starts_with("_ZTSZ"))
+          return 1;
+        auto [It, New] = ByIdentifier.try_emplace(Id, C);
+        if (!New && It->second != C)
+          return 1;
+      }
+    for (const MDOperand &Op : N->operands())
+      visit(Op.get());
+  }
+  return 0;
+}
+
+// Renames `source`'s definitions with `suffix`, moves all of them into
+// `batch` and puts them, in their order in `source`, after what `batch`
+// held. `source` is consumed. 1: linked; 0: the linker refused (`*error`
+// holds why, a message the caller disposes of).
+int repocc_link_fragment(LLVMModuleRef batch, LLVMModuleRef source, const char *suffix,
+                         char **error) {
+  *error = nullptr;
+  Module *Dst = unwrap(batch);
+  std::unique_ptr<Module> Src(unwrap(source));
+  std::string Suffix = suffix;
+  for (Comdat *C : [&] {
+         std::vector<Comdat *> Own;
+         for (auto &Entry : Src->getComdatSymbolTable())
+           Own.push_back(&Entry.getValue());
+         return Own;
+       }()) {
+    Comdat *Renamed = Src->getOrInsertComdat((C->getName() + Suffix).str());
+    Renamed->setSelectionKind(C->getSelectionKind());
+    for (GlobalObject &GO : Src->global_objects())
+      if (GO.getComdat() == C)
+        GO.setComdat(Renamed);
+  }
+  std::vector<GlobalValue *> Defined;
+  std::vector<std::string> FunctionOrder, VariableOrder;
+  for (GlobalValue &GV : Src->global_values()) {
+    if (GV.isDeclaration() || GV.getName().starts_with("llvm."))
+      continue;
+    GV.setName((GV.getName() + Suffix).str());
+    Defined.push_back(&GV);
+  }
+  for (Function &F : *Src)
+    if (!F.isDeclaration())
+      FunctionOrder.push_back(F.getName().str());
+  for (GlobalVariable &G : Src->globals())
+    if (!G.isDeclaration() && !G.getName().starts_with("llvm."))
+      VariableOrder.push_back(G.getName().str());
+  // The structor lists and `llvm.used` are appended.
+  for (GlobalVariable &G : Src->globals())
+    if (G.hasAppendingLinkage())
+      Defined.push_back(&G);
+  IRMover Mover(*Dst);
+  Error E = Mover.move(std::move(Src), Defined, [](GlobalValue &, IRMover::ValueAdder) {},
+                       /*IsPerformingImport=*/false);
+  if (E) {
+    std::string Message;
+    raw_string_ostream OS(Message);
+    OS << E;
+    OS.flush();
+    *error = LLVMCreateMessage(Message.c_str());
+    return 0;
+  }
+  for (const std::string &Name : FunctionOrder)
+    if (Function *F = Dst->getFunction(Name)) {
+      F->removeFromParent();
+      Dst->getFunctionList().push_back(F);
+    }
+  for (const std::string &Name : VariableOrder)
+    if (GlobalVariable *G = Dst->getGlobalVariable(Name, /*AllowInternal=*/true)) {
+      Dst->removeGlobalVariable(G);
+      Dst->insertGlobalVariable(G);
+    }
+  return 1;
+}
+
+} // extern "C"

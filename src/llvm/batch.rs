@@ -1,0 +1,67 @@
+//! Debug fragments linked into one module (the shim's batch.cpp): the
+//! calls and their invariants. What the batch is for, and why it is built
+//! so, is in batch.cpp's top comment and docs/performance.md ("Debug
+//! fragments from one code generation").
+
+use std::ffi::{c_char, CStr, CString};
+
+use inkwell::context::Context;
+use inkwell::module::Module;
+
+use super::ffi::{
+    repocc_debug_types_unshareable, repocc_link_fragment, repocc_share_debug_types_by_identifier,
+};
+
+/// Debug types with an identifier read into `context` from now on are one
+/// node per identifier (LLVM's ODR type map), as the fragments of a unit
+/// share them in the unit's context. Call before reading any module into
+/// it.
+pub fn share_debug_types_by_identifier(context: &Context) {
+    // SAFETY: the context is alive; the map only changes how later reads
+    // unique types.
+    unsafe { repocc_share_debug_types_by_identifier(context.raw()) }
+}
+
+/// Whether a batch whose context shares debug types by identifier would
+/// merge types `module` keeps apart: a type local to a function (an
+/// identifier `_ZTSZ...`, each fragment's own), or two types with one
+/// identifier.
+pub fn debug_types_unshareable(module: &Module) -> bool {
+    // SAFETY: the module is alive; the shim only reads it.
+    unsafe { repocc_debug_types_unshareable(module.as_mut_ptr()) != 0 }
+}
+
+/// Moves `fragment` into `batch` (both in one context) with its
+/// definitions renamed with `suffix`, after what `batch` holds and in
+/// their own order; `fragment` is consumed either way.
+pub fn link_fragment<'ctx>(
+    batch: &Module<'ctx>,
+    fragment: Module<'ctx>,
+    suffix: &str,
+) -> Result<(), String> {
+    let suffix = CString::new(suffix).map_err(|e| e.to_string())?;
+    let source = fragment.as_mut_ptr();
+    // The shim takes the module over (and frees it), so inkwell must not.
+    std::mem::forget(fragment);
+    let mut error: *mut c_char = std::ptr::null_mut();
+    // SAFETY: both modules are alive and in one context; `source` is owned
+    // by nothing else now; `error` is set only to a message made by
+    // LLVMCreateMessage, freed below.
+    let linked =
+        unsafe { repocc_link_fragment(batch.as_mut_ptr(), source, suffix.as_ptr(), &mut error) };
+    if linked != 0 {
+        return Ok(());
+    }
+    let message = if error.is_null() {
+        "the linker refused the fragment".to_string()
+    } else {
+        // SAFETY: a NUL-terminated message made by LLVMCreateMessage.
+        let text = unsafe { CStr::from_ptr(error) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: made by LLVMCreateMessage, not used after.
+        unsafe { llvm_sys::core::LLVMDisposeMessage(error) };
+        text
+    };
+    Err(message)
+}
