@@ -16,7 +16,7 @@
 //! 5. `ir::merge`: function merging (LLVM MergeFunctions; aliases where the
 //!    address is not significant, thunks otherwise).
 //! 6. [`split`]: the new fragments' object code (`ir::codegen`, carved by
-//!    `obj::carve`).
+//!    `obj::carve`); `fragment_dump` writes its modules for diagnosis.
 //! 7. [`assemble`] and [`compose`]: the object at its path from new and
 //!    stored fragments (`obj::combine`), with the definitions that were
 //!    internal in the source local again; `support::output` writes atomically.
@@ -29,6 +29,7 @@ pub mod clang_units;
 pub mod compose;
 pub mod entries;
 pub mod explain;
+mod fragment_dump;
 pub mod key;
 pub mod prune;
 pub mod split;

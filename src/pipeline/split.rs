@@ -33,6 +33,8 @@ use crate::ir::settings::CodegenSettings;
 use crate::llvm;
 use crate::obj::carve;
 
+use super::fragment_dump;
+
 /// One fragment: its members (first is the fragment's name) and object.
 #[derive(Clone, Debug)]
 pub struct Fragment {
@@ -324,7 +326,7 @@ pub fn emit_groups(
             }
         }
     }
-    dump_batch(unit, std::mem::take(&mut emitter.batch_probe));
+    fragment_dump::dump_batch(unit, std::mem::take(&mut emitter.batch_probe));
     let rest: Vec<usize> = (0..plan.len()).filter(|&i| done[i].is_none()).collect();
     let items: Vec<&(Vec<String>, bool)> = rest.iter().map(|&i| &plan[i]).collect();
     let compiled = emit_in_workers(
@@ -388,85 +390,6 @@ impl Fragment {
     }
 }
 
-/// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`, a fragment's module as it is
-/// compiled, as bitcode in `DIR`: the input of `benches/debug-batch-probe.py`
-/// (how its debug info would come out of one code generation with the
-/// unit's other fragments). The file is named after the fragment's first
-/// member and a digest of all of them (`members`, joined by commas; names
-/// can be long, or repeat in other units).
-/// Whether it was asked to.
-fn dump_fragment_module(module: &Module, members: &str) -> bool {
-    let Some(dir) = &crate::config::switches().dump_fragment_modules else {
-        return false;
-    };
-    let first: String = (members.split(',').next().unwrap_or(""))
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(96)
-        .collect();
-    let digest = blake3::hash(members.as_bytes()).to_hex();
-    let path = dir.join(format!("{first}-{}.bc", &digest[..12]));
-    if !module.write_bitcode_to_path(&path) {
-        say!("repocc: warning: could not write {}", path.display());
-    }
-    true
-}
-
-/// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`: the debug fragments compiled in
-/// the unit's context (all of them with one job) linked into one module as
-/// `llvm::link_fragment` links them, in `DIR` as `batch-<digest of the
-/// unit's source name>.bc`, for `benches/debug-batch-probe.py --batch`.
-/// A fragment whose types the batch would merge is left out (see
-/// shim/batch.cpp). In a context of its own: the batch shares types by
-/// identifier.
-fn dump_batch(unit: &Unit, fragments: Vec<Option<Vec<u8>>>) {
-    let Some(dir) = &crate::config::switches().dump_fragment_modules else {
-        return;
-    };
-    if fragments.is_empty() {
-        return;
-    }
-    let context = Context::create();
-    llvm::share_debug_types_by_identifier(&context);
-    let batch = context.create_module("batch");
-    let mut left_out = 0;
-    for (k, bc) in fragments.iter().enumerate() {
-        let Some(bc) = bc else {
-            left_out += 1;
-            continue;
-        };
-        let buffer = MemoryBuffer::create_from_memory_range_copy(bc, "fragment");
-        let module = match context.create_module_from_ir(buffer) {
-            Ok(module) => module,
-            Err(e) => {
-                say!("repocc: warning: reading a fragment for the batch: {e}");
-                return;
-            }
-        };
-        if let Err(e) = llvm::link_fragment(&batch, module, &format!(".repocc.F{k}")) {
-            say!("repocc: warning: linking a fragment into the batch: {e}");
-            return;
-        }
-    }
-    let digest = blake3::hash(unit.source_name.as_bytes()).to_hex();
-    let path = dir.join(format!("batch-{}.bc", &digest[..12]));
-    if !batch.write_bitcode_to_path(&path) {
-        say!("repocc: warning: could not write {}", path.display());
-    }
-    say!(
-        "repocc: {}: {} debug fragments linked into {} ({left_out} left out: types the batch would merge)",
-        unit.source_name,
-        fragments.len() - left_out,
-        path.display()
-    );
-}
-
 /// Whether a member is a variable holding block addresses (a computed
 /// goto's label table). Compiled in the unit's context with debug info,
 /// or at -O0 from clang's own body, such a fragment loses its labels
@@ -486,7 +409,7 @@ struct UnitEmitter<'u, 'ctx> {
     unit: &'u Unit<'ctx>,
     pipeline: Option<llvm::ObjectEmitter<'u>>,
     /// With `REPOCC_DUMP_FRAGMENT_MODULES`: the debug fragments compiled
-    /// here, as bitcode, for [`dump_batch`] (`None`: one whose types the
+    /// here, as bitcode, for [`fragment_dump::dump_batch`] (`None`: one whose types the
     /// batch would merge, see shim/batch.cpp).
     batch_probe: Vec<Option<Vec<u8>>>,
 }
@@ -534,7 +457,7 @@ fn emit_in_unit(
         }
         llvm::trim_debug_units(&module, false);
     }
-    if dump_fragment_module(&module, &members.join(",")) && debug_info {
+    if fragment_dump::dump_fragment_module(&module, &members.join(",")) && debug_info {
         // Asked here, before a context that shares types by identifier
         // has merged them.
         emitter.batch_probe.push(
@@ -730,7 +653,7 @@ fn compile_bitcode(
                     rebase_lines(context, module, leader, fragment.unit_source, what)?;
             }
             llvm::trim_debug_units(&module, fragment.glue);
-            dump_fragment_module(&module, what);
+            fragment_dump::dump_fragment_module(&module, what);
         }
         let references = references_of(&module);
         let object = emit_object(pipeline, machine, &module, what)?;
