@@ -33,6 +33,10 @@ pub(super) fn dump_fragment_module(module: &Module, members: &str) -> bool {
         })
         .take(96)
         .collect();
+    // Not hidden: a constant's name (`.str`, `.rc.<digest>`) starts with a dot.
+    let first = first
+        .strip_prefix('.')
+        .map_or(first.clone(), |rest| format!("_{rest}"));
     let digest = blake3::hash(members.as_bytes()).to_hex();
     let path = dir.join(format!("{first}-{}.bc", &digest[..12]));
     if !module.write_bitcode_to_path(&path) {
