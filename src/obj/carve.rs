@@ -36,14 +36,15 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use super::debug_carve::{DebugIndex, Part, Target};
 use super::Decline;
 
 use super::elf::{
     c_str, parse, slice, u16_at, u32_at, write, Content, Input, Member, OutRela, OutSection,
-    OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, R_AARCH64_ABS64, R_X86_64_64, SHF_ALLOC,
-    SHF_EXECINSTR, SHF_GROUP, SHF_MERGE, SHF_STRINGS, SHN_ABS, SHN_COMMON, SHN_LORESERVE,
-    SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_REL, SHT_RELA,
-    SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC,
+    OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, GRP_COMDAT, R_AARCH64_ABS64, R_X86_64_64,
+    SHF_ALLOC, SHF_EXECINSTR, SHF_GROUP, SHF_MERGE, SHF_STRINGS, SHN_ABS, SHN_COMMON,
+    SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_REL,
+    SHT_RELA, SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC,
     STT_NOTYPE, STT_OBJECT, STT_SECTION, STT_TLS, UNWIND_RECORD_ALIGN,
 };
 
@@ -346,11 +347,12 @@ pub fn carve(
     naming: SectionNaming,
 ) -> Result<Vec<Result<Vec<u8>, Decline>>, Decline> {
     let w = index(whole).ok_or(Decline("an object carving cannot index"))?;
+    let debug = DebugIndex::of(&w.input, &w.relas, w.machine)?;
     let mut claimed = vec![false; w.input.shdrs.len()];
     let mut out = Vec::with_capacity(fragments.len());
     for spec in fragments {
         let mut b = Builder::new(&w, spec, naming);
-        let mut object = b.build();
+        let mut object = b.build(debug.as_ref());
         // Laid out again in the order the fragment's own module has them,
         // where the order its code reached them differs.
         if object.is_ok() {
@@ -361,7 +363,7 @@ pub fn carve(
             {
                 b = Builder::new(&w, spec, naming);
                 b.laid_out = order;
-                object = b.build();
+                object = b.build(debug.as_ref());
             }
         }
         if object.is_ok() {
@@ -512,7 +514,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         c_str(self.w.input.strtab, self.w.input.syms.get(k)?.name)
     }
 
-    fn build(&mut self) -> Result<Vec<u8>, Decline> {
+    fn build(&mut self, debug: Option<&DebugIndex>) -> Result<Vec<u8>, Decline> {
         let w = self.w;
         // The members, in the order given; a COMDAT group comes whole.
         let mut names: Vec<&[u8]> = self.members.iter().copied().collect();
@@ -567,6 +569,13 @@ impl<'w, 'a> Builder<'w, 'a> {
             self.copy_section(i)
                 .ok_or(Decline("carving: what unwind records bring"))?;
         }
+        if let Some(debug) = debug {
+            self.debug_sections(debug)?;
+            while let Some(i) = self.queue.pop_front() {
+                self.copy_section(i)
+                    .ok_or(Decline("carving: what debug info names"))?;
+            }
+        }
         for g in self.groups.clone() {
             self.group(g).ok_or(Decline("carving: a COMDAT group"))?;
         }
@@ -618,6 +627,90 @@ impl<'w, 'a> Builder<'w, 'a> {
             w.addrsig.then_some(&addrsig[..]),
         )
         .ok_or(Decline("carving: writing the fragment"))
+    }
+
+    /// The fragment's debug sections (see `debug_carve`), after its code
+    /// and data: those of the compile unit whose addresses are all in
+    /// sections it took, and the type units that unit reaches, each in a
+    /// COMDAT group named by its signature.
+    fn debug_sections(&mut self, debug: &DebugIndex) -> Result<(), Decline> {
+        let taken: HashSet<usize> = self.out_of.keys().copied().collect();
+        let Some(unit) = debug.unit_of(&taken)? else {
+            return Ok(());
+        };
+        let parts = debug.carve_unit(unit)?;
+        let first = self.sections.len();
+        let out_of: HashMap<Part, usize> = (parts.iter().enumerate())
+            .map(|(k, p)| (p.part, first + k))
+            .collect();
+        let mut relocs = Vec::with_capacity(parts.len());
+        for p in parts {
+            let strings = p.part.strings();
+            self.sections.push(OutSection {
+                name: p.part.name().to_vec(),
+                sh_type: SHT_PROGBITS,
+                flags: if strings {
+                    SHF_MERGE | SHF_STRINGS
+                } else if p.signature.is_some() {
+                    SHF_GROUP
+                } else {
+                    0
+                },
+                align: 1,
+                entsize: u64::from(strings),
+                content: Content::Data(p.bytes),
+                relas: Vec::new(),
+            });
+            relocs.push((p.relocs, p.signature));
+        }
+        let failed = Decline("carving: a debug relocation");
+        for (k, (list, signature)) in relocs.into_iter().enumerate() {
+            let o = first + k;
+            let mut out = Vec::with_capacity(list.len());
+            for r in list {
+                let (sym, addend) = match r.target {
+                    Target::Input { sym, addend } => self.target(sym, addend).ok_or(failed)?,
+                    Target::Own { part, addend } => {
+                        let section = *out_of.get(&part).ok_or(failed)?;
+                        (SymRef::Local(self.section_symbol_of(section)), addend)
+                    }
+                };
+                out.push(OutRela {
+                    offset: r.offset,
+                    sym: Some(sym),
+                    r_type: r.r_type,
+                    addend,
+                });
+            }
+            self.sections[o].relas = out;
+            if let Some(signature) = signature {
+                let group = self.sections.len();
+                self.locals.push(OutSym {
+                    name: signature.to_string().into_bytes(),
+                    info: STT_NOTYPE,
+                    other: 0,
+                    section: Some(group),
+                    special: 0,
+                    value: 0,
+                    size: 0,
+                });
+                let signature = SymRef::Local(self.locals.len() - 1);
+                self.sections.push(OutSection {
+                    name: b".group".to_vec(),
+                    sh_type: SHT_GROUP,
+                    flags: 0,
+                    align: 4,
+                    entsize: 4,
+                    content: Content::Group {
+                        flag: GRP_COMDAT,
+                        signature,
+                        members: vec![Member::Section(o), Member::RelaOf(o)],
+                    },
+                    relas: Vec::new(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Gives the first (non-empty) of the sections that composing puts
@@ -1224,7 +1317,7 @@ fn padded(record: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::combine::tests::{compile, succeed};
+    use super::super::combine::tests::{compile, dump, succeed};
     use super::*;
     use std::path::Path;
     use std::process::Command;
@@ -1489,5 +1582,154 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         assert!(carved[2].is_ok());
         // Not a recognized object: declined as a whole.
         assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_err());
+    }
+
+    /// Fragments' modules with debug info (each a compile unit, sharing
+    /// C++ types through type units) compiled as one object as repocc
+    /// links them, and each alone: every fragment carved from the one
+    /// object has the bytes it has carved from its own object, which
+    /// llvm-dwarfdump verifies and shows with the DIEs, lines and files
+    /// of the fragment compiled alone.
+    #[test]
+    fn debug_info_is_carved_as_from_the_fragment_alone() {
+        use crate::llvm::{link_fragment, share_debug_types_by_identifier};
+        use inkwell::context::Context;
+        use inkwell::module::Module;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let header = "#pragma once\n\
+            struct point { int x; double y; short tag; };\n\
+            template <class T> struct box { T value; point where; box *next; };\n\
+            enum class colour : unsigned char { red, green = 7 };\n";
+        std::fs::write(d.join("t.h"), header).unwrap();
+        let sources = [
+            ("a.cc", "#include \"t.h\"\n\
+              extern \"C\" int fa(point p, box<int> *b, int n) {\n\
+                int s = 0;\n\
+                for (int i = 0; i < n && b; ++i, b = b->next)\n\
+                  s += b->value * p.x + (int)p.y;\n\
+                return s + p.tag;\n}\n"),
+            ("b.cc", "#include \"t.h\"\n\
+              static double scale(const point *p, colour c) { return p->y * (double)c; }\n\
+              extern \"C\" double fb(const point *p, int n) {\n\
+                double t = 0;\n\
+                for (int i = 0; i < n; ++i) t += scale(p + i, i & 1 ? colour::red : colour::green);\n\
+                return t;\n}\n"),
+            ("c.cc", "#include \"t.h\"\n\
+              extern \"C\" long counter_c = 3;\n\
+              extern \"C\" long fc(box<long> b, char c) {\n\
+                long v = b.value;\n\
+                if (c > 3) v *= b.where.x;\n\
+                counter_c += v;\n\
+                return v + c;\n}\n"),
+        ];
+        let llc = |input: &Path, output: &Path| {
+            succeed(
+                Command::new("llc-19")
+                    .args([
+                        "-O2",
+                        "-filetype=obj",
+                        "-function-sections",
+                        "-data-sections",
+                        "-generate-type-units",
+                        "-o",
+                    ])
+                    .arg(output)
+                    .arg(input),
+            );
+            std::fs::read(output).unwrap()
+        };
+        let context = Context::create();
+        share_debug_types_by_identifier(&context);
+        let batch = context.create_module("batch");
+        let mut alone = Vec::new();
+        for (name, text) in sources {
+            // As the pipeline ends every code generation with a function
+            // of its own (see `split`), so that no fragment's unwind
+            // record is the last, which LLVM pads to eight bytes.
+            let text = format!(
+                "{text}extern \"C\" __attribute__((nodebug)) void end_{}() {{}}\n",
+                &name[..1]
+            );
+            std::fs::write(d.join(name), text).unwrap();
+            let bc = d.join(format!("{name}.bc"));
+            succeed(
+                Command::new("clang++-19")
+                    .args(["-O2", "-g", "-emit-llvm", "-c", "-o"])
+                    .arg(&bc)
+                    .arg(d.join(name)),
+            );
+            alone.push(llc(&bc, &d.join(format!("{name}.o"))));
+            let module = Module::parse_bitcode_from_path(&bc, &context).unwrap();
+            link_fragment(&batch, module, "").unwrap();
+        }
+        assert!(batch.write_bitcode_to_path(d.join("batch.bc")));
+        let whole = llc(&d.join("batch.bc"), &d.join("batch.o"));
+        let specs = [
+            spec(&["fa"], &[]),
+            spec(&["fb"], &[]),
+            spec(&["fc", "counter_c"], &[]),
+        ];
+        let naming = SectionNaming {
+            function_sections: true,
+            data_sections: true,
+            unique_section_names: true,
+        };
+        let all: Vec<&FragmentSpec> = specs.iter().collect();
+        let carved = carve(&whole, &all, naming).unwrap();
+        for (k, spec) in specs.iter().enumerate() {
+            let from_whole = carved[k].as_ref().unwrap();
+            let from_alone = carve(&alone[k], &[spec], naming)
+                .unwrap()
+                .remove(0)
+                .unwrap();
+            let path = d.join(format!("carved{k}.o"));
+            std::fs::write(&path, from_whole).unwrap();
+            std::fs::write(d.join(format!("alone{k}.o")), &alone[k]).unwrap();
+            let sections = names(&path, "-S");
+            assert!(sections.contains(".debug_info"), "{sections}");
+            dump(&path, "--verify");
+            let shown = |object: &Path| {
+                let text = dump(object, "--debug-info") + &dump(object, "--debug-line");
+                let mut lines: Vec<String> = text
+                    .lines()
+                    .filter(|l| !l.contains("Unit:") && !l.contains("file format"))
+                    .filter(|l| !l.contains("_base") && !l.contains("length:"))
+                    // files carry no MD5 (see `debug_carve`)
+                    .filter(|l| !l.contains("md5") && !l.contains("MD5"))
+                    .map(|l| {
+                        // offsets, indices and forms differ; names, files,
+                        // lines and expressions must not
+                        // (address indices are numbered in the order
+                        // the carver meets them, not LLVM's)
+                        let mut t = match l.find("DW_OP_addrx 0x") {
+                            Some(p) => l[..p + 12].to_string(),
+                            None => l.to_string(),
+                        };
+                        while let Some(p) = t.find("0x0000") {
+                            let end = t[p + 2..]
+                                .find(|c: char| !c.is_ascii_hexdigit())
+                                .map_or(t.len(), |e| p + 2 + e);
+                            t.replace_range(p..end, "<off>");
+                        }
+                        t
+                    })
+                    .collect();
+                lines.sort();
+                lines
+            };
+            if from_whole != &from_alone {
+                std::fs::write(d.join(format!("carved-alone{k}.o")), &from_alone).unwrap();
+                let (a, b) = (shown(&path), shown(&d.join(format!("carved-alone{k}.o"))));
+                let diff: Vec<_> = a.iter().filter(|l| !b.contains(l)).take(20).collect();
+                panic!("fragment {k}: carved from the whole differs from alone; {diff:#?}");
+            }
+            let (a, b) = (shown(&path), shown(&d.join(format!("alone{k}.o"))));
+            let missing: Vec<_> = b.iter().filter(|l| !a.contains(l)).take(20).collect();
+            assert!(missing.is_empty(), "fragment {k}: {missing:#?}");
+        }
+        // Type units are the same group wherever they come from.
+        let groups = names(&d.join("carved0.o"), "-g");
+        assert!(groups.contains("COMDAT group"), "{groups}");
     }
 }

@@ -85,6 +85,20 @@ pub(super) fn write_sleb_padded(out: &mut [u8], v: i64) -> Option<()> {
     Some(())
 }
 
+/// Appends `v` as the shortest SLEB128.
+pub(super) fn write_sleb(out: &mut Vec<u8>, mut v: i64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        let done = (v == 0 && byte & 0x40 == 0) || (v == -1 && byte & 0x40 != 0);
+        if done {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,6 +31,7 @@ impl std::fmt::Display for Decline {
 
 pub mod carve;
 pub mod combine;
+pub mod debug_carve;
 pub mod debug_compose;
 pub mod debug_lines;
 pub mod debug_units;

@@ -1,0 +1,1775 @@
+//! One fragment's debug info cut out of an object compiled for many
+//! fragments, each a compile unit of its own (`carve`'s debug half).
+//!
+//! LLVM gives every compile unit of a module its own DIEs and line table,
+//! but one abbreviation table, one string offsets table, one address
+//! table and one table each of location and range lists for all of them,
+//! and makes each type unit once, with the line table of the unit that
+//! named the type first. A fragment's debug sections are therefore not a
+//! slice of the whole object's: here they are written anew from what its
+//! compile unit and the type units it reaches hold, in an order decided
+//! by those contents alone, so that a fragment gets the same bytes
+//! whatever it was compiled with (invariant 4), and the same from an
+//! object holding it alone:
+//!
+//! - the DIEs of the compile unit, then of its type units in the order
+//!   their signatures are first met (breadth first), each unit's DIEs in
+//!   their order, references inside a unit moved with their DIEs;
+//! - abbreviations numbered in the order DIEs first use them, string,
+//!   address, list and file indices in the order the walk first meets
+//!   them; an index's form (`DW_FORM_strx1`…`4`, `DW_FORM_addrx1`…`4`, a
+//!   file's `DW_FORM_data1`…`4`) is the smallest that holds it, as LLVM
+//!   chooses;
+//! - a root's `DW_AT_addr_base`, `DW_AT_loclists_base` and
+//!   `DW_AT_rnglists_base` only where the fragment has such a table (the
+//!   whole object's units name the module's tables whether they use them
+//!   or not);
+//! - one line table: the unit's header and program, the program's files
+//!   renumbered (a sequence that relies on file 1 gets a
+//!   `DW_LNS_set_file` when file 1 is another now), every other byte of
+//!   the program as compiled (`debug_lines` patches its padded line
+//!   advances later); the files of the type units' declarations join it,
+//!   found by their names in the line table of the unit that made them.
+//!   Files carry no MD5: the table that made a type unit may lack one its
+//!   fragment's own table has.
+//!
+//! Anything not understood returns a `Decline` for that fragment, which is
+//! then compiled as a module of its own and carved from that object, so
+//! that it is carved from the same contents either way, or stored as
+//! compiled when it declines there too (decided by the fragment alone).
+//! Only DWARF 5 as LLVM writes it for ELF64 little-endian: 32-bit units,
+//! indexed strings, addresses and lists.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use super::dwarf::{form, form_size, list_entry, unit_extent};
+use super::elf::{c_str, u32_at, u64_at, Input, Rela, EM_AARCH64, SHT_GROUP};
+use super::leb128::{read_sleb, read_uleb, uleb_padded, write_uleb};
+use super::Decline;
+
+/// A debug section of the fragment's object.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(super) enum Part {
+    Abbrev,
+    Info,
+    /// The n-th type unit, a `.debug_info` of its own in a COMDAT group.
+    TypeUnit(usize),
+    StrOffsets,
+    Str,
+    Addr,
+    Loclists,
+    Rnglists,
+    Line,
+    LineStr,
+}
+
+impl Part {
+    pub(super) fn name(self) -> &'static [u8] {
+        match self {
+            Part::Abbrev => b".debug_abbrev",
+            Part::Info | Part::TypeUnit(_) => b".debug_info",
+            Part::StrOffsets => b".debug_str_offsets",
+            Part::Str => b".debug_str",
+            Part::Addr => b".debug_addr",
+            Part::Loclists => b".debug_loclists",
+            Part::Rnglists => b".debug_rnglists",
+            Part::Line => b".debug_line",
+            Part::LineStr => b".debug_line_str",
+        }
+    }
+
+    /// Whether it is a section of NUL-terminated strings.
+    pub(super) fn strings(self) -> bool {
+        matches!(self, Part::Str | Part::LineStr)
+    }
+}
+
+/// What a relocation of a fragment's debug section points at.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Target {
+    /// A symbol of the whole object (code or data the fragment holds).
+    Input { sym: usize, addend: i64 },
+    /// A place in another of the fragment's debug sections.
+    Own { part: Part, addend: i64 },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Reloc {
+    pub offset: u64,
+    pub r_type: u32,
+    pub target: Target,
+}
+
+/// One debug section of a fragment.
+pub(super) struct Section {
+    pub part: Part,
+    pub bytes: Vec<u8>,
+    pub relocs: Vec<Reloc>,
+    /// A type unit's signature (its COMDAT group's name, in decimal).
+    pub signature: Option<u64>,
+}
+
+/// An abbreviation: tag, children, and (name, form, implicit constant).
+type AbbrevDecl = (u64, bool, Vec<(u64, u64, i64)>);
+
+/// One attribute as read: name, form, where its value is and its size,
+/// and an implicit constant.
+#[derive(Clone, Copy)]
+struct RawAttr {
+    name: u64,
+    form: u64,
+    at: usize,
+    size: usize,
+    implicit: i64,
+}
+
+enum Entry {
+    /// The end of a DIE's children.
+    Null,
+    Die {
+        at: usize,
+        tag: u64,
+        children: bool,
+        attrs: Vec<RawAttr>,
+    },
+}
+
+/// One unit of a `.debug_info` section, read.
+struct Unit {
+    section: usize,
+    at: usize,
+    end: usize,
+    /// `DW_UT_compile` (1) or `DW_UT_type` (2).
+    kind: u8,
+    address_size: u8,
+    signature: u64,
+    type_offset: u64,
+    entries: Vec<Entry>,
+}
+
+/// A line table's header as read: its fixed fields (from minimum
+/// instruction length to the standard opcode lengths), its files as
+/// (directory, name), where its program is.
+struct LineTable {
+    fixed: Vec<u8>,
+    opcode_base: u8,
+    files: Vec<(Vec<u8>, Vec<u8>)>,
+    dir0: Vec<u8>,
+    program: std::ops::Range<usize>,
+}
+
+const DW_AT_DECL_FILE: u64 = 0x3a;
+const DW_AT_CALL_FILE: u64 = 0x58;
+const DW_AT_STMT_LIST: u64 = 0x10;
+const DW_AT_STR_OFFSETS_BASE: u64 = 0x72;
+const DW_AT_ADDR_BASE: u64 = 0x73;
+const DW_AT_RNGLISTS_BASE: u64 = 0x74;
+const DW_AT_LOCLISTS_BASE: u64 = 0x8c;
+const DW_AT_LOCATION: u64 = 0x02;
+const DW_AT_RANGES: u64 = 0x55;
+
+/// The whole object's debug info, read once for all its fragments.
+pub(super) struct DebugIndex<'a> {
+    input: &'a Input<'a>,
+    abbrevs: HashMap<u64, AbbrevDecl>,
+    sections: HashMap<&'static [u8], usize>,
+    /// Relocations of each debug section, by offset.
+    relocs: HashMap<usize, HashMap<u64, Rela>>,
+    units: Vec<Unit>,
+    /// The compile units (indices into `units`).
+    compile_units: Vec<usize>,
+    type_units: HashMap<u64, usize>,
+    /// Each compile unit's sections its addresses point into.
+    unit_sections: Vec<HashSet<usize>>,
+    /// Some compile unit has no address: which fragment it belongs to
+    /// is not known.
+    unowned: bool,
+    /// The relocation type of a 32-bit section offset.
+    offset_reloc: u32,
+    lines: HashMap<usize, LineTable>,
+}
+
+fn no(what: &'static str) -> Decline {
+    Decline(what)
+}
+
+impl<'a> DebugIndex<'a> {
+    /// Reads the debug info of `input` (its relocations by section in
+    /// `relas`); `Ok(None)` when it has none.
+    pub(super) fn of(
+        input: &'a Input<'a>,
+        relas: &[Vec<Rela>],
+        machine: u16,
+    ) -> Result<Option<Self>, Decline> {
+        let mut sections: HashMap<&'static [u8], usize> = HashMap::new();
+        let mut infos = Vec::new();
+        let mut grouped = HashSet::new();
+        for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
+            grouped.extend(input.group(s).ok_or(no("debug: a group"))?.1);
+        }
+        for (i, s) in input.shdrs.iter().enumerate().skip(1) {
+            let name = c_str(input.shstrtab, s.name).ok_or(no("debug: a section name"))?;
+            const NAMES: [&[u8]; 9] = [
+                b".debug_abbrev",
+                b".debug_str_offsets",
+                b".debug_str",
+                b".debug_addr",
+                b".debug_loclists",
+                b".debug_rnglists",
+                b".debug_line",
+                b".debug_line_str",
+                b".debug_info",
+            ];
+            if name == b".debug_info" {
+                infos.push(i);
+                if !grouped.contains(&i) && sections.insert(b".debug_info", i).is_some() {
+                    return Err(no("debug: two sections of compile units"));
+                }
+                continue;
+            }
+            if let Some(n) = NAMES.iter().find(|n| **n == name) {
+                if sections.insert(n, i).is_some() {
+                    return Err(no("debug: a debug section twice"));
+                }
+            } else if name.starts_with(b".debug_") || name == b".debug_types" {
+                return Err(no("debug: a debug section not handled"));
+            }
+        }
+        if infos.is_empty() {
+            return Ok(None);
+        }
+        let abbrev = *sections
+            .get(&b".debug_abbrev"[..])
+            .ok_or(no("debug: no abbreviations"))?;
+        let abbrev_bytes = input
+            .bytes(&input.shdrs[abbrev])
+            .ok_or(no("debug: abbreviations"))?;
+        let abbrevs = read_abbrev_table(abbrev_bytes).ok_or(no("debug: abbreviations"))?;
+        let mut relocs: HashMap<usize, HashMap<u64, Rela>> = HashMap::new();
+        for &i in infos.iter().chain(sections.values()) {
+            let by_offset = relas[i].iter().map(|r| (r.offset, *r)).collect();
+            relocs.insert(i, by_offset);
+        }
+        let mut index = DebugIndex {
+            input,
+            abbrevs,
+            sections,
+            relocs,
+            units: Vec::new(),
+            compile_units: Vec::new(),
+            type_units: HashMap::new(),
+            unit_sections: Vec::new(),
+            unowned: false,
+            offset_reloc: if machine == EM_AARCH64 { 258 } else { 10 },
+            lines: HashMap::new(),
+        };
+        for &i in &infos {
+            let bytes = input.bytes(&input.shdrs[i]).ok_or(no("debug: units"))?;
+            let mut at = 0;
+            while at < bytes.len() {
+                let unit = index
+                    .read_unit(i, bytes, at)
+                    .ok_or(no("debug: a unit not understood"))?;
+                at = unit.end;
+                match unit.kind {
+                    1 if index.sections.get(&b".debug_info"[..]) == Some(&i) => {
+                        index.compile_units.push(index.units.len())
+                    }
+                    2 if grouped.contains(&i) => {
+                        if index
+                            .type_units
+                            .insert(unit.signature, index.units.len())
+                            .is_some()
+                        {
+                            return Err(no("debug: a type unit twice"));
+                        }
+                    }
+                    _ => return Err(no("debug: a unit in a section not its kind's")),
+                }
+                index.units.push(unit);
+            }
+        }
+        for u in 0..index.units.len() {
+            if let Some(at) = index.stmt_list(u).ok_or(no("debug: a line table"))? {
+                let at = usize::try_from(at).map_err(|_| no("debug: a line table"))?;
+                if !index.lines.contains_key(&at) {
+                    let table = index
+                        .read_line_table(at)
+                        .ok_or(no("debug: a line table not understood"))?;
+                    index.lines.insert(at, table);
+                }
+            }
+        }
+        for n in 0..index.compile_units.len() {
+            let u = index.compile_units[n];
+            let found = index
+                .address_sections(u)
+                .ok_or(no("debug: a compile unit's addresses"))?;
+            index.unowned |= found.is_empty();
+            index.unit_sections.push(found);
+        }
+        Ok(Some(index))
+    }
+
+    fn bytes_of(&self, section: usize) -> Option<&'a [u8]> {
+        self.input.bytes(self.input.shdrs.get(section)?)
+    }
+
+    fn named(&self, name: &'static [u8]) -> Option<usize> {
+        self.sections.get(name).copied()
+    }
+
+    fn reloc(&self, section: usize, offset: u64) -> Option<&Rela> {
+        self.relocs.get(&section)?.get(&offset)
+    }
+
+    /// The section and offset a 32-bit field at `offset` of `section`
+    /// points to through its relocation (against a section symbol).
+    fn pointed(&self, section: usize, offset: u64) -> Option<(usize, u64)> {
+        let r = self.reloc(section, offset)?;
+        let sym = self.input.syms.get(r.sym)?;
+        let at = u64::try_from(r.addend.checked_add(sym.value as i64)?).ok()?;
+        Some((sym.shndx as usize, at))
+    }
+
+    /// Reads the unit at `at` of `.debug_info` section `section`.
+    fn read_unit(&self, section: usize, bytes: &[u8], at: usize) -> Option<Unit> {
+        let (end, version) = unit_extent(bytes, at)?;
+        if version != 5 {
+            return None;
+        }
+        let kind = *bytes.get(at + 6)?;
+        let address_size = *bytes.get(at + 7)?;
+        // The abbreviations: the one table, at its start.
+        let field = at as u64 + 8;
+        match self.reloc(section, field) {
+            Some(_) => {
+                let (s, o) = self.pointed(section, field)?;
+                if Some(s) != self.named(b".debug_abbrev") || o != 0 {
+                    return None;
+                }
+            }
+            None if u32_at(bytes, field)? == 0 => {}
+            None => return None,
+        }
+        let (signature, type_offset, mut p) = match kind {
+            1 => (0, 0, at + 12),
+            2 => (
+                u64_at(bytes, at as u64 + 12)?,
+                u64::from(u32_at(bytes, at as u64 + 20)?),
+                at + 24,
+            ),
+            _ => return None,
+        };
+        let mut entries = Vec::new();
+        while p < end {
+            let (code, used) = read_uleb(bytes.get(p..end)?)?;
+            let die_at = p;
+            p += used;
+            if code == 0 {
+                entries.push(Entry::Null);
+                continue;
+            }
+            let (tag, children, decl) = self.abbrevs.get(&code)?;
+            let mut attrs = Vec::with_capacity(decl.len());
+            for &(name, f, implicit) in decl {
+                if f == form::INDIRECT {
+                    return None;
+                }
+                let size = form_size(f, bytes.get(p..end)?, address_size as usize, 5)?;
+                attrs.push(RawAttr {
+                    name,
+                    form: f,
+                    at: p,
+                    size,
+                    implicit,
+                });
+                p += size;
+            }
+            entries.push(Entry::Die {
+                at: die_at,
+                tag: *tag,
+                children: *children,
+                attrs,
+            });
+        }
+        (p == end).then_some(Unit {
+            section,
+            at,
+            end,
+            kind,
+            address_size,
+            signature,
+            type_offset,
+            entries,
+        })
+    }
+
+    /// The sections compile unit `u`'s addresses point into: its
+    /// addresses' relocations, direct or through the address table, in
+    /// DIEs, expressions and lists, and its line program's.
+    fn address_sections(&self, u: usize) -> Option<HashSet<usize>> {
+        let unit = &self.units[u];
+        let bytes = self.bytes_of(unit.section)?;
+        let bases = self.bases(u)?;
+        let mut found = HashSet::new();
+        let note = |this: &Self, index: u64, found: &mut HashSet<usize>| -> Option<()> {
+            let addr = this.named(b".debug_addr")?;
+            let at = bases.addr? + index * 8;
+            let r = this.reloc(addr, at)?;
+            found.insert(this.input.syms.get(r.sym)?.shndx as usize);
+            Some(())
+        };
+        let mut lists = Vec::new();
+        let mut stmt = None;
+        for e in &unit.entries {
+            let Entry::Die { attrs, .. } = e else {
+                continue;
+            };
+            for a in attrs {
+                let v = bytes.get(a.at..a.at + a.size)?;
+                match a.form {
+                    form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                        note(self, index_value(a.form, v)?, &mut found)?
+                    }
+                    form::ADDR => {
+                        let r = self.reloc(unit.section, a.at as u64)?;
+                        found.insert(self.input.syms.get(r.sym)?.shndx as usize);
+                    }
+                    form::EXPRLOC => {
+                        let (len, used) = read_uleb(v)?;
+                        let e = v.get(used..used + usize::try_from(len).ok()?)?;
+                        for i in expression_indices(e)? {
+                            note(self, i, &mut found)?;
+                        }
+                    }
+                    form::LOCLISTX => lists.push((false, self.list_at(false, &bases, v)?)),
+                    form::RNGLISTX => lists.push((true, self.list_at(true, &bases, v)?)),
+                    form::SEC_OFFSET if a.name == DW_AT_STMT_LIST => {
+                        stmt = Some(self.pointed(unit.section, a.at as u64)?.1)
+                    }
+                    form::SEC_OFFSET if matches!(a.name, DW_AT_LOCATION | DW_AT_RANGES) => {
+                        let ranges = a.name == DW_AT_RANGES;
+                        let (s, o) = self.pointed(unit.section, a.at as u64)?;
+                        if Some(s) != self.named(list_section(ranges)) {
+                            return None;
+                        }
+                        lists.push((ranges, o));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (ranges, at) in lists {
+            let section = self.named(list_section(ranges))?;
+            let b = self.bytes_of(section)?;
+            let mut p = usize::try_from(at).ok()?;
+            loop {
+                let entry = *b.get(p)?;
+                p += 1;
+                let shape = list_entry(ranges, entry)?;
+                for k in 0..shape.indices {
+                    let (i, used) = read_uleb(b.get(p..)?)?;
+                    p += used;
+                    let _ = k;
+                    note(self, i, &mut found)?;
+                }
+                for _ in 0..shape.others {
+                    p += read_uleb(b.get(p..)?)?.1;
+                }
+                if shape.fixed > 0 {
+                    let r = self.reloc(section, p as u64)?;
+                    found.insert(self.input.syms.get(r.sym)?.shndx as usize);
+                    p += shape.fixed;
+                }
+                if shape.location {
+                    let (len, used) = read_uleb(b.get(p..)?)?;
+                    let e = b.get(p + used..p + used + usize::try_from(len).ok()?)?;
+                    for i in expression_indices(e)? {
+                        note(self, i, &mut found)?;
+                    }
+                    p += used + e.len();
+                }
+                if entry == 0 {
+                    break;
+                }
+            }
+        }
+        if let Some(at) = stmt {
+            let line = self.named(b".debug_line")?;
+            let table = self.lines.get(&usize::try_from(at).ok()?)?;
+            let program = table.program.clone();
+            let b = self.bytes_of(line)?;
+            for (at, _) in program_addresses(b, program, table.opcode_base)? {
+                let r = self.reloc(line, at as u64)?;
+                found.insert(self.input.syms.get(r.sym)?.shndx as usize);
+            }
+        }
+        Some(found)
+    }
+
+    fn read_line_table(&self, at: usize) -> Option<LineTable> {
+        let line = self.named(b".debug_line")?;
+        let b = self.bytes_of(line)?;
+        let (end, version) = unit_extent(b, at)?;
+        if version != 5 || *b.get(at + 6)? != 8 || *b.get(at + 7)? != 0 {
+            return None;
+        }
+        let header_length = u32_at(b, at as u64 + 8)? as usize;
+        let program_at = (at + 12).checked_add(header_length)?;
+        let mut p = at + 12;
+        // minimum_instruction_length .. line_range, opcode_base, lengths
+        let opcode_base = *b.get(p + 5)?;
+        let fixed_len = 6 + usize::from(opcode_base).checked_sub(1)?;
+        let fixed = b.get(p..p + fixed_len)?.to_vec();
+        p += fixed_len;
+        let read_format = |p: &mut usize| -> Option<Vec<(u64, u64)>> {
+            let count = *b.get(*p)?;
+            *p += 1;
+            let mut f = Vec::new();
+            for _ in 0..count {
+                let (c, used) = read_uleb(b.get(*p..)?)?;
+                *p += used;
+                let (fm, used) = read_uleb(b.get(*p..)?)?;
+                *p += used;
+                f.push((c, fm));
+            }
+            Some(f)
+        };
+        let line_str = self.named(b".debug_line_str");
+        // An entry: (path, directory index).
+        let read_entry = |p: &mut usize, format: &[(u64, u64)]| -> Option<(Vec<u8>, u64)> {
+            let mut path = None;
+            let mut dir = 0;
+            for &(content, fm) in format {
+                let size = form_size(fm, b.get(*p..)?, 8, 5)?;
+                let v = b.get(*p..*p + size)?;
+                match (content, fm) {
+                    (1, form::LINE_STRP) => {
+                        let (s, o) = self.pointed(line, *p as u64)?;
+                        if Some(s) != line_str {
+                            return None;
+                        }
+                        let strings = self.bytes_of(s)?;
+                        path = Some(c_str(strings, u32::try_from(o).ok()?)?.to_vec());
+                    }
+                    (1, form::STRING) => path = Some(v[..v.len() - 1].to_vec()),
+                    (2, form::UDATA | form::DATA1 | form::DATA2) => {
+                        dir = match fm {
+                            form::UDATA => read_uleb(v)?.0,
+                            _ => le_value(v),
+                        }
+                    }
+                    (5, form::DATA16) => {} // MD5: left out (see the module comment)
+                    _ => return None,
+                }
+                *p += size;
+            }
+            Some((path?, dir))
+        };
+        let dir_format = read_format(&mut p)?;
+        let (count, used) = read_uleb(b.get(p..)?)?;
+        p += used;
+        let mut dirs = Vec::new();
+        for _ in 0..count {
+            dirs.push(read_entry(&mut p, &dir_format)?.0);
+        }
+        let file_format = read_format(&mut p)?;
+        let (count, used) = read_uleb(b.get(p..)?)?;
+        p += used;
+        let mut files = Vec::new();
+        for _ in 0..count {
+            let (name, dir) = read_entry(&mut p, &file_format)?;
+            files.push((dirs.get(usize::try_from(dir).ok()?)?.clone(), name));
+        }
+        if p != program_at {
+            return None;
+        }
+        Some(LineTable {
+            fixed,
+            opcode_base,
+            files,
+            dir0: dirs.first()?.clone(),
+            program: program_at..end,
+        })
+    }
+
+    /// Where compile unit `u`'s tables start: (string offsets, addresses,
+    /// location lists, range lists), from its root's base attributes.
+    fn bases(&self, u: usize) -> Option<Bases> {
+        let unit = &self.units[u];
+        let mut bases = Bases::default();
+        let Some(Entry::Die { attrs, .. }) = unit.entries.first() else {
+            return Some(bases);
+        };
+        for a in attrs {
+            let (slot, name): (&mut Option<u64>, &'static [u8]) = match a.name {
+                DW_AT_STR_OFFSETS_BASE => (&mut bases.str_offsets, b".debug_str_offsets"),
+                DW_AT_ADDR_BASE => (&mut bases.addr, b".debug_addr"),
+                DW_AT_LOCLISTS_BASE => (&mut bases.loclists, b".debug_loclists"),
+                DW_AT_RNGLISTS_BASE => (&mut bases.rnglists, b".debug_rnglists"),
+                _ => continue,
+            };
+            if a.form != form::SEC_OFFSET {
+                return None;
+            }
+            let (s, o) = self.pointed(unit.section, a.at as u64)?;
+            if Some(s) != self.named(name) {
+                return None;
+            }
+            *slot = Some(o);
+        }
+        Some(bases)
+    }
+
+    /// The offset (in its section) of the list that index value `v` (a
+    /// `DW_FORM_loclistx`/`rnglistx`) names.
+    fn list_at(&self, ranges: bool, bases: &Bases, v: &[u8]) -> Option<u64> {
+        let base = if ranges {
+            bases.rnglists
+        } else {
+            bases.loclists
+        }?;
+        let b = self.bytes_of(self.named(list_section(ranges))?)?;
+        let i = read_uleb(v)?.0;
+        let offset = u64::from(u32_at(b, base.checked_add(i.checked_mul(4)?)?)?);
+        base.checked_add(offset)
+    }
+
+    /// The compile unit of the fragment whose code and data are the
+    /// sections `taken`: `Ok(None)` when it has none, a `Decline` when
+    /// that cannot be told.
+    pub(super) fn unit_of(&self, taken: &HashSet<usize>) -> Result<Option<usize>, Decline> {
+        let mut found = None;
+        for (n, sections) in self.unit_sections.iter().enumerate() {
+            if sections.is_empty() || sections.is_disjoint(taken) {
+                continue;
+            }
+            if !sections.is_subset(taken) {
+                return Err(no("debug: a compile unit names another fragment's code"));
+            }
+            if found.replace(n).is_some() {
+                return Err(no("debug: two compile units for one fragment"));
+            }
+        }
+        if found.is_none() && self.unowned {
+            return Err(no("debug: a compile unit of no known fragment"));
+        }
+        Ok(found)
+    }
+
+    /// The debug sections of compile unit `n` (of `unit_of`) and the type
+    /// units it reaches, written anew (see the module comment).
+    pub(super) fn carve_unit(&self, n: usize) -> Result<Vec<Section>, Decline> {
+        let u = self.compile_units[n];
+        let mut w = Writer::new(self);
+        let bases = self.bases(u).ok_or(no("debug: a unit's tables"))?;
+        let stmt = (self.stmt_list(u).flatten())
+            .ok_or(no("debug: a compile unit without a line table"))?;
+        let own = usize::try_from(stmt)
+            .ok()
+            .and_then(|at| self.lines.get(&at))
+            .ok_or(no("debug: a line table"))?;
+        w.seed_files(own);
+        let cu = w
+            .unit(self, u, &bases, Some(stmt))
+            .ok_or(no("debug: the compile unit's DIEs"))?;
+        let program = w.program(self, own).ok_or(no("debug: the line program"))?;
+        let mut type_units = Vec::new();
+        while let Some(signature) = w.queue.pop_front() {
+            let t = *self
+                .type_units
+                .get(&signature)
+                .ok_or(no("debug: a type unit the object lacks"))?;
+            let bases = self.bases(t).ok_or(no("debug: a type unit's tables"))?;
+            let tu_stmt = self
+                .stmt_list(t)
+                .ok_or(no("debug: a type unit's line table"))?;
+            let (bytes, relocs) = w
+                .unit(self, t, &bases, tu_stmt)
+                .ok_or(no("debug: a type unit's DIEs"))?;
+            type_units.push((signature, bytes, relocs));
+        }
+        w.finish(own, cu, program, type_units)
+            .ok_or(no("debug: writing the sections"))
+    }
+
+    /// The offset in `.debug_line` of unit `u`'s line table, if it names one.
+    fn stmt_list(&self, u: usize) -> Option<Option<u64>> {
+        let unit = &self.units[u];
+        let Some(Entry::Die { attrs, .. }) = unit.entries.first() else {
+            return Some(None);
+        };
+        for a in attrs {
+            if a.name == DW_AT_STMT_LIST {
+                let (s, o) = self.pointed(unit.section, a.at as u64)?;
+                return (Some(s) == self.named(b".debug_line") && a.form == form::SEC_OFFSET)
+                    .then_some(Some(o));
+            }
+        }
+        Some(None)
+    }
+}
+
+#[derive(Default)]
+struct Bases {
+    str_offsets: Option<u64>,
+    addr: Option<u64>,
+    loclists: Option<u64>,
+    rnglists: Option<u64>,
+}
+
+fn list_section(ranges: bool) -> &'static [u8] {
+    if ranges {
+        b".debug_rnglists"
+    } else {
+        b".debug_loclists"
+    }
+}
+
+/// A little-endian number of up to 8 bytes.
+fn le_value(v: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = v.len().min(8);
+    b[..n].copy_from_slice(&v[..n]);
+    u64::from_le_bytes(b)
+}
+
+/// The value of an index form (`DW_FORM_strx*`, `addrx*`).
+fn index_value(f: u64, v: &[u8]) -> Option<u64> {
+    if form::is_uleb(f) {
+        Some(read_uleb(v)?.0)
+    } else {
+        Some(le_value(v))
+    }
+}
+
+/// The abbreviation table at the start of `b`, by code.
+fn read_abbrev_table(b: &[u8]) -> Option<HashMap<u64, AbbrevDecl>> {
+    let mut out = HashMap::new();
+    let mut p = 0;
+    loop {
+        let (code, used) = read_uleb(b.get(p..)?)?;
+        p += used;
+        if code == 0 {
+            return Some(out);
+        }
+        let (tag, used) = read_uleb(b.get(p..)?)?;
+        p += used;
+        let children = *b.get(p)? == 1;
+        p += 1;
+        let mut attrs = Vec::new();
+        loop {
+            let (name, used) = read_uleb(b.get(p..)?)?;
+            p += used;
+            let (f, used) = read_uleb(b.get(p..)?)?;
+            p += used;
+            if name == 0 && f == 0 {
+                break;
+            }
+            let mut implicit = 0;
+            if f == form::IMPLICIT_CONST {
+                let (v, used) = read_sleb(b.get(p..)?)?;
+                p += used;
+                implicit = v;
+            }
+            attrs.push((name, f, implicit));
+        }
+        if out.insert(code, (tag, children, attrs)).is_some() {
+            return None;
+        }
+    }
+}
+
+/// The address indices (`DW_OP_addrx`, `DW_OP_constx`) expression `e`
+/// names.
+fn expression_indices(e: &[u8]) -> Option<Vec<u64>> {
+    let mut found = Vec::new();
+    rewrite_expression(e, &mut |op, v| {
+        if op == Operand::Index {
+            found.push(v);
+        }
+        Some(v)
+    })?;
+    Some(found)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Operand {
+    /// An address index.
+    Index,
+    /// A base type: a DIE's offset in the unit.
+    Type,
+}
+
+/// Expression `e` written again with its address indices and base types
+/// replaced by `map` (an index as the shortest ULEB128, a base type
+/// padded to its length as compiled); `None` for an operation not listed.
+fn rewrite_expression(
+    e: &[u8],
+    map: &mut dyn FnMut(Operand, u64) -> Option<u64>,
+) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(e.len());
+    let mut p = 0;
+    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
+    let typed = |out: &mut Vec<u8>, p: usize, map: &mut dyn FnMut(Operand, u64) -> Option<u64>| {
+        let (v, used) = read_uleb(e.get(p..)?)?;
+        let nv = map(Operand::Type, v)?;
+        if !super::dwarf::fits(nv, used, true) {
+            return None;
+        }
+        out.extend_from_slice(&uleb_padded(nv, used));
+        Some(used)
+    };
+    while p < e.len() {
+        let op = e[p];
+        out.push(op);
+        p += 1;
+        let copied = match op {
+            0xa1 | 0xa2 => {
+                let (v, used) = read_uleb(e.get(p..)?)?;
+                write_uleb(&mut out, map(Operand::Index, v)?);
+                p += used;
+                continue;
+            }
+            0xa3 | 0xf3 => {
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                let len = usize::try_from(len).ok()?;
+                let inner = e.get(p + used..(p + used).checked_add(len)?)?;
+                let inner = rewrite_expression(inner, map)?;
+                write_uleb(&mut out, inner.len() as u64);
+                out.extend_from_slice(&inner);
+                p += used + len;
+                continue;
+            }
+            0xa8 | 0xa9 | 0xf7 | 0xf9 => {
+                p += typed(&mut out, p, map)?;
+                continue;
+            }
+            0xa5 | 0xf5 => {
+                let r = leb(p)?;
+                out.extend_from_slice(e.get(p..p + r)?);
+                p += r;
+                p += typed(&mut out, p, map)?;
+                continue;
+            }
+            0xa6 | 0xf6 => {
+                out.push(*e.get(p)?);
+                p += 1;
+                p += typed(&mut out, p, map)?;
+                continue;
+            }
+            0xa4 | 0xf4 => {
+                p += typed(&mut out, p, map)?;
+                let n = *e.get(p)? as usize;
+                out.extend_from_slice(e.get(p..p + 1 + n)?);
+                p += 1 + n;
+                continue;
+            }
+            0x03 => return None, // an address: needs its relocation
+            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0,
+            0x30..=0x6f => 0,
+            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0,
+            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,
+            0x0a | 0x0b | 0x28 | 0x2f => 2,
+            0x0c | 0x0d => 4,
+            0x0e | 0x0f => 8,
+            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?,
+            0x92 | 0x9d => {
+                let first = leb(p)?;
+                first + leb(p + first)?
+            }
+            0x9e => {
+                let (len, used) = read_uleb(e.get(p..)?)?;
+                used.checked_add(usize::try_from(len).ok()?)?
+            }
+            _ => return None,
+        };
+        out.extend_from_slice(e.get(p..p.checked_add(copied)?)?);
+        p += copied;
+    }
+    Some(out)
+}
+
+/// The `DW_LNE_set_address` operands of the line program in `range` of
+/// `b`: (offset, size).
+fn program_addresses(
+    b: &[u8],
+    range: std::ops::Range<usize>,
+    opcode_base: u8,
+) -> Option<Vec<(usize, usize)>> {
+    let mut found = Vec::new();
+    walk_program(b, range, opcode_base, &mut |op| {
+        if let ProgramOp::SetAddress(at, size) = op {
+            found.push((at, size));
+        }
+    })?;
+    Some(found)
+}
+
+/// One operation of a line program, as `walk_program` meets it.
+enum ProgramOp {
+    /// Copied as it is: (start, end).
+    Bytes(usize, usize),
+    /// A row is emitted (a special opcode, `DW_LNS_copy`,
+    /// `DW_LNE_end_sequence`), then the bytes (start, end).
+    Row(usize, usize, bool),
+    /// `DW_LNS_set_file` with its file.
+    SetFile(u64),
+    /// `DW_LNE_set_address`: where its operand is and its size.
+    SetAddress(usize, usize),
+}
+
+fn walk_program(
+    b: &[u8],
+    range: std::ops::Range<usize>,
+    opcode_base: u8,
+    visit: &mut dyn FnMut(ProgramOp),
+) -> Option<()> {
+    let mut p = range.start;
+    let end = range.end;
+    let leb = |p: usize| read_uleb(b.get(p..end)?).map(|(_, n)| n);
+    while p < end {
+        let op = *b.get(p)?;
+        let start = p;
+        p += 1;
+        match op {
+            0 => {
+                let (len, used) = read_uleb(b.get(p..end)?)?;
+                p += used;
+                let body = p;
+                let len = usize::try_from(len).ok()?;
+                let sub = *b.get(body)?;
+                p = body.checked_add(len).filter(|&e| e <= end)?;
+                match sub {
+                    1 => visit(ProgramOp::Row(start, p, true)),
+                    2 => {
+                        visit(ProgramOp::Bytes(start, body + 1));
+                        visit(ProgramOp::SetAddress(body + 1, len - 1));
+                    }
+                    4 => visit(ProgramOp::Bytes(start, p)),
+                    _ => return None,
+                }
+            }
+            1 => visit(ProgramOp::Row(start, p, false)),
+            4 => {
+                let (f, used) = read_uleb(b.get(p..end)?)?;
+                p += used;
+                visit(ProgramOp::SetFile(f));
+            }
+            2 | 3 | 5 | 12 => {
+                // advance_pc, advance_line (signed, its bytes kept), column, isa
+                p += leb(p)?;
+                visit(ProgramOp::Bytes(start, p));
+            }
+            9 => {
+                p += 2;
+                visit(ProgramOp::Bytes(start, p));
+            }
+            6 | 7 | 8 | 10 | 11 => visit(ProgramOp::Bytes(start, p)),
+            o if o >= opcode_base => visit(ProgramOp::Row(start, p, false)),
+            _ => return None,
+        }
+    }
+    (p == end).then_some(())
+}
+
+/// Bytes written for the fragment (a list, a line program) with the
+/// input relocations they carry, at offsets in them.
+type Piece = (Vec<u8>, Vec<(u64, Rela)>);
+
+/// A file as the walk names it: (directory, name, whether it was file 0
+/// of its table).
+type FileKey = (Vec<u8>, Vec<u8>, bool);
+
+/// The fragment's debug sections under construction.
+struct Writer {
+    abbrevs: Vec<u8>,
+    abbrev_of: HashMap<AbbrevDecl, u64>,
+    str_data: Vec<u8>,
+    str_at: HashMap<Vec<u8>, u64>,
+    /// String offsets table: offsets into `str_data`.
+    strx: Vec<u64>,
+    strx_of: HashMap<u64, u64>,
+    line_str: Vec<u8>,
+    line_str_at: HashMap<Vec<u8>, u64>,
+    /// The address table: input relocations, by input index.
+    addrs: Vec<Rela>,
+    addr_of: HashMap<(u64, u64), u64>,
+    /// The lists, each as (bytes, relocations at offsets in them).
+    loclists: Vec<Piece>,
+    loclist_of: HashMap<u64, u64>,
+    rnglists: Vec<Piece>,
+    rnglist_of: HashMap<u64, u64>,
+    files: Vec<FileKey>,
+    file_of: HashMap<FileKey, u64>,
+    queue: VecDeque<u64>,
+    queued: HashSet<u64>,
+    /// Base types that location lists name: (list, offset in it, size,
+    /// the DIE's offset in the input's section).
+    list_types: Vec<(usize, usize, usize, usize)>,
+    /// The compile unit's DIEs: input offset → output offset.
+    cu_moved: HashMap<usize, usize>,
+    offset_reloc: u32,
+}
+
+impl Writer {
+    fn new(ix: &DebugIndex) -> Self {
+        Writer {
+            abbrevs: Vec::new(),
+            abbrev_of: HashMap::new(),
+            str_data: Vec::new(),
+            str_at: HashMap::new(),
+            strx: Vec::new(),
+            strx_of: HashMap::new(),
+            line_str: Vec::new(),
+            line_str_at: HashMap::new(),
+            addrs: Vec::new(),
+            addr_of: HashMap::new(),
+            loclists: Vec::new(),
+            loclist_of: HashMap::new(),
+            rnglists: Vec::new(),
+            rnglist_of: HashMap::new(),
+            files: Vec::new(),
+            file_of: HashMap::new(),
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            list_types: Vec::new(),
+            cu_moved: HashMap::new(),
+            offset_reloc: ix.offset_reloc,
+        }
+    }
+
+    /// File 0 of the fragment's table is its own table's file 0.
+    fn seed_files(&mut self, own: &LineTable) {
+        if let Some((dir, name)) = own.files.first() {
+            let key = (dir.clone(), name.clone(), true);
+            self.file_of.insert(key.clone(), 0);
+            self.files.push(key);
+        }
+    }
+
+    fn file(&mut self, table: &LineTable, input: u64) -> Option<u64> {
+        let (dir, name) = table.files.get(usize::try_from(input).ok()?)?;
+        let key = (dir.clone(), name.clone(), input == 0);
+        if let Some(&n) = self.file_of.get(&key) {
+            return Some(n);
+        }
+        let n = self.files.len() as u64;
+        self.files.push(key.clone());
+        self.file_of.insert(key, n);
+        Some(n)
+    }
+
+    fn string(&mut self, s: &[u8]) -> u64 {
+        if let Some(&at) = self.str_at.get(s) {
+            return at;
+        }
+        let at = self.str_data.len() as u64;
+        self.str_data.extend_from_slice(s);
+        self.str_data.push(0);
+        self.str_at.insert(s.to_vec(), at);
+        at
+    }
+
+    fn line_string(&mut self, s: &[u8]) -> u64 {
+        if let Some(&at) = self.line_str_at.get(s) {
+            return at;
+        }
+        let at = self.line_str.len() as u64;
+        self.line_str.extend_from_slice(s);
+        self.line_str.push(0);
+        self.line_str_at.insert(s.to_vec(), at);
+        at
+    }
+
+    fn string_index(&mut self, s: &[u8]) -> u64 {
+        let at = self.string(s);
+        if let Some(&i) = self.strx_of.get(&at) {
+            return i;
+        }
+        let i = self.strx.len() as u64;
+        self.strx.push(at);
+        self.strx_of.insert(at, i);
+        i
+    }
+
+    /// The new index of the address at `index` of the input table whose
+    /// entries start at `base`.
+    fn address(&mut self, ix: &DebugIndex, base: u64, index: u64) -> Option<u64> {
+        let key = (base, index);
+        if let Some(&i) = self.addr_of.get(&key) {
+            return Some(i);
+        }
+        let addr = ix.named(b".debug_addr")?;
+        let r = *ix.reloc(addr, base.checked_add(index.checked_mul(8)?)?)?;
+        let i = self.addrs.len() as u64;
+        self.addrs.push(r);
+        self.addr_of.insert(key, i);
+        Some(i)
+    }
+
+    fn abbrev(&mut self, tag: u64, children: bool, attrs: Vec<(u64, u64, i64)>) -> u64 {
+        let key = (tag, children, attrs);
+        if let Some(&c) = self.abbrev_of.get(&key) {
+            return c;
+        }
+        let code = self.abbrev_of.len() as u64 + 1;
+        write_uleb(&mut self.abbrevs, code);
+        write_uleb(&mut self.abbrevs, key.0);
+        self.abbrevs.push(u8::from(children));
+        for &(name, f, implicit) in &key.2 {
+            write_uleb(&mut self.abbrevs, name);
+            write_uleb(&mut self.abbrevs, f);
+            if f == form::IMPLICIT_CONST {
+                super::leb128::write_sleb(&mut self.abbrevs, implicit);
+            }
+        }
+        self.abbrevs.extend_from_slice(&[0, 0]);
+        self.abbrev_of.insert(key, code);
+        code
+    }
+
+    /// A list of the input (at `at` of its section) written again: its
+    /// new index.
+    fn list(
+        &mut self,
+        ix: &DebugIndex,
+        ranges: bool,
+        at: u64,
+        addr_base: u64,
+        unit_at: usize,
+    ) -> Option<u64> {
+        let of = if ranges {
+            &self.rnglist_of
+        } else {
+            &self.loclist_of
+        };
+        if let Some(&i) = of.get(&at) {
+            return Some(i);
+        }
+        let section = ix.named(list_section(ranges))?;
+        let b = ix.bytes_of(section)?;
+        let mut out = Vec::new();
+        let mut relocs = Vec::new();
+        let mut p = usize::try_from(at).ok()?;
+        loop {
+            let entry = *b.get(p)?;
+            out.push(entry);
+            p += 1;
+            let shape = list_entry(ranges, entry)?;
+            for _ in 0..shape.indices {
+                let (i, used) = read_uleb(b.get(p..)?)?;
+                p += used;
+                let n = self.address(ix, addr_base, i)?;
+                write_uleb(&mut out, n);
+            }
+            for _ in 0..shape.others {
+                let used = read_uleb(b.get(p..)?)?.1;
+                out.extend_from_slice(b.get(p..p + used)?);
+                p += used;
+            }
+            if shape.fixed > 0 {
+                // An address (and a length): the first eight bytes relocated.
+                let r = *ix.reloc(section, p as u64)?;
+                relocs.push((out.len() as u64, r));
+                out.extend_from_slice(b.get(p..p + shape.fixed)?);
+                p += shape.fixed;
+            }
+            if shape.location {
+                let (len, used) = read_uleb(b.get(p..)?)?;
+                let e = b.get(p + used..p + used + usize::try_from(len).ok()?)?;
+                let rewritten = rewrite_expression(e, &mut |op, v| match op {
+                    Operand::Index => self.address(ix, addr_base, v),
+                    Operand::Type => Some(v),
+                })?;
+                write_uleb(&mut out, rewritten.len() as u64);
+                // Base types name DIEs of the compile unit, whose new
+                // offsets are known once it is written.
+                let list = if ranges {
+                    usize::MAX
+                } else {
+                    self.loclists.len()
+                };
+                let found = super::dwarf::expression_operands(&rewritten, out.len())?;
+                for o in found.types {
+                    let target = unit_at.checked_add(usize::try_from(o.value).ok()?)?;
+                    self.list_types.push((list, o.at, o.size, target));
+                }
+                out.extend_from_slice(&rewritten);
+                p += used + e.len();
+            }
+            if entry == 0 {
+                break;
+            }
+        }
+        let (lists, of) = if ranges {
+            (&mut self.rnglists, &mut self.rnglist_of)
+        } else {
+            (&mut self.loclists, &mut self.loclist_of)
+        };
+        let i = lists.len() as u64;
+        lists.push((out, relocs));
+        of.insert(at, i);
+        Some(i)
+    }
+
+    /// Writes unit `u` (its header, DIEs and their relocations): the bytes.
+    fn unit(
+        &mut self,
+        ix: &DebugIndex,
+        u: usize,
+        bases: &Bases,
+        stmt: Option<u64>,
+    ) -> Option<(Vec<u8>, Vec<Reloc>)> {
+        let unit = &ix.units[u];
+        let bytes = ix.bytes_of(unit.section)?;
+        let table = match stmt {
+            Some(at) => Some(ix.lines.get(&usize::try_from(at).ok()?)?),
+            None => None,
+        };
+        // Which tables the unit uses decides its root's base attributes.
+        let mut uses_addr = false;
+        let mut uses_loclists = false;
+        let mut uses_rnglists = false;
+        for e in &unit.entries {
+            if let Entry::Die { attrs, .. } = e {
+                for a in attrs {
+                    match a.form {
+                        form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                            uses_addr = true
+                        }
+                        form::LOCLISTX => uses_loclists = true,
+                        form::RNGLISTX => uses_rnglists = true,
+                        form::SEC_OFFSET if a.name == DW_AT_LOCATION => uses_loclists = true,
+                        form::SEC_OFFSET if a.name == DW_AT_RANGES => uses_rnglists = true,
+                        form::EXPRLOC => {
+                            let v = bytes.get(a.at..a.at + a.size)?;
+                            let (len, used) = read_uleb(v)?;
+                            let e = v.get(used..used + usize::try_from(len).ok()?)?;
+                            uses_addr |= !expression_indices(e)?.is_empty();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        uses_addr |= uses_loclists || uses_rnglists;
+        let mut out = Vec::new();
+        let mut relocs: Vec<Reloc> = Vec::new();
+        let own = |part: Part, offset: u64, addend: i64, r_type: u32| Reloc {
+            offset,
+            r_type,
+            target: Target::Own { part, addend },
+        };
+        out.extend_from_slice(&[0, 0, 0, 0, 5, 0, unit.kind, unit.address_size]);
+        relocs.push(own(Part::Abbrev, 8, 0, self.offset_reloc));
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        if unit.kind == 2 {
+            out.extend_from_slice(&unit.signature.to_le_bytes());
+            out.extend_from_slice(&[0, 0, 0, 0]); // the type's offset, below
+        }
+        // Input DIE offset → output offset; references to patch:
+        // (output offset, size, whether ULEB128, input target offset).
+        let mut moved: HashMap<usize, usize> = HashMap::new();
+        let mut patches: Vec<(usize, usize, bool, usize)> = Vec::new();
+        let mut consumed = 0usize;
+        for e in &unit.entries {
+            let (die_at, tag, children, attrs) = match e {
+                Entry::Null => {
+                    out.push(0);
+                    continue;
+                }
+                Entry::Die {
+                    at,
+                    tag,
+                    children,
+                    attrs,
+                } => (*at, *tag, *children, attrs),
+            };
+            moved.insert(die_at, out.len());
+            let mut decl = Vec::with_capacity(attrs.len());
+            let mut values: Vec<u8> = Vec::new();
+            // Relocations and patches at offsets in `values`.
+            let mut value_relocs: Vec<Reloc> = Vec::new();
+            let mut value_patches: Vec<(usize, usize, bool, usize)> = Vec::new();
+            for a in attrs {
+                let v = bytes.get(a.at..a.at + a.size)?;
+                let here = values.len() as u64;
+                if ix.reloc(unit.section, a.at as u64).is_some() {
+                    consumed += 1;
+                }
+                let f = match a.form {
+                    form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
+                        let i = index_value(a.form, v)?;
+                        let so = ix.named(b".debug_str_offsets")?;
+                        let at = bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
+                        let (s, o) = ix.pointed(so, at)?;
+                        if Some(s) != ix.named(b".debug_str") {
+                            return None;
+                        }
+                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+                        let n = self.string_index(string);
+                        let (f, size) =
+                            smallest(n, [form::STRX1, form::STRX2, form::STRX3, form::STRX4]);
+                        values.extend_from_slice(&n.to_le_bytes()[..size]);
+                        f
+                    }
+                    form::STRP => {
+                        let (s, o) = ix.pointed(unit.section, a.at as u64)?;
+                        if Some(s) != ix.named(b".debug_str") {
+                            return None;
+                        }
+                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+                        let at = self.string(string);
+                        value_relocs.push(own(Part::Str, here, at as i64, self.offset_reloc));
+                        values.extend_from_slice(&[0, 0, 0, 0]);
+                        form::STRP
+                    }
+                    form::LINE_STRP => {
+                        let (s, o) = ix.pointed(unit.section, a.at as u64)?;
+                        if Some(s) != ix.named(b".debug_line_str") {
+                            return None;
+                        }
+                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+                        let at = self.line_string(string);
+                        value_relocs.push(own(Part::LineStr, here, at as i64, self.offset_reloc));
+                        values.extend_from_slice(&[0, 0, 0, 0]);
+                        form::LINE_STRP
+                    }
+                    form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                        let n = self.address(ix, bases.addr?, index_value(a.form, v)?)?;
+                        if a.form == form::ADDRX {
+                            write_uleb(&mut values, n);
+                            form::ADDRX
+                        } else {
+                            let (f, size) = smallest(
+                                n,
+                                [form::ADDRX1, form::ADDRX2, form::ADDRX3, form::ADDRX4],
+                            );
+                            values.extend_from_slice(&n.to_le_bytes()[..size]);
+                            f
+                        }
+                    }
+                    form::ADDR => {
+                        let r = *ix.reloc(unit.section, a.at as u64)?;
+                        value_relocs.push(Reloc {
+                            offset: here,
+                            r_type: r.r_type,
+                            target: Target::Input {
+                                sym: r.sym,
+                                addend: r.addend,
+                            },
+                        });
+                        values.extend_from_slice(&vec![0; a.size]);
+                        form::ADDR
+                    }
+                    form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
+                        let target = unit.at.checked_add(usize::try_from(le_value(v)).ok()?)?;
+                        value_patches.push((here as usize, a.size, false, target));
+                        values.extend_from_slice(&vec![0; a.size]);
+                        a.form
+                    }
+                    form::REF_SIG8 => {
+                        let signature = le_value(v);
+                        if self.queued.insert(signature) {
+                            self.queue.push_back(signature);
+                        }
+                        values.extend_from_slice(v);
+                        form::REF_SIG8
+                    }
+                    form::LOCLISTX | form::RNGLISTX => {
+                        let ranges = a.form == form::RNGLISTX;
+                        let at = ix.list_at(ranges, bases, v)?;
+                        let n = self.list(ix, ranges, at, bases.addr?, unit.at)?;
+                        write_uleb(&mut values, n);
+                        a.form
+                    }
+                    form::SEC_OFFSET => {
+                        let (part, addend) = match a.name {
+                            DW_AT_STMT_LIST => (Part::Line, 0),
+                            DW_AT_STR_OFFSETS_BASE => (Part::StrOffsets, 8),
+                            DW_AT_ADDR_BASE if uses_addr => (Part::Addr, 8),
+                            DW_AT_LOCLISTS_BASE if uses_loclists => (Part::Loclists, 12),
+                            DW_AT_RNGLISTS_BASE if uses_rnglists => (Part::Rnglists, 12),
+                            DW_AT_ADDR_BASE | DW_AT_LOCLISTS_BASE | DW_AT_RNGLISTS_BASE => {
+                                continue; // a table the fragment has not
+                            }
+                            DW_AT_LOCATION | DW_AT_RANGES => {
+                                let ranges = a.name == DW_AT_RANGES;
+                                let (s, o) = ix.pointed(unit.section, a.at as u64)?;
+                                if Some(s) != ix.named(list_section(ranges)) {
+                                    return None;
+                                }
+                                let n = self.list(ix, ranges, o, bases.addr?, unit.at)?;
+                                // Its offset is known once all lists are:
+                                // relative to the index's slot, fixed below.
+                                let part = if ranges {
+                                    Part::Rnglists
+                                } else {
+                                    Part::Loclists
+                                };
+                                (part, -1 - n as i64)
+                            }
+                            _ => return None,
+                        };
+                        value_relocs.push(own(part, here, addend, self.offset_reloc));
+                        values.extend_from_slice(&[0, 0, 0, 0]);
+                        form::SEC_OFFSET
+                    }
+                    form::EXPRLOC => {
+                        let (len, used) = read_uleb(v)?;
+                        let e = v.get(used..used + usize::try_from(len).ok()?)?;
+                        let rewritten = rewrite_expression(e, &mut |op, x| match op {
+                            Operand::Index => self.address(ix, bases.addr?, x),
+                            Operand::Type => Some(x),
+                        })?;
+                        write_uleb(&mut values, rewritten.len() as u64);
+                        let body = values.len();
+                        // Base types: DIEs of this unit, patched below.
+                        let found = super::dwarf::expression_operands(&rewritten, body)?;
+                        for o in found.types {
+                            let target = unit.at.checked_add(usize::try_from(o.value).ok()?)?;
+                            value_patches.push((o.at, o.size, true, target));
+                        }
+                        values.extend_from_slice(&rewritten);
+                        form::EXPRLOC
+                    }
+                    form::DATA1 | form::DATA2 | form::DATA4 | form::DATA8 | form::UDATA
+                        if matches!(a.name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) =>
+                    {
+                        let n = self.file(table?, index_value(a.form, v)?)?;
+                        if a.form == form::UDATA {
+                            write_uleb(&mut values, n);
+                            form::UDATA
+                        } else {
+                            let (f, size) = smallest(n, [form::DATA1, form::DATA2, 0, form::DATA4]);
+                            values.extend_from_slice(&n.to_le_bytes()[..size]);
+                            f
+                        }
+                    }
+                    form::DATA1
+                    | form::DATA2
+                    | form::DATA4
+                    | form::DATA8
+                    | form::DATA16
+                    | form::SDATA
+                    | form::UDATA
+                    | form::FLAG
+                    | form::FLAG_PRESENT
+                    | form::IMPLICIT_CONST
+                    | form::STRING
+                    | form::BLOCK
+                    | form::BLOCK1
+                    | form::BLOCK2
+                    | form::BLOCK4 => {
+                        if ix.reloc(unit.section, a.at as u64).is_some() {
+                            return None;
+                        }
+                        values.extend_from_slice(v);
+                        a.form
+                    }
+                    _ => return None,
+                };
+                decl.push((a.name, f, a.implicit));
+            }
+            let code = self.abbrev(tag, children, decl);
+            write_uleb(&mut out, code);
+            let base = out.len();
+            for mut r in value_relocs {
+                r.offset += base as u64;
+                relocs.push(r);
+            }
+            for (at, size, uleb, target) in value_patches {
+                patches.push((at + base, size, uleb, target));
+            }
+            out.extend_from_slice(&values);
+        }
+        // Every relocation of the unit was met.
+        let in_unit = (ix.relocs.get(&unit.section)?.keys())
+            .filter(|&&o| o >= unit.at as u64 && o < unit.end as u64)
+            .count();
+        // The header's abbreviation offset is the one not met in a DIE.
+        if in_unit != consumed + 1 {
+            return None;
+        }
+        for (at, size, uleb, target) in patches {
+            let new = *moved.get(&target)? as u64;
+            super::dwarf::write_field(out.get_mut(at..at + size)?, uleb, new)?;
+        }
+        if unit.kind == 2 {
+            let t = unit
+                .at
+                .checked_add(usize::try_from(unit.type_offset).ok()?)?;
+            let new = u32::try_from(*moved.get(&t)?).ok()?;
+            out[20..24].copy_from_slice(&new.to_le_bytes());
+        }
+        let length = u32::try_from(out.len() - 4).ok()?;
+        out[0..4].copy_from_slice(&length.to_le_bytes());
+        if unit.kind == 1 {
+            self.cu_moved = moved;
+        }
+        Some((out, relocs))
+    }
+
+    /// The compile unit's line program with its files renumbered.
+    fn program(&mut self, ix: &DebugIndex, own: &LineTable) -> Option<Piece> {
+        let line = ix.named(b".debug_line")?;
+        let b = ix.bytes_of(line)?;
+        let mut out = Vec::new();
+        let mut relocs = Vec::new();
+        let mut pending = true; // file 1 is the file until a set_file
+        let mut failed = false;
+        let mut ops = Vec::new();
+        walk_program(b, own.program.clone(), own.opcode_base, &mut |op| {
+            ops.push(op)
+        })?;
+        for op in ops {
+            match op {
+                ProgramOp::Bytes(s, e) => out.extend_from_slice(b.get(s..e)?),
+                ProgramOp::Row(s, e, end) => {
+                    if pending {
+                        let n = self.file(own, 1)?;
+                        if n != 1 {
+                            out.push(4);
+                            write_uleb(&mut out, n);
+                        }
+                        pending = false;
+                    }
+                    out.extend_from_slice(b.get(s..e)?);
+                    if end {
+                        pending = true;
+                    }
+                }
+                ProgramOp::SetFile(f) => {
+                    let n = self.file(own, f)?;
+                    out.push(4);
+                    write_uleb(&mut out, n);
+                    pending = false;
+                }
+                ProgramOp::SetAddress(at, size) => {
+                    if size != 8 {
+                        failed = true;
+                        break;
+                    }
+                    let r = *ix.reloc(line, at as u64)?;
+                    relocs.push((out.len() as u64, r));
+                    out.extend_from_slice(b.get(at..at + size)?);
+                }
+            }
+        }
+        (!failed).then_some((out, relocs))
+    }
+
+    /// The sections, laid out.
+    fn finish(
+        mut self,
+        own: &LineTable,
+        cu: (Vec<u8>, Vec<Reloc>),
+        program: Piece,
+        type_units: Vec<(u64, Vec<u8>, Vec<Reloc>)>,
+    ) -> Option<Vec<Section>> {
+        let r32 = self.offset_reloc;
+        let own_reloc = |offset: u64, part: Part, addend: i64| Reloc {
+            offset,
+            r_type: r32,
+            target: Target::Own { part, addend },
+        };
+        let input_reloc = |offset: u64, r: &Rela| Reloc {
+            offset,
+            r_type: r.r_type,
+            target: Target::Input {
+                sym: r.sym,
+                addend: r.addend,
+            },
+        };
+        // Base types named in location lists, now that the unit is laid out.
+        for &(list, at, size, target) in &self.list_types {
+            let new = *self.cu_moved.get(&target)? as u64;
+            let (bytes, _) = self.loclists.get_mut(list)?;
+            super::dwarf::write_field(bytes.get_mut(at..at + size)?, true, new)?;
+        }
+        // Lists: (offset of each list from the section's start).
+        let lay_out = |lists: &[Piece]| -> Option<(Vec<u8>, Vec<Reloc>, Vec<u64>)> {
+            let n = lists.len();
+            let mut bytes = Vec::new();
+            bytes.extend_from_slice(&[0, 0, 0, 0, 5, 0, 8, 0]);
+            bytes.extend_from_slice(&u32::try_from(n).ok()?.to_le_bytes());
+            let mut offsets = Vec::with_capacity(n);
+            let mut at = 4 * n;
+            for (l, _) in lists {
+                offsets.push(at);
+                bytes.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
+                at += l.len();
+            }
+            let mut relocs = Vec::new();
+            for (l, rs) in lists {
+                let start = bytes.len() as u64;
+                for (o, r) in rs {
+                    relocs.push(input_reloc(start + o, r));
+                }
+                bytes.extend_from_slice(l);
+            }
+            let length = u32::try_from(bytes.len() - 4).ok()?;
+            bytes[0..4].copy_from_slice(&length.to_le_bytes());
+            Some((
+                bytes,
+                relocs,
+                offsets.iter().map(|&o| 12 + o as u64).collect(),
+            ))
+        };
+        let (loc_bytes, loc_relocs, loc_offsets) = lay_out(&self.loclists)?;
+        let (rng_bytes, rng_relocs, rng_offsets) = lay_out(&self.rnglists)?;
+        // A `DW_FORM_sec_offset` naming a list: its offset now.
+        let fix = |relocs: &mut Vec<Reloc>| -> Option<()> {
+            for r in relocs {
+                if let Target::Own { part, addend } = &mut r.target {
+                    if *addend < 0 && matches!(part, Part::Loclists | Part::Rnglists) {
+                        let n = usize::try_from(-1 - *addend).ok()?;
+                        let offsets = if *part == Part::Loclists {
+                            &loc_offsets
+                        } else {
+                            &rng_offsets
+                        };
+                        *addend = i64::try_from(*offsets.get(n)?).ok()?;
+                    }
+                }
+            }
+            Some(())
+        };
+        let (cu_bytes, mut cu_relocs) = cu;
+        fix(&mut cu_relocs)?;
+        // The line table: directories and files by name.
+        let mut dirs: Vec<Vec<u8>> = vec![own.dir0.clone()];
+        let mut dir_of: HashMap<Vec<u8>, u64> = HashMap::from([(own.dir0.clone(), 0)]);
+        let mut line = vec![0, 0, 0, 0, 5, 0, 8, 0, 0, 0, 0, 0];
+        line.extend_from_slice(&own.fixed);
+        line.extend_from_slice(&[1, 1, form::LINE_STRP as u8]);
+        let mut line_relocs = Vec::new();
+        let mut file_entries = Vec::new();
+        for (dir, name, _) in &self.files {
+            let d = match dir_of.get(dir) {
+                Some(&d) => d,
+                None => {
+                    dirs.push(dir.clone());
+                    dir_of.insert(dir.clone(), dirs.len() as u64 - 1);
+                    dirs.len() as u64 - 1
+                }
+            };
+            file_entries.push((name.clone(), d));
+        }
+        write_uleb(&mut line, dirs.len() as u64);
+        for d in &dirs {
+            let at = self.line_string(d);
+            line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
+            line.extend_from_slice(&[0, 0, 0, 0]);
+        }
+        line.extend_from_slice(&[2, 1, form::LINE_STRP as u8, 2, form::UDATA as u8]);
+        write_uleb(&mut line, file_entries.len() as u64);
+        for (name, d) in &file_entries {
+            let at = self.line_string(name);
+            line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
+            line.extend_from_slice(&[0, 0, 0, 0]);
+            write_uleb(&mut line, *d);
+        }
+        let header_length = u32::try_from(line.len() - 12).ok()?;
+        line[8..12].copy_from_slice(&header_length.to_le_bytes());
+        let program_at = line.len() as u64;
+        for (o, r) in &program.1 {
+            line_relocs.push(input_reloc(program_at + o, r));
+        }
+        line.extend_from_slice(&program.0);
+        let length = u32::try_from(line.len() - 4).ok()?;
+        line[0..4].copy_from_slice(&length.to_le_bytes());
+
+        let mut out = Vec::new();
+        let mut abbrevs = std::mem::take(&mut self.abbrevs);
+        abbrevs.push(0);
+        let section = |part, bytes, relocs| Section {
+            part,
+            bytes,
+            relocs,
+            signature: None,
+        };
+        out.push(section(Part::Abbrev, abbrevs, Vec::new()));
+        out.push(section(Part::Info, cu_bytes, cu_relocs));
+        for (k, (signature, bytes, relocs)) in type_units.into_iter().enumerate() {
+            out.push(Section {
+                part: Part::TypeUnit(k),
+                bytes,
+                relocs,
+                signature: Some(signature),
+            });
+        }
+        if !self.strx.is_empty() {
+            let mut bytes = Vec::with_capacity(8 + 4 * self.strx.len());
+            let length = u32::try_from(4 + 4 * self.strx.len()).ok()?;
+            bytes.extend_from_slice(&length.to_le_bytes());
+            bytes.extend_from_slice(&[5, 0, 0, 0]);
+            let mut relocs = Vec::with_capacity(self.strx.len());
+            for &at in &self.strx {
+                relocs.push(own_reloc(bytes.len() as u64, Part::Str, at as i64));
+                bytes.extend_from_slice(&[0, 0, 0, 0]);
+            }
+            out.push(section(Part::StrOffsets, bytes, relocs));
+        }
+        if !self.str_data.is_empty() {
+            out.push(section(
+                Part::Str,
+                std::mem::take(&mut self.str_data),
+                Vec::new(),
+            ));
+        }
+        if !self.addrs.is_empty() {
+            let mut bytes = Vec::with_capacity(8 + 8 * self.addrs.len());
+            let length = u32::try_from(4 + 8 * self.addrs.len()).ok()?;
+            bytes.extend_from_slice(&length.to_le_bytes());
+            bytes.extend_from_slice(&[5, 0, 8, 0]);
+            let mut relocs = Vec::new();
+            for r in &self.addrs {
+                relocs.push(input_reloc(bytes.len() as u64, r));
+                bytes.extend_from_slice(&[0; 8]);
+            }
+            out.push(section(Part::Addr, bytes, relocs));
+        }
+        if !self.loclists.is_empty() {
+            out.push(section(Part::Loclists, loc_bytes, loc_relocs));
+        }
+        if !self.rnglists.is_empty() {
+            out.push(section(Part::Rnglists, rng_bytes, rng_relocs));
+        }
+        out.push(section(Part::Line, line, line_relocs));
+        out.push(section(
+            Part::LineStr,
+            std::mem::take(&mut self.line_str),
+            Vec::new(),
+        ));
+        // Every relocation names a section the fragment has.
+        let parts: HashSet<Part> = out.iter().map(|s| s.part).collect();
+        for s in &mut out {
+            fix(&mut s.relocs)?;
+            for r in &s.relocs {
+                if let Target::Own { part, .. } = r.target {
+                    if !parts.contains(&part) {
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// The smallest of four forms of 1, 2, 3 and 4 bytes that holds `n` (a
+/// zero form is skipped): the form and its size.
+fn smallest(n: u64, forms: [u64; 4]) -> (u64, usize) {
+    for (k, f) in forms.into_iter().enumerate() {
+        if f != 0 && n < 1u64 << (8 * (k + 1)) {
+            return (f, k + 1);
+        }
+    }
+    (forms[3], 4)
+}
+
+#[cfg(test)]
+mod tests {}
