@@ -333,6 +333,11 @@ fn is_content(w: &Whole, i: usize) -> bool {
 pub struct FragmentSpec {
     pub members: Vec<String>,
     pub address_significant: HashSet<String>,
+    /// What the fragment's definitions were renamed with in the whole
+    /// object (debug fragments linked into one module, see
+    /// `llvm::link_fragment`; `members` name them so): taken off again
+    /// wherever a name ends with it (symbols, sections, groups).
+    pub suffix: String,
 }
 
 /// Cuts `whole` (one object holding the definitions of all `fragments`,
@@ -409,6 +414,7 @@ struct Builder<'w, 'a> {
     w: &'w Whole<'a>,
     members: HashSet<&'w [u8]>,
     address_significant: &'w HashSet<String>,
+    suffix: &'w [u8],
     naming: SectionNaming,
     sections: Vec<OutSection>,
     /// Input section → output section.
@@ -437,6 +443,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             w,
             members: spec.members.iter().map(|m| m.as_bytes()).collect(),
             address_significant: &spec.address_significant,
+            suffix: spec.suffix.as_bytes(),
             naming,
             sections: Vec::new(),
             out_of: HashMap::new(),
@@ -477,6 +484,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 let code = self.w.input.shdrs[i].flags & SHF_EXECINSTR != 0
                     || self.w.function_named.contains(owner);
                 let member = position.get(owner).copied().unwrap_or(usize::MAX);
+                let owner = self.plain(owner);
                 ((!code, member, owner, found), i)
             })
             .collect();
@@ -508,6 +516,14 @@ impl<'w, 'a> Builder<'w, 'a> {
             .filter_map(|p| name.strip_prefix(*p)?.strip_prefix(b"."))
             .min_by_key(|rest| rest.len())
             .unwrap_or(name)
+    }
+
+    /// `name` without the fragment's suffix.
+    fn plain<'n>(&self, name: &'n [u8]) -> &'n [u8] {
+        if self.suffix.is_empty() {
+            return name;
+        }
+        name.strip_suffix(self.suffix).unwrap_or(name)
     }
 
     fn name_of(&self, k: usize) -> Option<&'a [u8]> {
@@ -827,8 +843,14 @@ impl<'w, 'a> Builder<'w, 'a> {
         })
     }
 
-    /// The name section `i` gets in the fragment (see the module comment).
+    /// The name section `i` gets in the fragment (see the module comment),
+    /// without the fragment's suffix.
     fn output_name(&self, i: usize) -> Option<Vec<u8>> {
+        let name = self.suffixed_output_name(i)?;
+        Some(self.plain(&name).to_vec())
+    }
+
+    fn suffixed_output_name(&self, i: usize) -> Option<Vec<u8>> {
         let w = self.w;
         let name = c_str(w.input.shstrtab, w.input.shdrs[i].name)?;
         if w.group_of[i].is_some() {
@@ -907,7 +929,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                     && !name.is_empty()
                 {
                     self.locals.push(OutSym {
-                        name: name.to_vec(),
+                        name: self.plain(name).to_vec(),
                         info: sym.info,
                         other: sym.other,
                         section: Some(o),
@@ -944,7 +966,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             return Some(());
         }
         self.globals.push(OutSym {
-            name: name.to_vec(),
+            name: self.plain(name).to_vec(),
             info: sym.info,
             other: sym.other,
             section,
@@ -1034,7 +1056,7 @@ impl<'w, 'a> Builder<'w, 'a> {
                 (undefined_bind << 4) | kind
             };
             self.globals.push(OutSym {
-                name: name.to_vec(),
+                name: self.plain(name).to_vec(),
                 info,
                 other: sym.other,
                 section: None,
@@ -1334,6 +1356,7 @@ mod tests {
         FragmentSpec {
             members: members.iter().map(|m| m.to_string()).collect(),
             address_significant: significant.iter().map(|m| m.to_string()).collect(),
+            suffix: String::new(),
         }
     }
 
@@ -1643,7 +1666,7 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         share_debug_types_by_identifier(&context);
         let batch = context.create_module("batch");
         let mut alone = Vec::new();
-        for (name, text) in sources {
+        for (k, (name, text)) in sources.into_iter().enumerate() {
             // As the pipeline ends every code generation with a function
             // of its own (see `split`), so that no fragment's unwind
             // record is the last, which LLVM pads to eight bytes.
@@ -1661,7 +1684,7 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             );
             alone.push(llc(&bc, &d.join(format!("{name}.o"))));
             let module = Module::parse_bitcode_from_path(&bc, &context).unwrap();
-            link_fragment(&batch, module, "").unwrap();
+            link_fragment(&batch, module, &format!(".repocc.F{k}")).unwrap();
         }
         assert!(batch.write_bitcode_to_path(d.join("batch.bc")));
         let whole = llc(&d.join("batch.bc"), &d.join("batch.o"));
@@ -1670,12 +1693,24 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             spec(&["fb"], &[]),
             spec(&["fc", "counter_c"], &[]),
         ];
+        // In the whole object, each fragment's definitions carry its suffix.
+        let suffixed: Vec<FragmentSpec> = (specs.iter().enumerate())
+            .map(|(k, s)| FragmentSpec {
+                members: s
+                    .members
+                    .iter()
+                    .map(|m| format!("{m}.repocc.F{k}"))
+                    .collect(),
+                address_significant: s.address_significant.clone(),
+                suffix: format!(".repocc.F{k}"),
+            })
+            .collect();
         let naming = SectionNaming {
             function_sections: true,
             data_sections: true,
             unique_section_names: true,
         };
-        let all: Vec<&FragmentSpec> = specs.iter().collect();
+        let all: Vec<&FragmentSpec> = suffixed.iter().collect();
         let carved = carve(&whole, &all, naming).unwrap();
         for (k, spec) in specs.iter().enumerate() {
             let from_whole = carved[k].as_ref().unwrap();

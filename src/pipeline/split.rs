@@ -765,6 +765,7 @@ fn emit_carved(
         specs.push(carve::FragmentSpec {
             members: members.clone(),
             address_significant: reach.address_significant,
+            suffix: String::new(),
         });
     }
     let sectioned = CodegenSettings {
