@@ -92,7 +92,11 @@ void repocc_strip_local_names(LLVMModuleRef module);
 
 void repocc_share_debug_types_by_identifier(LLVMContextRef context);
 int repocc_debug_types_unshareable(LLVMModuleRef module);
-int repocc_link_fragment(LLVMModuleRef batch, LLVMModuleRef source, const char *suffix,
+typedef struct RepoccBatchLinker RepoccBatchLinker;
+
+RepoccBatchLinker *repocc_batch_linker_new(LLVMModuleRef batch);
+void repocc_batch_linker_free(RepoccBatchLinker *linker);
+int repocc_link_fragment(RepoccBatchLinker *linker, LLVMModuleRef source, const char *suffix,
                          char **error);
 
 /* ---- debug_types.cpp: identity of debug types ------------------------- */

@@ -286,3 +286,23 @@ for flags in "-O2 -g" "-O0 -g"; do
 done
 cd "$SCRATCH"
 unset REPOCC_DIR
+
+# Debug fragments are carved out of one code generation per unit; each must
+# be what it is carved from its own module (REPOCC_CHECK_DEBUG_CARVING
+# compiles every carved fragment alone again and reports a difference), and
+# none may decline.
+note "debug carving: fragments from a batch equal the same fragments alone"
+fresh_copy "$src" lua-carve
+for flags in "-O2 -g" "-O0 -g"; do
+  export REPOCC_DIR="$SCRATCH/repo-carve$flags"
+  "$REPOCC" --zero-stats > /dev/null
+  for f in lapi.c lcode.c ltable.c; do
+    out=$(cd lua-carve/src && REPOCC_DEBUG_FRAGMENTS=1 REPOCC_CHECK_DEBUG_CARVING=1 \
+      "$REPOCC" -std=gnu99 $flags -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$f" -o carve.o 2>&1) \
+      || fail "debug carving $flags $f: $out"
+    case "$out" in *"debug carving differs"*) fail "$flags $f: $out" ;; esac
+  done
+  assert_eq "$flags: carving declines" 0 "$(stat_value carve_declines)"
+  [ "$(stat_value fragments_stored)" -gt 100 ] || fail "$flags: only $(stat_value fragments_stored) fragments stored"
+done
+unset REPOCC_DIR

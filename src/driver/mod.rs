@@ -362,14 +362,16 @@ fn execute(
     repo: Option<&Path>,
 ) -> (i32, Counters) {
     let fragments = cfg.fragments && repo.is_some();
-    let is_c = |u: &plan::UnitPlan| matches!(u.language, "c" | "cpp-output");
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
     let debug_fragments =
         p.debug_any && (cfg.debug_fragments).applies(p.codegen.opt != plan::OptLevel::O0);
-    // Type units hold C's types (C++ fragments declare classes instead).
-    let c_units = p.units.iter().any(is_c);
-    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && c_units);
+    // Type units hold C's types (C++ fragments declare classes instead);
+    // with them LLVM also gives each compile unit of a module its own
+    // copy of the other types, as `debug_batch` needs for C++ too.
+    let is_c = |u: &plan::UnitPlan| matches!(u.language, "c" | "cpp-output");
+    let type_units = p.units.iter().any(is_c) || crate::config::switches().debug_carve_cxx;
+    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && type_units);
     crate::llvm::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {

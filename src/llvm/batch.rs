@@ -9,7 +9,8 @@ use inkwell::context::Context;
 use inkwell::module::Module;
 
 use super::ffi::{
-    repocc_debug_types_unshareable, repocc_link_fragment, repocc_share_debug_types_by_identifier,
+    repocc_batch_linker_free, repocc_batch_linker_new, repocc_debug_types_unshareable,
+    repocc_link_fragment, repocc_share_debug_types_by_identifier, RepoccBatchLinker,
 };
 
 /// Debug types with an identifier read into `context` from now on are one
@@ -31,37 +32,59 @@ pub fn debug_types_unshareable(module: &Module) -> bool {
     unsafe { repocc_debug_types_unshareable(module.as_mut_ptr()) != 0 }
 }
 
-/// Moves `fragment` into `batch` (both in one context) with its
-/// definitions renamed with `suffix`, after what `batch` holds and in
-/// their own order; `fragment` is consumed either way.
-pub fn link_fragment<'ctx>(
-    batch: &Module<'ctx>,
-    fragment: Module<'ctx>,
-    suffix: &str,
-) -> Result<(), String> {
-    let suffix = CString::new(suffix).map_err(|e| e.to_string())?;
-    let source = fragment.as_mut_ptr();
-    // The shim takes the module over (and frees it), so inkwell must not.
-    std::mem::forget(fragment);
-    let mut error: *mut c_char = std::ptr::null_mut();
-    // SAFETY: both modules are alive and in one context; `source` is owned
-    // by nothing else now; `error` is set only to a message made by
-    // LLVMCreateMessage, freed below.
-    let linked =
-        unsafe { repocc_link_fragment(batch.as_mut_ptr(), source, suffix.as_ptr(), &mut error) };
-    if linked != 0 {
-        return Ok(());
+/// The linker of one batch module: fragments moved into it one after
+/// another (see shim/batch.cpp: one linker for all, not one each).
+pub struct BatchLinker<'m, 'ctx> {
+    raw: *mut RepoccBatchLinker,
+    _batch: std::marker::PhantomData<&'m Module<'ctx>>,
+}
+
+impl<'m, 'ctx> BatchLinker<'m, 'ctx> {
+    /// A linker into `batch`, which must outlive it (the borrow says so).
+    pub fn new(batch: &'m Module<'ctx>) -> Self {
+        // SAFETY: the module is alive while the linker is (borrowed for
+        // `'m`); the linker only keeps a pointer to it.
+        let raw = unsafe { repocc_batch_linker_new(batch.as_mut_ptr()) };
+        BatchLinker {
+            raw,
+            _batch: std::marker::PhantomData,
+        }
     }
-    let message = if error.is_null() {
-        "the linker refused the fragment".to_string()
-    } else {
-        // SAFETY: a NUL-terminated message made by LLVMCreateMessage.
-        let text = unsafe { CStr::from_ptr(error) }
-            .to_string_lossy()
-            .into_owned();
-        // SAFETY: made by LLVMCreateMessage, not used after.
-        unsafe { llvm_sys::core::LLVMDisposeMessage(error) };
-        text
-    };
-    Err(message)
+
+    /// Moves `fragment` (in the batch's context) into the batch with its
+    /// definitions renamed with `suffix`, after what the batch holds and
+    /// in their own order; `fragment` is consumed either way.
+    pub fn link(&mut self, fragment: Module<'ctx>, suffix: &str) -> Result<(), String> {
+        let suffix = CString::new(suffix).map_err(|e| e.to_string())?;
+        let source = fragment.as_mut_ptr();
+        // The shim takes the module over (and frees it), so inkwell must not.
+        std::mem::forget(fragment);
+        let mut error: *mut c_char = std::ptr::null_mut();
+        // SAFETY: the linker and its batch are alive, `source` is in the
+        // batch's context and owned by nothing else now; `error` is set
+        // only to a message made by LLVMCreateMessage, freed below.
+        let linked = unsafe { repocc_link_fragment(self.raw, source, suffix.as_ptr(), &mut error) };
+        if linked != 0 {
+            return Ok(());
+        }
+        let message = if error.is_null() {
+            "the linker refused the fragment".to_string()
+        } else {
+            // SAFETY: a NUL-terminated message made by LLVMCreateMessage.
+            let text = unsafe { CStr::from_ptr(error) }
+                .to_string_lossy()
+                .into_owned();
+            // SAFETY: made by LLVMCreateMessage, not used after.
+            unsafe { llvm_sys::core::LLVMDisposeMessage(error) };
+            text
+        };
+        Err(message)
+    }
+}
+
+impl Drop for BatchLinker<'_, '_> {
+    fn drop(&mut self) {
+        // SAFETY: made by repocc_batch_linker_new, freed once.
+        unsafe { repocc_batch_linker_free(self.raw) }
+    }
 }

@@ -825,8 +825,10 @@ fn fragments_link_into_a_batch_apart_and_in_order() {
         }"#,
     );
     let batch = context.create_module("batch");
-    link_fragment(&batch, first, ".F0").unwrap();
-    link_fragment(&batch, second, ".F1").unwrap();
+    let mut linker = BatchLinker::new(&batch);
+    linker.link(first, ".F0").unwrap();
+    linker.link(second, ".F1").unwrap();
+    drop(linker);
     let defined: Vec<String> = batch
         .get_functions()
         .filter(|f| f.count_basic_blocks() > 0)

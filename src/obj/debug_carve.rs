@@ -29,9 +29,8 @@
 //!   `DW_LNS_set_file` when file 1 is another now), every other byte of
 //!   the program as compiled (`debug_lines` patches its padded line
 //!   advances later); the files of the type units' declarations join it,
-//!   found by their names in the line table of the unit that made them.
-//!   Files carry no MD5: the table that made a type unit may lack one its
-//!   fragment's own table has.
+//!   found by their names in the line table of the unit that made them
+//!   (their MD5 from whichever table has one).
 //!
 //! Anything not understood returns a `Decline` for that fragment, which is
 //! then compiled as a module of its own and carved from that object, so
@@ -91,7 +90,15 @@ pub(super) enum Target {
     Input { sym: usize, addend: i64 },
     /// A place in another of the fragment's debug sections.
     Own { part: Part, addend: i64 },
+    /// A place in a section of the whole object the fragment holds.
+    InputSection { section: usize, addend: i64 },
 }
+
+/// Where the carver puts a section of the whole object: the section that
+/// starts its run in the composed object (the fragment's sections of one
+/// name, laid one after another), and its offset from there; `None`
+/// where that is not known.
+pub(super) type Place<'p> = dyn Fn(usize) -> Option<(usize, u64)> + 'p;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Reloc {
@@ -144,6 +151,8 @@ struct Unit {
     address_size: u8,
     signature: u64,
     type_offset: u64,
+    /// Where its first DIE (the root) is.
+    entries_start: usize,
     entries: Vec<Entry>,
 }
 
@@ -154,7 +163,12 @@ struct LineTable {
     fixed: Vec<u8>,
     opcode_base: u8,
     files: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Each file's MD5, when the table has them.
+    md5: Option<Vec<[u8; 16]>>,
     dir0: Vec<u8>,
+    /// The entry formats: (content, form), as the table declares them.
+    dir_format: Vec<(u64, u64)>,
+    file_format: Vec<(u64, u64)>,
     program: std::ops::Range<usize>,
 }
 
@@ -167,6 +181,8 @@ const DW_AT_RNGLISTS_BASE: u64 = 0x74;
 const DW_AT_LOCLISTS_BASE: u64 = 0x8c;
 const DW_AT_LOCATION: u64 = 0x02;
 const DW_AT_RANGES: u64 = 0x55;
+const DW_AT_LOW_PC: u64 = 0x11;
+const DW_AT_HIGH_PC: u64 = 0x12;
 
 /// The whole object's debug info, read once for all its fragments.
 pub(super) struct DebugIndex<'a> {
@@ -179,6 +195,8 @@ pub(super) struct DebugIndex<'a> {
     /// The compile units (indices into `units`).
     compile_units: Vec<usize>,
     type_units: HashMap<u64, usize>,
+    /// Signatures of more than one type unit.
+    ambiguous: HashSet<u64>,
     /// Each compile unit's sections its addresses point into.
     unit_sections: Vec<HashSet<usize>>,
     /// Some compile unit has no address: which fragment it belongs to
@@ -186,7 +204,11 @@ pub(super) struct DebugIndex<'a> {
     unowned: bool,
     /// The relocation type of a 32-bit section offset.
     offset_reloc: u32,
+    /// The offsets of each debug section's relocations, sorted.
+    reloc_offsets: HashMap<usize, Vec<u64>>,
     lines: HashMap<usize, LineTable>,
+    /// The MD5 of each file (directory, name) some line table gives one.
+    md5: HashMap<(Vec<u8>, Vec<u8>), [u8; 16]>,
 }
 
 fn no(what: &'static str) -> Decline {
@@ -250,7 +272,15 @@ impl<'a> DebugIndex<'a> {
             let by_offset = relas[i].iter().map(|r| (r.offset, *r)).collect();
             relocs.insert(i, by_offset);
         }
+        let reloc_offsets = (relocs.iter())
+            .map(|(&s, by)| {
+                let mut v: Vec<u64> = by.keys().copied().collect();
+                v.sort_unstable();
+                (s, v)
+            })
+            .collect();
         let mut index = DebugIndex {
+            reloc_offsets,
             input,
             abbrevs,
             sections,
@@ -258,10 +288,12 @@ impl<'a> DebugIndex<'a> {
             units: Vec::new(),
             compile_units: Vec::new(),
             type_units: HashMap::new(),
+            ambiguous: HashSet::new(),
             unit_sections: Vec::new(),
             unowned: false,
             offset_reloc: if machine == EM_AARCH64 { 258 } else { 10 },
             lines: HashMap::new(),
+            md5: HashMap::new(),
         };
         for &i in &infos {
             let bytes = input.bytes(&input.shdrs[i]).ok_or(no("debug: units"))?;
@@ -276,12 +308,14 @@ impl<'a> DebugIndex<'a> {
                         index.compile_units.push(index.units.len())
                     }
                     2 if grouped.contains(&i) => {
-                        if index
-                            .type_units
+                        // Two types of one identifier (kept apart in the
+                        // unit), each made a unit: a fragment reaching it
+                        // is carved from an object of its own.
+                        if (index.type_units)
                             .insert(unit.signature, index.units.len())
                             .is_some()
                         {
-                            return Err(no("debug: a type unit twice"));
+                            index.ambiguous.insert(unit.signature);
                         }
                     }
                     _ => return Err(no("debug: a unit in a section not its kind's")),
@@ -297,6 +331,13 @@ impl<'a> DebugIndex<'a> {
                         .read_line_table(at)
                         .ok_or(no("debug: a line table not understood"))?;
                     index.lines.insert(at, table);
+                }
+            }
+        }
+        for t in index.lines.values() {
+            if let Some(sums) = &t.md5 {
+                for (f, sum) in t.files.iter().zip(sums) {
+                    index.md5.entry(f.clone()).or_insert(*sum);
                 }
             }
         }
@@ -361,6 +402,7 @@ impl<'a> DebugIndex<'a> {
             ),
             _ => return None,
         };
+        let entries_start = p;
         let mut entries = Vec::new();
         while p < end {
             let (code, used) = read_uleb(bytes.get(p..end)?)?;
@@ -401,6 +443,7 @@ impl<'a> DebugIndex<'a> {
             address_size,
             signature,
             type_offset,
+            entries_start,
             entries,
         })
     }
@@ -433,8 +476,11 @@ impl<'a> DebugIndex<'a> {
                         note(self, index_value(a.form, v)?, &mut found)?
                     }
                     form::ADDR => {
-                        let r = self.reloc(unit.section, a.at as u64)?;
-                        found.insert(self.input.syms.get(r.sym)?.shndx as usize);
+                        // (a root with ranges has a low address of 0, no
+                        // relocation)
+                        if let Some(r) = self.reloc(unit.section, a.at as u64) {
+                            found.insert(self.input.syms.get(r.sym)?.shndx as usize);
+                        }
                     }
                     form::EXPRLOC => {
                         let (len, used) = read_uleb(v)?;
@@ -537,10 +583,12 @@ impl<'a> DebugIndex<'a> {
             Some(f)
         };
         let line_str = self.named(b".debug_line_str");
-        // An entry: (path, directory index).
-        let read_entry = |p: &mut usize, format: &[(u64, u64)]| -> Option<(Vec<u8>, u64)> {
+        // An entry: (path, directory index, MD5).
+        type Read = (Vec<u8>, u64, Option<[u8; 16]>);
+        let read_entry = |p: &mut usize, format: &[(u64, u64)]| -> Option<Read> {
             let mut path = None;
             let mut dir = 0;
+            let mut md5 = None;
             for &(content, fm) in format {
                 let size = form_size(fm, b.get(*p..)?, 8, 5)?;
                 let v = b.get(*p..*p + size)?;
@@ -560,12 +608,12 @@ impl<'a> DebugIndex<'a> {
                             _ => le_value(v),
                         }
                     }
-                    (5, form::DATA16) => {} // MD5: left out (see the module comment)
+                    (5, form::DATA16) => md5 = Some(v.try_into().ok()?),
                     _ => return None,
                 }
                 *p += size;
             }
-            Some((path?, dir))
+            Some((path?, dir, md5))
         };
         let dir_format = read_format(&mut p)?;
         let (count, used) = read_uleb(b.get(p..)?)?;
@@ -578,9 +626,15 @@ impl<'a> DebugIndex<'a> {
         let (count, used) = read_uleb(b.get(p..)?)?;
         p += used;
         let mut files = Vec::new();
+        let mut md5 = Vec::new();
+        let with_md5 = file_format.iter().any(|&(c, _)| c == 5);
         for _ in 0..count {
-            let (name, dir) = read_entry(&mut p, &file_format)?;
+            let (name, dir, sum) = read_entry(&mut p, &file_format)?;
             files.push((dirs.get(usize::try_from(dir).ok()?)?.clone(), name));
+            md5.extend(sum);
+        }
+        if with_md5 && md5.len() != files.len() {
+            return None;
         }
         if p != program_at {
             return None;
@@ -589,7 +643,10 @@ impl<'a> DebugIndex<'a> {
             fixed,
             opcode_base,
             files,
+            md5: with_md5.then_some(md5),
             dir0: dirs.first()?.clone(),
+            dir_format,
+            file_format,
             program: program_at..end,
         })
     }
@@ -660,7 +717,7 @@ impl<'a> DebugIndex<'a> {
 
     /// The debug sections of compile unit `n` (of `unit_of`) and the type
     /// units it reaches, written anew (see the module comment).
-    pub(super) fn carve_unit(&self, n: usize) -> Result<Vec<Section>, Decline> {
+    pub(super) fn carve_unit(&self, n: usize, place: &Place) -> Result<Vec<Section>, Decline> {
         let u = self.compile_units[n];
         let mut w = Writer::new(self);
         let bases = self.bases(u).ok_or(no("debug: a unit's tables"))?;
@@ -672,11 +729,14 @@ impl<'a> DebugIndex<'a> {
             .ok_or(no("debug: a line table"))?;
         w.seed_files(own);
         let cu = w
-            .unit(self, u, &bases, Some(stmt))
-            .ok_or(no("debug: the compile unit's DIEs"))?;
+            .unit(self, u, &bases, Some(stmt), Some(place))
+            .ok_or(no(w.why))?;
         let program = w.program(self, own).ok_or(no("debug: the line program"))?;
         let mut type_units = Vec::new();
         while let Some(signature) = w.queue.pop_front() {
+            if self.ambiguous.contains(&signature) {
+                return Err(no("debug: two type units of one signature"));
+            }
             let t = *self
                 .type_units
                 .get(&signature)
@@ -686,11 +746,11 @@ impl<'a> DebugIndex<'a> {
                 .stmt_list(t)
                 .ok_or(no("debug: a type unit's line table"))?;
             let (bytes, relocs) = w
-                .unit(self, t, &bases, tu_stmt)
+                .unit(self, t, &bases, tu_stmt, None)
                 .ok_or(no("debug: a type unit's DIEs"))?;
             type_units.push((signature, bytes, relocs));
         }
-        w.finish(own, cu, program, type_units)
+        w.finish(self, own, cu, program, type_units)
             .ok_or(no("debug: writing the sections"))
     }
 
@@ -779,6 +839,87 @@ fn read_abbrev_table(b: &[u8]) -> Option<HashMap<u64, AbbrevDecl>> {
             return None;
         }
     }
+}
+
+/// A compile unit root's range list, if every range is in one run of
+/// sections (see `Place`) and the root's low address is a plain 0: the
+/// run's first section, the lowest and highest offsets in the run, and the
+/// relocation type of an address.
+fn root_span(
+    ix: &DebugIndex,
+    unit: &Unit,
+    bases: &Bases,
+    attrs: &[RawAttr],
+    place: &Place,
+) -> Option<(usize, u64, u64, u32)> {
+    let bytes = ix.bytes_of(unit.section)?;
+    let low_is_zero = attrs.iter().any(|a| {
+        a.name == DW_AT_LOW_PC
+            && a.form == form::ADDR
+            && ix.reloc(unit.section, a.at as u64).is_none()
+            && bytes
+                .get(a.at..a.at + a.size)
+                .is_some_and(|v| le_value(v) == 0)
+    });
+    let ranges = attrs.iter().find(|a| a.name == DW_AT_RANGES)?;
+    if !low_is_zero {
+        return None;
+    }
+    let at = match ranges.form {
+        form::RNGLISTX => {
+            ix.list_at(true, bases, bytes.get(ranges.at..ranges.at + ranges.size)?)?
+        }
+        form::SEC_OFFSET => ix.pointed(unit.section, ranges.at as u64)?.1,
+        _ => return None,
+    };
+    let list = ix.named(b".debug_rnglists")?;
+    let b = ix.bytes_of(list)?;
+    let addr = ix.named(b".debug_addr")?;
+    // An address entry: (section, offset in it, relocation type).
+    let entry = |i: u64| -> Option<(usize, u64, u32)> {
+        let r = ix.reloc(addr, bases.addr?.checked_add(i.checked_mul(8)?)?)?;
+        let sym = ix.input.syms.get(r.sym)?;
+        let off = u64::try_from(r.addend.checked_add(sym.value as i64)?).ok()?;
+        Some((sym.shndx as usize, off, r.r_type))
+    };
+    let mut p = usize::try_from(at).ok()?;
+    let uleb = |p: &mut usize| -> Option<u64> {
+        let (v, used) = read_uleb(b.get(*p..)?)?;
+        *p += used;
+        Some(v)
+    };
+    let mut base = None;
+    let mut run: Option<(usize, u64, u64, u32)> = None;
+    loop {
+        let kind = *b.get(p)?;
+        p += 1;
+        let (section, start, end, r_type) = match kind {
+            0 => break,
+            1 => {
+                base = Some(entry(uleb(&mut p)?)?);
+                continue;
+            }
+            3 => {
+                let (s, off, r) = entry(uleb(&mut p)?)?;
+                let len = uleb(&mut p)?;
+                (s, off, off.checked_add(len)?, r)
+            }
+            4 => {
+                let (s, off, r) = base?;
+                let (a, e) = (uleb(&mut p)?, uleb(&mut p)?);
+                (s, off.checked_add(a)?, off.checked_add(e)?, r)
+            }
+            _ => return None,
+        };
+        let (first, at) = place(section)?;
+        let (lo, hi) = (at.checked_add(start)?, at.checked_add(end)?);
+        run = match run {
+            None => Some((first, lo, hi, r_type)),
+            Some((f, l, h, r)) if f == first => Some((f, l.min(lo), h.max(hi), r)),
+            Some(_) => return None,
+        };
+    }
+    run
 }
 
 /// The address indices (`DW_OP_addrx`, `DW_OP_constx`) expression `e`
@@ -994,7 +1135,7 @@ struct Writer {
     line_str: Vec<u8>,
     line_str_at: HashMap<Vec<u8>, u64>,
     /// The address table: input relocations, by input index.
-    addrs: Vec<Rela>,
+    addrs: Vec<(Target, u32)>,
     addr_of: HashMap<(u64, u64), u64>,
     /// The lists, each as (bytes, relocations at offsets in them).
     loclists: Vec<Piece>,
@@ -1011,6 +1152,8 @@ struct Writer {
     /// The compile unit's DIEs: input offset → output offset.
     cu_moved: HashMap<usize, usize>,
     offset_reloc: u32,
+    /// Why writing failed, where it says.
+    why: &'static str,
 }
 
 impl Writer {
@@ -1036,6 +1179,7 @@ impl Writer {
             queued: HashSet::new(),
             list_types: Vec::new(),
             cu_moved: HashMap::new(),
+            why: "debug: the compile unit's DIEs",
             offset_reloc: ix.offset_reloc,
         }
     }
@@ -1104,7 +1248,11 @@ impl Writer {
         let addr = ix.named(b".debug_addr")?;
         let r = *ix.reloc(addr, base.checked_add(index.checked_mul(8)?)?)?;
         let i = self.addrs.len() as u64;
-        self.addrs.push(r);
+        let target = Target::Input {
+            sym: r.sym,
+            addend: r.addend,
+        };
+        self.addrs.push((target, r.r_type));
         self.addr_of.insert(key, i);
         Some(i)
     }
@@ -1221,6 +1369,7 @@ impl Writer {
         u: usize,
         bases: &Bases,
         stmt: Option<u64>,
+        place: Option<&Place>,
     ) -> Option<(Vec<u8>, Vec<Reloc>)> {
         let unit = &ix.units[u];
         let bytes = ix.bytes_of(unit.section)?;
@@ -1228,13 +1377,26 @@ impl Writer {
             Some(at) => Some(ix.lines.get(&usize::try_from(at).ok()?)?),
             None => None,
         };
+        // A root whose ranges all land in one run of sections once
+        // composed (functions in sections of their own here, in one
+        // section as the user compiles them): a low and high address, as
+        // LLVM gives a compile unit whose code is one range.
+        let span = match (place, unit.entries.first()) {
+            (Some(place), Some(Entry::Die { attrs, .. })) => {
+                root_span(ix, unit, bases, attrs, place)
+            }
+            _ => None,
+        };
         // Which tables the unit uses decides its root's base attributes.
         let mut uses_addr = false;
         let mut uses_loclists = false;
         let mut uses_rnglists = false;
-        for e in &unit.entries {
+        for (n, e) in unit.entries.iter().enumerate() {
             if let Entry::Die { attrs, .. } = e {
                 for a in attrs {
+                    if n == 0 && span.is_some() && a.name == DW_AT_RANGES {
+                        continue; // becomes a high address
+                    }
                     match a.form {
                         form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
                             uses_addr = true
@@ -1293,14 +1455,39 @@ impl Writer {
             // Relocations and patches at offsets in `values`.
             let mut value_relocs: Vec<Reloc> = Vec::new();
             let mut value_patches: Vec<(usize, usize, bool, usize)> = Vec::new();
+            let root = die_at == unit.entries_start;
             for a in attrs {
                 let v = bytes.get(a.at..a.at + a.size)?;
                 let here = values.len() as u64;
                 if ix.reloc(unit.section, a.at as u64).is_some() {
                     consumed += 1;
                 }
+                self.why = "debug: the compile unit's DIEs";
+                if let Some((section, low, high, r_type)) = span.filter(|_| root) {
+                    match a.name {
+                        DW_AT_LOW_PC => {
+                            let i = self.addrs.len() as u64;
+                            let target = Target::InputSection {
+                                section,
+                                addend: i64::try_from(low).ok()?,
+                            };
+                            self.addrs.push((target, r_type));
+                            write_uleb(&mut values, i);
+                            decl.push((a.name, form::ADDRX, 0));
+                            continue;
+                        }
+                        DW_AT_RANGES => {
+                            let len = u32::try_from(high - low).ok()?;
+                            values.extend_from_slice(&len.to_le_bytes());
+                            decl.push((DW_AT_HIGH_PC, form::DATA4, 0));
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
                 let f = match a.form {
                     form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
+                        self.why = "debug: a string index";
                         let i = index_value(a.form, v)?;
                         let so = ix.named(b".debug_str_offsets")?;
                         let at = bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
@@ -1352,16 +1539,21 @@ impl Writer {
                         }
                     }
                     form::ADDR => {
-                        let r = *ix.reloc(unit.section, a.at as u64)?;
-                        value_relocs.push(Reloc {
-                            offset: here,
-                            r_type: r.r_type,
-                            target: Target::Input {
-                                sym: r.sym,
-                                addend: r.addend,
-                            },
-                        });
-                        values.extend_from_slice(&vec![0; a.size]);
+                        match ix.reloc(unit.section, a.at as u64) {
+                            Some(r) => {
+                                value_relocs.push(Reloc {
+                                    offset: here,
+                                    r_type: r.r_type,
+                                    target: Target::Input {
+                                        sym: r.sym,
+                                        addend: r.addend,
+                                    },
+                                });
+                                values.extend_from_slice(&vec![0; a.size]);
+                            }
+                            // A root with ranges: a low address of 0.
+                            None => values.extend_from_slice(v),
+                        }
                         form::ADDR
                     }
                     form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
@@ -1379,6 +1571,7 @@ impl Writer {
                         form::REF_SIG8
                     }
                     form::LOCLISTX | form::RNGLISTX => {
+                        self.why = "debug: a location or range list";
                         let ranges = a.form == form::RNGLISTX;
                         let at = ix.list_at(ranges, bases, v)?;
                         let n = self.list(ix, ranges, at, bases.addr?, unit.at)?;
@@ -1386,6 +1579,7 @@ impl Writer {
                         a.form
                     }
                     form::SEC_OFFSET => {
+                        self.why = "debug: a section offset";
                         let (part, addend) = match a.name {
                             DW_AT_STMT_LIST => (Part::Line, 0),
                             DW_AT_STR_OFFSETS_BASE => (Part::StrOffsets, 8),
@@ -1418,6 +1612,7 @@ impl Writer {
                         form::SEC_OFFSET
                     }
                     form::EXPRLOC => {
+                        self.why = "debug: a DWARF expression";
                         let (len, used) = read_uleb(v)?;
                         let e = v.get(used..used + usize::try_from(len).ok()?)?;
                         let rewritten = rewrite_expression(e, &mut |op, x| match op {
@@ -1438,6 +1633,7 @@ impl Writer {
                     form::DATA1 | form::DATA2 | form::DATA4 | form::DATA8 | form::UDATA
                         if matches!(a.name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) =>
                     {
+                        self.why = "debug: a file index";
                         let n = self.file(table?, index_value(a.form, v)?)?;
                         if a.form == form::UDATA {
                             write_uleb(&mut values, n);
@@ -1469,7 +1665,14 @@ impl Writer {
                         values.extend_from_slice(v);
                         a.form
                     }
-                    _ => return None,
+                    form::REF_ADDR => {
+                        self.why = "debug: a reference to another compile unit";
+                        return None;
+                    }
+                    _ => {
+                        self.why = "debug: an attribute form not handled";
+                        return None;
+                    }
                 };
                 decl.push((a.name, f, a.implicit));
             }
@@ -1486,11 +1689,12 @@ impl Writer {
             out.extend_from_slice(&values);
         }
         // Every relocation of the unit was met.
-        let in_unit = (ix.relocs.get(&unit.section)?.keys())
-            .filter(|&&o| o >= unit.at as u64 && o < unit.end as u64)
-            .count();
+        let offsets = ix.reloc_offsets.get(&unit.section)?;
+        let in_unit = offsets.partition_point(|&o| o < unit.end as u64)
+            - offsets.partition_point(|&o| o < unit.at as u64);
         // The header's abbreviation offset is the one not met in a DIE.
         if in_unit != consumed + 1 {
+            self.why = "debug: a relocation in a DIE not understood";
             return None;
         }
         for (at, size, uleb, target) in patches {
@@ -1564,6 +1768,7 @@ impl Writer {
     /// The sections, laid out.
     fn finish(
         mut self,
+        ix: &DebugIndex,
         own: &LineTable,
         cu: (Vec<u8>, Vec<Reloc>),
         program: Piece,
@@ -1644,7 +1849,22 @@ impl Writer {
         let mut dir_of: HashMap<Vec<u8>, u64> = HashMap::from([(own.dir0.clone(), 0)]);
         let mut line = vec![0, 0, 0, 0, 5, 0, 8, 0, 0, 0, 0, 0];
         line.extend_from_slice(&own.fixed);
-        line.extend_from_slice(&[1, 1, form::LINE_STRP as u8]);
+        // The entries as the unit's own table declares them; a file's MD5
+        // from whichever table of the object has it (a type unit's file
+        // may be only in the table of the unit that made it). Where the
+        // table has MD5s and one is not found, the fragment is carved
+        // from an object of its own instead, whose table has them all.
+        if own.dir_format != [(1, form::LINE_STRP)] {
+            return None;
+        }
+        let write_format = |line: &mut Vec<u8>, format: &[(u64, u64)]| {
+            line.push(format.len() as u8);
+            for &(c, f) in format {
+                write_uleb(line, c);
+                write_uleb(line, f);
+            }
+        };
+        write_format(&mut line, &own.dir_format);
         let mut line_relocs = Vec::new();
         let mut file_entries = Vec::new();
         for (dir, name, _) in &self.files {
@@ -1664,13 +1884,29 @@ impl Writer {
             line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
             line.extend_from_slice(&[0, 0, 0, 0]);
         }
-        line.extend_from_slice(&[2, 1, form::LINE_STRP as u8, 2, form::UDATA as u8]);
+        write_format(&mut line, &own.file_format);
         write_uleb(&mut line, file_entries.len() as u64);
-        for (name, d) in &file_entries {
-            let at = self.line_string(name);
-            line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
-            line.extend_from_slice(&[0, 0, 0, 0]);
-            write_uleb(&mut line, *d);
+        for (k, (name, d)) in file_entries.iter().enumerate() {
+            for &(content, f) in &own.file_format {
+                match (content, f) {
+                    (1, form::LINE_STRP) => {
+                        let at = self.line_string(name);
+                        line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
+                        line.extend_from_slice(&[0, 0, 0, 0]);
+                    }
+                    (2, form::UDATA) => write_uleb(&mut line, *d),
+                    (2, form::DATA1) => line.push(u8::try_from(*d).ok()?),
+                    (2, form::DATA2) => {
+                        line.extend_from_slice(&u16::try_from(*d).ok()?.to_le_bytes())
+                    }
+                    (5, form::DATA16) => {
+                        let (dir, name, _) = &self.files[k];
+                        let sum = ix.md5.get(&(dir.clone(), name.clone()))?;
+                        line.extend_from_slice(sum);
+                    }
+                    _ => return None,
+                }
+            }
         }
         let header_length = u32::try_from(line.len() - 12).ok()?;
         line[8..12].copy_from_slice(&header_length.to_le_bytes());
@@ -1726,8 +1962,12 @@ impl Writer {
             bytes.extend_from_slice(&length.to_le_bytes());
             bytes.extend_from_slice(&[5, 0, 8, 0]);
             let mut relocs = Vec::new();
-            for r in &self.addrs {
-                relocs.push(input_reloc(bytes.len() as u64, r));
+            for &(target, r_type) in &self.addrs {
+                relocs.push(Reloc {
+                    offset: bytes.len() as u64,
+                    r_type,
+                    target,
+                });
                 bytes.extend_from_slice(&[0; 8]);
             }
             out.push(section(Part::Addr, bytes, relocs));

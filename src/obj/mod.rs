@@ -8,7 +8,8 @@
 //!   [`debug_compose`] and [`debug_units`] and unwind records through
 //!   [`unwind`].
 //! - [`carve`]: one object compiled for many fragments cut into one object
-//!   per fragment.
+//!   per fragment, each fragment's debug info written anew by
+//!   [`debug_carve`].
 //! - [`dwarf`]: reading DWARF units, abbreviations and forms;
 //!   [`debug_widen`]: a fragment's one-byte string indices made two;
 //!   [`debug_lines`]: moving a fragment's relative lines into place.

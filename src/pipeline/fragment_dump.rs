@@ -62,6 +62,7 @@ pub(super) fn dump_batch(unit: &Unit, fragments: Vec<Option<Vec<u8>>>) {
     let context = Context::create();
     llvm::share_debug_types_by_identifier(&context);
     let batch = context.create_module("batch");
+    let mut linker = llvm::BatchLinker::new(&batch);
     let mut left_out = 0;
     for (k, bc) in fragments.iter().enumerate() {
         let Some(bc) = bc else {
@@ -76,7 +77,7 @@ pub(super) fn dump_batch(unit: &Unit, fragments: Vec<Option<Vec<u8>>>) {
                 return;
             }
         };
-        if let Err(e) = llvm::link_fragment(&batch, module, &format!(".repocc.F{k}")) {
+        if let Err(e) = linker.link(module, &format!(".repocc.F{k}")) {
             say!("repocc: warning: linking a fragment into the batch: {e}");
             return;
         }
@@ -92,4 +93,18 @@ pub(super) fn dump_batch(unit: &Unit, fragments: Vec<Option<Vec<u8>>>) {
         fragments.len() - left_out,
         path.display()
     );
+}
+
+/// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`: batch `n` of the unit's debug
+/// fragments as `debug_batch` compiles it, in `DIR` as
+/// `batch-<digest of the unit's source name>-<n>.bc`.
+pub(super) fn dump_compiled_batch(unit: &Unit, n: usize, batch: &Module) {
+    let Some(dir) = &crate::config::switches().dump_fragment_modules else {
+        return;
+    };
+    let digest = blake3::hash(unit.source_name.as_bytes()).to_hex();
+    let path = dir.join(format!("batch-{}-{n}.bc", &digest[..12]));
+    if !batch.write_bitcode_to_path(&path) {
+        say!("repocc: warning: could not write {}", path.display());
+    }
 }

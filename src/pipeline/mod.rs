@@ -16,7 +16,8 @@
 //! 5. `ir::merge`: function merging (LLVM MergeFunctions; aliases where the
 //!    address is not significant, thunks otherwise).
 //! 6. [`split`]: the new fragments' object code (`ir::codegen`, carved by
-//!    `obj::carve`); `fragment_dump` writes its modules for diagnosis.
+//!    `obj::carve`; with debug info in batches, `debug_batch`);
+//!    `fragment_dump` writes its modules for diagnosis.
 //! 7. [`assemble`] and [`compose`]: the object at its path from new and
 //!    stored fragments (`obj::combine`), with the definitions that were
 //!    internal in the source local again; `support::output` writes atomically.
@@ -27,6 +28,7 @@
 pub mod assemble;
 pub mod clang_units;
 pub mod compose;
+mod debug_batch;
 pub mod entries;
 pub mod explain;
 mod fragment_dump;

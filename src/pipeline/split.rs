@@ -1,8 +1,8 @@
 //! Stage 6 in repository mode, fragments: which fragments the optimized
 //! module holds, and their objects — carved out of one code generation
-//! per worker (code and data apart; see `carve`), or, for what the carver
-//! does not take (debug info, the glue, functions sharing a named
-//! section), one module per fragment.
+//! per worker (code and data apart; see `carve`; with debug info, see
+//! `debug_batch`), or, for what the carver does not take (the glue,
+//! functions sharing a named section), one module per fragment.
 //!
 //! A fragment is a definition (function or global variable), or all the
 //! members of one COMDAT group, plus the aliases that point into it; the
@@ -50,7 +50,7 @@ pub struct Fragment {
 }
 
 /// The globals a (fragment) module refers to without defining them.
-fn references_of(module: &Module) -> Vec<String> {
+pub(super) fn references_of(module: &Module) -> Vec<String> {
     let mut out: Vec<String> = module
         .get_functions()
         .filter(|f| !llvm::has_body(f))
@@ -247,7 +247,7 @@ pub fn any_defined(module: &Module, members: &[String]) -> bool {
 }
 
 /// What a worker needs to build a target machine of its own.
-struct TargetSpec {
+pub(super) struct TargetSpec {
     triple: String,
     cpu: String,
     features: String,
@@ -255,7 +255,7 @@ struct TargetSpec {
 }
 
 impl TargetSpec {
-    fn of(unit: &Unit) -> TargetSpec {
+    pub(super) fn of(unit: &Unit) -> TargetSpec {
         let tm = &unit.target_machine;
         TargetSpec {
             triple: (unit.module.get_triple().as_str())
@@ -267,7 +267,10 @@ impl TargetSpec {
         }
     }
 
-    fn machine(&self, settings: &CodegenSettings) -> Result<inkwell::targets::TargetMachine> {
+    pub(super) fn machine(
+        &self,
+        settings: &CodegenSettings,
+    ) -> Result<inkwell::targets::TargetMachine> {
         canonical::target_machine(&self.triple, &self.cpu, &self.features, self.pic, settings)
     }
 }
@@ -292,18 +295,32 @@ pub fn emit_groups(
     // With debug info, what one fragment's extraction learns of the unit's
     // types spares the next one the walk (see `llvm::SharedTypes`).
     let shared = debug_info.then(|| llvm::SharedTypes::new(&unit.module));
-    // Not with debug info: a fragment's compile unit must be its own to be
-    // trimmed (see `llvm::trim_debug_units`).
-    if !debug_info && !crate::config::switches().no_carve {
-        emit_carved(
-            unit,
-            settings,
-            &target,
-            jobs,
-            &plan,
-            &mut done,
-            carve_declines,
-        )?;
+    // With debug info, each fragment's compile unit is trimmed as its own
+    // before it joins a batch (see `debug_batch`).
+    if !crate::config::switches().no_carve {
+        if debug_info {
+            super::debug_batch::emit_debug_carved(
+                unit,
+                settings,
+                &target,
+                jobs,
+                &plan,
+                &mut done,
+                carve_declines,
+                lines,
+                shared.as_ref(),
+            )?;
+        } else {
+            emit_carved(
+                unit,
+                settings,
+                &target,
+                jobs,
+                &plan,
+                &mut done,
+                carve_declines,
+            )?;
+        }
     }
     // The unit's code generation pipeline, for the fragments compiled in
     // its context.
@@ -349,7 +366,7 @@ pub fn emit_groups(
 
 /// A module (in the unit's context) with the definitions of all `members`
 /// (see `llvm::extract_definitions`).
-fn extract<'a, 'ctx>(
+pub(super) fn extract<'a, 'ctx>(
     unit: &Unit<'ctx>,
     members: impl IntoIterator<Item = &'a String>,
     glue: bool,
@@ -367,7 +384,7 @@ impl Fragment {
     /// A fragment compiled one module each: its object with the file
     /// symbol unnamed and its string indices widened, unless it is the
     /// glue.
-    fn compiled(
+    pub(super) fn compiled(
         members: &[String],
         glue: bool,
         mut object: Vec<u8>,
@@ -394,7 +411,7 @@ impl Fragment {
 /// goto's label table). Compiled in the unit's context with debug info,
 /// or at -O0 from clang's own body, such a fragment loses its labels
 /// ("Undefined temporary symbol"); a worker compiles it from bitcode.
-fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
+pub(super) fn takes_block_addresses(unit: &Unit, members: &[String]) -> bool {
     members.iter().any(|m| {
         unit.module
             .get_global(m)
@@ -609,7 +626,7 @@ fn worker_results<R>(results: Vec<std::sync::Mutex<Option<Result<R>>>>) -> Resul
 
 /// How a module compiled by [`compile_bitcode`] is a fragment's.
 #[derive(Clone, Copy)]
-struct FragmentModule<'a> {
+pub(super) struct FragmentModule<'a> {
     /// The glue keeps its compile units' unit-wide lists.
     glue: bool,
     /// The leader whose own-file lines become relative, if they do.
@@ -634,7 +651,7 @@ pub struct LineMode<'a> {
 /// fragment's module, its lines are rebased (if asked) and its debug
 /// compile units trimmed first. The object, the module's references and
 /// the keys of the definitions inlined with relative lines.
-fn compile_bitcode(
+pub(super) fn compile_bitcode(
     bc: &[u8],
     what: &str,
     machine: &inkwell::targets::TargetMachine,
@@ -699,7 +716,7 @@ fn rebase_lines<'ctx>(
 /// Plain scoped threads, not a rayon pool: this runs inside the driver's
 /// rayon workers, and a worker waiting on another pool may steal a queued
 /// unit that then blocks on a jobserver token this unit holds.
-fn run_workers<T: Sync, R: Send>(
+pub(super) fn run_workers<T: Sync, R: Send>(
     items: &[T],
     jobs: usize,
     work: impl Fn(&T) -> Result<R> + Sync,
@@ -900,7 +917,7 @@ fn emit_carved(
 /// routine's name first; this function's routine (never called: the
 /// function is never run, nor claimed by any fragment) is named to sort
 /// after every other, so its record comes last whatever the chunk holds.
-fn add_last_unwind_record(module: &Module) {
+pub(super) fn add_last_unwind_record(module: &Module) {
     let context = module.get_context();
     let void = context.void_type().fn_type(&[], false);
     let personality = module.add_function(
@@ -932,7 +949,7 @@ fn add_last_unwind_record(module: &Module) {
     }
 }
 
-fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {
+pub(super) fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {
     let total: u64 = weights.iter().sum();
     let n = n.clamp(1, weights.len().max(1)) as u64;
     let mut chunks = Vec::new();
