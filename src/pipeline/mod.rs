@@ -517,6 +517,7 @@ impl Stages<'_, '_> {
                 unit_source: self.digests.unit_source.as_deref(),
             },
             &mut report.carve_declined,
+            debug_batch::emit_debug_carved,
         )?;
         Ok((assembly, emitted))
     }

@@ -247,7 +247,7 @@ pub fn any_defined(module: &Module, members: &[String]) -> bool {
 }
 
 /// What a worker needs to build a target machine of its own.
-pub(super) struct TargetSpec {
+pub struct TargetSpec {
     triple: String,
     cpu: String,
     features: String,
@@ -275,6 +275,22 @@ impl TargetSpec {
     }
 }
 
+/// How a unit's debug fragments are carved out of batches
+/// (`debug_batch::emit_debug_carved`, which builds on this module's
+/// helpers; the orchestrator hands it to [`emit_groups`], so that the two
+/// modules do not import each other).
+pub type DebugCarver = fn(
+    &Unit,
+    &CodegenSettings,
+    &TargetSpec,
+    usize,
+    &[(Vec<String>, bool)],
+    &mut [Option<Fragment>],
+    &mut Vec<crate::obj::Decline>,
+    LineMode<'_>,
+    Option<&llvm::SharedTypes>,
+) -> Result<()>;
+
 /// Compiles the given fragments, in the order given: carved out of one
 /// code generation per worker (see `carve`) where the carver handles them,
 /// one module each otherwise (debug info, the glue, what it declines).
@@ -287,6 +303,7 @@ pub fn emit_groups(
     plan: Vec<(Vec<String>, bool)>,
     lines: LineMode<'_>,
     carve_declines: &mut Vec<crate::obj::Decline>,
+    debug_carver: DebugCarver,
 ) -> Result<Vec<Fragment>> {
     let target = TargetSpec::of(unit);
     let jobs = workers_now(jobs);
@@ -299,7 +316,7 @@ pub fn emit_groups(
     // before it joins a batch (see `debug_batch`).
     if !crate::config::switches().no_carve {
         if debug_info {
-            super::debug_batch::emit_debug_carved(
+            debug_carver(
                 unit,
                 settings,
                 &target,
