@@ -1787,6 +1787,16 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
                                 .map_or(t.len(), |e| p + 2 + e);
                             t.replace_range(p..end, "<off>");
                         }
+                        // A line-table row's file index (the carver
+                        // numbers files in the order it meets them; the
+                        // DIEs show each file by name).
+                        if t.starts_with("<off> ") {
+                            let mut columns: Vec<&str> = t.split_whitespace().collect();
+                            if columns.len() > 3 {
+                                columns[3] = "<file>";
+                            }
+                            t = columns.join(" ");
+                        }
                         t
                     })
                     .collect();
