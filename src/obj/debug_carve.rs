@@ -514,10 +514,9 @@ impl<'a> DebugIndex<'a> {
                 let entry = *b.get(p)?;
                 p += 1;
                 let shape = list_entry(ranges, entry)?;
-                for k in 0..shape.indices {
+                for _ in 0..shape.indices {
                     let (i, used) = read_uleb(b.get(p..)?)?;
                     p += used;
-                    let _ = k;
                     note(self, i, &mut found)?;
                 }
                 for _ in 0..shape.others {

@@ -182,38 +182,31 @@ pub(super) fn emit_debug_carved(
         };
         for (member, object) in members.into_iter().zip(carved) {
             match object {
-                Ok(object) if crate::config::switches().check_debug_carving => {
-                    // Diagnosis: the reference is the fragment alone.
-                    let (alone, _) =
-                        carved_alone(unit, target, &sectioned, naming, lines, shared, &member);
-                    if alone.as_deref() != Some(&object[..]) {
-                        if let Some(dir) = &crate::config::switches().dump_fragment_modules {
-                            let _ = std::fs::write(
-                                dir.join(format!("differs-{}-batch.o", member.plan)),
-                                &object,
-                            );
-                            if let Some(a) = &alone {
-                                let _ = std::fs::write(
-                                    dir.join(format!("differs-{}-alone.o", member.plan)),
-                                    a,
-                                );
-                            }
-                        }
-                        say!(
-                            "repocc: {}: debug carving differs from alone: {}",
-                            unit.source_name,
-                            plan[member.plan].0.join(",")
-                        );
-                    }
-                    done[member.plan] = Some(Fragment::compiled(
-                        &plan[member.plan].0,
-                        false,
-                        object,
-                        member.references,
-                        member.inlined,
-                    ))
-                }
                 Ok(object) => {
+                    if crate::config::switches().check_debug_carving {
+                        // Diagnosis: the reference is the fragment alone.
+                        let (alone, _) =
+                            carved_alone(unit, target, &sectioned, naming, lines, shared, &member);
+                        if alone.as_deref() != Some(&object[..]) {
+                            if let Some(dir) = &crate::config::switches().dump_fragment_modules {
+                                let _ = std::fs::write(
+                                    dir.join(format!("differs-{}-batch.o", member.plan)),
+                                    &object,
+                                );
+                                if let Some(a) = &alone {
+                                    let _ = std::fs::write(
+                                        dir.join(format!("differs-{}-alone.o", member.plan)),
+                                        a,
+                                    );
+                                }
+                            }
+                            say!(
+                                "repocc: {}: debug carving differs from alone: {}",
+                                unit.source_name,
+                                plan[member.plan].0.join(",")
+                            );
+                        }
+                    }
                     done[member.plan] = Some(Fragment::compiled(
                         &plan[member.plan].0,
                         false,
