@@ -9,7 +9,8 @@
 //   another's function stays a call to a declaration (a call to a
 //   definition of another compile unit gets another call site entry);
 //   declarations keep their names (the code generator knows library
-//   functions by name);
+//   functions by name), except one whose debug info differs from the
+//   declaration the batch holds already: see `ownDeclarations`;
 // - everything is linked, not only what something refers to, and the
 //   fragment's functions and variables then follow the others in the
 //   order they had in the fragment (the code generator makes a function's
@@ -26,6 +27,7 @@
 //   made linking a unit's fragments quadratic (format-test.cc at -O2 -g:
 //   over a minute for 4,000 fragments).
 
+#include <llvm/Analysis/TargetLibraryInfo.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/Linker/IRMover.h>
 #include <llvm/Support/Error.h>
@@ -71,15 +73,68 @@ int repocc_debug_types_unshareable(LLVMModuleRef module) {
   return 0;
 }
 
-// Renames `source`'s definitions with `suffix`, moves all of them into
-// `batch` and puts them, in their order in `source`, after what `batch`
-// held. `source` is consumed. 1: linked; 0: the linker refused (`*error`
-// holds why, a message the caller disposes of).
+// The directory of `module`'s (first) compile unit, or NULL without one.
+// A batch holds fragments of one directory only: a type unit is made by
+// the first compile unit that needs it and names its files in that unit's
+// line table, whose files are split against the unit's directory (a file
+// in it is named relative to it, `include/fmt/core.h` as `core.h` in
+// `include/fmt`); a fragment from another directory names them so too,
+// alone, whereas in the batch its types took the other unit's naming.
+const char *repocc_debug_compile_directory(LLVMModuleRef module, size_t *len) {
+  for (DICompileUnit *CU : unwrap(module)->debug_compile_units()) {
+    StringRef Directory = CU->getDirectory();
+    *len = Directory.size();
+    return Directory.data();
+  }
+  return nullptr;
+}
+
+// The batch module and its one linker.
 struct RepoccBatchLinker {
   Module *Batch;
   IRMover Mover;
+  // Library functions by name only (the triple is not set before the
+  // first fragment, and a name is enough: see
+  // `repocc_batch_declaration_conflicts`).
+  TargetLibraryInfoImpl Library;
   explicit RepoccBatchLinker(Module &M) : Batch(&M), Mover(M) {}
 };
+
+namespace {
+
+// The declarations of `Src` that must stay the fragment's own in the
+// batch: a declaration is one per module, and the batch keeps the first
+// fragment's. Its debug info (the callee's DISubprogram, which a call
+// site entry names: DW_AT_call_origin) is made of that fragment's nodes;
+// a C++ fragment declares classes with nodes of its own
+// (`cxxDeclarationOf` in extract.cpp), so another fragment calling the
+// same function got a second declaration of each class in its compile
+// unit (`_Rb_tree_node_base` in `_Rb_tree::_M_get_insert_unique_pos`),
+// which its compile alone does not have. A declaration without debug
+// info where the batch's has some (or the other way) differs as well.
+std::vector<Function *> ownDeclarations(const RepoccBatchLinker &Linker, Module &Src) {
+  std::vector<Function *> Own;
+  for (Function &F : Src)
+    if (F.isDeclaration() && !F.isIntrinsic())
+      if (Function *Held = Linker.Batch->getFunction(F.getName());
+          Held && Held->getSubprogram() != F.getSubprogram())
+        Own.push_back(&F);
+  return Own;
+}
+
+} // namespace
+
+// Whether `source` has a declaration that must be its own in the batch
+// (`ownDeclarations`) but cannot be renamed: a library function's, which
+// the code generator knows by name (`memcmp` of a few bytes becomes
+// loads, `sqrt` an instruction). Such a fragment is compiled alone.
+int repocc_batch_declaration_conflicts(RepoccBatchLinker *linker, LLVMModuleRef source) {
+  LibFunc Library;
+  for (Function *F : ownDeclarations(*linker, *unwrap(source)))
+    if (linker->Library.getLibFunc(F->getName(), Library))
+      return 1;
+  return 0;
+}
 
 RepoccBatchLinker *repocc_batch_linker_new(LLVMModuleRef batch) {
   return new RepoccBatchLinker(*unwrap(batch));
@@ -87,12 +142,19 @@ RepoccBatchLinker *repocc_batch_linker_new(LLVMModuleRef batch) {
 
 void repocc_batch_linker_free(RepoccBatchLinker *linker) { delete linker; }
 
+// Renames `source`'s definitions (and the declarations that must be its
+// own, see `ownDeclarations`) with `suffix`, moves all of them into
+// `batch` and puts them, in their order in `source`, after what `batch`
+// held. `source` is consumed. 1: linked; 0: the linker refused (`*error`
+// holds why, a message the caller disposes of).
 int repocc_link_fragment(RepoccBatchLinker *linker, LLVMModuleRef source, const char *suffix,
                          char **error) {
   *error = nullptr;
   Module *Dst = linker->Batch;
   std::unique_ptr<Module> Src(unwrap(source));
   std::string Suffix = suffix;
+  for (Function *F : ownDeclarations(*linker, *Src))
+    F->setName((F->getName() + Suffix).str());
   for (Comdat *C : [&] {
          std::vector<Comdat *> Own;
          for (auto &Entry : Src->getComdatSymbolTable())

@@ -92,10 +92,12 @@ void repocc_strip_local_names(LLVMModuleRef module);
 
 void repocc_share_debug_types_by_identifier(LLVMContextRef context);
 int repocc_debug_types_unshareable(LLVMModuleRef module);
+const char *repocc_debug_compile_directory(LLVMModuleRef module, size_t *len);
 typedef struct RepoccBatchLinker RepoccBatchLinker;
 
 RepoccBatchLinker *repocc_batch_linker_new(LLVMModuleRef batch);
 void repocc_batch_linker_free(RepoccBatchLinker *linker);
+int repocc_batch_declaration_conflicts(RepoccBatchLinker *linker, LLVMModuleRef source);
 int repocc_link_fragment(RepoccBatchLinker *linker, LLVMModuleRef source, const char *suffix,
                          char **error);
 

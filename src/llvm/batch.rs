@@ -9,8 +9,9 @@ use inkwell::context::Context;
 use inkwell::module::Module;
 
 use super::ffi::{
-    repocc_batch_linker_free, repocc_batch_linker_new, repocc_debug_types_unshareable,
-    repocc_link_fragment, repocc_share_debug_types_by_identifier, RepoccBatchLinker,
+    repocc_batch_declaration_conflicts, repocc_batch_linker_free, repocc_batch_linker_new,
+    repocc_debug_compile_directory, repocc_debug_types_unshareable, repocc_link_fragment,
+    repocc_share_debug_types_by_identifier, RepoccBatchLinker,
 };
 
 /// Debug types with an identifier read into `context` from now on are one
@@ -32,6 +33,21 @@ pub fn debug_types_unshareable(module: &Module) -> bool {
     unsafe { repocc_debug_types_unshareable(module.as_mut_ptr()) != 0 }
 }
 
+/// The directory of `module`'s compile unit (`None`: it has none). A
+/// batch holds the fragments of one directory (see shim/batch.cpp).
+pub fn debug_compile_directory(module: &Module) -> Option<String> {
+    let mut len = 0usize;
+    // SAFETY: the module is alive; the pointer, when not null, is to `len`
+    // bytes of a string of its context, copied at once.
+    unsafe {
+        let p = repocc_debug_compile_directory(module.as_mut_ptr(), &mut len);
+        if p.is_null() {
+            return None;
+        }
+        Some(String::from_utf8_lossy(std::slice::from_raw_parts(p as *const u8, len)).into_owned())
+    }
+}
+
 /// The linker of one batch module: fragments moved into it one after
 /// another (see shim/batch.cpp: one linker for all, not one each).
 pub struct BatchLinker<'m, 'ctx> {
@@ -51,8 +67,20 @@ impl<'m, 'ctx> BatchLinker<'m, 'ctx> {
         }
     }
 
+    /// Whether `fragment` declares a library function the batch declares
+    /// already with other debug info: the fragment would have to take the
+    /// batch's (a declaration is one per module) or rename its own, which
+    /// the code generator knows by name. Such a fragment is compiled
+    /// alone.
+    pub fn declaration_conflicts(&self, fragment: &Module<'ctx>) -> bool {
+        // SAFETY: the linker, its batch and `fragment` are alive; the shim
+        // only reads them.
+        unsafe { repocc_batch_declaration_conflicts(self.raw, fragment.as_mut_ptr()) != 0 }
+    }
+
     /// Moves `fragment` (in the batch's context) into the batch with its
-    /// definitions renamed with `suffix`, after what the batch holds and
+    /// definitions renamed with `suffix` (and the declarations whose debug
+    /// info differs from the batch's, see shim/batch.cpp), after what the batch holds and
     /// in their own order; `fragment` is consumed either way.
     pub fn link(&mut self, fragment: Module<'ctx>, suffix: &str) -> Result<(), String> {
         let suffix = CString::new(suffix).map_err(|e| e.to_string())?;

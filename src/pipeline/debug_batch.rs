@@ -110,45 +110,7 @@ pub(super) fn emit_debug_carved(
         .collect();
     let weights: Vec<u64> = reach.iter().map(|r| r.weight).collect();
     let chunks = balanced_chunks(&weights, jobs);
-    let mut reach: Vec<Option<llvm::FragmentReach>> = reach.into_iter().map(Some).collect();
-    // Each chunk's batch, built in the unit's context (extraction is its).
-    let mut batches: Vec<(Vec<Member>, Module)> = Vec::with_capacity(chunks.len());
-    for chunk in chunks {
-        let batch = unit.module.get_context().create_module("repocc.batch");
-        let mut members = Vec::new();
-        let mut linker = llvm::BatchLinker::new(&batch);
-        for c in chunk {
-            let i = candidates[c];
-            let Some(fragment) = prepared(unit, &plan[i].0, lines, shared) else {
-                continue;
-            };
-            let suffix = format!(".repocc.F{}", members.len());
-            let reach = reach[c].take().unwrap_or_default();
-            let spec = carve::FragmentSpec {
-                members: plan[i].0.iter().map(|m| format!("{m}{suffix}")).collect(),
-                address_significant: reach.address_significant,
-                suffix,
-            };
-            let references = references_of(&fragment.0);
-            if linker.link(fragment.0, &spec.suffix).is_err() {
-                // The batch may hold part of it now: none of it is used.
-                members.clear();
-                break;
-            }
-            members.push(Member {
-                plan: i,
-                spec,
-                references,
-                inlined: fragment.1,
-            });
-        }
-        drop(linker);
-        if !members.is_empty() {
-            add_last_unwind_record(&batch);
-            super::fragment_dump::dump_compiled_batch(unit, batches.len(), &batch);
-            batches.push((members, batch));
-        }
-    }
+    let batches = build_batches(unit, chunks, &candidates, plan, reach, lines, shared);
     let objects: Vec<Result<Vec<u8>>> = if jobs <= 1 {
         let machine = target.machine(&sectioned)?;
         (batches.iter())
@@ -258,6 +220,91 @@ pub(super) fn emit_debug_carved(
     Ok(())
 }
 
+/// The batches of the unit's debug fragments: for each chunk of
+/// `candidates` (places in `plan`), its fragments prepared and linked in
+/// the unit's context (extraction is its), one batch per compile unit
+/// directory (see `llvm::debug_compile_directory`). A fragment that cannot
+/// be prepared or linked is in none (left to the path for modules of their
+/// own).
+fn build_batches<'ctx>(
+    unit: &Unit<'ctx>,
+    chunks: Vec<std::ops::Range<usize>>,
+    candidates: &[usize],
+    plan: &[(Vec<String>, bool)],
+    reach: Vec<llvm::FragmentReach>,
+    lines: LineMode<'_>,
+    shared: Option<&llvm::SharedTypes>,
+) -> Vec<(Vec<Member>, Module<'ctx>)> {
+    let mut reach: Vec<Option<llvm::FragmentReach>> = reach.into_iter().map(Some).collect();
+    let mut batches = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        // (directory, [(place in `candidates`, prepared fragment)])
+        let mut groups: Vec<(Option<String>, Vec<(usize, Prepared<'ctx>)>)> = Vec::new();
+        for c in chunk {
+            let Some(fragment) = prepared(unit, &plan[candidates[c]].0, lines, shared) else {
+                continue;
+            };
+            let directory = llvm::debug_compile_directory(&fragment.0);
+            match groups.iter_mut().find(|(d, _)| *d == directory) {
+                Some((_, group)) => group.push((c, fragment)),
+                None => groups.push((directory, vec![(c, fragment)])),
+            }
+        }
+        for (_, group) in groups {
+            let batch = unit.module.get_context().create_module("repocc.batch");
+            let members = link_batch(&batch, group, candidates, plan, &mut reach);
+            if !members.is_empty() {
+                add_last_unwind_record(&batch);
+                super::fragment_dump::dump_compiled_batch(unit, batches.len(), &batch);
+                batches.push((members, batch));
+            }
+        }
+    }
+    batches
+}
+
+/// A fragment's module as it is compiled alone, and the functions inlined
+/// into it whose lines were rebased (see `prepared`).
+type Prepared<'ctx> = (Module<'ctx>, Vec<String>);
+
+/// `group`'s fragments linked into `batch`, each with its suffix; the
+/// members linked (none when the linker refused one: the batch may hold
+/// part of it, so none of it is used).
+fn link_batch<'ctx>(
+    batch: &Module<'ctx>,
+    group: Vec<(usize, Prepared<'ctx>)>,
+    candidates: &[usize],
+    plan: &[(Vec<String>, bool)],
+    reach: &mut [Option<llvm::FragmentReach>],
+) -> Vec<Member> {
+    let mut members = Vec::new();
+    let mut linker = llvm::BatchLinker::new(batch);
+    for (c, fragment) in group {
+        if linker.declaration_conflicts(&fragment.0) {
+            continue;
+        }
+        let i = candidates[c];
+        let suffix = format!(".repocc.F{}", members.len());
+        let reach = reach[c].take().unwrap_or_default();
+        let spec = carve::FragmentSpec {
+            members: plan[i].0.iter().map(|m| format!("{m}{suffix}")).collect(),
+            address_significant: reach.address_significant,
+            suffix,
+        };
+        let references = references_of(&fragment.0);
+        if linker.link(fragment.0, &spec.suffix).is_err() {
+            return Vec::new();
+        }
+        members.push(Member {
+            plan: i,
+            spec,
+            references,
+            inlined: fragment.1,
+        });
+    }
+    members
+}
+
 /// A fragment's module as compiled on its own (see `split::emit_in_unit`):
 /// extracted, its lines rebased, its compile unit trimmed; with the keys
 /// of the definitions inlined with relative lines. `None`: it does not
@@ -268,7 +315,7 @@ fn prepared<'ctx>(
     members: &[String],
     lines: LineMode<'_>,
     shared: Option<&llvm::SharedTypes>,
-) -> Option<(Module<'ctx>, Vec<String>)> {
+) -> Option<Prepared<'ctx>> {
     let module = extract(unit, members, false, shared);
     let mut inlined = Vec::new();
     if let Some(leader) = members.first().filter(|_| lines.relative) {
