@@ -151,7 +151,6 @@ pub fn user_config_path() -> Option<PathBuf> {
 /// | `REPOCC_EXTERNAL_FRONTEND` (not empty, not `0`) | clang-19's frontend as a process |
 /// | `REPOCC_NO_CARVE` (set) | new fragments compiled one module each (in the keys: other bytes) |
 /// | `REPOCC_DUMP_FRAGMENT_MODULES` (a directory) | each fragment compiled as a module of its own written there as bitcode, as compiled |
-/// | `REPOCC_DEBUG_CARVE_CXX` (set) | C++ debug fragments carved out of batches too (C's are by default): not yet invariant |
 /// | `REPOCC_CHECK_DEBUG_CARVING` (set) | each debug fragment carved from a batch also compiled alone and carved; a difference is reported |
 /// | `REPOCC_RECURSION_GUARD` (set) | repocc was started by a compiler repocc ran: an error |
 #[derive(Clone, Debug, Default)]
@@ -163,7 +162,6 @@ pub struct Switches {
     pub no_carve: bool,
     pub dump_fragment_modules: Option<PathBuf>,
     pub check_debug_carving: bool,
-    pub debug_carve_cxx: bool,
     pub recursion: bool,
 }
 
@@ -183,7 +181,6 @@ impl Switches {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
             check_debug_carving: set("REPOCC_CHECK_DEBUG_CARVING"),
-            debug_carve_cxx: set("REPOCC_DEBUG_CARVE_CXX"),
             recursion: set(RECURSION_GUARD),
         }
     }

@@ -369,9 +369,7 @@ fn execute(
     // Type units hold C's types (C++ fragments declare classes instead);
     // with them LLVM also gives each compile unit of a module its own
     // copy of the other types, as `debug_batch` needs for C++ too.
-    let is_c = |u: &plan::UnitPlan| matches!(u.language, "c" | "cpp-output");
-    let type_units = p.units.iter().any(is_c) || crate::config::switches().debug_carve_cxx;
-    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments && type_units);
+    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments);
     crate::llvm::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {

@@ -26,17 +26,23 @@
 //! the printed text to be rebased, label tables, structors' keys and
 //! functions in named sections.
 //!
-//! C++ units only with `REPOCC_DEBUG_CARVE_CXX`: a few C++ fragments still
-//! come out of a batch with a declaration twice where their module alone
-//! has it once (docs/performance.md, "Carving debug fragments").
+//! Two things a module holds once are kept apart for a fragment in a batch
+//! as they are alone: a declaration whose debug info differs from the one
+//! the batch holds is renamed with the fragment's suffix (shim/batch.cpp),
+//! and a batch holds the fragments of one compile unit directory (type
+//! units name their files as the unit that made them does).
+
+use std::collections::HashSet;
+use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use inkwell::module::Module;
+use inkwell::targets::TargetMachine;
 
 use crate::ir::canonical::Unit;
 use crate::ir::settings::CodegenSettings;
 use crate::llvm;
-use crate::obj::carve;
+use crate::obj::{carve, Decline};
 
 use super::split::{
     add_last_unwind_record, balanced_chunks, compile_bitcode, extract, references_of, run_workers,
@@ -52,6 +58,52 @@ struct Member {
     inlined: Vec<String>,
 }
 
+/// What carving a unit's debug fragments works with.
+struct Carving<'a, 'ctx> {
+    unit: &'a Unit<'ctx>,
+    target: &'a TargetSpec,
+    /// The unit's settings with a section per function and datum.
+    sectioned: CodegenSettings,
+    /// The sections the user asked for, which the carved objects take.
+    naming: carve::SectionNaming,
+    lines: LineMode<'a>,
+    shared: Option<&'a llvm::SharedTypes>,
+}
+
+/// A fragment carved from a module of its own, with the functions inlined
+/// into it whose lines were rebased (`None`: it is not prepared so, see
+/// `prepared`).
+type CarvedAlone = Option<(std::result::Result<Vec<u8>, Decline>, Vec<String>)>;
+
+impl Carving<'_, '_> {
+    /// `members` compiled as a module of its own, as in a batch (a section
+    /// per function and datum, the last unwind record another function's),
+    /// and carved: the reference a batch's carving must equal.
+    fn alone(
+        &self,
+        machine: &TargetMachine,
+        members: &[String],
+        address_significant: &HashSet<String>,
+    ) -> Result<CarvedAlone> {
+        let Some((module, inlined)) = prepared(self.unit, members, self.lines, self.shared) else {
+            return Ok(None);
+        };
+        add_last_unwind_record(&module);
+        let object = llvm::emit_object(machine, &module)
+            .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
+        let spec = carve::FragmentSpec {
+            members: members.to_vec(),
+            address_significant: address_significant.clone(),
+            suffix: String::new(),
+        };
+        let carved = match carve::carve(object.as_slice(), &[&spec], self.naming) {
+            Ok(mut carved) => carved.remove(0),
+            Err(decline) => Err(decline),
+        };
+        Ok(Some((carved, inlined)))
+    }
+}
+
 /// The unit's fragments with debug info compiled in batches and carved
 /// (see the module comment); what is not carved stays `None` in `done`,
 /// with the carver's reason in `declines`.
@@ -63,82 +115,47 @@ pub(super) fn emit_debug_carved(
     jobs: usize,
     plan: &[(Vec<String>, bool)],
     done: &mut [Option<Fragment>],
-    declines: &mut Vec<crate::obj::Decline>,
+    declines: &mut Vec<Decline>,
     lines: LineMode<'_>,
     shared: Option<&llvm::SharedTypes>,
 ) -> Result<()> {
-    // C++ only when asked: some of a C++ unit's fragments do not yet come
-    // out of a batch as they do alone (invariant 4; docs/performance.md).
-    if llvm::stubs_unit_types(&unit.module) == llvm::StubKind::CxxDecls
-        && !crate::config::switches().debug_carve_cxx
-    {
-        return Ok(());
-    }
-    let structor_keys = llvm::structor_keys(&unit.module);
-    let named_section = |members: &[String]| {
-        members.iter().any(|m| {
-            (unit.module.get_function(m))
-                .is_some_and(|f| f.as_global_value().get_section().is_some())
-        })
-    };
-    let candidates: Vec<usize> = (0..plan.len())
-        .filter(|&i| {
-            let (members, glue) = &plan[i];
-            !glue
-                && done[i].is_none()
-                && !takes_block_addresses(unit, members)
-                && !members.iter().any(|m| structor_keys.contains(m))
-                && !named_section(members)
-        })
-        .collect();
+    let candidates = candidates(unit, plan, done);
     if candidates.is_empty() {
         return Ok(());
     }
-    let sectioned = CodegenSettings {
-        function_sections: true,
-        data_sections: true,
-        unique_section_names: true,
-        ..settings.clone()
+    let carving = Carving {
+        unit,
+        target,
+        sectioned: CodegenSettings {
+            function_sections: true,
+            data_sections: true,
+            unique_section_names: true,
+            ..settings.clone()
+        },
+        naming: carve::SectionNaming {
+            function_sections: settings.function_sections,
+            data_sections: settings.data_sections,
+            unique_section_names: settings.unique_section_names,
+        },
+        lines,
+        shared,
     };
-    let naming = carve::SectionNaming {
-        function_sections: settings.function_sections,
-        data_sections: settings.data_sections,
-        unique_section_names: settings.unique_section_names,
-    };
+    let started = Instant::now();
     let reach: Vec<llvm::FragmentReach> = (candidates.iter())
         .map(|&i| llvm::fragment_reach(&unit.module, &plan[i].0))
         .collect();
     let weights: Vec<u64> = reach.iter().map(|r| r.weight).collect();
     let chunks = balanced_chunks(&weights, jobs);
-    let batches = build_batches(unit, chunks, &candidates, plan, reach, lines, shared);
-    let objects: Vec<Result<Vec<u8>>> = if jobs <= 1 {
-        let machine = target.machine(&sectioned)?;
-        (batches.iter())
-            .map(|(_, batch)| {
-                llvm::emit_object(&machine, batch)
-                    .map(|o| o.as_slice().to_vec())
-                    .map_err(|e| anyhow!("generating code for the unit's debug fragments: {e}"))
-            })
-            .collect()
-    } else {
-        let bitcodes: Vec<Vec<u8>> = (batches.iter())
-            .map(|(_, b)| b.write_bitcode_to_memory().as_slice().to_vec())
-            .collect();
-        let machine_settings = &sectioned;
-        run_workers(&bitcodes, jobs, |bc| {
-            let machine = target.machine(machine_settings)?;
-            compile_bitcode(bc, "the unit's debug fragments", &machine, None, None)
-                .map(|(object, _, _)| object)
-        })?
-        .into_iter()
-        .map(Ok)
-        .collect()
-    };
+    let batches = build_batches(&carving, chunks, &candidates, plan, reach);
+    let linked = started.elapsed();
+    let objects = emit_batches(target, &carving.sectioned, jobs, &batches)?;
+    let emitted = started.elapsed();
+    let batched: usize = batches.iter().map(|(members, _)| members.len()).sum();
+    let batch_count = batches.len();
     let mut alone = Vec::new();
     for ((members, _), object) in batches.into_iter().zip(objects) {
-        let object = object?;
         let specs: Vec<&carve::FragmentSpec> = members.iter().map(|m| &m.spec).collect();
-        let carved = match carve::carve(&object, &specs, naming) {
+        let carved = match carve::carve(&object, &specs, carving.naming) {
             Ok(carved) => carved,
             Err(decline) => specs.iter().map(|_| Err(decline)).collect(),
         };
@@ -146,28 +163,7 @@ pub(super) fn emit_debug_carved(
             match object {
                 Ok(object) => {
                     if crate::config::switches().check_debug_carving {
-                        // Diagnosis: the reference is the fragment alone.
-                        let (alone, _) =
-                            carved_alone(unit, target, &sectioned, naming, lines, shared, &member);
-                        if alone.as_deref() != Some(&object[..]) {
-                            if let Some(dir) = &crate::config::switches().dump_fragment_modules {
-                                let _ = std::fs::write(
-                                    dir.join(format!("differs-{}-batch.o", member.plan)),
-                                    &object,
-                                );
-                                if let Some(a) = &alone {
-                                    let _ = std::fs::write(
-                                        dir.join(format!("differs-{}-alone.o", member.plan)),
-                                        a,
-                                    );
-                                }
-                            }
-                            say!(
-                                "repocc: {}: debug carving differs from alone: {}",
-                                unit.source_name,
-                                plan[member.plan].0.join(",")
-                            );
-                        }
+                        check_against_alone(&carving, &member, &object, plan)?;
                     }
                     done[member.plan] = Some(Fragment::compiled(
                         &plan[member.plan].0,
@@ -184,28 +180,18 @@ pub(super) fn emit_debug_carved(
             }
         }
     }
+    let carved = started.elapsed();
     // Declined in the batch: carved from a module of its own.
-    let machine = if alone.is_empty() {
-        None
-    } else {
-        Some(target.machine(&sectioned)?)
+    let machine = match alone.is_empty() {
+        true => None,
+        false => Some(target.machine(&carving.sectioned)?),
     };
+    let declined = alone.len();
     for member in alone {
         let Some(machine) = &machine else { break };
         let members = &plan[member.plan].0;
-        let Some((module, inlined)) = prepared(unit, members, lines, shared) else {
-            continue;
-        };
-        add_last_unwind_record(&module);
-        let object = llvm::emit_object(machine, &module)
-            .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
-        let spec = carve::FragmentSpec {
-            members: members.clone(),
-            address_significant: member.spec.address_significant,
-            suffix: String::new(),
-        };
-        match carve::carve(object.as_slice(), &[&spec], naming).map(|mut v| v.remove(0)) {
-            Ok(Ok(object)) => {
+        match carving.alone(machine, members, &member.spec.address_significant)? {
+            Some((Ok(object), inlined)) => {
                 done[member.plan] = Some(Fragment::compiled(
                     members,
                     false,
@@ -214,9 +200,106 @@ pub(super) fn emit_debug_carved(
                     inlined,
                 ))
             }
-            Ok(Err(decline)) | Err(decline) => declines.push(decline),
+            Some((Err(decline), _)) => declines.push(decline),
+            None => {}
         }
     }
+    if crate::config::switches().timings {
+        say!(
+            "repocc: timings {}: debug batches: {batched} of {} fragments in {batch_count} \
+             (link {:.3}s, emit {:.3}s, carve {:.3}s), {declined} declined (alone {:.3}s)",
+            unit.source_name,
+            candidates.len(),
+            linked.as_secs_f64(),
+            (emitted - linked).as_secs_f64(),
+            (carved - emitted).as_secs_f64(),
+            (started.elapsed() - carved).as_secs_f64(),
+        );
+    }
+    Ok(())
+}
+
+/// The places in `plan` of the fragments that may go in a batch: not glue,
+/// not compiled already, and none of what a batch would change (label
+/// tables, structors' keys, functions in named sections).
+fn candidates(unit: &Unit, plan: &[(Vec<String>, bool)], done: &[Option<Fragment>]) -> Vec<usize> {
+    let structor_keys = llvm::structor_keys(&unit.module);
+    let named_section = |members: &[String]| {
+        members.iter().any(|m| {
+            (unit.module.get_function(m))
+                .is_some_and(|f| f.as_global_value().get_section().is_some())
+        })
+    };
+    (0..plan.len())
+        .filter(|&i| {
+            let (members, glue) = &plan[i];
+            !glue
+                && done[i].is_none()
+                && !takes_block_addresses(unit, members)
+                && !members.iter().any(|m| structor_keys.contains(m))
+                && !named_section(members)
+        })
+        .collect()
+}
+
+/// Each batch's object: in this thread with one job, else by workers (as
+/// bitcode, each in a context of its own).
+fn emit_batches(
+    target: &TargetSpec,
+    sectioned: &CodegenSettings,
+    jobs: usize,
+    batches: &[(Vec<Member>, Module)],
+) -> Result<Vec<Vec<u8>>> {
+    if jobs <= 1 {
+        let machine = target.machine(sectioned)?;
+        return (batches.iter())
+            .map(|(_, batch)| {
+                llvm::emit_object(&machine, batch)
+                    .map(|o| o.as_slice().to_vec())
+                    .map_err(|e| anyhow!("generating code for the unit's debug fragments: {e}"))
+            })
+            .collect();
+    }
+    let bitcodes: Vec<Vec<u8>> = (batches.iter())
+        .map(|(_, b)| b.write_bitcode_to_memory().as_slice().to_vec())
+        .collect();
+    run_workers(&bitcodes, jobs, |bc| {
+        let machine = target.machine(sectioned)?;
+        compile_bitcode(bc, "the unit's debug fragments", &machine, None, None)
+            .map(|(object, _, _)| object)
+    })
+}
+
+/// Diagnosis (`REPOCC_CHECK_DEBUG_CARVING`): `object`, carved from a
+/// batch, against `member` compiled alone and carved; a difference is
+/// reported (with `REPOCC_DUMP_FRAGMENT_MODULES`, both objects written
+/// there).
+fn check_against_alone(
+    carving: &Carving,
+    member: &Member,
+    object: &[u8],
+    plan: &[(Vec<String>, bool)],
+) -> Result<()> {
+    let machine = carving.target.machine(&carving.sectioned)?;
+    let members = &plan[member.plan].0;
+    let alone = match carving.alone(&machine, members, &member.spec.address_significant)? {
+        Some((Ok(alone), _)) => Some(alone),
+        _ => None,
+    };
+    if alone.as_deref() == Some(object) {
+        return Ok(());
+    }
+    if let Some(dir) = &crate::config::switches().dump_fragment_modules {
+        let _ = std::fs::write(dir.join(format!("differs-{}-batch.o", member.plan)), object);
+        if let Some(a) = &alone {
+            let _ = std::fs::write(dir.join(format!("differs-{}-alone.o", member.plan)), a);
+        }
+    }
+    say!(
+        "repocc: {}: debug carving differs from alone: {}",
+        carving.unit.source_name,
+        members.join(",")
+    );
     Ok(())
 }
 
@@ -227,21 +310,21 @@ pub(super) fn emit_debug_carved(
 /// be prepared or linked is in none (left to the path for modules of their
 /// own).
 fn build_batches<'ctx>(
-    unit: &Unit<'ctx>,
+    carving: &Carving<'_, 'ctx>,
     chunks: Vec<std::ops::Range<usize>>,
     candidates: &[usize],
     plan: &[(Vec<String>, bool)],
     reach: Vec<llvm::FragmentReach>,
-    lines: LineMode<'_>,
-    shared: Option<&llvm::SharedTypes>,
 ) -> Vec<(Vec<Member>, Module<'ctx>)> {
+    let unit = carving.unit;
     let mut reach: Vec<Option<llvm::FragmentReach>> = reach.into_iter().map(Some).collect();
     let mut batches = Vec::with_capacity(chunks.len());
     for chunk in chunks {
         // (directory, [(place in `candidates`, prepared fragment)])
         let mut groups: Vec<(Option<String>, Vec<(usize, Prepared<'ctx>)>)> = Vec::new();
         for c in chunk {
-            let Some(fragment) = prepared(unit, &plan[candidates[c]].0, lines, shared) else {
+            let members = &plan[candidates[c]].0;
+            let Some(fragment) = prepared(unit, members, carving.lines, carving.shared) else {
                 continue;
             };
             let directory = llvm::debug_compile_directory(&fragment.0);
@@ -333,40 +416,4 @@ fn prepared<'ctx>(
         return None;
     }
     Some((module, inlined))
-}
-
-/// Diagnosis (`REPOCC_CHECK_DEBUG_CARVING`): `member` compiled as a module
-/// of its own and carved, as a declined fragment is.
-#[allow(clippy::too_many_arguments)]
-fn carved_alone(
-    unit: &Unit,
-    target: &TargetSpec,
-    sectioned: &CodegenSettings,
-    naming: carve::SectionNaming,
-    lines: LineMode<'_>,
-    shared: Option<&llvm::SharedTypes>,
-    member: &Member,
-) -> (Option<Vec<u8>>, Option<crate::obj::Decline>) {
-    let members: Vec<String> = (member.spec.members.iter())
-        .map(|m| m.strip_suffix(&member.spec.suffix).unwrap_or(m).to_string())
-        .collect();
-    let Some((module, _)) = prepared(unit, &members, lines, shared) else {
-        return (None, None);
-    };
-    add_last_unwind_record(&module);
-    let Ok(machine) = target.machine(sectioned) else {
-        return (None, None);
-    };
-    let Ok(object) = llvm::emit_object(&machine, &module) else {
-        return (None, None);
-    };
-    let spec = carve::FragmentSpec {
-        members,
-        address_significant: member.spec.address_significant.clone(),
-        suffix: String::new(),
-    };
-    match carve::carve(object.as_slice(), &[&spec], naming).map(|mut v| v.remove(0)) {
-        Ok(Ok(o)) => (Some(o), None),
-        Ok(Err(d)) | Err(d) => (None, Some(d)),
-    }
 }
