@@ -320,8 +320,7 @@ fn build_batches<'ctx>(
     let mut reach: Vec<Option<llvm::FragmentReach>> = reach.into_iter().map(Some).collect();
     let mut batches = Vec::with_capacity(chunks.len());
     for chunk in chunks {
-        // (directory, [(place in `candidates`, prepared fragment)])
-        let mut groups: Vec<(Option<String>, Vec<(usize, Prepared<'ctx>)>)> = Vec::new();
+        let mut groups: Vec<(Option<String>, Group<'ctx>)> = Vec::new();
         for c in chunk {
             let members = &plan[candidates[c]].0;
             let Some(fragment) = prepared(unit, members, carving.lines, carving.shared) else {
@@ -350,12 +349,16 @@ fn build_batches<'ctx>(
 /// into it whose lines were rebased (see `prepared`).
 type Prepared<'ctx> = (Module<'ctx>, Vec<String>);
 
+/// The fragments of one compile unit directory in a chunk: (place in
+/// `candidates`, prepared fragment).
+type Group<'ctx> = Vec<(usize, Prepared<'ctx>)>;
+
 /// `group`'s fragments linked into `batch`, each with its suffix; the
 /// members linked (none when the linker refused one: the batch may hold
 /// part of it, so none of it is used).
 fn link_batch<'ctx>(
     batch: &Module<'ctx>,
-    group: Vec<(usize, Prepared<'ctx>)>,
+    group: Group<'ctx>,
     candidates: &[usize],
     plan: &[(Vec<String>, bool)],
     reach: &mut [Option<llvm::FragmentReach>],
