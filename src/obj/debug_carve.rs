@@ -1155,6 +1155,117 @@ struct Writer {
     why: &'static str,
 }
 
+/// What writing one unit's DIEs reads.
+struct UnitInput<'i, 'a> {
+    ix: &'i DebugIndex<'a>,
+    unit: &'i Unit,
+    bytes: &'a [u8],
+    bases: &'i Bases,
+    /// The line table its file attributes index.
+    table: Option<&'i LineTable>,
+    /// The root's code as one span (see `root_span`).
+    span: Option<(usize, u64, u64, u32)>,
+    uses: TablesUsed,
+}
+
+/// Which tables a unit's attributes index: they decide its root's base
+/// attributes.
+#[derive(Clone, Copy, Default)]
+struct TablesUsed {
+    addr: bool,
+    loclists: bool,
+    rnglists: bool,
+}
+
+/// The tables `unit` (in `bytes`) uses; with `span`, its root's range
+/// list is not one (it becomes a high address).
+fn tables_used(unit: &Unit, bytes: &[u8], span: bool) -> Option<TablesUsed> {
+    let mut uses = TablesUsed::default();
+    for (n, e) in unit.entries.iter().enumerate() {
+        let Entry::Die { attrs, .. } = e else {
+            continue;
+        };
+        for a in attrs {
+            if n == 0 && span && a.name == DW_AT_RANGES {
+                continue;
+            }
+            match a.form {
+                form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                    uses.addr = true
+                }
+                form::LOCLISTX => uses.loclists = true,
+                form::RNGLISTX => uses.rnglists = true,
+                form::SEC_OFFSET if a.name == DW_AT_LOCATION => uses.loclists = true,
+                form::SEC_OFFSET if a.name == DW_AT_RANGES => uses.rnglists = true,
+                form::EXPRLOC => {
+                    let v = bytes.get(a.at..a.at + a.size)?;
+                    let (len, used) = read_uleb(v)?;
+                    let e = v.get(used..used + usize::try_from(len).ok()?)?;
+                    uses.addr |= !expression_indices(e)?.is_empty();
+                }
+                _ => {}
+            }
+        }
+    }
+    uses.addr |= uses.loclists || uses.rnglists;
+    Some(uses)
+}
+
+/// A reference to a DIE of the same unit, patched once every DIE is
+/// placed: where (in the unit, or in a DIE's values while it is written),
+/// its size, whether ULEB128, and the input offset of the DIE.
+struct Patch {
+    at: usize,
+    size: usize,
+    uleb: bool,
+    target: usize,
+}
+
+/// One DIE's attribute values as written, with the relocations and
+/// references at offsets in them.
+#[derive(Default)]
+struct DieValues {
+    bytes: Vec<u8>,
+    relocs: Vec<Reloc>,
+    patches: Vec<Patch>,
+}
+
+impl DieValues {
+    /// Index `n` in the smallest of `forms` (1, 2, 3, 4 bytes); its form.
+    fn index(&mut self, n: u64, forms: [u64; 4]) -> u64 {
+        let (f, size) = smallest(n, forms);
+        self.bytes.extend_from_slice(&n.to_le_bytes()[..size]);
+        f
+    }
+
+    /// A 4-byte offset into the fragment's own `part`.
+    fn offset(&mut self, part: Part, addend: i64, r_type: u32) {
+        let at = self.bytes.len() as u64;
+        self.relocs.push(own_reloc(part, at, addend, r_type));
+        self.bytes.extend_from_slice(&[0, 0, 0, 0]);
+    }
+
+    /// A reference of `size` bytes at the current end to the input DIE at
+    /// `target`.
+    fn patch(&mut self, size: usize, uleb: bool, target: usize) {
+        self.patches.push(Patch {
+            at: self.bytes.len(),
+            size,
+            uleb,
+            target,
+        });
+    }
+}
+
+/// A relocation at `offset` to `addend` in the fragment's own `part`.
+fn own_reloc(part: Part, offset: u64, addend: i64, r_type: u32) -> Reloc {
+    Reloc {
+        offset,
+        r_type,
+        target: Target::Own { part, addend },
+    }
+}
+
 impl Writer {
     fn new(ix: &DebugIndex) -> Self {
         Writer {
@@ -1386,306 +1497,61 @@ impl Writer {
             }
             _ => None,
         };
-        // Which tables the unit uses decides its root's base attributes.
-        let mut uses_addr = false;
-        let mut uses_loclists = false;
-        let mut uses_rnglists = false;
-        for (n, e) in unit.entries.iter().enumerate() {
-            if let Entry::Die { attrs, .. } = e {
-                for a in attrs {
-                    if n == 0 && span.is_some() && a.name == DW_AT_RANGES {
-                        continue; // becomes a high address
-                    }
-                    match a.form {
-                        form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
-                            uses_addr = true
-                        }
-                        form::LOCLISTX => uses_loclists = true,
-                        form::RNGLISTX => uses_rnglists = true,
-                        form::SEC_OFFSET if a.name == DW_AT_LOCATION => uses_loclists = true,
-                        form::SEC_OFFSET if a.name == DW_AT_RANGES => uses_rnglists = true,
-                        form::EXPRLOC => {
-                            let v = bytes.get(a.at..a.at + a.size)?;
-                            let (len, used) = read_uleb(v)?;
-                            let e = v.get(used..used + usize::try_from(len).ok()?)?;
-                            uses_addr |= !expression_indices(e)?.is_empty();
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        }
-        uses_addr |= uses_loclists || uses_rnglists;
-        let mut out = Vec::new();
-        let mut relocs: Vec<Reloc> = Vec::new();
-        let own = |part: Part, offset: u64, addend: i64, r_type: u32| Reloc {
-            offset,
-            r_type,
-            target: Target::Own { part, addend },
+        let cx = UnitInput {
+            ix,
+            unit,
+            bytes,
+            bases,
+            table,
+            span,
+            uses: tables_used(unit, bytes, span.is_some())?,
         };
-        out.extend_from_slice(&[0, 0, 0, 0, 5, 0, unit.kind, unit.address_size]);
-        relocs.push(own(Part::Abbrev, 8, 0, self.offset_reloc));
+        let mut out = vec![0, 0, 0, 0, 5, 0, unit.kind, unit.address_size];
+        let mut relocs = vec![own_reloc(Part::Abbrev, 8, 0, self.offset_reloc)];
         out.extend_from_slice(&[0, 0, 0, 0]);
         if unit.kind == 2 {
             out.extend_from_slice(&unit.signature.to_le_bytes());
             out.extend_from_slice(&[0, 0, 0, 0]); // the type's offset, below
         }
-        // Input DIE offset → output offset; references to patch:
-        // (output offset, size, whether ULEB128, input target offset).
+        // Input DIE offset → output offset, and the references to patch.
         let mut moved: HashMap<usize, usize> = HashMap::new();
-        let mut patches: Vec<(usize, usize, bool, usize)> = Vec::new();
+        let mut patches: Vec<Patch> = Vec::new();
         let mut consumed = 0usize;
         for e in &unit.entries {
-            let (die_at, tag, children, attrs) = match e {
-                Entry::Null => {
-                    out.push(0);
-                    continue;
-                }
-                Entry::Die {
-                    at,
-                    tag,
-                    children,
-                    attrs,
-                } => (*at, *tag, *children, attrs),
+            let Entry::Die {
+                at,
+                tag,
+                children,
+                attrs,
+            } = e
+            else {
+                out.push(0);
+                continue;
             };
-            moved.insert(die_at, out.len());
+            moved.insert(*at, out.len());
+            let root = *at == unit.entries_start;
             let mut decl = Vec::with_capacity(attrs.len());
-            let mut values: Vec<u8> = Vec::new();
-            // Relocations and patches at offsets in `values`.
-            let mut value_relocs: Vec<Reloc> = Vec::new();
-            let mut value_patches: Vec<(usize, usize, bool, usize)> = Vec::new();
-            let root = die_at == unit.entries_start;
+            let mut values = DieValues::default();
             for a in attrs {
-                let v = bytes.get(a.at..a.at + a.size)?;
-                let here = values.len() as u64;
                 if ix.reloc(unit.section, a.at as u64).is_some() {
                     consumed += 1;
                 }
-                self.why = "debug: the compile unit's DIEs";
-                if let Some((section, low, high, r_type)) = span.filter(|_| root) {
-                    match a.name {
-                        DW_AT_LOW_PC => {
-                            let i = self.addrs.len() as u64;
-                            let target = Target::InputSection {
-                                section,
-                                addend: i64::try_from(low).ok()?,
-                            };
-                            self.addrs.push((target, r_type));
-                            write_uleb(&mut values, i);
-                            decl.push((a.name, form::ADDRX, 0));
-                            continue;
-                        }
-                        DW_AT_RANGES => {
-                            let len = u32::try_from(high - low).ok()?;
-                            values.extend_from_slice(&len.to_le_bytes());
-                            decl.push((DW_AT_HIGH_PC, form::DATA4, 0));
-                            continue;
-                        }
-                        _ => {}
-                    }
+                if let Some((name, form)) = self.attribute(&cx, a, root, &mut values)? {
+                    decl.push((name, form, a.implicit));
                 }
-                let f = match a.form {
-                    form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
-                        self.why = "debug: a string index";
-                        let i = index_value(a.form, v)?;
-                        let so = ix.named(b".debug_str_offsets")?;
-                        let at = bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
-                        let (s, o) = ix.pointed(so, at)?;
-                        if Some(s) != ix.named(b".debug_str") {
-                            return None;
-                        }
-                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
-                        let n = self.string_index(string);
-                        let (f, size) =
-                            smallest(n, [form::STRX1, form::STRX2, form::STRX3, form::STRX4]);
-                        values.extend_from_slice(&n.to_le_bytes()[..size]);
-                        f
-                    }
-                    form::STRP => {
-                        let (s, o) = ix.pointed(unit.section, a.at as u64)?;
-                        if Some(s) != ix.named(b".debug_str") {
-                            return None;
-                        }
-                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
-                        let at = self.string(string);
-                        value_relocs.push(own(Part::Str, here, at as i64, self.offset_reloc));
-                        values.extend_from_slice(&[0, 0, 0, 0]);
-                        form::STRP
-                    }
-                    form::LINE_STRP => {
-                        let (s, o) = ix.pointed(unit.section, a.at as u64)?;
-                        if Some(s) != ix.named(b".debug_line_str") {
-                            return None;
-                        }
-                        let string = c_str(ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
-                        let at = self.line_string(string);
-                        value_relocs.push(own(Part::LineStr, here, at as i64, self.offset_reloc));
-                        values.extend_from_slice(&[0, 0, 0, 0]);
-                        form::LINE_STRP
-                    }
-                    form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
-                        let n = self.address(ix, bases.addr?, index_value(a.form, v)?)?;
-                        if a.form == form::ADDRX {
-                            write_uleb(&mut values, n);
-                            form::ADDRX
-                        } else {
-                            let (f, size) = smallest(
-                                n,
-                                [form::ADDRX1, form::ADDRX2, form::ADDRX3, form::ADDRX4],
-                            );
-                            values.extend_from_slice(&n.to_le_bytes()[..size]);
-                            f
-                        }
-                    }
-                    form::ADDR => {
-                        match ix.reloc(unit.section, a.at as u64) {
-                            Some(r) => {
-                                value_relocs.push(Reloc {
-                                    offset: here,
-                                    r_type: r.r_type,
-                                    target: Target::Input {
-                                        sym: r.sym,
-                                        addend: r.addend,
-                                    },
-                                });
-                                values.extend_from_slice(&vec![0; a.size]);
-                            }
-                            // A root with ranges: a low address of 0.
-                            None => values.extend_from_slice(v),
-                        }
-                        form::ADDR
-                    }
-                    form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
-                        let target = unit.at.checked_add(usize::try_from(le_value(v)).ok()?)?;
-                        value_patches.push((here as usize, a.size, false, target));
-                        values.extend_from_slice(&vec![0; a.size]);
-                        a.form
-                    }
-                    form::REF_SIG8 => {
-                        let signature = le_value(v);
-                        if self.queued.insert(signature) {
-                            self.queue.push_back(signature);
-                        }
-                        values.extend_from_slice(v);
-                        form::REF_SIG8
-                    }
-                    form::LOCLISTX | form::RNGLISTX => {
-                        self.why = "debug: a location or range list";
-                        let ranges = a.form == form::RNGLISTX;
-                        let at = ix.list_at(ranges, bases, v)?;
-                        let n = self.list(ix, ranges, at, bases.addr?, unit.at)?;
-                        write_uleb(&mut values, n);
-                        a.form
-                    }
-                    form::SEC_OFFSET => {
-                        self.why = "debug: a section offset";
-                        let (part, addend) = match a.name {
-                            DW_AT_STMT_LIST => (Part::Line, 0),
-                            DW_AT_STR_OFFSETS_BASE => (Part::StrOffsets, 8),
-                            DW_AT_ADDR_BASE if uses_addr => (Part::Addr, 8),
-                            DW_AT_LOCLISTS_BASE if uses_loclists => (Part::Loclists, 12),
-                            DW_AT_RNGLISTS_BASE if uses_rnglists => (Part::Rnglists, 12),
-                            DW_AT_ADDR_BASE | DW_AT_LOCLISTS_BASE | DW_AT_RNGLISTS_BASE => {
-                                continue; // a table the fragment has not
-                            }
-                            DW_AT_LOCATION | DW_AT_RANGES => {
-                                let ranges = a.name == DW_AT_RANGES;
-                                let (s, o) = ix.pointed(unit.section, a.at as u64)?;
-                                if Some(s) != ix.named(list_section(ranges)) {
-                                    return None;
-                                }
-                                let n = self.list(ix, ranges, o, bases.addr?, unit.at)?;
-                                // Its offset is known once all lists are:
-                                // relative to the index's slot, fixed below.
-                                let part = if ranges {
-                                    Part::Rnglists
-                                } else {
-                                    Part::Loclists
-                                };
-                                (part, -1 - n as i64)
-                            }
-                            _ => return None,
-                        };
-                        value_relocs.push(own(part, here, addend, self.offset_reloc));
-                        values.extend_from_slice(&[0, 0, 0, 0]);
-                        form::SEC_OFFSET
-                    }
-                    form::EXPRLOC => {
-                        self.why = "debug: a DWARF expression";
-                        let (len, used) = read_uleb(v)?;
-                        let e = v.get(used..used + usize::try_from(len).ok()?)?;
-                        let rewritten = rewrite_expression(e, &mut |op, x| match op {
-                            Operand::Index => self.address(ix, bases.addr?, x),
-                            Operand::Type => Some(x),
-                        })?;
-                        write_uleb(&mut values, rewritten.len() as u64);
-                        let body = values.len();
-                        // Base types: DIEs of this unit, patched below.
-                        let found = super::dwarf::expression_operands(&rewritten, body)?;
-                        for o in found.types {
-                            let target = unit.at.checked_add(usize::try_from(o.value).ok()?)?;
-                            value_patches.push((o.at, o.size, true, target));
-                        }
-                        values.extend_from_slice(&rewritten);
-                        form::EXPRLOC
-                    }
-                    form::DATA1 | form::DATA2 | form::DATA4 | form::DATA8 | form::UDATA
-                        if matches!(a.name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) =>
-                    {
-                        self.why = "debug: a file index";
-                        let n = self.file(table?, index_value(a.form, v)?)?;
-                        if a.form == form::UDATA {
-                            write_uleb(&mut values, n);
-                            form::UDATA
-                        } else {
-                            let (f, size) = smallest(n, [form::DATA1, form::DATA2, 0, form::DATA4]);
-                            values.extend_from_slice(&n.to_le_bytes()[..size]);
-                            f
-                        }
-                    }
-                    form::DATA1
-                    | form::DATA2
-                    | form::DATA4
-                    | form::DATA8
-                    | form::DATA16
-                    | form::SDATA
-                    | form::UDATA
-                    | form::FLAG
-                    | form::FLAG_PRESENT
-                    | form::IMPLICIT_CONST
-                    | form::STRING
-                    | form::BLOCK
-                    | form::BLOCK1
-                    | form::BLOCK2
-                    | form::BLOCK4 => {
-                        if ix.reloc(unit.section, a.at as u64).is_some() {
-                            return None;
-                        }
-                        values.extend_from_slice(v);
-                        a.form
-                    }
-                    form::REF_ADDR => {
-                        self.why = "debug: a reference to another compile unit";
-                        return None;
-                    }
-                    _ => {
-                        self.why = "debug: an attribute form not handled";
-                        return None;
-                    }
-                };
-                decl.push((a.name, f, a.implicit));
             }
-            let code = self.abbrev(tag, children, decl);
+            let code = self.abbrev(*tag, *children, decl);
             write_uleb(&mut out, code);
             let base = out.len();
-            for mut r in value_relocs {
+            relocs.extend(values.relocs.into_iter().map(|mut r| {
                 r.offset += base as u64;
-                relocs.push(r);
-            }
-            for (at, size, uleb, target) in value_patches {
-                patches.push((at + base, size, uleb, target));
-            }
-            out.extend_from_slice(&values);
+                r
+            }));
+            patches.extend(values.patches.into_iter().map(|mut p| {
+                p.at += base;
+                p
+            }));
+            out.extend_from_slice(&values.bytes);
         }
         // Every relocation of the unit was met.
         let offsets = ix.reloc_offsets.get(&unit.section)?;
@@ -1696,9 +1562,9 @@ impl Writer {
             self.why = "debug: a relocation in a DIE not understood";
             return None;
         }
-        for (at, size, uleb, target) in patches {
-            let new = *moved.get(&target)? as u64;
-            super::dwarf::write_field(out.get_mut(at..at + size)?, uleb, new)?;
+        for p in patches {
+            let new = *moved.get(&p.target)? as u64;
+            super::dwarf::write_field(out.get_mut(p.at..p.at + p.size)?, p.uleb, new)?;
         }
         if unit.kind == 2 {
             let t = unit
@@ -1713,6 +1579,240 @@ impl Writer {
             self.cu_moved = moved;
         }
         Some((out, relocs))
+    }
+
+    /// Attribute `a` of a DIE written into `values`: its name and form as
+    /// written, or `Some(None)` for one left out (the base of a table the
+    /// fragment has not). `None`: the unit cannot be carved (`why` says).
+    fn attribute(
+        &mut self,
+        cx: &UnitInput,
+        a: &RawAttr,
+        root: bool,
+        values: &mut DieValues,
+    ) -> Option<Option<(u64, u64)>> {
+        let v = cx.bytes.get(a.at..a.at + a.size)?;
+        self.why = "debug: the compile unit's DIEs";
+        if let Some(span) = cx.span.filter(|_| root) {
+            if let Some(written) = self.root_span_attribute(a, span, values) {
+                return Some(Some(written));
+            }
+        }
+        let form = match a.form {
+            form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
+                self.why = "debug: a string index";
+                let i = index_value(a.form, v)?;
+                let so = cx.ix.named(b".debug_str_offsets")?;
+                let at = cx.bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
+                let (s, o) = cx.ix.pointed(so, at)?;
+                if Some(s) != cx.ix.named(b".debug_str") {
+                    return None;
+                }
+                let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+                let n = self.string_index(string);
+                values.index(n, [form::STRX1, form::STRX2, form::STRX3, form::STRX4])
+            }
+            form::STRP | form::LINE_STRP => {
+                let (section, part) = match a.form {
+                    form::STRP => (&b".debug_str"[..], Part::Str),
+                    _ => (&b".debug_line_str"[..], Part::LineStr),
+                };
+                let (s, o) = cx.ix.pointed(cx.unit.section, a.at as u64)?;
+                if Some(s) != cx.ix.named(section) {
+                    return None;
+                }
+                let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+                let at = match part {
+                    Part::Str => self.string(string),
+                    _ => self.line_string(string),
+                };
+                values.offset(part, at as i64, self.offset_reloc);
+                a.form
+            }
+            form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
+                let n = self.address(cx.ix, cx.bases.addr?, index_value(a.form, v)?)?;
+                if a.form == form::ADDRX {
+                    write_uleb(&mut values.bytes, n);
+                    form::ADDRX
+                } else {
+                    values.index(n, [form::ADDRX1, form::ADDRX2, form::ADDRX3, form::ADDRX4])
+                }
+            }
+            form::ADDR => {
+                match cx.ix.reloc(cx.unit.section, a.at as u64) {
+                    Some(r) => {
+                        values.relocs.push(Reloc {
+                            offset: values.bytes.len() as u64,
+                            r_type: r.r_type,
+                            target: Target::Input {
+                                sym: r.sym,
+                                addend: r.addend,
+                            },
+                        });
+                        values.bytes.extend_from_slice(&vec![0; a.size]);
+                    }
+                    // A root with ranges: a low address of 0.
+                    None => values.bytes.extend_from_slice(v),
+                }
+                form::ADDR
+            }
+            form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
+                let target = cx.unit.at.checked_add(usize::try_from(le_value(v)).ok()?)?;
+                values.patch(a.size, false, target);
+                values.bytes.extend_from_slice(&vec![0; a.size]);
+                a.form
+            }
+            form::REF_SIG8 => {
+                let signature = le_value(v);
+                if self.queued.insert(signature) {
+                    self.queue.push_back(signature);
+                }
+                values.bytes.extend_from_slice(v);
+                form::REF_SIG8
+            }
+            form::LOCLISTX | form::RNGLISTX => {
+                self.why = "debug: a location or range list";
+                let ranges = a.form == form::RNGLISTX;
+                let at = cx.ix.list_at(ranges, cx.bases, v)?;
+                let n = self.list(cx.ix, ranges, at, cx.bases.addr?, cx.unit.at)?;
+                write_uleb(&mut values.bytes, n);
+                a.form
+            }
+            form::SEC_OFFSET => {
+                self.why = "debug: a section offset";
+                let Some((part, addend)) = self.offset_attribute(cx, a)? else {
+                    return Some(None);
+                };
+                values.offset(part, addend, self.offset_reloc);
+                form::SEC_OFFSET
+            }
+            form::EXPRLOC => {
+                self.why = "debug: a DWARF expression";
+                let (len, used) = read_uleb(v)?;
+                let e = v.get(used..used + usize::try_from(len).ok()?)?;
+                let rewritten = rewrite_expression(e, &mut |op, x| match op {
+                    Operand::Index => self.address(cx.ix, cx.bases.addr?, x),
+                    Operand::Type => Some(x),
+                })?;
+                write_uleb(&mut values.bytes, rewritten.len() as u64);
+                let body = values.bytes.len();
+                // Base types: DIEs of this unit, patched below.
+                let found = super::dwarf::expression_operands(&rewritten, body)?;
+                for o in found.types {
+                    let target = cx.unit.at.checked_add(usize::try_from(o.value).ok()?)?;
+                    values.patches.push(Patch {
+                        at: o.at,
+                        size: o.size,
+                        uleb: true,
+                        target,
+                    });
+                }
+                values.bytes.extend_from_slice(&rewritten);
+                form::EXPRLOC
+            }
+            form::DATA1 | form::DATA2 | form::DATA4 | form::DATA8 | form::UDATA
+                if matches!(a.name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) =>
+            {
+                self.why = "debug: a file index";
+                let n = self.file(cx.table?, index_value(a.form, v)?)?;
+                if a.form == form::UDATA {
+                    write_uleb(&mut values.bytes, n);
+                    form::UDATA
+                } else {
+                    values.index(n, [form::DATA1, form::DATA2, 0, form::DATA4])
+                }
+            }
+            form::DATA1
+            | form::DATA2
+            | form::DATA4
+            | form::DATA8
+            | form::DATA16
+            | form::SDATA
+            | form::UDATA
+            | form::FLAG
+            | form::FLAG_PRESENT
+            | form::IMPLICIT_CONST
+            | form::STRING
+            | form::BLOCK
+            | form::BLOCK1
+            | form::BLOCK2
+            | form::BLOCK4 => {
+                if cx.ix.reloc(cx.unit.section, a.at as u64).is_some() {
+                    return None;
+                }
+                values.bytes.extend_from_slice(v);
+                a.form
+            }
+            form::REF_ADDR => {
+                self.why = "debug: a reference to another compile unit";
+                return None;
+            }
+            _ => {
+                self.why = "debug: an attribute form not handled";
+                return None;
+            }
+        };
+        Some(Some((a.name, form)))
+    }
+
+    /// The root's low address and range list as a low and high address
+    /// over `span` (section, low, high, relocation type); `None` for the
+    /// root's other attributes.
+    fn root_span_attribute(
+        &mut self,
+        a: &RawAttr,
+        (section, low, high, r_type): (usize, u64, u64, u32),
+        values: &mut DieValues,
+    ) -> Option<(u64, u64)> {
+        match a.name {
+            DW_AT_LOW_PC => {
+                let i = self.addrs.len() as u64;
+                let target = Target::InputSection {
+                    section,
+                    addend: i64::try_from(low).ok()?,
+                };
+                self.addrs.push((target, r_type));
+                write_uleb(&mut values.bytes, i);
+                Some((a.name, form::ADDRX))
+            }
+            DW_AT_RANGES => {
+                let len = u32::try_from(high - low).ok()?;
+                values.bytes.extend_from_slice(&len.to_le_bytes());
+                Some((DW_AT_HIGH_PC, form::DATA4))
+            }
+            _ => None,
+        }
+    }
+
+    /// A section offset attribute's table and addend (see `Part`):
+    /// `Some(None)` for the base of a table the fragment has not.
+    fn offset_attribute(&mut self, cx: &UnitInput, a: &RawAttr) -> Option<Option<(Part, i64)>> {
+        let uses = cx.uses;
+        Some(Some(match a.name {
+            DW_AT_STMT_LIST => (Part::Line, 0),
+            DW_AT_STR_OFFSETS_BASE => (Part::StrOffsets, 8),
+            DW_AT_ADDR_BASE if uses.addr => (Part::Addr, 8),
+            DW_AT_LOCLISTS_BASE if uses.loclists => (Part::Loclists, 12),
+            DW_AT_RNGLISTS_BASE if uses.rnglists => (Part::Rnglists, 12),
+            DW_AT_ADDR_BASE | DW_AT_LOCLISTS_BASE | DW_AT_RNGLISTS_BASE => return Some(None),
+            DW_AT_LOCATION | DW_AT_RANGES => {
+                let ranges = a.name == DW_AT_RANGES;
+                let (s, o) = cx.ix.pointed(cx.unit.section, a.at as u64)?;
+                if Some(s) != cx.ix.named(list_section(ranges)) {
+                    return None;
+                }
+                let n = self.list(cx.ix, ranges, o, cx.bases.addr?, cx.unit.at)?;
+                // Its offset is known once all lists are: relative to the
+                // index's slot, fixed below.
+                let part = if ranges {
+                    Part::Rnglists
+                } else {
+                    Part::Loclists
+                };
+                (part, -1 - n as i64)
+            }
+            _ => return None,
+        }))
     }
 
     /// The compile unit's line program with its files renumbered.
