@@ -39,7 +39,7 @@
 //! Type units are not touched; they name the line table of the unit they
 //! came with, which keeps its place and its file numbers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use super::dwarf::{
@@ -437,7 +437,13 @@ fn merged_sections(
         .map(|(run, root)| children_starts(run, &units, root.as_ref()))
         .collect::<Option<_>>()?;
     let run_bases = out.indexed_tables(debug, &units, &runs, &roles, &starts)?;
-    out.line_tables(&read, &runs, &roles)?;
+    let named_from_outside: HashSet<i64> = (sections.iter().enumerate())
+        .filter(|&(i, _)| i != read.info_index)
+        .flat_map(|(_, s)| &s.relas)
+        .filter(|r| r.sym.is_some() && r.sym == read.line_sym)
+        .map(|r| r.addend)
+        .collect();
+    out.line_tables(&read, &runs, &roles, &named_from_outside)?;
     let mut new_info = New::default();
     for (u, unit) in units.iter().enumerate() {
         match roles.run_of_unit.get(&u) {
@@ -755,7 +761,15 @@ impl Merged {
     }
 
     /// The line tables: a run's merged into one, the others copied.
-    fn line_tables(&mut self, read: &DebugSectionsRead, runs: &[Run], roles: &Roles) -> Option<()> {
+    /// `named_from_outside`: the starts of the tables that relocations
+    /// outside the compile units name (type units' `DW_AT_stmt_list`).
+    fn line_tables(
+        &mut self,
+        read: &DebugSectionsRead,
+        runs: &[Run],
+        roles: &Roles,
+        named_from_outside: &HashSet<i64>,
+    ) -> Option<()> {
         let debug = &read.debug;
         let mut new_line = New::default();
         let mut run_line_start = vec![0; runs.len()];
@@ -777,18 +791,27 @@ impl Merged {
                 self.moved.insert((s, table.start as i64), start as i64);
             }
         }
-        // A member's table whose files keep their numbers in the merged one
-        // may still be named (by a type unit that came with the member): it
-        // is the merged table now.
+        // A member's table may still be named (by a type unit that came
+        // with the member). Where its files keep their numbers in the
+        // merged table, that is the table now; else its header stays, with
+        // no program, for the type unit's file numbers to index.
         for (r, run) in runs.iter().enumerate() {
             for (&t, files) in run.member_tables.iter().zip(&run.file_maps) {
-                let same_numbers = files.iter().enumerate().all(|(i, &n)| n == i as u64);
-                if let (Some(s), true) = (read.line_sym, same_numbers) {
-                    let start = debug.line_tables[t].start as i64;
-                    self.moved
-                        .entry((s, start))
-                        .or_insert(run_line_start[r] as i64);
+                let Some(s) = read.line_sym else { continue };
+                let table = &debug.line_tables[t];
+                let start = table.start as i64;
+                if self.moved.contains_key(&(s, start)) {
+                    continue;
                 }
+                let same_numbers = files.iter().enumerate().all(|(i, &n)| n == i as u64);
+                let at = if same_numbers {
+                    run_line_start[r]
+                } else if named_from_outside.contains(&start) {
+                    header_only(&debug.line, table, &mut new_line)?
+                } else {
+                    continue;
+                };
+                self.moved.insert((s, start), at as i64);
             }
         }
         self.sections.push((read.line_index, new_line));
@@ -1929,6 +1952,15 @@ fn merged_line_table(line: &Old, tables: &[LineTable], run: &Run, out: &mut New)
     Some(start)
 }
 
+/// Appends `table`'s header alone (its directories and files, no
+/// program); returns where it starts.
+fn header_only(line: &Old, table: &LineTable, out: &mut New) -> Option<usize> {
+    let start = out.copy(line, table.start..table.program.start)?;
+    let length = u32::try_from(table.program.start - table.start - 4).ok()?;
+    out.put_u32(start, length)?;
+    Some(start)
+}
+
 /// Appends `table`'s line program with its files renumbered by `files`.
 fn rewrite_program(line: &Old, table: &LineTable, files: &[u64], out: &mut New) -> Option<()> {
     let b = line.data;
@@ -2093,6 +2125,47 @@ mod tests {
         std::fs::write(&path, &composed).unwrap();
         dump(&path, "--verify");
         (parts, path)
+    }
+
+    /// A type unit names the line table of the compile unit it came with
+    /// (its files); when that unit joins a merged one and its files are
+    /// renumbered there, its table's header stays for the type unit, and
+    /// the units still merge.
+    #[test]
+    fn fragments_with_type_units_merge() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("a.h"), "struct A { int a; };\n").unwrap();
+        std::fs::write(d.join("b.h"), "struct B { long b; };\n").unwrap();
+        let source = "#if PART == 1\n#include \"a.h\"\nint fa(A *p) { return p->a; }\n\
+            #else\n#include \"b.h\"\nlong fb(B *p) { return p->b; }\n#endif\n";
+        let parts: Vec<Vec<u8>> = (1..=2)
+            .map(|p| {
+                let part = format!("-DPART={p}");
+                compile(
+                    d,
+                    "unit.cc",
+                    source,
+                    &["-g", "-O0", "-fdebug-types-section", &part],
+                )
+            })
+            .collect();
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        dump(&path, "--verify");
+        let info = dump(&path, "--debug-info");
+        assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
+        assert_eq!(info.matches("Type Unit:").count(), 2, "{info}");
+        // Each type unit's file is still its own header's.
+        for (name, file) in [("\"A\"", "a.h"), ("\"B\"", "b.h")] {
+            let at = info.find(&format!("DW_AT_name\t({name})")).expect(name);
+            let rest = &info[at..];
+            let decl = &rest[rest.find("DW_AT_decl_file").expect("decl_file")..];
+            let decl = &decl[..decl.find('\n').unwrap_or(decl.len())];
+            assert!(decl.contains(file), "{name}: {decl}");
+        }
     }
 
     #[test]
