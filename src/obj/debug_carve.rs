@@ -41,7 +41,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use super::dwarf::{form, form_size, list_entry, unit_extent};
+use super::dwarf::{form, form_size, list_entry, unit_extent, Operation};
 use super::elf::{c_str, u32_at, u64_at, Input, Rela, EM_AARCH64, SHT_GROUP};
 use super::leb128::{read_sleb, read_uleb, uleb_padded, write_uleb};
 use super::Decline;
@@ -944,35 +944,30 @@ enum Operand {
 
 /// Expression `e` written again with its address indices and base types
 /// replaced by `map` (an index as the shortest ULEB128, a base type
-/// padded to its length as compiled); `None` for an operation not listed.
+/// padded to its length as compiled); `None` for an operation not listed
+/// (`dwarf::operation`) or an address (it needs its relocation).
 fn rewrite_expression(
     e: &[u8],
     map: &mut dyn FnMut(Operand, u64) -> Option<u64>,
 ) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(e.len());
     let mut p = 0;
-    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
-    let typed = |out: &mut Vec<u8>, p: usize, map: &mut dyn FnMut(Operand, u64) -> Option<u64>| {
-        let (v, used) = read_uleb(e.get(p..)?)?;
-        let nv = map(Operand::Type, v)?;
-        if !super::dwarf::fits(nv, used, true) {
-            return None;
-        }
-        out.extend_from_slice(&uleb_padded(nv, used));
-        Some(used)
-    };
     while p < e.len() {
         let op = e[p];
         out.push(op);
         p += 1;
-        let copied = match op {
-            0xa1 | 0xa2 => {
+        match super::dwarf::operation(e, p, op)? {
+            Operation::Bytes(n) => {
+                out.extend_from_slice(e.get(p..p.checked_add(n)?)?);
+                p += n;
+            }
+            Operation::Address => return None,
+            Operation::Index => {
                 let (v, used) = read_uleb(e.get(p..)?)?;
                 write_uleb(&mut out, map(Operand::Index, v)?);
                 p += used;
-                continue;
             }
-            0xa3 | 0xf3 => {
+            Operation::Nested => {
                 let (len, used) = read_uleb(e.get(p..)?)?;
                 let len = usize::try_from(len).ok()?;
                 let inner = e.get(p + used..(p + used).checked_add(len)?)?;
@@ -980,53 +975,24 @@ fn rewrite_expression(
                 write_uleb(&mut out, inner.len() as u64);
                 out.extend_from_slice(&inner);
                 p += used + len;
-                continue;
             }
-            0xa8 | 0xa9 | 0xf7 | 0xf9 => {
-                p += typed(&mut out, p, map)?;
-                continue;
+            Operation::Typed { before, sized } => {
+                out.extend_from_slice(e.get(p..p.checked_add(before)?)?);
+                p += before;
+                let (v, used) = read_uleb(e.get(p..)?)?;
+                let nv = map(Operand::Type, v)?;
+                if !super::dwarf::fits(nv, used, true) {
+                    return None;
+                }
+                out.extend_from_slice(&uleb_padded(nv, used));
+                p += used;
+                if sized {
+                    let n = *e.get(p)? as usize;
+                    out.extend_from_slice(e.get(p..p.checked_add(1 + n)?)?);
+                    p += 1 + n;
+                }
             }
-            0xa5 | 0xf5 => {
-                let r = leb(p)?;
-                out.extend_from_slice(e.get(p..p + r)?);
-                p += r;
-                p += typed(&mut out, p, map)?;
-                continue;
-            }
-            0xa6 | 0xf6 => {
-                out.push(*e.get(p)?);
-                p += 1;
-                p += typed(&mut out, p, map)?;
-                continue;
-            }
-            0xa4 | 0xf4 => {
-                p += typed(&mut out, p, map)?;
-                let n = *e.get(p)? as usize;
-                out.extend_from_slice(e.get(p..p + 1 + n)?);
-                p += 1 + n;
-                continue;
-            }
-            0x03 => return None, // an address: needs its relocation
-            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0,
-            0x30..=0x6f => 0,
-            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0,
-            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,
-            0x0a | 0x0b | 0x28 | 0x2f => 2,
-            0x0c | 0x0d => 4,
-            0x0e | 0x0f => 8,
-            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?,
-            0x92 | 0x9d => {
-                let first = leb(p)?;
-                first + leb(p + first)?
-            }
-            0x9e => {
-                let (len, used) = read_uleb(e.get(p..)?)?;
-                used.checked_add(usize::try_from(len).ok()?)?
-            }
-            _ => return None,
-        };
-        out.extend_from_slice(e.get(p..p.checked_add(copied)?)?);
-        p += copied;
+        }
     }
     Some(out)
 }
@@ -1873,89 +1839,94 @@ impl Writer {
         program: Piece,
         type_units: Vec<(u64, Vec<u8>, Vec<Reloc>)>,
     ) -> Option<Vec<Section>> {
-        let r32 = self.offset_reloc;
-        let own_reloc = |offset: u64, part: Part, addend: i64| Reloc {
-            offset,
-            r_type: r32,
-            target: Target::Own { part, addend },
-        };
-        let input_reloc = |offset: u64, r: &Rela| Reloc {
-            offset,
-            r_type: r.r_type,
-            target: Target::Input {
-                sym: r.sym,
-                addend: r.addend,
-            },
-        };
         // Base types named in location lists, now that the unit is laid out.
         for &(list, at, size, target) in &self.list_types {
             let new = *self.cu_moved.get(&target)? as u64;
             let (bytes, _) = self.loclists.get_mut(list)?;
             super::dwarf::write_field(bytes.get_mut(at..at + size)?, true, new)?;
         }
-        // Lists: (offset of each list from the section's start).
-        let lay_out = |lists: &[Piece]| -> Option<(Vec<u8>, Vec<Reloc>, Vec<u64>)> {
-            let n = lists.len();
-            let mut bytes = Vec::new();
-            bytes.extend_from_slice(&[0, 0, 0, 0, 5, 0, 8, 0]);
-            bytes.extend_from_slice(&u32::try_from(n).ok()?.to_le_bytes());
-            let mut offsets = Vec::with_capacity(n);
-            let mut at = 4 * n;
-            for (l, _) in lists {
-                offsets.push(at);
-                bytes.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
-                at += l.len();
-            }
-            let mut relocs = Vec::new();
-            for (l, rs) in lists {
-                let start = bytes.len() as u64;
-                for (o, r) in rs {
-                    relocs.push(input_reloc(start + o, r));
-                }
-                bytes.extend_from_slice(l);
-            }
-            let length = u32::try_from(bytes.len() - 4).ok()?;
-            bytes[0..4].copy_from_slice(&length.to_le_bytes());
-            Some((
+        let (loc_bytes, loc_relocs, loc_offsets) = lay_out_lists(&self.loclists)?;
+        let (rng_bytes, rng_relocs, rng_offsets) = lay_out_lists(&self.rnglists)?;
+        let (line, line_relocs) = self.line_table(ix, own, program)?;
+        let section = |part, bytes, relocs| Section {
+            part,
+            bytes,
+            relocs,
+            signature: None,
+        };
+        let mut abbrevs = std::mem::take(&mut self.abbrevs);
+        abbrevs.push(0);
+        let (cu_bytes, cu_relocs) = cu;
+        let mut out = vec![
+            section(Part::Abbrev, abbrevs, Vec::new()),
+            section(Part::Info, cu_bytes, cu_relocs),
+        ];
+        for (k, (signature, bytes, relocs)) in type_units.into_iter().enumerate() {
+            out.push(Section {
+                part: Part::TypeUnit(k),
                 bytes,
                 relocs,
-                offsets.iter().map(|&o| 12 + o as u64).collect(),
-            ))
-        };
-        let (loc_bytes, loc_relocs, loc_offsets) = lay_out(&self.loclists)?;
-        let (rng_bytes, rng_relocs, rng_offsets) = lay_out(&self.rnglists)?;
-        // A `DW_FORM_sec_offset` naming a list: its offset now.
-        let fix = |relocs: &mut Vec<Reloc>| -> Option<()> {
-            for r in relocs {
-                if let Target::Own { part, addend } = &mut r.target {
-                    if *addend < 0 && matches!(part, Part::Loclists | Part::Rnglists) {
-                        let n = usize::try_from(-1 - *addend).ok()?;
-                        let offsets = if *part == Part::Loclists {
-                            &loc_offsets
-                        } else {
-                            &rng_offsets
-                        };
-                        *addend = i64::try_from(*offsets.get(n)?).ok()?;
+                signature: Some(signature),
+            });
+        }
+        if !self.strx.is_empty() {
+            let (bytes, relocs) = self.string_offsets_table()?;
+            out.push(section(Part::StrOffsets, bytes, relocs));
+        }
+        if !self.str_data.is_empty() {
+            let strings = std::mem::take(&mut self.str_data);
+            out.push(section(Part::Str, strings, Vec::new()));
+        }
+        if !self.addrs.is_empty() {
+            let (bytes, relocs) = self.address_table()?;
+            out.push(section(Part::Addr, bytes, relocs));
+        }
+        if !self.loclists.is_empty() {
+            out.push(section(Part::Loclists, loc_bytes, loc_relocs));
+        }
+        if !self.rnglists.is_empty() {
+            out.push(section(Part::Rnglists, rng_bytes, rng_relocs));
+        }
+        out.push(section(Part::Line, line, line_relocs));
+        let line_strings = std::mem::take(&mut self.line_str);
+        out.push(section(Part::LineStr, line_strings, Vec::new()));
+        // Every relocation names a section the fragment has; one naming a
+        // list by its place (`DW_FORM_sec_offset`) names its offset now.
+        let parts: HashSet<Part> = out.iter().map(|s| s.part).collect();
+        for s in &mut out {
+            fix_list_offsets(&mut s.relocs, &loc_offsets, &rng_offsets)?;
+            for r in &s.relocs {
+                if let Target::Own { part, .. } = r.target {
+                    if !parts.contains(&part) {
+                        return None;
                     }
                 }
             }
-            Some(())
-        };
-        let (cu_bytes, mut cu_relocs) = cu;
-        fix(&mut cu_relocs)?;
-        // The line table: directories and files by name.
+        }
+        Some(out)
+    }
+
+    /// The fragment's line table: its own table's parameters and entry
+    /// formats, the directories and files as the fragment met them (by
+    /// name; a file's MD5 from whichever table of the object has it: a type
+    /// unit's file may be only in the table of the unit that made it), and
+    /// its line program. `None` where the table has MD5s and one is not
+    /// found (the fragment is then carved from an object of its own, whose
+    /// table has them all).
+    fn line_table(
+        &mut self,
+        ix: &DebugIndex,
+        own: &LineTable,
+        program: Piece,
+    ) -> Option<(Vec<u8>, Vec<Reloc>)> {
+        if own.dir_format != [(1, form::LINE_STRP)] {
+            return None;
+        }
+        let r32 = self.offset_reloc;
         let mut dirs: Vec<Vec<u8>> = vec![own.dir0.clone()];
         let mut dir_of: HashMap<Vec<u8>, u64> = HashMap::from([(own.dir0.clone(), 0)]);
         let mut line = vec![0, 0, 0, 0, 5, 0, 8, 0, 0, 0, 0, 0];
         line.extend_from_slice(&own.fixed);
-        // The entries as the unit's own table declares them; a file's MD5
-        // from whichever table of the object has it (a type unit's file
-        // may be only in the table of the unit that made it). Where the
-        // table has MD5s and one is not found, the fragment is carved
-        // from an object of its own instead, whose table has them all.
-        if own.dir_format != [(1, form::LINE_STRP)] {
-            return None;
-        }
         let write_format = |line: &mut Vec<u8>, format: &[(u64, u64)]| {
             line.push(format.len() as u8);
             for &(c, f) in format {
@@ -1964,23 +1935,19 @@ impl Writer {
             }
         };
         write_format(&mut line, &own.dir_format);
-        let mut line_relocs = Vec::new();
+        let mut relocs = Vec::new();
         let mut file_entries = Vec::new();
         for (dir, name, _) in &self.files {
-            let d = match dir_of.get(dir) {
-                Some(&d) => d,
-                None => {
-                    dirs.push(dir.clone());
-                    dir_of.insert(dir.clone(), dirs.len() as u64 - 1);
-                    dirs.len() as u64 - 1
-                }
-            };
+            let d = *dir_of.entry(dir.clone()).or_insert_with(|| {
+                dirs.push(dir.clone());
+                dirs.len() as u64 - 1
+            });
             file_entries.push((name.clone(), d));
         }
         write_uleb(&mut line, dirs.len() as u64);
         for d in &dirs {
             let at = self.line_string(d);
-            line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
+            relocs.push(own_reloc(Part::LineStr, line.len() as u64, at as i64, r32));
             line.extend_from_slice(&[0, 0, 0, 0]);
         }
         write_format(&mut line, &own.file_format);
@@ -1990,7 +1957,7 @@ impl Writer {
                 match (content, f) {
                     (1, form::LINE_STRP) => {
                         let at = self.line_string(name);
-                        line_relocs.push(own_reloc(line.len() as u64, Part::LineStr, at as i64));
+                        relocs.push(own_reloc(Part::LineStr, line.len() as u64, at as i64, r32));
                         line.extend_from_slice(&[0, 0, 0, 0]);
                     }
                     (2, form::UDATA) => write_uleb(&mut line, *d),
@@ -2011,91 +1978,113 @@ impl Writer {
         line[8..12].copy_from_slice(&header_length.to_le_bytes());
         let program_at = line.len() as u64;
         for (o, r) in &program.1 {
-            line_relocs.push(input_reloc(program_at + o, r));
+            relocs.push(input_reloc(program_at + o, r));
         }
         line.extend_from_slice(&program.0);
         let length = u32::try_from(line.len() - 4).ok()?;
         line[0..4].copy_from_slice(&length.to_le_bytes());
+        Some((line, relocs))
+    }
 
-        let mut out = Vec::new();
-        let mut abbrevs = std::mem::take(&mut self.abbrevs);
-        abbrevs.push(0);
-        let section = |part, bytes, relocs| Section {
-            part,
-            bytes,
-            relocs,
-            signature: None,
-        };
-        out.push(section(Part::Abbrev, abbrevs, Vec::new()));
-        out.push(section(Part::Info, cu_bytes, cu_relocs));
-        for (k, (signature, bytes, relocs)) in type_units.into_iter().enumerate() {
-            out.push(Section {
-                part: Part::TypeUnit(k),
-                bytes,
-                relocs,
-                signature: Some(signature),
-            });
-        }
-        if !self.strx.is_empty() {
-            let mut bytes = Vec::with_capacity(8 + 4 * self.strx.len());
-            let length = u32::try_from(4 + 4 * self.strx.len()).ok()?;
-            bytes.extend_from_slice(&length.to_le_bytes());
-            bytes.extend_from_slice(&[5, 0, 0, 0]);
-            let mut relocs = Vec::with_capacity(self.strx.len());
-            for &at in &self.strx {
-                relocs.push(own_reloc(bytes.len() as u64, Part::Str, at as i64));
-                bytes.extend_from_slice(&[0, 0, 0, 0]);
-            }
-            out.push(section(Part::StrOffsets, bytes, relocs));
-        }
-        if !self.str_data.is_empty() {
-            out.push(section(
+    /// The string offsets table: a header, then one offset into the
+    /// fragment's strings per index.
+    fn string_offsets_table(&self) -> Option<(Vec<u8>, Vec<Reloc>)> {
+        let mut bytes = Vec::with_capacity(8 + 4 * self.strx.len());
+        let length = u32::try_from(4 + 4 * self.strx.len()).ok()?;
+        bytes.extend_from_slice(&length.to_le_bytes());
+        bytes.extend_from_slice(&[5, 0, 0, 0]);
+        let mut relocs = Vec::with_capacity(self.strx.len());
+        for &at in &self.strx {
+            relocs.push(own_reloc(
                 Part::Str,
-                std::mem::take(&mut self.str_data),
-                Vec::new(),
+                bytes.len() as u64,
+                at as i64,
+                self.offset_reloc,
             ));
+            bytes.extend_from_slice(&[0, 0, 0, 0]);
         }
-        if !self.addrs.is_empty() {
-            let mut bytes = Vec::with_capacity(8 + 8 * self.addrs.len());
-            let length = u32::try_from(4 + 8 * self.addrs.len()).ok()?;
-            bytes.extend_from_slice(&length.to_le_bytes());
-            bytes.extend_from_slice(&[5, 0, 8, 0]);
-            let mut relocs = Vec::new();
-            for &(target, r_type) in &self.addrs {
-                relocs.push(Reloc {
-                    offset: bytes.len() as u64,
-                    r_type,
-                    target,
-                });
-                bytes.extend_from_slice(&[0; 8]);
+        Some((bytes, relocs))
+    }
+
+    /// The address table: a header, then one relocated address per index.
+    fn address_table(&self) -> Option<(Vec<u8>, Vec<Reloc>)> {
+        let mut bytes = Vec::with_capacity(8 + 8 * self.addrs.len());
+        let length = u32::try_from(4 + 8 * self.addrs.len()).ok()?;
+        bytes.extend_from_slice(&length.to_le_bytes());
+        bytes.extend_from_slice(&[5, 0, 8, 0]);
+        let mut relocs = Vec::with_capacity(self.addrs.len());
+        for &(target, r_type) in &self.addrs {
+            relocs.push(Reloc {
+                offset: bytes.len() as u64,
+                r_type,
+                target,
+            });
+            bytes.extend_from_slice(&[0; 8]);
+        }
+        Some((bytes, relocs))
+    }
+}
+
+/// A location or range list table of `lists`: its header, the offset of
+/// each list, the lists; with their relocations and each list's offset
+/// from the section's start.
+fn lay_out_lists(lists: &[Piece]) -> Option<(Vec<u8>, Vec<Reloc>, Vec<u64>)> {
+    let n = lists.len();
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&[0, 0, 0, 0, 5, 0, 8, 0]);
+    bytes.extend_from_slice(&u32::try_from(n).ok()?.to_le_bytes());
+    let mut offsets = Vec::with_capacity(n);
+    let mut at = 4 * n;
+    for (l, _) in lists {
+        offsets.push(at);
+        bytes.extend_from_slice(&u32::try_from(at).ok()?.to_le_bytes());
+        at += l.len();
+    }
+    let mut relocs = Vec::new();
+    for (l, rs) in lists {
+        let start = bytes.len() as u64;
+        for (o, r) in rs {
+            relocs.push(input_reloc(start + o, r));
+        }
+        bytes.extend_from_slice(l);
+    }
+    let length = u32::try_from(bytes.len() - 4).ok()?;
+    bytes[0..4].copy_from_slice(&length.to_le_bytes());
+    Some((
+        bytes,
+        relocs,
+        offsets.iter().map(|&o| 12 + o as u64).collect(),
+    ))
+}
+
+/// A relocation that named list `n` by its place (a negative addend, see
+/// `offset_attribute`) names its offset in the laid-out table now.
+fn fix_list_offsets(relocs: &mut [Reloc], loc_offsets: &[u64], rng_offsets: &[u64]) -> Option<()> {
+    for r in relocs {
+        if let Target::Own { part, addend } = &mut r.target {
+            if *addend < 0 && matches!(part, Part::Loclists | Part::Rnglists) {
+                let n = usize::try_from(-1 - *addend).ok()?;
+                let offsets = if *part == Part::Loclists {
+                    loc_offsets
+                } else {
+                    rng_offsets
+                };
+                *addend = i64::try_from(*offsets.get(n)?).ok()?;
             }
-            out.push(section(Part::Addr, bytes, relocs));
         }
-        if !self.loclists.is_empty() {
-            out.push(section(Part::Loclists, loc_bytes, loc_relocs));
-        }
-        if !self.rnglists.is_empty() {
-            out.push(section(Part::Rnglists, rng_bytes, rng_relocs));
-        }
-        out.push(section(Part::Line, line, line_relocs));
-        out.push(section(
-            Part::LineStr,
-            std::mem::take(&mut self.line_str),
-            Vec::new(),
-        ));
-        // Every relocation names a section the fragment has.
-        let parts: HashSet<Part> = out.iter().map(|s| s.part).collect();
-        for s in &mut out {
-            fix(&mut s.relocs)?;
-            for r in &s.relocs {
-                if let Target::Own { part, .. } = r.target {
-                    if !parts.contains(&part) {
-                        return None;
-                    }
-                }
-            }
-        }
-        Some(out)
+    }
+    Some(())
+}
+
+/// A relocation at `offset` as input relocation `r` is.
+fn input_reloc(offset: u64, r: &Rela) -> Reloc {
+    Reloc {
+        offset,
+        r_type: r.r_type,
+        target: Target::Input {
+            sym: r.sym,
+            addend: r.addend,
+        },
     }
 }
 

@@ -471,38 +471,111 @@ pub(super) struct Operands {
     pub types: Vec<Operand>,
 }
 
+/// What follows one operation of a DWARF expression: the one table of
+/// operations the composer (`expression_operands`) and the carver
+/// (`debug_carve::rewrite_expression`) both walk.
+pub(super) enum Operation {
+    /// Operands of this many bytes, nothing in them to move.
+    Bytes(usize),
+    /// An address (`DW_OP_addr`): 8 bytes with a relocation.
+    Address,
+    /// An address index (`DW_OP_addrx`, `DW_OP_constx`), a ULEB128.
+    Index,
+    /// A sub-expression (`DW_OP_entry_value`, GNU's too): its length, a
+    /// ULEB128, then that many bytes.
+    Nested,
+    /// `before` bytes, a base type (an offset in the unit, a ULEB128), and
+    /// when `sized` a length byte and that many bytes (`DW_OP_convert`,
+    /// `DW_OP_regval_type`, `DW_OP_deref_type`, `DW_OP_const_type`, GNU's
+    /// too).
+    Typed { before: usize, sized: bool },
+}
+
+/// The operation `op` whose operands start at `p` of `e`; `None` for one
+/// not listed (one naming a DIE another way: `DW_OP_call*`, an implicit
+/// pointer).
+pub(super) fn operation(e: &[u8], p: usize, op: u8) -> Option<Operation> {
+    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
+    Some(Operation::Bytes(match op {
+        0x03 => return Some(Operation::Address),
+        0xa1 | 0xa2 => return Some(Operation::Index),
+        0xa3 | 0xf3 => return Some(Operation::Nested),
+        // convert, reinterpret
+        0xa8 | 0xa9 | 0xf7 | 0xf9 => {
+            return Some(Operation::Typed {
+                before: 0,
+                sized: false,
+            })
+        }
+        // regval_type: a register, a base type
+        0xa5 | 0xf5 => {
+            return Some(Operation::Typed {
+                before: leb(p)?,
+                sized: false,
+            })
+        }
+        // deref_type: a size, a base type
+        0xa6 | 0xf6 => {
+            return Some(Operation::Typed {
+                before: 1,
+                sized: false,
+            })
+        }
+        // const_type: a base type, a length, that many bytes
+        0xa4 | 0xf4 => {
+            return Some(Operation::Typed {
+                before: 0,
+                sized: true,
+            })
+        }
+        0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
+        0x30..=0x6f => 0,                                                  // lit, reg
+        0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
+        0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
+        0x0a | 0x0b | 0x28 | 0x2f => 2,               // const2, bra, skip
+        0x0c | 0x0d => 4,                             // const4
+        0x0e | 0x0f => 8,                             // const8
+        0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece
+        0x92 | 0x9d => {
+            // bregx, bit_piece: two LEB128s
+            let first = leb(p)?;
+            first + leb(p + first)?
+        }
+        0x9e => {
+            // implicit_value: a length, then that many bytes
+            let (len, used) = read_uleb(e.get(p..)?)?;
+            used.checked_add(usize::try_from(len).ok()?)?
+        }
+        _ => return None,
+    }))
+}
+
 /// The address indices and base types of the DWARF expression `e` (at
-/// `at` in its section); `None` when it has an operation not listed here
-/// (one naming a DIE another way: `DW_OP_call*`, an implicit pointer).
+/// `at` in its section); `None` when it has an operation not listed in
+/// `operation`.
 pub(super) fn expression_operands(e: &[u8], at: usize) -> Option<Operands> {
     let mut found = Operands::default();
-    let type_at = |found: &mut Operands, p: usize| -> Option<usize> {
-        let (value, used) = read_uleb(e.get(p..)?)?;
-        found.types.push(Operand {
-            at: at + p,
-            size: used,
-            value,
-        });
-        Some(used)
-    };
     let mut p = 0;
-    let leb = |p: usize| read_uleb(e.get(p..)?).map(|(_, n)| n);
     while p < e.len() {
         let op = e[p];
         p += 1;
-        let operands = match op {
-            0xa1 | 0xa2 => {
-                // DW_OP_addrx, DW_OP_constx
-                let (value, used) = read_uleb(e.get(p..)?)?;
-                found.indices.push(Operand {
-                    at: at + p,
-                    size: used,
-                    value,
-                });
-                used
+        let uleb_at = |p: usize| -> Option<Operand> {
+            let (value, used) = read_uleb(e.get(p..)?)?;
+            Some(Operand {
+                at: at + p,
+                size: used,
+                value,
+            })
+        };
+        let operands = match operation(e, p, op)? {
+            Operation::Bytes(n) => n,
+            Operation::Address => 8,
+            Operation::Index => {
+                let index = uleb_at(p)?;
+                found.indices.push(index);
+                index.size
             }
-            0xa3 | 0xf3 => {
-                // DW_OP_entry_value (and GNU's): a sub-expression
+            Operation::Nested => {
                 let (len, used) = read_uleb(e.get(p..)?)?;
                 let len = usize::try_from(len).ok()?;
                 let inner = e.get(p + used..(p + used).checked_add(len)?)?;
@@ -511,38 +584,16 @@ pub(super) fn expression_operands(e: &[u8], at: usize) -> Option<Operands> {
                 found.types.extend(inner.types);
                 used + len
             }
-            0xa8 | 0xa9 | 0xf7 | 0xf9 => type_at(&mut found, p)?, // convert, reinterpret
-            0xa5 | 0xf5 => {
-                // regval_type: a register, a base type
-                let r = leb(p)?;
-                r + type_at(&mut found, p + r)?
+            Operation::Typed { before, sized } => {
+                let base = uleb_at(p + before)?;
+                found.types.push(base);
+                let n = before + base.size;
+                if sized {
+                    n + 1 + *e.get(p + n)? as usize
+                } else {
+                    n
+                }
             }
-            0xa6 | 0xf6 => 1 + type_at(&mut found, p + 1)?, // deref_type: a size, a base type
-            0xa4 | 0xf4 => {
-                // const_type: a base type, a length, that many bytes
-                let n = type_at(&mut found, p)?;
-                n + 1 + *e.get(p + n)? as usize
-            }
-            0x03 => 8,                                                         // addr
-            0x06 | 0x12..=0x14 | 0x16..=0x22 | 0x24..=0x27 | 0x29..=0x2e => 0, // stack, arithmetic
-            0x30..=0x6f => 0,                                                  // lit, reg
-            0x96 | 0x97 | 0x9b | 0x9c | 0x9f | 0xe0 => 0, // nop, push_object_address, form_tls_address, call_frame_cfa, stack_value, GNU_push_tls_address
-            0x08 | 0x09 | 0x15 | 0x94 | 0x95 => 1,        // const1, pick, deref_size, xderef_size
-            0x0a | 0x0b | 0x28 | 0x2f => 2,               // const2, bra, skip
-            0x0c | 0x0d => 4,                             // const4
-            0x0e | 0x0f => 8,                             // const8
-            0x10 | 0x11 | 0x23 | 0x70..=0x8f | 0x90 | 0x91 | 0x93 => leb(p)?, // constu, consts, plus_uconst, breg, regx, fbreg, piece
-            0x92 | 0x9d => {
-                // bregx, bit_piece: two LEB128s
-                let first = leb(p)?;
-                first + leb(p + first)?
-            }
-            0x9e => {
-                // implicit_value: a length, then that many bytes
-                let (len, used) = read_uleb(e.get(p..)?)?;
-                used.checked_add(usize::try_from(len).ok()?)?
-            }
-            _ => return None,
         };
         p = p.checked_add(operands).filter(|&p| p <= e.len())?;
     }

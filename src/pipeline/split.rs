@@ -339,6 +339,8 @@ pub fn emit_groups(
             )?;
         }
     }
+    let alone_started = std::time::Instant::now();
+    let alone_count = done.iter().filter(|f| f.is_none()).count();
     // The unit's code generation pipeline, for the fragments compiled in
     // its context.
     let mut emitter = UnitEmitter {
@@ -375,6 +377,13 @@ pub fn emit_groups(
     )?;
     for (i, f) in rest.into_iter().zip(compiled) {
         done[i] = Some(f);
+    }
+    if crate::config::switches().timings {
+        say!(
+            "repocc: timings {}: {alone_count} fragments compiled one module each ({:.3}s)",
+            unit.source_name,
+            alone_started.elapsed().as_secs_f64()
+        );
     }
     done.into_iter()
         .map(|f| f.ok_or_else(|| anyhow!("a fragment was not compiled")))
