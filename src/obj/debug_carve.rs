@@ -1565,36 +1565,13 @@ impl Writer {
             }
         }
         let form = match a.form {
-            form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
-                self.why = "debug: a string index";
-                let i = index_value(a.form, v)?;
-                let so = cx.ix.named(b".debug_str_offsets")?;
-                let at = cx.bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
-                let (s, o) = cx.ix.pointed(so, at)?;
-                if Some(s) != cx.ix.named(b".debug_str") {
-                    return None;
-                }
-                let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
-                let n = self.string_index(string);
-                values.index(n, [form::STRX1, form::STRX2, form::STRX3, form::STRX4])
-            }
-            form::STRP | form::LINE_STRP => {
-                let (section, part) = match a.form {
-                    form::STRP => (&b".debug_str"[..], Part::Str),
-                    _ => (&b".debug_line_str"[..], Part::LineStr),
-                };
-                let (s, o) = cx.ix.pointed(cx.unit.section, a.at as u64)?;
-                if Some(s) != cx.ix.named(section) {
-                    return None;
-                }
-                let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
-                let at = match part {
-                    Part::Str => self.string(string),
-                    _ => self.line_string(string),
-                };
-                values.offset(part, at as i64, self.offset_reloc);
-                a.form
-            }
+            form::STRX
+            | form::STRX1
+            | form::STRX2
+            | form::STRX3
+            | form::STRX4
+            | form::STRP
+            | form::LINE_STRP => self.string_attribute(cx, a, v, values)?,
             form::ADDRX | form::ADDRX1 | form::ADDRX2 | form::ADDRX3 | form::ADDRX4 => {
                 let n = self.address(cx.ix, cx.bases.addr?, index_value(a.form, v)?)?;
                 if a.form == form::ADDRX {
@@ -1652,30 +1629,7 @@ impl Writer {
                 values.offset(part, addend, self.offset_reloc);
                 form::SEC_OFFSET
             }
-            form::EXPRLOC => {
-                self.why = "debug: a DWARF expression";
-                let (len, used) = read_uleb(v)?;
-                let e = v.get(used..used + usize::try_from(len).ok()?)?;
-                let rewritten = rewrite_expression(e, &mut |op, x| match op {
-                    Operand::Index => self.address(cx.ix, cx.bases.addr?, x),
-                    Operand::Type => Some(x),
-                })?;
-                write_uleb(&mut values.bytes, rewritten.len() as u64);
-                let body = values.bytes.len();
-                // Base types: DIEs of this unit, patched below.
-                let found = super::dwarf::expression_operands(&rewritten, body)?;
-                for o in found.types {
-                    let target = cx.unit.at.checked_add(usize::try_from(o.value).ok()?)?;
-                    values.patches.push(Patch {
-                        at: o.at,
-                        size: o.size,
-                        uleb: true,
-                        target,
-                    });
-                }
-                values.bytes.extend_from_slice(&rewritten);
-                form::EXPRLOC
-            }
+            form::EXPRLOC => self.expression_attribute(cx, v, values)?,
             form::DATA1 | form::DATA2 | form::DATA4 | form::DATA8 | form::UDATA
                 if matches!(a.name, DW_AT_DECL_FILE | DW_AT_CALL_FILE) =>
             {
@@ -1719,6 +1673,78 @@ impl Writer {
             }
         };
         Some(Some((a.name, form)))
+    }
+
+    /// A string attribute (an index into the string offsets table, or an
+    /// offset into the strings or line strings) written as the fragment's
+    /// own; its form.
+    fn string_attribute(
+        &mut self,
+        cx: &UnitInput,
+        a: &RawAttr,
+        v: &[u8],
+        values: &mut DieValues,
+    ) -> Option<u64> {
+        if a.form == form::STRP || a.form == form::LINE_STRP {
+            let (section, part) = match a.form {
+                form::STRP => (&b".debug_str"[..], Part::Str),
+                _ => (&b".debug_line_str"[..], Part::LineStr),
+            };
+            let (s, o) = cx.ix.pointed(cx.unit.section, a.at as u64)?;
+            if Some(s) != cx.ix.named(section) {
+                return None;
+            }
+            let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+            let at = match part {
+                Part::Str => self.string(string),
+                _ => self.line_string(string),
+            };
+            values.offset(part, at as i64, self.offset_reloc);
+            return Some(a.form);
+        }
+        self.why = "debug: a string index";
+        let i = index_value(a.form, v)?;
+        let so = cx.ix.named(b".debug_str_offsets")?;
+        let at = cx.bases.str_offsets?.checked_add(i.checked_mul(4)?)?;
+        let (s, o) = cx.ix.pointed(so, at)?;
+        if Some(s) != cx.ix.named(b".debug_str") {
+            return None;
+        }
+        let string = c_str(cx.ix.bytes_of(s)?, u32::try_from(o).ok()?)?;
+        let n = self.string_index(string);
+        Some(values.index(n, [form::STRX1, form::STRX2, form::STRX3, form::STRX4]))
+    }
+
+    /// A DWARF expression (`v`, with its length) with its address indices
+    /// renumbered and its base types to patch once the unit is laid out.
+    fn expression_attribute(
+        &mut self,
+        cx: &UnitInput,
+        v: &[u8],
+        values: &mut DieValues,
+    ) -> Option<u64> {
+        self.why = "debug: a DWARF expression";
+        let (len, used) = read_uleb(v)?;
+        let e = v.get(used..used + usize::try_from(len).ok()?)?;
+        let rewritten = rewrite_expression(e, &mut |op, x| match op {
+            Operand::Index => self.address(cx.ix, cx.bases.addr?, x),
+            Operand::Type => Some(x),
+        })?;
+        write_uleb(&mut values.bytes, rewritten.len() as u64);
+        let body = values.bytes.len();
+        // Base types: DIEs of this unit, patched below.
+        let found = super::dwarf::expression_operands(&rewritten, body)?;
+        for o in found.types {
+            let target = cx.unit.at.checked_add(usize::try_from(o.value).ok()?)?;
+            values.patches.push(Patch {
+                at: o.at,
+                size: o.size,
+                uleb: true,
+                target,
+            });
+        }
+        values.bytes.extend_from_slice(&rewritten);
+        Some(form::EXPRLOC)
     }
 
     /// The root's low address and range list as a low and high address

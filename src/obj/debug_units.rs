@@ -2106,18 +2106,25 @@ mod tests {
         int main(void) { counter += twice(1); printf(\"%d\\n\", counter); return 0; }\n\
         #endif\n";
 
-    /// `source` compiled with `-g` at `opt` as `count` fragments
-    /// (`-DPART=1`...), and the object composed of them (verified by
-    /// llvm-dwarfdump): the parts, and where the composed object is.
+    /// `source` compiled with `-g` and `flags` (the optimization level
+    /// first) as `count` fragments (`-DPART=1`...), and the object composed
+    /// of them (verified by llvm-dwarfdump): the parts, and where the
+    /// composed object is.
     fn compose_parts(
         d: &std::path::Path,
         name: &str,
         source: &str,
-        opt: &str,
+        flags: &[&str],
         count: usize,
     ) -> (Vec<Vec<u8>>, std::path::PathBuf) {
         let parts: Vec<Vec<u8>> = (1..=count)
-            .map(|p| compile(d, name, source, &["-g", opt, &format!("-DPART={p}")]))
+            .map(|p| {
+                let part = format!("-DPART={p}");
+                let mut all = vec!["-g"];
+                all.extend_from_slice(flags);
+                all.push(&part);
+                compile(d, name, source, &all)
+            })
             .collect();
         let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
         let composed = combine(&objects, &[], &[]).expect("combined");
@@ -2139,22 +2146,7 @@ mod tests {
         std::fs::write(d.join("b.h"), "struct B { long b; };\n").unwrap();
         let source = "#if PART == 1\n#include \"a.h\"\nint fa(A *p) { return p->a; }\n\
             #else\n#include \"b.h\"\nlong fb(B *p) { return p->b; }\n#endif\n";
-        let parts: Vec<Vec<u8>> = (1..=2)
-            .map(|p| {
-                let part = format!("-DPART={p}");
-                compile(
-                    d,
-                    "unit.cc",
-                    source,
-                    &["-g", "-O0", "-fdebug-types-section", &part],
-                )
-            })
-            .collect();
-        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let composed = combine(&objects, &[], &[]).expect("combined");
-        let path = d.join("composed.o");
-        std::fs::write(&path, &composed).unwrap();
-        dump(&path, "--verify");
+        let (_, path) = compose_parts(d, "unit.cc", source, &["-O0", "-fdebug-types-section"], 2);
         let info = dump(&path, "--debug-info");
         assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
         assert_eq!(info.matches("Type Unit:").count(), 2, "{info}");
@@ -2172,7 +2164,7 @@ mod tests {
     fn a_units_fragments_become_one_compile_unit() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let (_, path) = compose_parts(d, "unit.c", SOURCE, "-O0", 3);
+        let (_, path) = compose_parts(d, "unit.c", SOURCE, &["-O0"], 3);
         let info = dump(&path, "--debug-info");
         assert_eq!(info.matches("DW_TAG_compile_unit").count(), 1, "{info}");
         assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
@@ -2232,7 +2224,7 @@ mod tests {
             #endif\n";
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let (parts, path) = compose_parts(d, "conv.c", source, "-O2", 2);
+        let (parts, path) = compose_parts(d, "conv.c", source, &["-O2"], 2);
         // What each conversion names, from the parts as they were.
         // `DW_OP_convert (0x0000002b) "DW_ATE_unsigned_16"`: the name.
         let conversions = |text: &str| {
