@@ -335,7 +335,7 @@ pub struct FragmentSpec {
     pub address_significant: HashSet<String>,
     /// What the fragment's definitions were renamed with in the whole
     /// object (debug fragments linked into one module, see
-    /// `llvm::link_fragment`; `members` name them so): taken off again
+    /// `llvm::BatchLinker`; `members` name them so): taken off again
     /// wherever a name ends with it (symbols, sections, groups).
     pub suffix: String,
 }

@@ -7,7 +7,7 @@
 //!
 //! The fragments are extracted, their lines rebased and compile units
 //! trimmed as for a module of their own, then linked into one module
-//! (`llvm::link_fragment`): each fragment's definitions renamed with a
+//! (`llvm::BatchLinker`): each fragment's definitions renamed with a
 //! suffix of its own, so that no fragment's code or debug info binds to
 //! another's definition, and the types of the unit's context shared as
 //! the fragments share them. Each fragment's object is then cut out of

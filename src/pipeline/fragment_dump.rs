@@ -47,7 +47,7 @@ pub(super) fn dump_fragment_module(module: &Module, members: &str) -> bool {
 
 /// With `REPOCC_DUMP_FRAGMENT_MODULES=DIR`: the debug fragments compiled in
 /// the unit's context (all of them with one job) linked into one module as
-/// `llvm::link_fragment` links them, in `DIR` as `batch-<digest of the
+/// `llvm::BatchLinker` links them, in `DIR` as `batch-<digest of the
 /// unit's source name>.bc`, for `benches/debug-batch-probe.py --batch`.
 /// A fragment whose types the batch would merge is left out (see
 /// shim/batch.cpp). In a context of its own: the batch shares types by
