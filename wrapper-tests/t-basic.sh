@@ -38,6 +38,8 @@ C
 # while it was read: the unit cache does not record it (ccache's "file too
 # new"). The test is about the timings, so the source is made older.
 touch -d '1 minute ago' timed.c
+# touch itself stamps the change time now: let the clock move past it.
+sleep 0.05
 REPOCC_TIMINGS=1 "$REPOCC" -O2 -c timed.c -o timed.o 2> timings.txt
 has '^repocc: timings timed.c: frontend [0-9.]+s key [0-9.]+s mem2reg [0-9.]+s metadata [0-9.]+s optimize [0-9.]+s merge [0-9.]+s codegen [0-9.]+s write [0-9.]+s store [0-9.]+s$' < timings.txt ||
   fail "no stage timings: $(cat timings.txt)"

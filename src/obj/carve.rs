@@ -1326,9 +1326,11 @@ impl<'w, 'a> Builder<'w, 'a> {
                     }
                 };
                 let at = data.len() as u64;
-                let mut fde = bytes
-                    .get(record.start as usize..(record.start + record.len) as usize)?
-                    .to_vec();
+                // Without the padding its place in the whole object gave it
+                // (`padded` pads it again as for any place but the last).
+                let nops = super::unwind::trailing_nops(bytes, record.start)?;
+                let end = (record.start + record.len).checked_sub(nops)?;
+                let mut fde = bytes.get(record.start as usize..end as usize)?.to_vec();
                 let pointer = u32::try_from(at + 4 - cie_out).ok()?;
                 fde[4..8].copy_from_slice(&pointer.to_le_bytes());
                 data.extend_from_slice(&padded(&fde)?);
@@ -1360,7 +1362,8 @@ impl<'w, 'a> Builder<'w, 'a> {
 }
 
 /// An unwind record padded (with `DW_CFA_nop`s, its length adjusted) to a
-/// multiple of 4 bytes, as LLVM pads every record but a section's last:
+/// multiple of 4 bytes, as LLVM pads every record but a section's last (an
+/// FDE comes without the padding it had, see `unwind::trailing_nops`):
 /// composing concatenates fragments' `.eh_frame` sections at 4-byte
 /// boundaries, where a gap between records would read as the zero
 /// terminator. (Padded to 8, as the section's alignment would have it,
@@ -1532,6 +1535,36 @@ int main(int argc, char **argv) {
         // f is an undefined, address-significant symbol of g's fragment.
         std::fs::write(d.join("g.o"), g_alone).unwrap();
         assert!(names(&d.join("g.o"), "-s").contains("UND f"));
+    }
+
+    #[test]
+    fn a_fragment_does_not_depend_on_its_place_among_the_unwind_records() {
+        // LLVM pads the section's last FDE to 8 bytes, the others to 4: g
+        // emitted last must carve as g emitted first. (g keeps x across a
+        // call: one pushed register, an FDE of 25 bytes before padding.)
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let g = "int g(int x) { return f(x) + x; }\n";
+        let h = "int h(int x) { return f(x) * 3 + f(x + 1) * x; }\n";
+        let head = "int f(int);\n";
+        let first = whole(d, "first.c", &format!("{head}{g}{h}"), &["-O2"]);
+        let last = whole(d, "last.c", &format!("{head}{h}{g}"), &["-O2"]);
+        let naming = SectionNaming {
+            function_sections: false,
+            data_sections: false,
+            unique_section_names: true,
+        };
+        let specs = [&spec(&["g"], &[]), &spec(&["h"], &[])];
+        let from_first = carve(&first, &specs, naming).unwrap();
+        let from_last = carve(&last, &specs, naming).unwrap();
+        assert_eq!(
+            from_first[0].as_ref().unwrap(),
+            from_last[0].as_ref().unwrap()
+        );
+        assert_eq!(
+            from_first[1].as_ref().unwrap(),
+            from_last[1].as_ref().unwrap()
+        );
     }
 
     const THROWS: &str = r#"

@@ -161,6 +161,37 @@ pub(super) fn pad_to_alignment(section: &mut OutSection, align: u64) {
     section.align = section.align.max(align);
 }
 
+/// How many `DW_CFA_nop`s end the instructions of the FDE that starts at
+/// `start` in `section` (the `.eh_frame` of a 64-bit little-endian
+/// object). They are padding: LLVM pads every record to 4 bytes but the
+/// section's last one to 8, so a function's record carries more of them
+/// when the function happened to be emitted last — what a carved fragment
+/// must not depend on. `None` when the record cannot be read.
+pub(super) fn trailing_nops(section: &[u8], start: u64) -> Option<u64> {
+    use gimli::{BaseAddresses, CallFrameInstruction, EhFrame, EhFrameOffset, UnwindSection};
+    let mut eh_frame = EhFrame::new(section, gimli::LittleEndian);
+    eh_frame.set_address_size(8);
+    // Pointers are read relative to a section at 0: only their size
+    // matters here, and the relocations are not applied.
+    let bases = BaseAddresses::default().set_eh_frame(0);
+    let fde = eh_frame
+        .fde_from_offset(
+            &bases,
+            EhFrameOffset(usize::try_from(start).ok()?),
+            |section, bases, cie| section.cie_from_offset(bases, cie),
+        )
+        .ok()?;
+    let mut nops = 0;
+    let mut instructions = fde.instructions(&eh_frame, &bases);
+    while let Some(instruction) = instructions.next().ok()? {
+        nops = match instruction {
+            CallFrameInstruction::Nop => nops + 1,
+            _ => 0,
+        };
+    }
+    Some(nops)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::combine::combine;

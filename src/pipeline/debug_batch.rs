@@ -17,9 +17,8 @@
 //! What a fragment's object is must not depend on what else was compiled
 //! with it (invariant 4). The carving of a fragment compiled as a module
 //! of its own is the reference: a fragment the batch's carving declines
-//! is compiled so (with a section per function and datum, and the last
-//! unwind record another function's, as in the batch) and carved from
-//! that object; one that declines there too is left to the path for
+//! is compiled so (with a section per function and datum, as in the
+//! batch) and carved from that object, as is one the batch leaves out; one that declines there too is left to the path for
 //! modules of their own (its object as compiled). Fragments the batch
 //! would change are not put in it: those whose debug types the batch
 //! would merge (`llvm::debug_types_unshareable`), those whose lines need
@@ -45,8 +44,8 @@ use crate::llvm;
 use crate::obj::{carve, Decline};
 
 use super::split::{
-    add_last_unwind_record, balanced_chunks, compile_bitcode, extract, references_of, run_workers,
-    takes_block_addresses, Fragment, LineMode, TargetSpec,
+    balanced_chunks, compile_bitcode, extract, references_of, run_workers, takes_block_addresses,
+    Fragment, LineMode, TargetSpec,
 };
 
 /// One fragment put in a batch.
@@ -77,8 +76,8 @@ type CarvedAlone = Option<(std::result::Result<Vec<u8>, Decline>, Vec<String>)>;
 
 impl Carving<'_, '_> {
     /// `members` compiled as a module of its own, as in a batch (a section
-    /// per function and datum, the last unwind record another function's),
-    /// and carved: the reference a batch's carving must equal.
+    /// per function and datum), and carved: the reference a batch's carving
+    /// must equal.
     fn alone(
         &self,
         machine: &TargetMachine,
@@ -88,7 +87,6 @@ impl Carving<'_, '_> {
         let Some((module, inlined)) = prepared(self.unit, members, self.lines, self.shared) else {
             return Ok(None);
         };
-        add_last_unwind_record(&module);
         let object = llvm::emit_object(machine, &module)
             .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
         let spec = carve::FragmentSpec {
@@ -146,13 +144,13 @@ pub(super) fn emit_debug_carved(
         .collect();
     let weights: Vec<u64> = reach.iter().map(|r| r.weight).collect();
     let chunks = balanced_chunks(&weights, jobs);
-    let batches = build_batches(&carving, chunks, &candidates, plan, reach);
+    let (batches, left_out) = build_batches(&carving, chunks, &candidates, plan, reach);
     let linked = started.elapsed();
     let objects = emit_batches(target, &carving.sectioned, jobs, &batches)?;
     let emitted = started.elapsed();
     let batched: usize = batches.iter().map(|(members, _)| members.len()).sum();
     let batch_count = batches.len();
-    let mut alone = Vec::new();
+    let mut alone = left_out;
     for ((members, _), object) in batches.into_iter().zip(objects) {
         let specs: Vec<&carve::FragmentSpec> = members.iter().map(|m| &m.spec).collect();
         let carved = match carve::carve(&object, &specs, carving.naming) {
@@ -181,12 +179,12 @@ pub(super) fn emit_debug_carved(
         }
     }
     let carved = started.elapsed();
-    // Declined in the batch: carved from a module of its own.
+    // Left out of a batch or declined there: carved from a module of its own.
     let machine = match alone.is_empty() {
         true => None,
         false => Some(target.machine(&carving.sectioned)?),
     };
-    let declined = alone.len();
+    let alone_count = alone.len();
     for member in alone {
         let Some(machine) = &machine else { break };
         let members = &plan[member.plan].0;
@@ -207,7 +205,8 @@ pub(super) fn emit_debug_carved(
     if crate::config::switches().timings {
         say!(
             "repocc: timings {}: debug batches: {batched} of {} fragments in {batch_count} \
-             (link {:.3}s, emit {:.3}s, carve {:.3}s), {declined} declined (alone {:.3}s)",
+             (link {:.3}s, emit {:.3}s, carve {:.3}s), {alone_count} carved alone (left out or \
+             declined, {:.3}s)",
             unit.source_name,
             candidates.len(),
             linked.as_secs_f64(),
@@ -306,19 +305,21 @@ fn check_against_alone(
 /// The batches of the unit's debug fragments: for each chunk of
 /// `candidates` (places in `plan`), its fragments prepared and linked in
 /// the unit's context (extraction is its), one batch per compile unit
-/// directory (see `llvm::debug_compile_directory`). A fragment that cannot
-/// be prepared or linked is in none (left to the path for modules of their
-/// own).
+/// directory (see `llvm::debug_compile_directory`); and the fragments the
+/// batches left out (see `link_batch`). A fragment that cannot be prepared
+/// is in neither (left to the path for modules of their own, as it is
+/// alone).
 fn build_batches<'ctx>(
     carving: &Carving<'_, 'ctx>,
     chunks: Vec<std::ops::Range<usize>>,
     candidates: &[usize],
     plan: &[(Vec<String>, bool)],
     reach: Vec<llvm::FragmentReach>,
-) -> Vec<(Vec<Member>, Module<'ctx>)> {
+) -> (Vec<(Vec<Member>, Module<'ctx>)>, Vec<Member>) {
     let unit = carving.unit;
     let mut reach: Vec<Option<llvm::FragmentReach>> = reach.into_iter().map(Some).collect();
     let mut batches = Vec::with_capacity(chunks.len());
+    let mut left_out = Vec::new();
     for chunk in chunks {
         let mut groups: Vec<(Option<String>, Group<'ctx>)> = Vec::new();
         for c in chunk {
@@ -334,15 +335,15 @@ fn build_batches<'ctx>(
         }
         for (_, group) in groups {
             let batch = unit.module.get_context().create_module("repocc.batch");
-            let members = link_batch(&batch, group, candidates, plan, &mut reach);
+            let (members, mut out) = link_batch(&batch, group, candidates, plan, &mut reach);
+            left_out.append(&mut out);
             if !members.is_empty() {
-                add_last_unwind_record(&batch);
                 super::fragment_dump::dump_compiled_batch(unit, batches.len(), &batch);
                 batches.push((members, batch));
             }
         }
     }
-    batches
+    (batches, left_out)
 }
 
 /// A fragment's module as it is compiled alone, and the functions inlined
@@ -353,42 +354,57 @@ type Prepared<'ctx> = (Module<'ctx>, Vec<String>);
 /// `candidates`, prepared fragment).
 type Group<'ctx> = Vec<(usize, Prepared<'ctx>)>;
 
-/// `group`'s fragments linked into `batch`, each with its suffix; the
-/// members linked (none when the linker refused one: the batch may hold
-/// part of it, so none of it is used).
+/// `group`'s fragments linked into `batch`, each with its suffix: the
+/// members linked, and those the batch left out, which are carved from a
+/// module of their own (what the batch holds besides decided that, and a
+/// fragment's object must not depend on it). A fragment that declares a
+/// library function as the batch does not is left out; when the linker
+/// refuses one, the batch may hold part of it, so none of the batch is
+/// used and every fragment of the group is left out.
 fn link_batch<'ctx>(
     batch: &Module<'ctx>,
     group: Group<'ctx>,
     candidates: &[usize],
     plan: &[(Vec<String>, bool)],
     reach: &mut [Option<llvm::FragmentReach>],
-) -> Vec<Member> {
-    let mut members = Vec::new();
-    let mut linker = llvm::BatchLinker::new(batch);
+) -> (Vec<Member>, Vec<Member>) {
+    let mut linked = Vec::new();
+    let mut left_out = Vec::new();
+    let mut linker = Some(llvm::BatchLinker::new(batch));
     for (c, fragment) in group {
-        if linker.declaration_conflicts(&fragment.0) {
-            continue;
-        }
         let i = candidates[c];
-        let suffix = format!(".repocc.F{}", members.len());
         let reach = reach[c].take().unwrap_or_default();
-        let spec = carve::FragmentSpec {
-            members: plan[i].0.iter().map(|m| format!("{m}{suffix}")).collect(),
-            address_significant: reach.address_significant,
-            suffix,
-        };
         let references = references_of(&fragment.0);
-        if linker.link(fragment.0, &spec.suffix).is_err() {
-            return Vec::new();
-        }
-        members.push(Member {
+        let conflicts = (linker.as_ref()).is_none_or(|l| l.declaration_conflicts(&fragment.0));
+        let suffix = match conflicts {
+            true => String::new(),
+            false => format!(".repocc.F{}", linked.len()),
+        };
+        let member = Member {
             plan: i,
-            spec,
+            spec: carve::FragmentSpec {
+                members: plan[i].0.iter().map(|m| format!("{m}{suffix}")).collect(),
+                address_significant: reach.address_significant,
+                suffix,
+            },
             references,
             inlined: fragment.1,
-        });
+        };
+        if conflicts {
+            left_out.push(member);
+            continue;
+        }
+        if let Some(l) = linker.as_mut() {
+            if l.link(fragment.0, &member.spec.suffix).is_err() {
+                linker = None;
+                left_out.append(&mut linked);
+                left_out.push(member);
+                continue;
+            }
+        }
+        linked.push(member);
     }
-    members
+    (linked, left_out)
 }
 
 /// A fragment's module as compiled on its own (see `split::emit_in_unit`):

@@ -867,14 +867,12 @@ fn emit_carved(
         groups.push(data);
     }
     let group_module = |group: &[usize]| {
-        let module = extract(
+        extract(
             unit,
             group.iter().flat_map(|&p| &specs[p].members),
             false,
             None,
-        );
-        add_last_unwind_record(&module);
-        module
+        )
     };
     let objects: Vec<Vec<u8>> = if jobs <= 1 {
         let machine = target.machine(&sectioned)?;
@@ -934,45 +932,6 @@ fn emit_carved(
         }
     }
     Ok(())
-}
-
-/// Adds a local function whose unwind record is the object's last: LLVM
-/// pads the last record of `.eh_frame` to 8 bytes, the others to 4, and a
-/// fragment's records must not depend on where they stood (`carve` takes
-/// them as they are). LLVM orders the records by their CIE, personality
-/// routine's name first; this function's routine (never called: the
-/// function is never run, nor claimed by any fragment) is named to sort
-/// after every other, so its record comes last whatever the chunk holds.
-pub(super) fn add_last_unwind_record(module: &Module) {
-    let context = module.get_context();
-    let void = context.void_type().fn_type(&[], false);
-    let personality = module.add_function(
-        "~repocc.carve.end.personality",
-        context.i32_type().fn_type(&[], true),
-        Some(Linkage::External),
-    );
-    let callee = module.add_function("repocc.carve.end.callee", void, Some(Linkage::External));
-    let function = module.add_function("repocc.carve.end", void, Some(Linkage::Internal));
-    function.set_personality_function(personality);
-    let entry = context.append_basic_block(function, "entry");
-    let done = context.append_basic_block(function, "done");
-    let pad = context.append_basic_block(function, "pad");
-    let builder = context.create_builder();
-    builder.position_at_end(entry);
-    let _ = builder.build_invoke(callee, &[], done, pad, "");
-    builder.position_at_end(done);
-    let _ = builder.build_return(None);
-    builder.position_at_end(pad);
-    let landing = context.struct_type(
-        &[
-            context.ptr_type(inkwell::AddressSpace::default()).into(),
-            context.i32_type().into(),
-        ],
-        false,
-    );
-    if let Ok(value) = builder.build_landing_pad(landing, personality, &[], true, "") {
-        let _ = builder.build_resume(value);
-    }
 }
 
 pub(super) fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {

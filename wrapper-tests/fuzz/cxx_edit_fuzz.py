@@ -32,8 +32,10 @@ An edit may make a unit fail to compile; then both compiles must fail
 with the same diagnostics.
 
 Everything is seeded: the seed is printed, `--seed S --rounds N` replays.
-A differing object is kept beside the work directory's `bad-*` files with
-the source that gave it. The sources are restored at the end.
+A differing object is kept in the work directory (`bad-R-UNIT.warm.o`,
+`.cold.o`) with the edited files that gave it (`bad-R-UNIT.sources/`,
+under their paths: copy them over the tree to compile it again). The
+sources are restored at the end.
 """
 
 import argparse
@@ -85,6 +87,17 @@ class Editor:
         for f, text in self.pristine.items():
             if Path(f).read_text() != text:
                 Path(f).write_text(text)
+
+    def keep_edited(self, into):
+        """Copies the files that differ from their pristine text into
+        `into`, under their paths, so that a difference can be compiled
+        again by hand."""
+        for f, text in self.pristine.items():
+            now = Path(f).read_text()
+            if now != text:
+                kept = Path(into) / os.path.relpath(f)
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                kept.write_text(now)
 
     def instance(self, r, n):
         t, u = self.rng.choice(TYPES), self.rng.choice(TYPES)
@@ -194,6 +207,7 @@ def main():
                     stem = work / f"bad-{r}-{Path(name).name}"
                     shutil.copy(wobj, f"{stem}.warm.o")
                     shutil.copy(cobj, f"{stem}.cold.o")
+                    editor.keep_edited(f"{stem}.sources")
                     bad.append(f"round {r} {name}: the warm object differs from the cold one (kept as {stem}.*)")
                 if w[0] != 0:
                     log(f"  {name} does not compile after the edit (warm and cold alike)")
