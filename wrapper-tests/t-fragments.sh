@@ -355,3 +355,24 @@ assert_eq "32-bit unit: carving declined" 2 "$(REPOCC_DIR="$SCRATCH/repo-32" sta
 grep -F -e "explain d32.c: decline: composing (ld.lld -r instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say composing declined"
 grep -F -e "explain d32.c: decline: carving (a module per fragment instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say carving declined"
 note "a 32-bit unit: both declines counted and explained"
+
+# A member the carver cannot index (an unwind section with a terminator
+# record, from inline assembly) makes its whole code generation decline;
+# the others are then carved from a module of their own, as they would be
+# carved beside other company: g stored by one unit is the g another unit
+# carves, and that unit's warm object equals its cold one.
+cat > odd.c <<'SRC'
+int g(int x) { return x * 3 + 1; }
+int f(int x) {
+  __asm__ volatile(".pushsection .eh_frame,\"a\",@unwind\n.long 0\n.popsection");
+  return g(x) + 2;
+}
+SRC
+printf 'int g(int x) { return x * 3 + 1; }\nint h(int x) { return g(x) - 5; }\n' > even.c
+REPOCC_DIR="$SCRATCH/repo-odd" REPOCC_UNIT_CACHE=false "$REPOCC" -O2 -c odd.c -o odd.o || fail "repocc -O2 -c odd.c"
+REPOCC_DIR="$SCRATCH/repo-odd" REPOCC_UNIT_CACHE=false "$REPOCC" --zero-stats > /dev/null
+REPOCC_DIR="$SCRATCH/repo-odd" REPOCC_UNIT_CACHE=false "$REPOCC" -O2 -c even.c -o even.warm.o || fail "repocc -O2 -c even.c after odd.c"
+assert_eq "even.c after odd.c: definitions shared" 1 "$(REPOCC_DIR="$SCRATCH/repo-odd" stat_value definitions_shared)"
+REPOCC_DIR="$SCRATCH/repo-even" REPOCC_UNIT_CACHE=false "$REPOCC" -O2 -c even.c -o even.cold.o || fail "repocc -O2 -c even.c, cold"
+cmp even.warm.o even.cold.o || fail "even.c with g stored by a unit whose carving declined: the warm object differs from the cold one"
+note "a whole code generation the carver declines: its members carved alone, warm equals cold"

@@ -346,11 +346,23 @@ pub struct FragmentSpec {
 /// (decided by the fragment alone, so that it is compiled the other way
 /// whatever it was compiled with); `None` for all: the object is not one
 /// handled here (the reason why).
+/// The decline for an object of another class, byte order or machine
+/// than carving reads (ELF64 little-endian, x86-64 or AArch64): whatever
+/// it holds, so a fragment of it would decline alone as well.
+pub const FOREIGN_OBJECT: Decline =
+    Decline("carving: not an ELF64 little-endian x86-64 or AArch64 object");
+
 pub fn carve(
     whole: &[u8],
     fragments: &[&FragmentSpec],
     naming: SectionNaming,
 ) -> Result<Vec<Result<Vec<u8>, Decline>>, Decline> {
+    let carvable = whole.get(..4) == Some(b"\x7fELF".as_slice())
+        && whole.get(4..6) == Some([2u8, 1].as_slice())
+        && u16_at(whole, 18).is_some_and(|m| matches!(m, EM_X86_64 | EM_AARCH64));
+    if !carvable {
+        return Err(FOREIGN_OBJECT);
+    }
     let w = index(whole).ok_or(Decline("an object carving cannot index"))?;
     let debug = DebugIndex::of(&w.input, &w.relas, w.machine)?;
     let mut claimed = vec![false; w.input.shdrs.len()];

@@ -173,7 +173,10 @@ pub(super) fn emit_debug_carved(
                 }
                 Err(decline) => {
                     declines.push(decline);
-                    alone.push(member);
+                    // Alone it would decline as well.
+                    if decline != carve::FOREIGN_OBJECT {
+                        alone.push(member);
+                    }
                 }
             }
         }

@@ -909,9 +909,29 @@ fn emit_carved(
         let group_specs: Vec<&carve::FragmentSpec> = group.iter().map(|&p| &specs[p]).collect();
         let carved = match carve::carve(object, &group_specs, naming) {
             Ok(carved) => carved,
-            Err(decline) => {
+            Err(decline) if decline == carve::FOREIGN_OBJECT => {
                 declines.extend(group.iter().map(|_| decline));
                 continue;
+            }
+            // The whole object declined, perhaps for one member's sake:
+            // each member is carved from a module of its own, so that
+            // what the others are decides nothing of its bytes.
+            Err(_) => {
+                let machine = target.machine(&sectioned)?;
+                let mut alone = Vec::with_capacity(group.len());
+                for &pos in group {
+                    let module = extract(unit, &specs[pos].members, false, None);
+                    let object = llvm::emit_object(&machine, &module).map_err(|e| {
+                        anyhow!("generating code for {}: {e}", specs[pos].members.join(","))
+                    })?;
+                    alone.push(
+                        match carve::carve(object.as_slice(), &[&specs[pos]], naming) {
+                            Ok(mut carved) => carved.remove(0),
+                            Err(decline) => Err(decline),
+                        },
+                    );
+                }
+                alone
             }
         };
         for (&pos, object) in group.iter().zip(carved) {
