@@ -15,13 +15,15 @@
 //   fragment's functions and variables then follow the others in the
 //   order they had in the fragment (the code generator makes a function's
 //   debug entries when it finishes the function);
-// - debug types are shared by identifier (the context's ODR type map, set
-//   before the first fragment is read), as they are in the unit's context.
-//   A fragment whose types the map would merge where the fragment keeps
-//   them apart is left out by the caller: one that names a type local to
-//   a function (an identifier `_ZTSZ...`: each fragment's own), or two
-//   types with one identifier (two local structs of one name and content
-//   get one `repocc.` identifier, see debug_types.cpp).
+// - debug types are the fragments' nodes, one per type where the unit has
+//   one. A fragment with two types of one identifier (two local structs
+//   of one name and content get one `repocc.` identifier, see
+//   debug_types.cpp) is left out by the caller: each would be a type unit
+//   of one signature, alone as in the batch, which carving declines. Two
+//   fragments' types of one identifier that are two nodes (a class named
+//   after a type local to a fragment's function, with that fragment's
+//   lines) are two type units of one signature in the batch as well; the
+//   carver takes for each fragment the one its compile unit made.
 // - one linker (`IRMover`) for all of a batch's fragments: making one
 //   walks every type and metadata node of the batch, so one per fragment
 //   made linking a unit's fragments quadratic (format-test.cc at -O2 -g:
@@ -61,8 +63,6 @@ int repocc_debug_types_unshareable(LLVMModuleRef module) {
     const MDNode *N = Work.pop_back_val();
     if (auto *C = dyn_cast<DICompositeType>(N))
       if (MDString *Id = C->getRawIdentifier()) {
-        if (Id->getString().starts_with("_ZTSZ"))
-          return 1;
         auto [It, New] = ByIdentifier.try_emplace(Id, C);
         if (!New && It->second != C)
           return 1;

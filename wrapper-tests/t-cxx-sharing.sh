@@ -271,6 +271,17 @@ grep -q 'type = struct shelf::Label {' gdb.clang || fail "gdb cannot show struct
 diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
 unset REPOCC_DEBUG_FRAGMENTS
 
+note "debug carving: functions holding local types (a lambda, a struct) are carved from the batch and equal their compile alone"
+cp "$P"/lambdas.h "$P"/lambdas.cpp .
+out=$(REPOCC_DIR="$SCRATCH/repo-lambdas" REPOCC_DEBUG_FRAGMENTS=true REPOCC_CHECK_DEBUG_CARVING=1 REPOCC_TIMINGS=1 \
+  "$REPOCCXX" -O2 -g -c lambdas.cpp -o lambdas.o 2>&1) || fail "repocc -O2 -g lambdas.cpp: $out"
+case "$out" in *"debug carving differs"*) fail "lambdas.cpp: $out" ;; esac
+echo "$out" | grep -Eq "debug batches: ([0-9]+) of \1 fragments .* 0 carved alone" \
+  || fail "lambdas.cpp: a fragment was left out of the batch: $out"
+"$REPOCCXX" lambdas.o -o lambdas
+clang++-19 -O2 -g lambdas.cpp -o lambdas.clang
+assert_eq "lambdas output" "$(./lambdas.clang)" "$(./lambdas)"
+
 note "yaml-cpp at -O3: regex_yaml.cpp after scanner.cpp (recursive destructors emitted in another order) equals its cold compile"
 yaml=$(fetch_debian_source yaml-cpp --skip-patches)
 yflags=(-O3 -std=gnu++11 -fvisibility=hidden -DYAML_CPP_USE_VISIBILITY -I"$yaml/include" -I"$yaml/src")

@@ -24,10 +24,9 @@ pub fn share_debug_types_by_identifier(context: &Context) {
     unsafe { repocc_share_debug_types_by_identifier(context.raw()) }
 }
 
-/// Whether a batch whose context shares debug types by identifier would
-/// merge types `module` keeps apart: a type local to a function (an
-/// identifier `_ZTSZ...`, each fragment's own), or two types with one
-/// identifier.
+/// Whether `module` holds two debug types of one identifier: each would be
+/// a type unit of one signature, which carving declines, in a batch as
+/// alone.
 pub fn debug_types_unshareable(module: &Module) -> bool {
     // SAFETY: the module is alive; the shim only reads it.
     unsafe { repocc_debug_types_unshareable(module.as_mut_ptr()) != 0 }

@@ -1692,6 +1692,87 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_err());
     }
 
+    /// Two fragments whose types of one identifier are two nodes (in the
+    /// pipeline: a class named after a fragment's own local type, with that
+    /// fragment's lines) give a batch two type units of one signature; each
+    /// fragment is carved with the one its compile unit made, as alone.
+    #[test]
+    fn type_units_of_one_signature_are_each_fragments_own() {
+        use crate::llvm::BatchLinker;
+        use inkwell::context::Context;
+        use inkwell::module::Module;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sources = [
+            (
+                "a.cc",
+                "struct S { int x; long y; };\n\
+              extern \"C\" long fa(S *s) { return s->x + s->y; }\n",
+            ),
+            (
+                "b.cc",
+                "\n\n\nstruct S { int x; long y; };\n\
+              extern \"C\" long fb(S *s) { return s->x * s->y; }\n",
+            ),
+        ];
+        let llc = |input: &Path, output: &Path| {
+            succeed(
+                Command::new("llc-19")
+                    .args(["-O2", "-filetype=obj", "-function-sections"])
+                    .args(["-data-sections", "-generate-type-units", "-o"])
+                    .arg(output)
+                    .arg(input),
+            );
+            std::fs::read(output).unwrap()
+        };
+        // No types shared by identifier: the batch holds both nodes, as a
+        // worker reads it.
+        let context = Context::create();
+        let batch = context.create_module("batch");
+        let mut linker = BatchLinker::new(&batch);
+        let mut alone = Vec::new();
+        for (k, (name, text)) in sources.into_iter().enumerate() {
+            std::fs::write(d.join(name), text).unwrap();
+            let bc = d.join(format!("{name}.bc"));
+            succeed(
+                Command::new("clang++-19")
+                    .args(["-O2", "-g", "-emit-llvm", "-c", "-o"])
+                    .arg(&bc)
+                    .arg(d.join(name)),
+            );
+            alone.push(llc(&bc, &d.join(format!("{name}.o"))));
+            let module = Module::parse_bitcode_from_path(&bc, &context).unwrap();
+            linker.link(module, &format!(".repocc.F{k}")).unwrap();
+        }
+        drop(linker);
+        assert!(batch.write_bitcode_to_path(d.join("batch.bc")));
+        let whole = llc(&d.join("batch.bc"), &d.join("batch.o"));
+        let shown = dump(&d.join("batch.o"), "--debug-info");
+        assert_eq!(shown.matches("Type Unit:").count(), 2, "{shown}");
+        let naming = SectionNaming {
+            function_sections: true,
+            data_sections: true,
+            unique_section_names: true,
+        };
+        let suffixed: Vec<FragmentSpec> = ["fa", "fb"]
+            .iter()
+            .enumerate()
+            .map(|(k, f)| FragmentSpec {
+                members: vec![format!("{f}.repocc.F{k}")],
+                address_significant: HashSet::new(),
+                suffix: format!(".repocc.F{k}"),
+            })
+            .collect();
+        let carved = carve(&whole, &suffixed.iter().collect::<Vec<_>>(), naming).unwrap();
+        for (k, f) in ["fa", "fb"].iter().enumerate() {
+            let from_alone = carve(&alone[k], &[&spec(&[f], &[])], naming)
+                .unwrap()
+                .remove(0)
+                .unwrap();
+            assert!(carved[k].as_ref().unwrap() == &from_alone, "{f}");
+        }
+    }
+
     /// Fragments' modules with debug info (each a compile unit, sharing
     /// C++ types through type units) compiled as one object as repocc
     /// links them, and each alone: every fragment carved from the one
@@ -1753,13 +1834,6 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         let mut linker = BatchLinker::new(&batch);
         let mut alone = Vec::new();
         for (k, (name, text)) in sources.into_iter().enumerate() {
-            // As the pipeline ends every code generation with a function
-            // of its own (see `split`), so that no fragment's unwind
-            // record is the last, which LLVM pads to eight bytes.
-            let text = format!(
-                "{text}extern \"C\" __attribute__((nodebug)) void end_{}() {{}}\n",
-                &name[..1]
-            );
             std::fs::write(d.join(name), text).unwrap();
             let bc = d.join(format!("{name}.bc"));
             succeed(

@@ -195,8 +195,8 @@ pub(super) struct DebugIndex<'a> {
     /// The compile units (indices into `units`).
     compile_units: Vec<usize>,
     type_units: HashMap<u64, usize>,
-    /// Signatures of more than one type unit.
-    ambiguous: HashSet<u64>,
+    /// Signatures of more than one type unit, with all of them.
+    ambiguous: HashMap<u64, Vec<usize>>,
     /// Each compile unit's sections its addresses point into.
     unit_sections: Vec<HashSet<usize>>,
     /// Some compile unit has no address: which fragment it belongs to
@@ -288,7 +288,7 @@ impl<'a> DebugIndex<'a> {
             units: Vec::new(),
             compile_units: Vec::new(),
             type_units: HashMap::new(),
-            ambiguous: HashSet::new(),
+            ambiguous: HashMap::new(),
             unit_sections: Vec::new(),
             unowned: false,
             offset_reloc: if machine == EM_AARCH64 { 258 } else { 10 },
@@ -308,14 +308,13 @@ impl<'a> DebugIndex<'a> {
                         index.compile_units.push(index.units.len())
                     }
                     2 if grouped.contains(&i) => {
-                        // Two types of one identifier (kept apart in the
-                        // unit), each made a unit: a fragment reaching it
-                        // is carved from an object of its own.
-                        if (index.type_units)
-                            .insert(unit.signature, index.units.len())
-                            .is_some()
-                        {
-                            index.ambiguous.insert(unit.signature);
+                        // Two types of one identifier, each made a unit
+                        // (see `carve_unit`).
+                        let at = index.units.len();
+                        if let Some(first) = index.type_units.insert(unit.signature, at) {
+                            (index.ambiguous.entry(unit.signature))
+                                .or_insert_with(|| vec![first])
+                                .push(at);
                         }
                     }
                     _ => return Err(no("debug: a unit in a section not its kind's")),
@@ -733,13 +732,28 @@ impl<'a> DebugIndex<'a> {
         let program = w.program(self, own).ok_or(no("debug: the line program"))?;
         let mut type_units = Vec::new();
         while let Some(signature) = w.queue.pop_front() {
-            if self.ambiguous.contains(&signature) {
-                return Err(no("debug: two type units of one signature"));
-            }
-            let t = *self
-                .type_units
-                .get(&signature)
-                .ok_or(no("debug: a type unit the object lacks"))?;
+            let t = match self.ambiguous.get(&signature) {
+                // Two types of one identifier that are not one node: a
+                // class whose template argument is a type local to a
+                // fragment's function (a lambda's), with that fragment's
+                // lines. Each was made a unit by the compile unit of the
+                // fragment whose node it is, as alone, and names that
+                // unit's line table; a fragment with no such unit among
+                // them (its node another's) is carved from an object of
+                // its own.
+                Some(all) => {
+                    let mut own = (all.iter().copied())
+                        .filter(|&t| self.stmt_list(t).flatten() == Some(stmt));
+                    match (own.next(), own.next()) {
+                        (Some(t), None) => t,
+                        _ => return Err(no("debug: two type units of one signature")),
+                    }
+                }
+                None => *self
+                    .type_units
+                    .get(&signature)
+                    .ok_or(no("debug: a type unit the object lacks"))?,
+            };
             let bases = self.bases(t).ok_or(no("debug: a type unit's tables"))?;
             let tu_stmt = self
                 .stmt_list(t)

@@ -20,8 +20,8 @@
 //! is compiled so (with a section per function and datum, as in the
 //! batch) and carved from that object, as is one the batch leaves out; one that declines there too is left to the path for
 //! modules of their own (its object as compiled). Fragments the batch
-//! would change are not put in it: those whose debug types the batch
-//! would merge (`llvm::debug_types_unshareable`), those whose lines need
+//! would change are not put in it: those with two debug types of one
+//! identifier (`llvm::debug_types_unshareable`), those whose lines need
 //! the printed text to be rebased, label tables, structors' keys and
 //! functions in named sections.
 //!
@@ -432,8 +432,9 @@ fn prepared<'ctx>(
         }
     }
     llvm::trim_debug_units(&module, false);
-    // Two types of one identifier would be one type unit here, two alone
-    // (it would decline): compiled on its own from the start.
+    // Two types of one identifier are two type units of one signature,
+    // which carving declines in a batch as alone: compiled on its own from
+    // the start.
     if llvm::debug_types_unshareable(&module) {
         return None;
     }
