@@ -352,6 +352,16 @@ pub struct FragmentSpec {
 pub const FOREIGN_OBJECT: Decline =
     Decline("carving: not an ELF64 little-endian x86-64 or AArch64 object");
 
+/// The object of the one fragment `whole` was compiled for (a module of
+/// its own), carved as from any object.
+pub fn carve_alone(
+    whole: &[u8],
+    fragment: &FragmentSpec,
+    naming: SectionNaming,
+) -> Result<Vec<u8>, Decline> {
+    carve(whole, &[fragment], naming)?.remove(0)
+}
+
 pub fn carve(
     whole: &[u8],
     fragments: &[&FragmentSpec],

@@ -18,8 +18,9 @@
 //! with it (invariant 4). The carving of a fragment compiled as a module
 //! of its own is the reference: a fragment the batch's carving declines
 //! is compiled so (with a section per function and datum, as in the
-//! batch) and carved from that object, as is one the batch leaves out; one that declines there too is left to the path for
-//! modules of their own (its object as compiled). Fragments the batch
+//! batch) and carved from that object, as is one the batch leaves out;
+//! one that declines there too is left to the path for modules of their
+//! own (its object as compiled). Fragments the batch
 //! would change are not put in it: those with two debug types of one
 //! identifier (`llvm::debug_types_unshareable`), those whose lines need
 //! the printed text to be rebased, label tables, structors' keys and
@@ -94,10 +95,7 @@ impl Carving<'_, '_> {
             address_significant: address_significant.clone(),
             suffix: String::new(),
         };
-        let carved = match carve::carve(object.as_slice(), &[&spec], self.naming) {
-            Ok(mut carved) => carved.remove(0),
-            Err(decline) => Err(decline),
-        };
+        let carved = carve::carve_alone(object.as_slice(), &spec, self.naming);
         Ok(Some((carved, inlined)))
     }
 }
@@ -378,8 +376,8 @@ fn link_batch<'ctx>(
         let i = candidates[c];
         let reach = reach[c].take().unwrap_or_default();
         let references = references_of(&fragment.0);
-        let conflicts = (linker.as_ref()).is_none_or(|l| l.declaration_conflicts(&fragment.0));
-        let suffix = match conflicts {
+        let leave_out = (linker.as_ref()).is_none_or(|l| l.declaration_conflicts(&fragment.0));
+        let suffix = match leave_out {
             true => String::new(),
             false => format!(".repocc.F{}", linked.len()),
         };
@@ -393,7 +391,7 @@ fn link_batch<'ctx>(
             references,
             inlined: fragment.1,
         };
-        if conflicts {
+        if leave_out {
             left_out.push(member);
             continue;
         }

@@ -924,12 +924,7 @@ fn emit_carved(
                     let object = llvm::emit_object(&machine, &module).map_err(|e| {
                         anyhow!("generating code for {}: {e}", specs[pos].members.join(","))
                     })?;
-                    alone.push(
-                        match carve::carve(object.as_slice(), &[&specs[pos]], naming) {
-                            Ok(mut carved) => carved.remove(0),
-                            Err(decline) => Err(decline),
-                        },
-                    );
+                    alone.push(carve::carve_alone(object.as_slice(), &specs[pos], naming));
                 }
                 alone
             }
