@@ -1702,29 +1702,19 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         assert!(carve(b"\x7fELF", &[&spec(&["a"], &[])], naming).is_err());
     }
 
-    /// Two fragments whose types of one identifier are two nodes (in the
-    /// pipeline: a class named after a fragment's own local type, with that
-    /// fragment's lines) give a batch two type units of one signature; each
-    /// fragment is carved with the one its compile unit made, as alone.
-    #[test]
-    fn type_units_of_one_signature_are_each_fragments_own() {
-        use crate::llvm::BatchLinker;
+    /// `sources` (name, text) compiled by clang++-19 at `-O2 -g`, each
+    /// alone and all linked into one batch (each fragment's definitions
+    /// with its suffix `.repocc.F<k>`), through `llc -generate-type-units`:
+    /// (the batch's object, each source's object alone). `share_types`:
+    /// the batch's context shares debug types by identifier.
+    fn batch_and_alone(
+        d: &Path,
+        sources: &[(&str, &str)],
+        share_types: bool,
+    ) -> (Vec<u8>, Vec<Vec<u8>>) {
+        use crate::llvm::{share_debug_types_by_identifier, BatchLinker};
         use inkwell::context::Context;
         use inkwell::module::Module;
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        let sources = [
-            (
-                "a.cc",
-                "struct S { int x; long y; };\n\
-              extern \"C\" long fa(S *s) { return s->x + s->y; }\n",
-            ),
-            (
-                "b.cc",
-                "\n\n\nstruct S { int x; long y; };\n\
-              extern \"C\" long fb(S *s) { return s->x * s->y; }\n",
-            ),
-        ];
         let llc = |input: &Path, output: &Path| {
             succeed(
                 Command::new("llc-19")
@@ -1735,13 +1725,14 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             );
             std::fs::read(output).unwrap()
         };
-        // No types shared by identifier: the batch holds both nodes, as a
-        // worker reads it.
         let context = Context::create();
+        if share_types {
+            share_debug_types_by_identifier(&context);
+        }
         let batch = context.create_module("batch");
         let mut linker = BatchLinker::new(&batch);
         let mut alone = Vec::new();
-        for (k, (name, text)) in sources.into_iter().enumerate() {
+        for (k, &(name, text)) in sources.iter().enumerate() {
             std::fs::write(d.join(name), text).unwrap();
             let bc = d.join(format!("{name}.bc"));
             succeed(
@@ -1756,7 +1747,32 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         }
         drop(linker);
         assert!(batch.write_bitcode_to_path(d.join("batch.bc")));
-        let whole = llc(&d.join("batch.bc"), &d.join("batch.o"));
+        (llc(&d.join("batch.bc"), &d.join("batch.o")), alone)
+    }
+
+    /// Two fragments whose types of one identifier are two nodes (in the
+    /// pipeline: a class named after a fragment's own local type, with that
+    /// fragment's lines) give a batch two type units of one signature; each
+    /// fragment is carved with the one its compile unit made, as alone.
+    #[test]
+    fn type_units_of_one_signature_are_each_fragments_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let sources = [
+            (
+                "a.cc",
+                "struct S { int x; long y; };\n\
+              extern \"C\" long fa(S *s) { return s->x + s->y; }\n",
+            ),
+            (
+                "b.cc",
+                "\n\n\nstruct S { int x; long y; };\n\
+              extern \"C\" long fb(S *s) { return s->x * s->y; }\n",
+            ),
+        ];
+        // No types shared by identifier: the batch holds both nodes, as a
+        // worker reads it.
+        let (whole, alone) = batch_and_alone(d, &sources, false);
         let shown = dump(&d.join("batch.o"), "--debug-info");
         assert_eq!(shown.matches("Type Unit:").count(), 2, "{shown}");
         let naming = SectionNaming {
@@ -1791,9 +1807,6 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
     /// of the fragment compiled alone.
     #[test]
     fn debug_info_is_carved_as_from_the_fragment_alone() {
-        use crate::llvm::{share_debug_types_by_identifier, BatchLinker};
-        use inkwell::context::Context;
-        use inkwell::module::Module;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let header = "#pragma once\n\
@@ -1822,43 +1835,7 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
                 counter_c += v;\n\
                 return v + c;\n}\n"),
         ];
-        let llc = |input: &Path, output: &Path| {
-            succeed(
-                Command::new("llc-19")
-                    .args([
-                        "-O2",
-                        "-filetype=obj",
-                        "-function-sections",
-                        "-data-sections",
-                        "-generate-type-units",
-                        "-o",
-                    ])
-                    .arg(output)
-                    .arg(input),
-            );
-            std::fs::read(output).unwrap()
-        };
-        let context = Context::create();
-        share_debug_types_by_identifier(&context);
-        let batch = context.create_module("batch");
-        let mut linker = BatchLinker::new(&batch);
-        let mut alone = Vec::new();
-        for (k, (name, text)) in sources.into_iter().enumerate() {
-            std::fs::write(d.join(name), text).unwrap();
-            let bc = d.join(format!("{name}.bc"));
-            succeed(
-                Command::new("clang++-19")
-                    .args(["-O2", "-g", "-emit-llvm", "-c", "-o"])
-                    .arg(&bc)
-                    .arg(d.join(name)),
-            );
-            alone.push(llc(&bc, &d.join(format!("{name}.o"))));
-            let module = Module::parse_bitcode_from_path(&bc, &context).unwrap();
-            linker.link(module, &format!(".repocc.F{k}")).unwrap();
-        }
-        drop(linker);
-        assert!(batch.write_bitcode_to_path(d.join("batch.bc")));
-        let whole = llc(&d.join("batch.bc"), &d.join("batch.o"));
+        let (whole, alone) = batch_and_alone(d, &sources, true);
         let specs = [
             spec(&["fa"], &[]),
             spec(&["fb"], &[]),
