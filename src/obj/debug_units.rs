@@ -11,11 +11,12 @@
 //! - the name: a fragment's compile unit names no source file (it may have
 //!   been stored by another unit), the glue's does, and the glue comes
 //!   first: the merged root takes the name of the run's first member;
-//! - `.debug_info`: one header and root DIE (a member's whose root has
-//!   every base attribute the run needs), its range widened to the run's
-//!   code where that is one range of one section, in the members' order,
-//!   else listing the members' ranges as clang's root does for code in
-//!   several sections (`RangesRoot`); then every member's children;
+//! - `.debug_info`: one header and root DIE (a member's, preferably one
+//!   whose root names every table the run has), its range widened to the
+//!   run's code where that is one range of one section, in the members'
+//!   order, else listing the members' ranges as clang's root does for
+//!   code in several sections; a root that lists ranges or lacks a table's
+//!   base is written anew (`RewrittenRoot`); then every member's children;
 //!   references inside a unit move with it;
 //! - `.debug_addr`, `.debug_loclists`, `.debug_rnglists`: the members'
 //!   tables one after another (the lists' offsets recomputed, the address
@@ -191,7 +192,7 @@ struct Field {
 }
 
 /// The tables a unit names by index from a base attribute.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Kind {
     Addr,
     Loc,
@@ -330,7 +331,7 @@ struct Run {
     low_pc: Option<u64>,
     /// Each member's code: its address's index in the merged table, and
     /// its length; and whether they are one range of one section, in
-    /// order (else the merged root lists them, see `RangesRoot`).
+    /// order (else the merged root lists them, see `RewrittenRoot`).
     ranges: Vec<(u64, u64)>,
     one_range: bool,
     /// The head line table, and the entries appended to it: (table, entry)
@@ -432,8 +433,8 @@ fn merged_sections(
         sections: Vec::new(),
         moved: HashMap::new(),
     };
-    let ranges_roots = out.ranges_roots(&read, &units, &runs, &abbrev_tables, sections)?;
-    let starts: Vec<Vec<u64>> = (runs.iter().zip(&ranges_roots))
+    let rewritten_roots = out.rewritten_roots(&read, &units, &runs, &abbrev_tables, sections)?;
+    let starts: Vec<Vec<u64>> = (runs.iter().zip(&rewritten_roots))
         .map(|(run, root)| children_starts(run, &units, root.as_ref()))
         .collect::<Option<_>>()?;
     let run_bases = out.indexed_tables(debug, &units, &runs, &roles, &starts)?;
@@ -456,7 +457,7 @@ fn merged_sections(
                     &run_bases[r],
                     head_line,
                     Layout {
-                        ranges_root: ranges_roots[r].as_ref(),
+                        rewritten_root: rewritten_roots[r].as_ref(),
                         starts: &starts[r],
                     },
                     &mut new_info,
@@ -673,29 +674,37 @@ impl Merged {
     /// Declarations for the roots that list their ranges, added to their
     /// abbreviation tables (which move what follows them); per run, its
     /// root's, if it lists them.
-    fn ranges_roots(
+    fn rewritten_roots(
         &mut self,
         read: &DebugSectionsRead,
         units: &[Unit],
         runs: &[Run],
         abbrev_tables: &HashMap<i64, Vec<Abbrev>>,
         sections: &[OutSection],
-    ) -> Option<Vec<Option<RangesRoot>>> {
+    ) -> Option<Vec<Option<RewrittenRoot>>> {
         let (debug, abbrev) = (&read.debug, &read.abbrev);
-        let mut ranges_roots: Vec<Option<RangesRoot>> = Vec::new();
+        let mut rewritten_roots: Vec<Option<RewrittenRoot>> = Vec::new();
         let mut additions: HashMap<i64, Vec<u8>> = HashMap::new();
         let mut next_code: HashMap<i64, u64> = HashMap::new();
-        let mut declared: HashMap<(i64, u64, bool), u64> = HashMap::new();
+        let mut declared: HashMap<(i64, u64, bool, Vec<Kind>), u64> = HashMap::new();
         for run in runs {
-            if run.one_range {
-                ranges_roots.push(None);
+            let d = &units[run.donor?];
+            let ranges = !run.one_range;
+            // A root listing ranges names a range list (and its base).
+            let added: Vec<Kind> = (KINDS.iter().copied())
+                .filter(|&k| {
+                    let needed = run.totals[k as usize] > 0 || (ranges && k == Kind::Rng);
+                    needed && d.bases[k as usize].is_none()
+                })
+                .collect();
+            if !ranges && added.is_empty() {
+                rewritten_roots.push(None);
                 continue;
             }
-            let d = &units[run.donor?];
             let table_at = d.abbrevs.1;
             let table = abbrev_tables.get(&table_at)?;
-            let adds_base = d.bases[Kind::Rng as usize].is_none();
-            let code = match declared.get(&(table_at, d.root_code, adds_base)) {
+            let key = (table_at, d.root_code, ranges, added.clone());
+            let code = match declared.get(&key) {
                 Some(&code) => code,
                 None => {
                     let next = next_code
@@ -707,23 +716,25 @@ impl Merged {
                     additions
                         .entry(table_at)
                         .or_default()
-                        .extend(ranges_declaration(code, decl, adds_base));
-                    declared.insert((table_at, d.root_code, adds_base), code);
+                        .extend(rewritten_declaration(code, decl, ranges, &added));
+                    declared.insert(key, code);
                     code
                 }
             };
             let stmt_list = d.line?.1;
             let r_type = debug.info.within(stmt_list..stmt_list + 1).next()?.r_type;
-            ranges_roots.push(Some(RangesRoot {
+            let added_bases = (added.iter())
+                .map(|&k| Some((k, debug.table(k)?.sym)))
+                .collect::<Option<_>>()?;
+            rewritten_roots.push(Some(RewrittenRoot {
                 code,
-                list_index: run.totals[Kind::Rng as usize],
-                adds_base,
-                sym: debug.table(Kind::Rng)?.sym,
+                list_index: ranges.then_some(run.totals[Kind::Rng as usize]),
+                added_bases,
                 r_type,
             }));
         }
         if additions.is_empty() {
-            return Some(ranges_roots);
+            return Some(rewritten_roots);
         }
         if !abbrev.relas.is_empty() {
             return None;
@@ -757,7 +768,7 @@ impl Merged {
             }
         }
         self.sections.push((read.abbrev_index, out));
-        Some(ranges_roots)
+        Some(rewritten_roots)
     }
 
     /// The line tables: a run's merged into one, the others copied.
@@ -908,26 +919,32 @@ fn form_runs(debug: &Debug, units: &[Unit]) -> Vec<Run> {
 }
 
 /// The member whose root the merged unit keeps: the first whose root has
-/// children, a range if the run has code, and the base of every table the
-/// run has. `false` when none has.
+/// children and a range if the run has code, and of those the first with
+/// the base of every table the run has (else the root is written anew
+/// with the bases it lacks, see `RewrittenRoot`). `false` when none has.
 fn choose_donor(run: &mut Run, units: &[Unit]) -> bool {
     let comp_dir = run
         .members
         .first()
         .and_then(|&f| units[f].comp_dir.as_ref());
-    run.donor = run.members.iter().copied().find(|&m| {
-        let unit = &units[m];
+    let candidate = |m: &usize| {
+        let unit = &units[*m];
         // The merged root says the run's directory.
         unit.comp_dir.as_ref() == comp_dir
             && unit.root_children
             && (run.code.is_none() || (unit.low_pc.is_some() && unit.high_pc.is_some()))
-            && KINDS
-                .iter()
-                .all(|&k| run.totals[k as usize] == 0 || unit.bases[k as usize].is_some())
-    });
+    };
+    let every_base = |m: &usize| {
+        (KINDS.iter())
+            .all(|&k| run.totals[k as usize] == 0 || units[*m].bases[k as usize].is_some())
+    };
+    run.donor = (run.members.iter().copied())
+        .filter(candidate)
+        .find(every_base)
+        .or_else(|| run.members.iter().copied().find(candidate));
     let Some(d) = run.donor else { return false };
     if !run.one_range {
-        return true; // the root is written anew (see `RangesRoot`)
+        return true; // the root is written anew (see `RewrittenRoot`)
     }
     // The root's low_pc names the run's first address.
     match (units[d].low_pc, run.low_pc) {
@@ -1139,22 +1156,27 @@ fn merged_table(
     Some(base)
 }
 
-/// A merged root that lists its code's ranges, as clang's root does for a
-/// unit whose code is in several sections: written with a declaration
-/// added to the unit's abbreviation table (`code`: the donor's, with
-/// `DW_AT_low_pc` an address of 0 and `DW_AT_ranges` a range list index
-/// in place of `DW_AT_high_pc`, and `DW_AT_rnglists_base` added where the
-/// donor has none, relocated as its `DW_AT_stmt_list` is).
-struct RangesRoot {
+/// A merged root written anew with a declaration added to the unit's
+/// abbreviation table (`code`: the donor's, changed):
+///
+/// - where the run's code is in several ranges it lists them, as clang's
+///   root does for a unit whose code is in several sections:
+///   `DW_AT_low_pc` an address of 0 and `DW_AT_ranges` a range list
+///   index in place of `DW_AT_high_pc`;
+/// - the base of each table the run has and the donor's root does not
+///   name (a fragment's root names only the tables it has) is added,
+///   relocated as its `DW_AT_stmt_list` is.
+struct RewrittenRoot {
     code: u64,
-    list_index: u64,
-    adds_base: bool,
-    sym: Option<SymRef>,
+    /// The index of the root's range list, where it lists ranges.
+    list_index: Option<u64>,
+    /// The bases added, with their table's section symbol.
+    added_bases: Vec<(Kind, Option<SymRef>)>,
     r_type: u32,
 }
 
-/// The declaration of a [`RangesRoot`] made from the donor's `decl`.
-fn ranges_declaration(code: u64, decl: &Abbrev, adds_base: bool) -> Vec<u8> {
+/// The declaration of a [`RewrittenRoot`] made from the donor's `decl`.
+fn rewritten_declaration(code: u64, decl: &Abbrev, ranges: bool, added: &[Kind]) -> Vec<u8> {
     const DW_TAG_COMPILE_UNIT: u64 = gimli::DW_TAG_compile_unit.0 as u64;
     let mut out = Vec::new();
     write_uleb(&mut out, code);
@@ -1169,13 +1191,13 @@ fn ranges_declaration(code: u64, decl: &Abbrev, adds_base: bool) -> Vec<u8> {
     };
     for &(name, form, implicit) in &decl.attributes {
         match name {
-            DW_AT_LOW_PC => attribute(&mut out, DW_AT_LOW_PC, DW_FORM_ADDR, 0),
-            DW_AT_HIGH_PC => attribute(&mut out, DW_AT_RANGES, DW_FORM_RNGLISTX, 0),
+            DW_AT_LOW_PC if ranges => attribute(&mut out, DW_AT_LOW_PC, DW_FORM_ADDR, 0),
+            DW_AT_HIGH_PC if ranges => attribute(&mut out, DW_AT_RANGES, DW_FORM_RNGLISTX, 0),
             _ => attribute(&mut out, name, form, implicit),
         }
     }
-    if adds_base {
-        attribute(&mut out, DW_AT_RNGLISTS_BASE, DW_FORM_SEC_OFFSET, 0);
+    for kind in added {
+        attribute(&mut out, kind.base_attribute(), DW_FORM_SEC_OFFSET, 0);
     }
     out.extend_from_slice(&[0, 0]);
     out
@@ -1347,13 +1369,13 @@ fn rewrite_lists(
 /// How a run's merged unit is laid out: its root, if it lists the run's
 /// ranges, and where each member's children start (`children_starts`).
 struct Layout<'a> {
-    ranges_root: Option<&'a RangesRoot>,
+    rewritten_root: Option<&'a RewrittenRoot>,
     starts: &'a [u64],
 }
 
 /// Where each member's children start in the merged unit of `run` (see
 /// `merged_unit`): after the header and the root, one after another.
-fn children_starts(run: &Run, units: &[Unit], root: Option<&RangesRoot>) -> Option<Vec<u64>> {
+fn children_starts(run: &Run, units: &[Unit], root: Option<&RewrittenRoot>) -> Option<Vec<u64>> {
     let d = &units[run.donor?];
     let uleb_size = |v: u64| {
         let mut b = Vec::new();
@@ -1364,13 +1386,13 @@ fn children_starts(run: &Run, units: &[Unit], root: Option<&RangesRoot>) -> Opti
         None => d.root_end - d.root_at,
         Some(rr) => {
             let attributes: usize = (d.root_attrs.iter())
-                .map(|&(name, _, _, _, size)| match name {
-                    DW_AT_LOW_PC => 8,
-                    DW_AT_HIGH_PC => uleb_size(rr.list_index),
+                .map(|&(name, _, _, _, size)| match (name, rr.list_index) {
+                    (DW_AT_LOW_PC, Some(_)) => 8,
+                    (DW_AT_HIGH_PC, Some(index)) => uleb_size(index),
                     _ => size,
                 })
                 .sum();
-            uleb_size(rr.code) + attributes + if rr.adds_base { 4 } else { 0 }
+            uleb_size(rr.code) + attributes + 4 * rr.added_bases.len()
         }
     };
     let mut at = (12 + root_size) as u64;
@@ -1395,49 +1417,51 @@ fn merged_unit(
     out: &mut New,
 ) -> Option<()> {
     let Layout {
-        ranges_root,
+        rewritten_root,
         starts,
     } = layout;
     let d = &units[run.donor?];
     let start = out.copy(info, d.start..d.start + 12)?;
     // Where the donor's root attributes went.
     let mut placed: HashMap<usize, usize> = HashMap::new();
-    match ranges_root {
+    let one_range = match rewritten_root {
         None => {
             let root = out.copy(info, d.root_at..d.root_end)?;
             for &(_, _, _, at, _) in &d.root_attrs {
                 placed.insert(at, at - d.root_at + root);
             }
-            if let Some((_, code_start, code_end)) = run.code {
-                let high = d.high_pc?;
-                let length = u64::try_from(code_end - code_start).ok()?;
-                out.put_field(placed[&high.at], high.size, high.uleb, length)?;
-                let low = d.low_pc?;
-                out.put_field(placed[&low.at], low.size, low.uleb, run.low_pc?)?;
-            }
+            true
         }
         Some(rr) => {
             write_uleb(&mut out.data, rr.code);
             for &(name, _, _, at, size) in &d.root_attrs {
-                match name {
-                    DW_AT_LOW_PC => out.data.extend_from_slice(&[0; 8]),
-                    DW_AT_HIGH_PC => write_uleb(&mut out.data, rr.list_index),
+                match (name, rr.list_index) {
+                    (DW_AT_LOW_PC, Some(_)) => out.data.extend_from_slice(&[0; 8]),
+                    (DW_AT_HIGH_PC, Some(index)) => write_uleb(&mut out.data, index),
                     _ => {
                         placed.insert(at, out.copy(info, at..at + size)?);
                     }
                 }
             }
-            if rr.adds_base {
+            for &(kind, sym) in &rr.added_bases {
                 let at = out.data.len();
                 out.data.extend_from_slice(&[0; 4]);
                 out.relas.push(OutRela {
                     offset: at as u64,
-                    sym: rr.sym,
+                    sym,
                     r_type: rr.r_type,
-                    addend: bases[Kind::Rng as usize]?,
+                    addend: bases[kind as usize]?,
                 });
             }
+            rr.list_index.is_none()
         }
+    };
+    if let Some((_, code_start, code_end)) = run.code.filter(|_| one_range) {
+        let high = d.high_pc?;
+        let length = u64::try_from(code_end - code_start).ok()?;
+        out.put_field(placed[&high.at], high.size, high.uleb, length)?;
+        let low = d.low_pc?;
+        out.put_field(placed[&low.at], low.size, low.uleb, run.low_pc?)?;
     }
     if let (Some((_, first, _)), Some((_, _, at))) = (&units[*run.members.first()?].name, &d.name) {
         let at = *placed.get(at)?;
@@ -2207,6 +2231,81 @@ mod tests {
             out.contains("in main () at ") && out.contains("unit.c:12"),
             "{out}"
         );
+    }
+
+    /// A run whose only member naming a table (here location lists) may
+    /// not give the merged root (its compile unit names no directory, as
+    /// a carved fragment of a header with an absolute path does not): the
+    /// first member's root is written anew with the table's base added,
+    /// and the units still merge.
+    #[test]
+    fn a_root_lacking_a_table_base_is_written_with_it() {
+        let source = "extern void use(long);\n\
+            #if PART == 1\n\
+            int first(int n) { return n * 3; }\n\
+            #else\n\
+            long second(long a) { use(a); use(a + 1); return a; }\n\
+            #endif\n";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("base.c"), source).unwrap();
+        let parts: Vec<Vec<u8>> = (1..=2)
+            .map(|p| {
+                let ir = d.join(format!("part{p}.ll"));
+                succeed(
+                    Command::new("clang-19")
+                        .args(["-O2", "-g", "-S", "-emit-llvm", "-o"])
+                        .arg(&ir)
+                        .arg(format!("-DPART={p}"))
+                        .arg(d.join("base.c")),
+                );
+                if p == 2 {
+                    let text = std::fs::read_to_string(&ir).unwrap();
+                    let mut out = String::new();
+                    for (k, piece) in text.split("directory: \"").enumerate() {
+                        if k == 0 {
+                            out.push_str(piece);
+                        } else {
+                            out.push_str("directory: \"");
+                            out.push_str(&piece[piece.find('"').unwrap()..]);
+                        }
+                    }
+                    std::fs::write(&ir, out).unwrap();
+                }
+                let obj = d.join(format!("part{p}.o"));
+                succeed(
+                    Command::new("llc-19")
+                        .args(["-O2", "-filetype=obj", "-o"])
+                        .arg(&obj)
+                        .arg(&ir),
+                );
+                std::fs::read(obj).unwrap()
+            })
+            .collect();
+        let has = |p: usize, what: &str| {
+            dump(&d.join(format!("part{p}.o")), "--debug-info").contains(what)
+        };
+        assert!(has(1, "DW_AT_comp_dir") && !has(2, "DW_AT_comp_dir"));
+        assert!(!has(1, "DW_AT_loclists_base") && has(2, "DW_AT_loclists_base"));
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        dump(&path, "--verify");
+        let info = dump(&path, "--debug-info");
+        assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
+        assert_eq!(info.matches("DW_AT_loclists_base").count(), 1, "{info}");
+        // Each location list entry as before: `[low, high): operations`.
+        let entries = |text: &str| {
+            let mut found: Vec<String> = (text.lines())
+                .filter_map(|l| l.split_once("): DW_OP").map(|(_, ops)| ops.to_string()))
+                .collect();
+            found.sort();
+            found
+        };
+        let before = entries(&dump(&d.join("part2.o"), "--debug-info"));
+        assert!(!before.is_empty());
+        assert_eq!(entries(&info), before, "{info}");
     }
 
     /// Fragments whose variables' locations convert to base types
