@@ -810,6 +810,8 @@ impl Composer {
     ) -> Option<Vec<u8>> {
         // One compile unit where the fragments of a unit had one each.
         super::debug_units::merge_compile_units(&mut self.sections, &self.section_symbol);
+        // One abbreviation table and one string offsets table for them all.
+        super::debug_tables::share_tables(&mut self.sections, &self.section_symbol);
         self.share_unwind_entries();
 
         // The private constants (`unnamed`) are local `.L` symbols, as in

@@ -35,6 +35,7 @@ pub mod combine;
 pub mod debug_carve;
 pub mod debug_compose;
 pub mod debug_lines;
+pub mod debug_tables;
 pub mod debug_units;
 pub mod debug_widen;
 pub mod dwarf;

@@ -1,0 +1,841 @@
+//! One abbreviation table and one string offsets table for every unit of
+//! a composed object, as clang's own object has (its compile unit and its
+//! type units share both). The composer (`debug_compose`) shares tables
+//! between fragments only where every DIE keeps its size, so a C++ object
+//! composed of many batches keeps one table of each per batch or so (fmt's
+//! `ostream-test.o` at `-O2 -g`: 20 abbreviation tables holding 2,607
+//! declarations where clang's one holds 351, and 8,582 string offsets,
+//! each with its relocation, for clang's 6,967). Here the DIEs are written
+//! again, and move:
+//!
+//! - every declaration the DIEs use once, numbered by how many DIEs use it
+//!   (the commonest get one-byte codes);
+//! - every string the units index once, numbered by how many attributes
+//!   name it, each named with the smallest `DW_FORM_strx*` its index fits;
+//! - the references inside a unit (`DW_FORM_ref*`), the base types that
+//!   typed expressions name (in DIEs, and in the unit's location lists,
+//!   where LLVM pads them to four bytes), a type unit's type offset, and
+//!   the relocations of `.debug_info`, moved with the DIEs; the units'
+//!   `DW_AT_str_offsets_base` and abbreviation offsets name the one table.
+//!
+//! Anything not understood — a unit that is not DWARF 5, a reference that
+//! is not unit-relative with a fixed size, an indirect form, a relocation
+//! that names `.debug_info` or a table from anywhere else — leaves the
+//! object as it is.
+
+use std::collections::HashMap;
+
+use super::dwarf::{
+    expression_operands, fits, form, form_size, form_value, list_entry, write_field,
+};
+use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
+use super::leb128::{read_sleb, read_uleb, write_sleb, write_uleb};
+
+const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
+const DW_AT_LOCLISTS_BASE: u64 = gimli::DW_AT_loclists_base.0 as u64;
+const DW_UT_COMPILE: u8 = gimli::DW_UT_compile.0;
+const DW_UT_TYPE: u8 = gimli::DW_UT_type.0;
+const DW_UT_PARTIAL: u8 = gimli::DW_UT_partial.0;
+
+/// Makes the units of the composed object `sections` share one
+/// abbreviation table and one string offsets table (see the module's
+/// comment); `section_symbol`: each output section's symbol.
+pub(super) fn share_tables(sections: &mut [OutSection], section_symbol: &HashMap<usize, usize>) {
+    let Some(shared) = shared_tables(sections, section_symbol) else {
+        return;
+    };
+    for (index, data, relas) in shared.sections {
+        sections[index].content = Content::Data(data);
+        sections[index].relas = relas;
+    }
+    for (index, at, bytes) in shared.patches {
+        if let Content::Data(d) = &mut sections[index].content {
+            d[at..at + bytes.len()].copy_from_slice(&bytes);
+        }
+    }
+}
+
+/// What `shared_tables` makes: sections written anew (index, bytes,
+/// relocations) and values rewritten in place (section, offset, bytes).
+struct Shared {
+    sections: Vec<(usize, Vec<u8>, Vec<OutRela>)>,
+    patches: Vec<(usize, usize, Vec<u8>)>,
+}
+
+fn data(s: &OutSection) -> Option<&[u8]> {
+    match &s.content {
+        Content::Data(d) => Some(d),
+        _ => None,
+    }
+}
+
+fn plain(sections: &[OutSection], name: &[u8]) -> Option<usize> {
+    sections
+        .iter()
+        .position(|s| s.name == name && s.flags & SHF_GROUP == 0)
+}
+
+/// A string as the string offsets table names it: the relocation of its
+/// entry (symbol, type, addend).
+type StringKey = (Option<SymRef>, u32, i64);
+
+/// An abbreviation declaration without its code: the tag, whether it has
+/// children, and its attributes (name, form, implicit constant).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Declaration {
+    tag: u64,
+    children: bool,
+    attributes: Vec<(u64, u64, i64)>,
+}
+
+impl Declaration {
+    fn write(&self, code: u64, out: &mut Vec<u8>) {
+        write_uleb(out, code);
+        write_uleb(out, self.tag);
+        out.push(u8::from(self.children));
+        for &(name, form, implicit) in &self.attributes {
+            write_uleb(out, name);
+            write_uleb(out, form);
+            if form == form::IMPLICIT_CONST {
+                write_sleb(out, implicit);
+            }
+        }
+        out.extend_from_slice(&[0, 0]);
+    }
+}
+
+/// The abbreviation table at `at` of the section `b`, by code.
+fn read_table(b: &[u8], mut at: usize) -> Option<HashMap<u64, Declaration>> {
+    let mut out = HashMap::new();
+    let uleb = |at: &mut usize| -> Option<u64> {
+        let (v, used) = read_uleb(b.get(*at..)?)?;
+        *at += used;
+        Some(v)
+    };
+    loop {
+        let code = uleb(&mut at)?;
+        if code == 0 {
+            return Some(out);
+        }
+        let tag = uleb(&mut at)?;
+        let children = *b.get(at)? == 1;
+        at += 1;
+        let mut attributes = Vec::new();
+        loop {
+            let name = uleb(&mut at)?;
+            let form = uleb(&mut at)?;
+            if name == 0 && form == 0 {
+                break;
+            }
+            let mut implicit = 0;
+            if form == form::IMPLICIT_CONST {
+                let (v, used) = read_sleb(b.get(at..)?)?;
+                at += used;
+                implicit = v;
+            }
+            attributes.push((name, form, implicit));
+        }
+        if out
+            .insert(
+                code,
+                Declaration {
+                    tag,
+                    children,
+                    attributes,
+                },
+            )
+            .is_some()
+        {
+            return None;
+        }
+    }
+}
+
+/// One attribute value as read: where it is in its unit, its size, and
+/// what the rewrite does with it.
+struct Value {
+    at: usize,
+    size: usize,
+    what: Rewrite,
+}
+
+enum Rewrite {
+    Copy,
+    /// A string index: the string it names.
+    String(usize),
+    /// A reference inside the unit: the offset it names.
+    Reference(u64),
+    /// An expression: its typed operands (offset in the value, size,
+    /// the base type it names).
+    Typed(Vec<(usize, usize, u64)>),
+}
+
+/// One DIE (or null entry, `declaration: None`) as read.
+struct Entry {
+    at: usize,
+    declaration: Option<usize>,
+    values: Vec<Value>,
+}
+
+/// One unit as read from a `.debug_info` section.
+struct Unit {
+    section: usize,
+    start: usize,
+    /// Its header's length (12, or 24 for a type unit).
+    header: usize,
+    entries: Vec<Entry>,
+    /// A type unit's type offset.
+    type_offset: Option<u64>,
+    /// Its location lists' base (the addend of `DW_AT_loclists_base`).
+    loclists_base: Option<i64>,
+}
+
+/// Everything read: the units, the declarations they use (the commonest
+/// first, see `numbered`) and the strings they name.
+struct Read {
+    units: Vec<Unit>,
+    declarations: Vec<Declaration>,
+    declaration_uses: Vec<usize>,
+    strings: Vec<StringKey>,
+    string_uses: Vec<usize>,
+}
+
+/// Indices that put the most used first, ties in the order first met.
+fn numbered(uses: &[usize]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..uses.len()).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(uses[i]), i));
+    let mut number = vec![0; uses.len()];
+    for (n, &i) in order.iter().enumerate() {
+        number[i] = n;
+    }
+    number
+}
+
+fn strx_form(index: usize) -> (u64, usize) {
+    match index {
+        0..=0xff => (form::STRX1, 1),
+        0x100..=0xffff => (form::STRX2, 2),
+        0x1_0000..=0xff_ffff => (form::STRX3, 3),
+        _ => (form::STRX4, 4),
+    }
+}
+
+fn shared_tables(
+    sections: &[OutSection],
+    section_symbol: &HashMap<usize, usize>,
+) -> Option<Shared> {
+    let symbol = |i: usize| section_symbol.get(&i).map(|&l| SymRef::Local(l));
+    let abbrev = plain(sections, b".debug_abbrev")?;
+    let str_offsets = plain(sections, b".debug_str_offsets")?;
+    let loclists = plain(sections, b".debug_loclists");
+    let infos: Vec<usize> = (0..sections.len())
+        .filter(|&i| sections[i].name == b".debug_info")
+        .collect();
+    if !sections[abbrev].relas.is_empty() {
+        return None;
+    }
+    let abbrev_sym = symbol(abbrev)?;
+    let offsets_sym = symbol(str_offsets)?;
+    let loclists_sym = loclists.and_then(symbol);
+    // Nothing outside `.debug_info` may name what moves.
+    let info_syms: Vec<SymRef> = infos.iter().filter_map(|&i| symbol(i)).collect();
+    for (i, s) in sections.iter().enumerate() {
+        let inside = infos.contains(&i);
+        for r in &s.relas {
+            let Some(sym) = r.sym else { continue };
+            if info_syms.contains(&sym) || (!inside && (sym == abbrev_sym || sym == offsets_sym)) {
+                return None;
+            }
+        }
+    }
+    let abbrev_bytes = data(&sections[abbrev])?;
+    let offsets_bytes = data(&sections[str_offsets])?;
+    let string_at: HashMap<u64, StringKey> = (sections[str_offsets].relas.iter())
+        .map(|r| (r.offset, (r.sym, r.r_type, r.addend)))
+        .collect();
+
+    let mut read = Read {
+        units: Vec::new(),
+        declarations: Vec::new(),
+        declaration_uses: Vec::new(),
+        strings: Vec::new(),
+        string_uses: Vec::new(),
+    };
+    let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
+    let mut string_index: HashMap<StringKey, usize> = HashMap::new();
+    let mut tables: HashMap<i64, HashMap<u64, Declaration>> = HashMap::new();
+    let mut relocated_values = 0usize;
+    for &s in &infos {
+        let b = data(&sections[s])?;
+        let relas: HashMap<u64, &OutRela> =
+            sections[s].relas.iter().map(|r| (r.offset, r)).collect();
+        if relas.len() != sections[s].relas.len() {
+            return None;
+        }
+        let mut at = 0;
+        while at < b.len() {
+            let length = u32_at(b, at as u64)? as usize;
+            if length >= 0xffff_fff0 {
+                return None;
+            }
+            let end = at.checked_add(4 + length).filter(|&e| e <= b.len())?;
+            if u16_at(b, at as u64 + 4)? != 5 {
+                return None;
+            }
+            let unit_type = *b.get(at + 6)?;
+            let address_size = *b.get(at + 7)? as usize;
+            let header = match unit_type {
+                DW_UT_COMPILE | DW_UT_PARTIAL => 12,
+                DW_UT_TYPE => 24,
+                _ => return None,
+            };
+            let table_field = relas.get(&(at as u64 + 8))?;
+            if table_field.sym != Some(abbrev_sym) {
+                return None;
+            }
+            relocated_values += 1;
+            let table = match tables.entry(table_field.addend) {
+                std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let at = usize::try_from(table_field.addend).ok()?;
+                    v.insert(read_table(abbrev_bytes, at)?)
+                }
+            };
+            let table = &*table;
+            let type_offset = (unit_type == DW_UT_TYPE)
+                .then(|| u32_at(b, at as u64 + 20).map(u64::from))
+                .flatten();
+            if unit_type == DW_UT_TYPE && type_offset.is_none() {
+                return None;
+            }
+            let mut unit = Unit {
+                section: s,
+                start: at,
+                header,
+                entries: Vec::new(),
+                type_offset,
+                loclists_base: None,
+            };
+            // The root names the string offsets base after strings it
+            // indexes (the producer, the name).
+            let strings_base = root_strings_base(
+                &b[..end],
+                at + header,
+                table,
+                address_size,
+                &relas,
+                offsets_sym,
+            )?;
+            let mut p = at + header;
+            while p < end {
+                let die_at = p;
+                let (code, used) = read_uleb(b.get(p..end)?)?;
+                p += used;
+                if code == 0 {
+                    unit.entries.push(Entry {
+                        at: die_at - at,
+                        declaration: None,
+                        values: Vec::new(),
+                    });
+                    continue;
+                }
+                let old = table.get(&code)?;
+                let mut new = old.clone();
+                let mut values = Vec::with_capacity(old.attributes.len());
+                for (k, &(name, f, _)) in old.attributes.iter().enumerate() {
+                    if f == form::INDIRECT || f == form::REF_ADDR || f == form::REF_UDATA {
+                        return None;
+                    }
+                    let size = form_size(f, b.get(p..end)?, address_size, 5)?;
+                    let value = b.get(p..p + size)?;
+                    let rela = relas.get(&(p as u64));
+                    if rela.is_some() {
+                        relocated_values += 1;
+                    }
+                    let what = match f {
+                        form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
+                            let index = form_value(f, value)?;
+                            let entry = strings_base?.checked_add(index.checked_mul(4)?)?;
+                            if entry + 4 > offsets_bytes.len() as u64 {
+                                return None;
+                            }
+                            let key = *string_at.get(&entry)?;
+                            let next = read.strings.len();
+                            let n = *string_index.entry(key).or_insert(next);
+                            if n == next {
+                                read.strings.push(key);
+                                read.string_uses.push(0);
+                            }
+                            read.string_uses[n] += 1;
+                            let (new_form, _) = strx_form(n); // refined once numbered
+                            new.attributes[k].1 = new_form;
+                            Rewrite::String(n)
+                        }
+                        form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
+                            Rewrite::Reference(form_value(f, value)?)
+                        }
+                        form::EXPRLOC => {
+                            let (len, used) = read_uleb(value)?;
+                            if used as u64 + len != size as u64 {
+                                return None;
+                            }
+                            let ops = expression_operands(&value[used..], used)?;
+                            if ops.types.is_empty() {
+                                Rewrite::Copy
+                            } else {
+                                Rewrite::Typed(
+                                    ops.types.iter().map(|o| (o.at, o.size, o.value)).collect(),
+                                )
+                            }
+                        }
+                        _ => Rewrite::Copy,
+                    };
+                    if name == DW_AT_STR_OFFSETS_BASE {
+                        if die_at != at + header {
+                            return None; // only the root's is read
+                        }
+                    } else if let Some(r) = rela {
+                        if r.sym == Some(offsets_sym) {
+                            return None;
+                        }
+                    }
+                    if name == DW_AT_LOCLISTS_BASE {
+                        let r = rela?;
+                        if r.sym != loclists_sym || loclists_sym.is_none() {
+                            return None;
+                        }
+                        unit.loclists_base = Some(r.addend);
+                    }
+                    values.push(Value {
+                        at: p - at,
+                        size,
+                        what,
+                    });
+                    p += size;
+                }
+                let next = read.declarations.len();
+                let d = *declaration_index.entry(new.clone()).or_insert(next);
+                if d == next {
+                    read.declarations.push(new);
+                    read.declaration_uses.push(0);
+                }
+                read.declaration_uses[d] += 1;
+                unit.entries.push(Entry {
+                    at: die_at - at,
+                    declaration: Some(d),
+                    values,
+                });
+            }
+            if p != end {
+                return None;
+            }
+            read.units.push(unit);
+            at = end;
+        }
+    }
+    // Every relocation of `.debug_info` is at a value read (or a header's
+    // table offset), so that it can move with it.
+    let relocations: usize = infos.iter().map(|&s| sections[s].relas.len()).sum();
+    if relocated_values != relocations || read.units.is_empty() {
+        return None;
+    }
+    write_shared(sections, &read, abbrev, str_offsets, loclists, &infos)
+}
+
+/// The string offsets base the root DIE of a unit names (the addend of
+/// its relocation), if it names one: the root starts at `at` of `b` (which
+/// ends with the unit).
+fn root_strings_base(
+    b: &[u8],
+    mut at: usize,
+    table: &HashMap<u64, Declaration>,
+    address_size: usize,
+    relas: &HashMap<u64, &OutRela>,
+    offsets_sym: SymRef,
+) -> Option<Option<u64>> {
+    let (code, used) = read_uleb(b.get(at..)?)?;
+    at += used;
+    if code == 0 {
+        return Some(None);
+    }
+    for &(name, f, _) in &table.get(&code)?.attributes {
+        if f == form::INDIRECT {
+            return None;
+        }
+        if name == DW_AT_STR_OFFSETS_BASE {
+            let r = relas.get(&(at as u64))?;
+            if r.sym != Some(offsets_sym) || f != form::SEC_OFFSET {
+                return None;
+            }
+            return Some(Some(u64::try_from(r.addend).ok()?));
+        }
+        at += form_size(f, b.get(at..)?, address_size, 5)?;
+    }
+    Some(None)
+}
+
+/// The new sections from what was read (see `shared_tables`).
+fn write_shared(
+    sections: &[OutSection],
+    read: &Read,
+    abbrev: usize,
+    str_offsets: usize,
+    loclists: Option<usize>,
+    infos: &[usize],
+) -> Option<Shared> {
+    // Strings: the commonest first; each declaration takes the string
+    // forms of its attributes' new indices, so declarations are
+    // numbered once those are known.
+    let string_number = numbered(&read.string_uses);
+    let mut declarations: Vec<Declaration> = Vec::new();
+    let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
+    let mut uses: Vec<usize> = Vec::new();
+    // (unit, entry) → its final declaration.
+    let mut final_declaration: Vec<Vec<Option<usize>>> = Vec::with_capacity(read.units.len());
+    for unit in &read.units {
+        let mut of_unit = Vec::with_capacity(unit.entries.len());
+        for entry in &unit.entries {
+            let Some(d) = entry.declaration else {
+                of_unit.push(None);
+                continue;
+            };
+            let mut decl = read.declarations[d].clone();
+            for (k, v) in entry.values.iter().enumerate() {
+                if let Rewrite::String(n) = v.what {
+                    decl.attributes[k].1 = strx_form(string_number[n]).0;
+                }
+            }
+            let next = declarations.len();
+            let f = *declaration_index.entry(decl.clone()).or_insert(next);
+            if f == next {
+                declarations.push(decl);
+                uses.push(0);
+            }
+            uses[f] += 1;
+            of_unit.push(Some(f));
+        }
+        final_declaration.push(of_unit);
+    }
+    let code_number = numbered(&uses);
+    let mut by_code: Vec<usize> = vec![0; declarations.len()];
+    for (d, &n) in code_number.iter().enumerate() {
+        by_code[n] = d;
+    }
+    let mut new_abbrev = Vec::new();
+    for (n, &d) in by_code.iter().enumerate() {
+        declarations[d].write(n as u64 + 1, &mut new_abbrev);
+    }
+    new_abbrev.push(0);
+
+    // The string offsets table: one contribution.
+    let mut strings_by_number: Vec<usize> = vec![0; read.strings.len()];
+    for (s, &n) in string_number.iter().enumerate() {
+        strings_by_number[n] = s;
+    }
+    let count = u32::try_from(read.strings.len()).ok()?;
+    let mut new_offsets = Vec::with_capacity(8 + 4 * read.strings.len());
+    new_offsets.extend_from_slice(&(4 + 4 * count).to_le_bytes());
+    new_offsets.extend_from_slice(&5u16.to_le_bytes());
+    new_offsets.extend_from_slice(&[0, 0]);
+    let mut offsets_relas = Vec::with_capacity(read.strings.len());
+    for &s in &strings_by_number {
+        let (sym, r_type, addend) = read.strings[s];
+        offsets_relas.push(OutRela {
+            offset: new_offsets.len() as u64,
+            sym,
+            r_type,
+            addend,
+        });
+        new_offsets.extend_from_slice(&[0; 4]);
+    }
+    const STRINGS_BASE: i64 = 8;
+
+    // The units, written again.
+    let mut out: HashMap<usize, (Vec<u8>, Vec<OutRela>)> = HashMap::new();
+    let mut unit_moves: Vec<HashMap<u64, u64>> = Vec::with_capacity(read.units.len());
+    for (u, unit) in read.units.iter().enumerate() {
+        let old = data(&sections[unit.section])?;
+        let old_relas: HashMap<u64, &OutRela> = (sections[unit.section].relas.iter())
+            .map(|r| (r.offset, r))
+            .collect();
+        let (bytes, relas) = out.entry(unit.section).or_default();
+        let start = bytes.len();
+        bytes.extend_from_slice(old.get(unit.start..unit.start + unit.header)?);
+        // A relocation moved with its value, its addend `addend` if given.
+        let moved_rela =
+            |relas: &mut Vec<OutRela>, old_at: usize, new_at: usize, addend: Option<i64>| {
+                if let Some(r) = old_relas.get(&(old_at as u64)) {
+                    relas.push(OutRela {
+                        offset: new_at as u64,
+                        sym: r.sym,
+                        r_type: r.r_type,
+                        addend: addend.unwrap_or(r.addend),
+                    });
+                }
+            };
+        // The header's table offset: the one table, at 0.
+        moved_rela(relas, unit.start + 8, start + 8, Some(0));
+        bytes[start + 8..start + 12].copy_from_slice(&[0; 4]);
+        let mut moves: HashMap<u64, u64> = HashMap::with_capacity(unit.entries.len());
+        // Fields to fill once every DIE has its place: (offset in the new
+        // section, size, uleb, the old unit offset it names).
+        let mut fills: Vec<(usize, usize, bool, u64)> = Vec::new();
+        for (e, entry) in unit.entries.iter().enumerate() {
+            moves.insert(entry.at as u64, (bytes.len() - start) as u64);
+            let Some(d) = final_declaration[u][e] else {
+                bytes.push(0);
+                continue;
+            };
+            write_uleb(bytes, code_number[d] as u64 + 1);
+            let decl = &declarations[d];
+            for (k, v) in entry.values.iter().enumerate() {
+                let old_at = unit.start + v.at;
+                let value = old.get(old_at..old_at + v.size)?;
+                let new_at = bytes.len();
+                match &v.what {
+                    Rewrite::Copy => bytes.extend_from_slice(value),
+                    Rewrite::String(n) => {
+                        let index = string_number[*n] as u64;
+                        let (f, size) = strx_form(string_number[*n]);
+                        debug_assert_eq!(f, decl.attributes[k].1);
+                        bytes.extend_from_slice(&index.to_le_bytes()[..size]);
+                    }
+                    Rewrite::Reference(target) => {
+                        bytes.extend_from_slice(value);
+                        fills.push((new_at, v.size, false, *target));
+                    }
+                    Rewrite::Typed(types) => {
+                        bytes.extend_from_slice(value);
+                        for &(at, size, target) in types {
+                            if target != 0 {
+                                fills.push((new_at + at, size, true, target));
+                            }
+                        }
+                    }
+                }
+                let addend =
+                    (decl.attributes[k].0 == DW_AT_STR_OFFSETS_BASE).then_some(STRINGS_BASE);
+                moved_rela(relas, old_at, new_at, addend);
+            }
+        }
+        let length = u32::try_from(bytes.len() - start - 4).ok()?;
+        bytes[start..start + 4].copy_from_slice(&length.to_le_bytes());
+        for (at, size, uleb, target) in fills {
+            let new = *moves.get(&target)?;
+            write_field(bytes.get_mut(at..at + size)?, uleb, new)?;
+        }
+        if let Some(t) = unit.type_offset {
+            let new = u32::try_from(*moves.get(&t)?).ok()?;
+            bytes[start + 20..start + 24].copy_from_slice(&new.to_le_bytes());
+        }
+        unit_moves.push(moves);
+    }
+
+    // Base types named in location lists move with their unit's DIEs.
+    let mut patches = Vec::new();
+    if let Some(l) = loclists {
+        patches = moved_list_types(data(&sections[l])?, &read.units, &unit_moves)?
+            .into_iter()
+            .map(|(at, bytes)| (l, at, bytes))
+            .collect();
+    }
+
+    let mut shared = Shared {
+        sections: vec![
+            (abbrev, new_abbrev, Vec::new()),
+            (str_offsets, new_offsets, offsets_relas),
+        ],
+        patches,
+    };
+    for &s in infos {
+        let (bytes, relas) = out.remove(&s).unwrap_or_default();
+        shared.sections.push((s, bytes, relas));
+    }
+    Some(shared)
+}
+
+/// The typed operands of the location lists of `.debug_loclists` (`b`)
+/// rewritten for the units' moved DIEs (`moves`, by unit): (offset,
+/// bytes). `None` if a contribution with typed operands is not exactly
+/// one unit's, or an entry is not understood.
+fn moved_list_types(
+    b: &[u8],
+    units: &[Unit],
+    moves: &[HashMap<u64, u64>],
+) -> Option<Vec<(usize, Vec<u8>)>> {
+    let mut patches = Vec::new();
+    let mut at = 0usize;
+    while at < b.len() {
+        let length = u32_at(b, at as u64)? as usize;
+        if length >= 0xffff_fff0 {
+            return None;
+        }
+        let end = at.checked_add(4 + length).filter(|&e| e <= b.len())?;
+        let entries = u32_at(b, at as u64 + 8)? as usize;
+        let base = at + 12;
+        let mut p = base.checked_add(entries.checked_mul(4)?)?;
+        let mut found = Vec::new();
+        while p < end {
+            let kind = *b.get(p)?;
+            p += 1;
+            let shape = list_entry(false, kind)?;
+            p += shape.fixed;
+            for _ in 0..shape.indices + shape.others {
+                p += read_uleb(b.get(p..end)?)?.1;
+            }
+            if shape.location {
+                let (len, used) = read_uleb(b.get(p..end)?)?;
+                p += used;
+                let e = b.get(p..p.checked_add(usize::try_from(len).ok()?)?)?;
+                found.extend(expression_operands(e, p)?.types);
+                p += e.len();
+            }
+        }
+        if p != end {
+            return None;
+        }
+        if !found.iter().all(|o| o.value == 0) {
+            let owners: Vec<usize> = (0..units.len())
+                .filter(|&u| units[u].loclists_base == Some(base as i64))
+                .collect();
+            let [owner] = owners[..] else {
+                return None;
+            };
+            for o in found {
+                if o.value == 0 {
+                    continue;
+                }
+                let new = *moves[owner].get(&o.value)?;
+                if !fits(new, o.size, true) {
+                    return None;
+                }
+                let mut field = vec![0; o.size];
+                write_field(&mut field, true, new)?;
+                patches.push((o.at, field));
+            }
+        }
+        at = end;
+    }
+    Some(patches)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::process::Command;
+
+    use super::super::combine::combine;
+    use super::super::combine::tests::{compile, dump, succeed};
+
+    /// Four C++ fragments with type units, each compiled alone (so each
+    /// with its own abbreviation and string offsets tables, numbered its
+    /// own way), composed: the object has one table of each, every string
+    /// once, `llvm-dwarfdump --verify` finds nothing wrong, the DIEs name
+    /// what they named, and a debugger finds the functions, arguments and
+    /// types of the linked program.
+    #[test]
+    fn composed_units_share_one_table_of_each() {
+        let source = "#include <map>\n#include <memory>\n#include <sstream>\n\
+            #include <string>\n#include <vector>\n#include <cstdio>\n\
+            #if PART == 1\n\
+            int lookup(const std::map<std::string, int> &m, const std::string &k) {\n\
+              auto it = m.find(k);\n\
+              return it == m.end() ? 0 : it->second;\n\
+            }\n\
+            #elif PART == 2\n\
+            long total(const std::vector<std::unique_ptr<long>> &v) {\n\
+              long t = 0;\n\
+              for (const auto &p : v) t += *p;\n\
+              return t;\n\
+            }\n\
+            #elif PART == 3\n\
+            std::string show(short x) { std::ostringstream o; o << x * 3; return o.str(); }\n\
+            #else\n\
+            int lookup(const std::map<std::string, int> &m, const std::string &k);\n\
+            long total(const std::vector<std::unique_ptr<long>> &v);\n\
+            std::string show(short x);\n\
+            int main() {\n\
+              std::map<std::string, int> m{{\"a\", 30}};\n\
+              std::vector<std::unique_ptr<long>> v;\n\
+              v.push_back(std::make_unique<long>(12));\n\
+              std::printf(\"%s\\n\", show(lookup(m, \"a\") + total(v)).c_str());\n\
+              return 0;\n\
+            }\n\
+            #endif\n";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let parts: Vec<Vec<u8>> = (1..=4)
+            .map(|p| {
+                let part = format!("-DPART={p}");
+                compile(
+                    d,
+                    "tables.cc",
+                    source,
+                    &["-O1", "-g", "-fdebug-types-section", &part],
+                )
+            })
+            .collect();
+        let names = |text: &str| -> BTreeSet<String> {
+            (text.lines())
+                .filter_map(|l| l.split_once("DW_AT_name\t(\"").map(|(_, n)| n.to_string()))
+                .collect()
+        };
+        let mut before = BTreeSet::new();
+        for (k, part) in parts.iter().enumerate() {
+            let path = d.join(format!("part{k}.o"));
+            std::fs::write(&path, part).unwrap();
+            before.extend(names(&dump(&path, "--debug-info")));
+        }
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        let verify = dump(&path, "--verify");
+        assert!(verify.contains("No errors."), "{verify}");
+        let abbrevs = dump(&path, "--debug-abbrev");
+        assert_eq!(
+            abbrevs.matches("Abbrev table for offset").count(),
+            1,
+            "{abbrevs}"
+        );
+        let info = dump(&path, "--debug-info");
+        assert!(info.matches("Type Unit:").count() > 10, "{info}");
+        assert_eq!(names(&info), before);
+        let offsets = dump(&path, "--debug-str-offsets");
+        assert_eq!(offsets.matches("Contribution size").count(), 1, "{offsets}");
+        let strings: Vec<&str> = (offsets.lines())
+            .filter_map(|l| l.split_once(" \"").map(|(_, s)| s))
+            .collect();
+        let distinct: BTreeSet<&&str> = strings.iter().collect();
+        assert!(
+            strings.len() > 100 && distinct.len() == strings.len(),
+            "{offsets}"
+        );
+
+        let exe = d.join("prog");
+        succeed(Command::new("clang++-19").arg("-o").arg(&exe).arg(&path));
+        let run = Command::new(&exe).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "126\n");
+        let gdb = Command::new("gdb")
+            .args(["-q", "-batch", "-nx", "-ex", "break lookup", "-ex", "run"])
+            .args([
+                "-ex",
+                "info args",
+                "-ex",
+                "bt",
+                "-ex",
+                "ptype m",
+                "-ex",
+                "print k",
+            ])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&gdb.stdout);
+        assert!(out.contains("Breakpoint 1, lookup (m="), "{out}");
+        assert!(out.contains("k = \"a\""), "{out}");
+        assert!(out.contains("in main () at "), "{out}");
+        assert!(out.contains("class std::map<std::string, int>"), "{out}");
+        assert!(out.contains("$1 = \"a\""), "{out}");
+    }
+}
