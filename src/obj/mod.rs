@@ -5,8 +5,8 @@
 //! - [`elf`]: the ELF model, its reader and writer, shared constants.
 //! - [`combine`]: a unit's fragments combined into one object, as `ld.lld
 //!   -r` would (composing), with the DWARF of the parts merged through
-//!   [`debug_compose`] and [`debug_units`] and unwind records through
-//!   [`unwind`].
+//!   [`debug_compose`], [`debug_units`] and [`debug_tables`] and unwind
+//!   records through [`unwind`].
 //! - [`carve`]: one object compiled for many fragments cut into one object
 //!   per fragment, each fragment's debug info written anew by
 //!   [`debug_carve`].
