@@ -16,7 +16,10 @@
 //!   typed expressions name (in DIEs, and in the unit's location lists,
 //!   where LLVM pads them to four bytes), a type unit's type offset, and
 //!   the relocations of `.debug_info`, moved with the DIEs; the units'
-//!   `DW_AT_str_offsets_base` and abbreviation offsets name the one table.
+//!   `DW_AT_str_offsets_base` and abbreviation offsets name the one table;
+//! - before that, the copies inside each compile unit folded
+//!   (`debug_fold`): only the DIEs it keeps are written, and what named a
+//!   dropped one names the one kept for it.
 //!
 //! Anything not understood — a unit that is not DWARF 5, a reference that
 //! is not unit-relative with a fixed size, an indirect form, a relocation
@@ -25,6 +28,7 @@
 
 use std::collections::HashMap;
 
+use super::debug_fold::{fold, Folded, Node};
 use super::dwarf::{
     expression_operands, fits, form, form_size, form_value, list_entry, write_field,
 };
@@ -33,6 +37,16 @@ use super::leb128::{read_sleb, read_uleb, write_sleb, write_uleb};
 
 const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
 const DW_AT_LOCLISTS_BASE: u64 = gimli::DW_AT_loclists_base.0 as u64;
+const DW_AT_SIBLING: u64 = gimli::DW_AT_sibling.0 as u64;
+const DW_AT_DECLARATION: u64 = gimli::DW_AT_declaration.0 as u64;
+const DW_TAG_NAMESPACE: u64 = gimli::DW_TAG_namespace.0 as u64;
+/// Classes, structures and unions: as declarations, containers of the
+/// member declarations a fragment names (see `debug_fold`).
+const CLASS_TAGS: [u64; 3] = [
+    gimli::DW_TAG_class_type.0 as u64,
+    gimli::DW_TAG_structure_type.0 as u64,
+    gimli::DW_TAG_union_type.0 as u64,
+];
 const DW_UT_COMPILE: u8 = gimli::DW_UT_compile.0;
 const DW_UT_TYPE: u8 = gimli::DW_UT_type.0;
 const DW_UT_PARTIAL: u8 = gimli::DW_UT_partial.0;
@@ -188,6 +202,41 @@ struct Unit {
     type_offset: Option<u64>,
     /// Its location lists' base (the addend of `DW_AT_loclists_base`).
     loclists_base: Option<i64>,
+    /// A compile unit's copies folded (`debug_fold`); `None`: written as
+    /// read.
+    folded: Option<Folded>,
+}
+
+impl Unit {
+    /// The entries to write, in order (`None`: a null entry), and each
+    /// dropped entry → the entry that stands for it.
+    fn order(&self) -> Folded {
+        match &self.folded {
+            Some(f) => Folded {
+                order: f.order.clone(),
+                redirect: f.redirect.clone(),
+            },
+            None => Folded {
+                order: (self.entries.iter().enumerate())
+                    .map(|(i, e)| e.declaration.map(|_| i))
+                    .collect(),
+                redirect: HashMap::new(),
+            },
+        }
+    }
+}
+
+/// The bytes a relocation adds to a DIE's key (see `debug_fold::Node`).
+fn relocation_key(r: &OutRela, key: &mut Vec<u8>) {
+    let (kind, index) = match r.sym {
+        Some(SymRef::Local(i)) => (1u8, i),
+        Some(SymRef::Global(i)) => (2, i),
+        None => (0, 0),
+    };
+    key.push(kind);
+    key.extend_from_slice(&(index as u64).to_le_bytes());
+    key.extend_from_slice(&r.r_type.to_le_bytes());
+    key.extend_from_slice(&r.addend.to_le_bytes());
 }
 
 /// Everything read: the units, the declarations they use (the commonest
@@ -195,9 +244,7 @@ struct Unit {
 struct Read {
     units: Vec<Unit>,
     declarations: Vec<Declaration>,
-    declaration_uses: Vec<usize>,
     strings: Vec<StringKey>,
-    string_uses: Vec<usize>,
 }
 
 /// Indices that put the most used first, ties in the order first met.
@@ -257,9 +304,7 @@ fn shared_tables(
     let mut read = Read {
         units: Vec::new(),
         declarations: Vec::new(),
-        declaration_uses: Vec::new(),
         strings: Vec::new(),
-        string_uses: Vec::new(),
     };
     let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
     let mut string_index: HashMap<StringKey, usize> = HashMap::new();
@@ -315,7 +360,13 @@ fn shared_tables(
                 entries: Vec::new(),
                 type_offset,
                 loclists_base: None,
+                folded: None,
             };
+            // What `debug_fold` compares of each entry; a unit with
+            // `DW_AT_sibling` (a reference to wherever the next sibling
+            // lands) is not folded.
+            let mut nodes: Vec<Option<Node>> = Vec::new();
+            let mut has_sibling = false;
             // The root names the string offsets base after strings it
             // indexes (the producer, the name).
             let strings_base = root_strings_base(
@@ -332,6 +383,7 @@ fn shared_tables(
                 let (code, used) = read_uleb(b.get(p..end)?)?;
                 p += used;
                 if code == 0 {
+                    nodes.push(None);
                     unit.entries.push(Entry {
                         at: die_at - at,
                         declaration: None,
@@ -342,6 +394,9 @@ fn shared_tables(
                 let old = table.get(&code)?;
                 let mut new = old.clone();
                 let mut values = Vec::with_capacity(old.attributes.len());
+                let mut key = Vec::new();
+                let mut refs = Vec::new();
+                let mut declared = false;
                 for (k, &(name, f, _)) in old.attributes.iter().enumerate() {
                     if f == form::INDIRECT || f == form::REF_ADDR || f == form::REF_UDATA {
                         return None;
@@ -364,9 +419,7 @@ fn shared_tables(
                             let n = *string_index.entry(key).or_insert(next);
                             if n == next {
                                 read.strings.push(key);
-                                read.string_uses.push(0);
                             }
-                            read.string_uses[n] += 1;
                             let (new_form, _) = strx_form(n); // refined once numbered
                             new.attributes[k].1 = new_form;
                             Rewrite::String(n)
@@ -406,6 +459,27 @@ fn shared_tables(
                         }
                         unit.loclists_base = Some(r.addend);
                     }
+                    has_sibling |= name == DW_AT_SIBLING;
+                    declared |= name == DW_AT_DECLARATION;
+                    key.push(0xff);
+                    match &what {
+                        Rewrite::Copy => key.extend_from_slice(value),
+                        Rewrite::String(n) => key.extend_from_slice(&(*n as u64).to_le_bytes()),
+                        Rewrite::Reference(t) => refs.push(*t),
+                        Rewrite::Typed(types) => {
+                            let mut v = value.to_vec();
+                            for &(o, size, t) in types {
+                                if t != 0 {
+                                    v[o..o + size].fill(0);
+                                    refs.push(t);
+                                }
+                            }
+                            key.extend_from_slice(&v);
+                        }
+                    }
+                    if let Some(r) = rela {
+                        relocation_key(r, &mut key);
+                    }
                     values.push(Value {
                         at: p - at,
                         size,
@@ -417,9 +491,16 @@ fn shared_tables(
                 let d = *declaration_index.entry(new.clone()).or_insert(next);
                 if d == next {
                     read.declarations.push(new);
-                    read.declaration_uses.push(0);
                 }
-                read.declaration_uses[d] += 1;
+                key.splice(0..0, (d as u64).to_le_bytes());
+                nodes.push(Some(Node {
+                    at: (die_at - at) as u64,
+                    children: old.children,
+                    key,
+                    refs,
+                    container: old.tag == DW_TAG_NAMESPACE
+                        || (declared && CLASS_TAGS.contains(&old.tag)),
+                }));
                 unit.entries.push(Entry {
                     at: die_at - at,
                     declaration: Some(d),
@@ -428,6 +509,9 @@ fn shared_tables(
             }
             if p != end {
                 return None;
+            }
+            if unit_type != DW_UT_TYPE && !has_sibling {
+                unit.folded = fold(&nodes);
             }
             read.units.push(unit);
             at = end;
@@ -483,20 +567,38 @@ fn write_shared(
     loclists: Option<usize>,
     infos: &[usize],
 ) -> Option<Shared> {
-    // Strings: the commonest first; each declaration takes the string
-    // forms of its attributes' new indices, so declarations are
-    // numbered once those are known.
-    let string_number = numbered(&read.string_uses);
+    let orders: Vec<Folded> = read.units.iter().map(Unit::order).collect();
+    // Strings the written DIEs name: the commonest first; each
+    // declaration takes the string forms of its attributes' new indices,
+    // so declarations are numbered once those are known.
+    let mut string_uses = vec![0usize; read.strings.len()];
+    for (unit, written) in read.units.iter().zip(&orders) {
+        for &e in written.order.iter().flatten() {
+            for v in &unit.entries[e].values {
+                if let Rewrite::String(n) = v.what {
+                    string_uses[n] += 1;
+                }
+            }
+        }
+    }
+    let mut strings_by_number: Vec<usize> = (0..read.strings.len())
+        .filter(|&n| string_uses[n] > 0)
+        .collect();
+    strings_by_number.sort_by_key(|&n| (std::cmp::Reverse(string_uses[n]), n));
+    let mut string_number = vec![usize::MAX; read.strings.len()];
+    for (k, &n) in strings_by_number.iter().enumerate() {
+        string_number[n] = k;
+    }
     let mut declarations: Vec<Declaration> = Vec::new();
     let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
     let mut uses: Vec<usize> = Vec::new();
-    // (unit, entry) → its final declaration.
+    // (unit, entry) → its final declaration, for the entries written.
     let mut final_declaration: Vec<Vec<Option<usize>>> = Vec::with_capacity(read.units.len());
-    for unit in &read.units {
-        let mut of_unit = Vec::with_capacity(unit.entries.len());
-        for entry in &unit.entries {
+    for (unit, written) in read.units.iter().zip(&orders) {
+        let mut of_unit = vec![None; unit.entries.len()];
+        for &e in written.order.iter().flatten() {
+            let entry = &unit.entries[e];
             let Some(d) = entry.declaration else {
-                of_unit.push(None);
                 continue;
             };
             let mut decl = read.declarations[d].clone();
@@ -512,7 +614,7 @@ fn write_shared(
                 uses.push(0);
             }
             uses[f] += 1;
-            of_unit.push(Some(f));
+            of_unit[e] = Some(f);
         }
         final_declaration.push(of_unit);
     }
@@ -528,16 +630,12 @@ fn write_shared(
     new_abbrev.push(0);
 
     // The string offsets table: one contribution.
-    let mut strings_by_number: Vec<usize> = vec![0; read.strings.len()];
-    for (s, &n) in string_number.iter().enumerate() {
-        strings_by_number[n] = s;
-    }
-    let count = u32::try_from(read.strings.len()).ok()?;
-    let mut new_offsets = Vec::with_capacity(8 + 4 * read.strings.len());
+    let count = u32::try_from(strings_by_number.len()).ok()?;
+    let mut new_offsets = Vec::with_capacity(8 + 4 * strings_by_number.len());
     new_offsets.extend_from_slice(&(4 + 4 * count).to_le_bytes());
     new_offsets.extend_from_slice(&5u16.to_le_bytes());
     new_offsets.extend_from_slice(&[0, 0]);
-    let mut offsets_relas = Vec::with_capacity(read.strings.len());
+    let mut offsets_relas = Vec::with_capacity(strings_by_number.len());
     for &s in &strings_by_number {
         let (sym, r_type, addend) = read.strings[s];
         offsets_relas.push(OutRela {
@@ -580,12 +678,15 @@ fn write_shared(
         // Fields to fill once every DIE has its place: (offset in the new
         // section, size, uleb, the old unit offset it names).
         let mut fills: Vec<(usize, usize, bool, u64)> = Vec::new();
-        for (e, entry) in unit.entries.iter().enumerate() {
-            moves.insert(entry.at as u64, (bytes.len() - start) as u64);
-            let Some(d) = final_declaration[u][e] else {
+        let Folded { order, redirect } = &orders[u];
+        for &written in order {
+            let Some(e) = written else {
                 bytes.push(0);
                 continue;
             };
+            let entry = &unit.entries[e];
+            moves.insert(entry.at as u64, (bytes.len() - start) as u64);
+            let d = final_declaration[u][e]?;
             write_uleb(bytes, code_number[d] as u64 + 1);
             let decl = &declarations[d];
             for (k, v) in entry.values.iter().enumerate() {
@@ -620,6 +721,11 @@ fn write_shared(
         }
         let length = u32::try_from(bytes.len() - start - 4).ok()?;
         bytes[start..start + 4].copy_from_slice(&length.to_le_bytes());
+        // A folded DIE is where the one that stands for it is.
+        for (&dropped, &kept) in redirect {
+            let new = *moves.get(&(unit.entries[kept].at as u64))?;
+            moves.insert(unit.entries[dropped].at as u64, new);
+        }
         for (at, size, uleb, target) in fills {
             let new = *moves.get(&target)?;
             write_field(bytes.get_mut(at..at + size)?, uleb, new)?;

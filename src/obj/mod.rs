@@ -34,6 +34,7 @@ pub mod carve;
 pub mod combine;
 pub mod debug_carve;
 pub mod debug_compose;
+pub mod debug_fold;
 pub mod debug_lines;
 pub mod debug_tables;
 pub mod debug_units;
