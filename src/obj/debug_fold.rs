@@ -246,3 +246,116 @@ fn map_subtree(
     }
     Some(())
 }
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::super::combine::combine;
+    use super::super::combine::tests::{compile, dump, succeed};
+
+    /// Three C++ fragments that each inline the same functions of a
+    /// header's namespace and class, composed: the merged compile unit
+    /// holds one namespace and one abstract subprogram of each where the
+    /// fragments brought three, llvm-dwarfdump verifies it, and a debugger
+    /// still stops in every inlined copy and shows its argument.
+    #[test]
+    fn a_units_copies_are_kept_once() {
+        let source = "#include <cstdio>\n\
+            void use(long);\n\
+            namespace ns {\n\
+            struct Acc { long total = 0; void add(long v) { use(v); total += v * 3; }\n\
+              long get() const { use(total); return total; } };\n\
+            inline long scaled(long v) { Acc a; a.add(v); use(a.total); return a.get(); }\n\
+            }\n\
+            #if PART == 1\n\
+            long one(long x) { return ns::scaled(x) + 1; }\n\
+            #elif PART == 2\n\
+            long two(long x) { return ns::scaled(x) * 2; }\n\
+            #elif PART == 3\n\
+            long three(long x) { return ns::scaled(x - 1); }\n\
+            #else\n\
+            long sum;\n\
+            __attribute__((noinline)) void use(long v) { sum += v; }\n\
+            long one(long); long two(long); long three(long);\n\
+            int main() { long r = one(1) + two(2) + three(3);\n\
+              std::printf(\"%ld %ld\\n\", r, sum); }\n\
+            #endif\n";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let parts: Vec<Vec<u8>> = (1..=4)
+            .map(|p| {
+                let part = format!("-DPART={p}");
+                compile(
+                    d,
+                    "fold.cc",
+                    source,
+                    &["-O2", "-g", "-fdebug-types-section", &part],
+                )
+            })
+            .collect();
+        let first = d.join("part1.o");
+        std::fs::write(&first, &parts[0]).unwrap();
+        let alone = dump(&first, "--debug-info");
+        assert_eq!(
+            alone.matches("DW_AT_name\t(\"scaled\")").count(),
+            1,
+            "{alone}"
+        );
+
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        let verify = dump(&path, "--verify");
+        assert!(verify.contains("No errors."), "{verify}");
+        let info = dump(&path, "--debug-info");
+        assert_eq!(info.matches("Compile Unit:").count(), 1, "{info}");
+        // The compile unit (the type units hold their own namespaces).
+        let unit = &info[info.find("Compile Unit:").unwrap()..];
+        let unit = &unit[..unit.find("Type Unit:").unwrap_or(unit.len())];
+        assert_eq!(
+            unit.matches("DW_AT_name\t(\"scaled\")").count(),
+            1,
+            "{info}"
+        );
+        assert_eq!(unit.matches("DW_AT_name\t(\"ns\")").count(), 1, "{info}");
+        // Each fragment's inlined copy still names the one left.
+        assert!(
+            unit.matches("DW_TAG_inlined_subroutine").count() >= 3,
+            "{info}"
+        );
+
+        let exe = d.join("prog");
+        succeed(Command::new("clang++-19").arg("-o").arg(&exe).arg(&path));
+        let run = Command::new(&exe).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "22 35\n");
+        let gdb = Command::new("gdb")
+            .args([
+                "-q",
+                "-batch",
+                "-nx",
+                "-ex",
+                "break ns::scaled",
+                "-ex",
+                "run",
+            ])
+            .args([
+                "-ex", "bt", "-ex", "print v", "-ex", "continue", "-ex", "bt",
+            ])
+            .args([
+                "-ex", "print v", "-ex", "continue", "-ex", "bt", "-ex", "print v",
+            ])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&gdb.stdout);
+        assert!(out.contains("(3 locations)"), "{out}");
+        for caller in ["one (x=", "two (x=", "three (x="] {
+            assert!(out.contains(caller), "{caller}: {out}");
+        }
+        for value in ["$1 = 1", "$2 = 2", "$3 = 2"] {
+            assert!(out.contains(value), "{value}: {out}");
+        }
+    }
+}
