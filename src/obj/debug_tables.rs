@@ -26,7 +26,7 @@
 //! that names `.debug_info` or a table from anywhere else — leaves the
 //! object as it is.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::debug_fold::{fold, Folded, Node};
 use super::dwarf::{
@@ -285,9 +285,10 @@ fn shared_tables(
     let offsets_sym = symbol(str_offsets)?;
     let loclists_sym = loclists.and_then(symbol);
     // Nothing outside `.debug_info` may name what moves.
-    let info_syms: Vec<SymRef> = infos.iter().filter_map(|&i| symbol(i)).collect();
+    let info_syms: HashSet<SymRef> = infos.iter().filter_map(|&i| symbol(i)).collect();
+    let info_set: HashSet<usize> = infos.iter().copied().collect();
     for (i, s) in sections.iter().enumerate() {
-        let inside = infos.contains(&i);
+        let inside = info_set.contains(&i);
         for r in &s.relas {
             let Some(sym) = r.sym else { continue };
             if info_syms.contains(&sym) || (!inside && (sym == abbrev_sym || sym == offsets_sym)) {
