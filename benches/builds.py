@@ -27,6 +27,10 @@ functions use: a full recompile), zlib (configure + make), cjson (CMake),
 sqlite3 (the amalgamation and its shell; no header scenario), fmtlib (C++,
 CMake; slow, only when named).
 
+After each tool's cold build the harness also counts the bytes of the
+objects (`*.o`) and programs (ELF executables) left in the tree, and
+`builds.md` lists them against clang-19's.
+
 Writes `builds.md` (the table), `builds.dat` and, when gnuplot is present,
 `builds.png` (ratios to clang-19) into the results directory
 (`benches/results/` by default).
@@ -345,14 +349,34 @@ class Sqlite(Project):
 PROJECTS = {"lua": Lua, "zlib": Zlib, "cjson": CJson, "sqlite": Sqlite, "fmtlib": Fmt}
 
 
+def output_bytes(tree):
+    """The bytes of the objects (`*.o`) and of the programs (ELF files with
+    the executable bit, shared libraries left out) under `tree`."""
+    objects = programs = 0
+    for dirpath, _, files in os.walk(tree):
+        for f in files:
+            path = os.path.join(dirpath, f)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            if f.endswith(".o"):
+                objects += os.path.getsize(path)
+            elif os.access(path, os.X_OK) and not (f.endswith(".so") or ".so." in f):
+                with open(path, "rb") as fh:
+                    if fh.read(4) == b"\x7fELF":
+                        programs += os.path.getsize(path)
+    return objects, programs
+
+
 def measure_run(project_cls, flags, tool, run, work, cold_only=False):
     """One run of every scenario with `tool` (or of the cold build alone):
-    the time of each."""
+    the time of each, and the bytes of the cold build's objects and
+    programs (`sizes`)."""
     times = {}
     p = project_cls(work, flags, tool)
     tool.reset_cache()
     p.prepare()
     times["cold"] = p.timed(p.build)
+    times["sizes"] = output_bytes(p.tree)
     if cold_only:
         shutil.rmtree(p.tree, ignore_errors=True)
         return times
@@ -374,7 +398,7 @@ def measure(project_cls, flags, tools, runs, work, cold_only=False):
     by run (clang's first run, then repocc's, then clang's second...): this
     machine's speed drifts by a fifth over minutes, and all of one tool's
     runs before all of the other's turned that drift into the ratio."""
-    times = {t: {s: [] for s in SCENARIOS} for t in tools}
+    times = {t: {s: [] for s in SCENARIOS + ["sizes"]} for t in tools}
     setups = {t: Tool(t, work) for t in tools}
     for run in range(runs):
         for t in tools:
@@ -407,7 +431,7 @@ def main():
         raise SystemExit("bench: build repocc first (cargo build --release)")
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows, sizes = [], []
     with tempfile.TemporaryDirectory(prefix="repocc-bench-") as tmp:
         work = Path(tmp)
         for pname in a.projects.split(","):
@@ -416,6 +440,8 @@ def main():
                 times = measure(cls, flags, tools, a.runs, work, a.cold_only)
                 medians = {}
                 for tool in tools:
+                    # The last cold build's output (the same every run).
+                    sizes.append((pname, flags, tool, times[tool].pop("sizes")[-1]))
                     medians[tool] = {s: statistics.median(v) for s, v in times[tool].items() if v}
                     runs = ", ".join(
                         f"{s} " + "/".join(f"{x:.2f}" for x in v) + "s" for s, v in times[tool].items() if v
@@ -426,10 +452,33 @@ def main():
                         continue
                     ratios = {t: paired_ratio(times, t, s) for t in tools if t != "clang" and times[t][s]}
                     rows.append((pname, flags, s, {tool: medians[tool].get(s) for tool in tools}, ratios))
-    write_results(rows, tools, out, a)
+    write_results(rows, sizes, tools, out, a)
 
 
-def write_results(rows, tools, out, a):
+def size_lines(sizes):
+    """The table of the cold builds' objects and programs, each against
+    clang-19's where it was measured."""
+    base = {(p, f): b for p, f, t, b in sizes if t == "clang"}
+    lines = [
+        "",
+        "Bytes of the objects (`*.o`) and programs the cold build left in the tree:",
+        "",
+        "| project, flags | tool | objects | programs |",
+        "|---|---|---|---|",
+    ]
+    for pname, flags, tool, (objects, programs) in sizes:
+        ref = base.get((pname, flags))
+
+        def cell(v, i):
+            if ref is None or tool == "clang" or not ref[i]:
+                return f"{v:,}"
+            return f"{v:,} ({v / ref[i]:.3f}x)"
+
+        lines.append(f"| {pname}, `{flags}` | {tool} | {cell(objects, 0)} | {cell(programs, 1)} |")
+    return lines
+
+
+def write_results(rows, sizes, tools, out, a):
     lines = [
         "# Whole-build benchmark",
         "",
@@ -452,6 +501,7 @@ def write_results(rows, tools, out, a):
         lines.append(f"| {pname} | `{flags}` | {scen} | " + " | ".join(cells) + " |")
         label = f"{pname}{flags.replace(' ', '')}-{scen}"
         dat.append(label + " " + " ".join(f"{ratios.get(t, 0):.4f}" for t in tools if t != "clang"))
+    lines += size_lines(sizes)
     (out / "builds.md").write_text("\n".join(lines) + "\n")
     (out / "builds.dat").write_text("\n".join(dat) + "\n")
     print("\n".join(lines))

@@ -1530,6 +1530,16 @@ int main(int argc, char **argv) {
             String::from_utf8(run.stdout).unwrap(),
             "two 3.750 0.205 three 2 6\n"
         );
+        // The constants' pieces leave no unnamed symbol in the program (a
+        // linker keeps those; clang's labels are temporary ones).
+        let symbols = names(&d.join("prog1"), "-s");
+        let unnamed: Vec<&str> = (symbols.lines())
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.len() == 7 && f[3] == "NOTYPE" && f[4] == "LOCAL" && f[6] != "UND"
+            })
+            .collect();
+        assert!(unnamed.is_empty(), "{unnamed:?}");
     }
 
     #[test]

@@ -29,6 +29,10 @@ use super::elf::*;
 use super::leb128::read_uleb;
 use super::Decline;
 
+/// The name of the labels that mark shared constants' pieces (see
+/// `Composer::finish`): a temporary label, as clang's constant labels.
+const CONSTANT_LABEL: &[u8] = b".Lrepocc.constant";
+
 /// What identifies a section of private read-only data — bytes,
 /// alignment and relocations, each by the global symbol it names — when
 /// it is one: a table the optimizer made (a switch's lookup table), in
@@ -822,6 +826,21 @@ impl Composer {
         for g in self.globals.iter_mut() {
             if g.section.is_some() && unnamed.contains(g.name.as_slice()) {
                 g.name.splice(0..0, b".L".iter().copied());
+            }
+        }
+
+        // The carver marks where each shared constant starts with an
+        // unnamed symbol (`carve`); named as clang's constant labels are
+        // (`.LCPI…`), GNU ld and lld leave them out of programs as they do
+        // clang's, where unnamed ones filled a program's symbol table
+        // (799 in lua's at `-O2`, 5.6% of the file).
+        for l in self.locals.iter_mut() {
+            let merged = l
+                .section
+                .and_then(|s| self.sections.get(s))
+                .is_some_and(|s| s.flags & SHF_MERGE != 0);
+            if l.name.is_empty() && l.info & 0xf == STT_NOTYPE && merged {
+                l.name = CONSTANT_LABEL.to_vec();
             }
         }
 
