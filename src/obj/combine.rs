@@ -1031,6 +1031,34 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// `source` compiled with `-g` and `flags` (the optimization level
+    /// first) as `count` fragments (`-DPART=1`...), and the object composed
+    /// of them (verified by llvm-dwarfdump): the parts, and where the
+    /// composed object is.
+    pub(crate) fn compose_parts(
+        d: &std::path::Path,
+        name: &str,
+        source: &str,
+        flags: &[&str],
+        count: usize,
+    ) -> (Vec<Vec<u8>>, std::path::PathBuf) {
+        let parts: Vec<Vec<u8>> = (1..=count)
+            .map(|p| {
+                let part = format!("-DPART={p}");
+                let mut all = vec!["-g"];
+                all.extend_from_slice(flags);
+                all.push(&part);
+                compile(d, name, source, &all)
+            })
+            .collect();
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let composed = combine(&objects, &[], &[]).expect("combined");
+        let path = d.join("composed.o");
+        std::fs::write(&path, &composed).unwrap();
+        dump(&path, "--verify");
+        (parts, path)
+    }
+
     /// What `llvm-dwarfdump-19 what` prints of `object`; it must succeed
     /// (`--verify` reports on stdout, other failures on stderr).
     pub(crate) fn dump(object: &Path, what: &str) -> String {

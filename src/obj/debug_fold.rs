@@ -251,8 +251,7 @@ fn map_subtree(
 mod tests {
     use std::process::Command;
 
-    use super::super::combine::combine;
-    use super::super::combine::tests::{compile, dump, succeed};
+    use super::super::combine::tests::{compose_parts, dump, succeed};
 
     /// Three C++ fragments that each inline the same functions of a
     /// header's namespace and class, composed: the merged compile unit
@@ -283,17 +282,8 @@ mod tests {
             #endif\n";
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let parts: Vec<Vec<u8>> = (1..=4)
-            .map(|p| {
-                let part = format!("-DPART={p}");
-                compile(
-                    d,
-                    "fold.cc",
-                    source,
-                    &["-O2", "-g", "-fdebug-types-section", &part],
-                )
-            })
-            .collect();
+        let flags = ["-O2", "-fdebug-types-section"];
+        let (parts, path) = compose_parts(d, "fold.cc", source, &flags, 4);
         let first = d.join("part1.o");
         std::fs::write(&first, &parts[0]).unwrap();
         let alone = dump(&first, "--debug-info");
@@ -302,11 +292,6 @@ mod tests {
             1,
             "{alone}"
         );
-
-        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let composed = combine(&objects, &[], &[]).expect("combined");
-        let path = d.join("composed.o");
-        std::fs::write(&path, &composed).unwrap();
         let verify = dump(&path, "--verify");
         assert!(verify.contains("No errors."), "{verify}");
         let info = dump(&path, "--debug-info");

@@ -267,51 +267,86 @@ fn strx_form(index: usize) -> (u64, usize) {
     }
 }
 
+/// The composed object's sections this module rewrites, and what a read
+/// of its units needs of them.
+struct Tables<'a> {
+    abbrev: usize,
+    str_offsets: usize,
+    loclists: Option<usize>,
+    infos: Vec<usize>,
+    abbrev_sym: SymRef,
+    offsets_sym: SymRef,
+    loclists_sym: Option<SymRef>,
+    abbrev_bytes: &'a [u8],
+    offsets_bytes: &'a [u8],
+    /// Each string offsets entry's string.
+    string_at: HashMap<u64, StringKey>,
+}
+
+impl<'a> Tables<'a> {
+    /// The tables of `sections`; `None` when one is missing or something
+    /// outside `.debug_info` names what moves.
+    fn of(sections: &'a [OutSection], section_symbol: &HashMap<usize, usize>) -> Option<Self> {
+        let symbol = |i: usize| section_symbol.get(&i).map(|&l| SymRef::Local(l));
+        let abbrev = plain(sections, b".debug_abbrev")?;
+        let str_offsets = plain(sections, b".debug_str_offsets")?;
+        let loclists = plain(sections, b".debug_loclists");
+        let infos: Vec<usize> = (0..sections.len())
+            .filter(|&i| sections[i].name == b".debug_info")
+            .collect();
+        if !sections[abbrev].relas.is_empty() {
+            return None;
+        }
+        let abbrev_sym = symbol(abbrev)?;
+        let offsets_sym = symbol(str_offsets)?;
+        let info_syms: HashSet<SymRef> = infos.iter().filter_map(|&i| symbol(i)).collect();
+        let info_set: HashSet<usize> = infos.iter().copied().collect();
+        for (i, s) in sections.iter().enumerate() {
+            let inside = info_set.contains(&i);
+            for r in &s.relas {
+                let Some(sym) = r.sym else { continue };
+                if info_syms.contains(&sym)
+                    || (!inside && (sym == abbrev_sym || sym == offsets_sym))
+                {
+                    return None;
+                }
+            }
+        }
+        Some(Tables {
+            abbrev,
+            str_offsets,
+            loclists,
+            abbrev_sym,
+            offsets_sym,
+            loclists_sym: loclists.and_then(symbol),
+            abbrev_bytes: data(&sections[abbrev])?,
+            offsets_bytes: data(&sections[str_offsets])?,
+            string_at: (sections[str_offsets].relas.iter())
+                .map(|r| (r.offset, (r.sym, r.r_type, r.addend)))
+                .collect(),
+            infos,
+        })
+    }
+}
+
 fn shared_tables(
     sections: &[OutSection],
     section_symbol: &HashMap<usize, usize>,
 ) -> Option<Shared> {
-    let symbol = |i: usize| section_symbol.get(&i).map(|&l| SymRef::Local(l));
-    let abbrev = plain(sections, b".debug_abbrev")?;
-    let str_offsets = plain(sections, b".debug_str_offsets")?;
-    let loclists = plain(sections, b".debug_loclists");
-    let infos: Vec<usize> = (0..sections.len())
-        .filter(|&i| sections[i].name == b".debug_info")
-        .collect();
-    if !sections[abbrev].relas.is_empty() {
-        return None;
-    }
-    let abbrev_sym = symbol(abbrev)?;
-    let offsets_sym = symbol(str_offsets)?;
-    let loclists_sym = loclists.and_then(symbol);
-    // Nothing outside `.debug_info` may name what moves.
-    let info_syms: HashSet<SymRef> = infos.iter().filter_map(|&i| symbol(i)).collect();
-    let info_set: HashSet<usize> = infos.iter().copied().collect();
-    for (i, s) in sections.iter().enumerate() {
-        let inside = info_set.contains(&i);
-        for r in &s.relas {
-            let Some(sym) = r.sym else { continue };
-            if info_syms.contains(&sym) || (!inside && (sym == abbrev_sym || sym == offsets_sym)) {
-                return None;
-            }
-        }
-    }
-    let abbrev_bytes = data(&sections[abbrev])?;
-    let offsets_bytes = data(&sections[str_offsets])?;
-    let string_at: HashMap<u64, StringKey> = (sections[str_offsets].relas.iter())
-        .map(|r| (r.offset, (r.sym, r.r_type, r.addend)))
-        .collect();
-
-    let mut read = Read {
-        units: Vec::new(),
-        declarations: Vec::new(),
-        strings: Vec::new(),
+    let tables = Tables::of(sections, section_symbol)?;
+    let mut reader = Reader {
+        tables: &tables,
+        read: Read {
+            units: Vec::new(),
+            declarations: Vec::new(),
+            strings: Vec::new(),
+        },
+        declaration_index: HashMap::new(),
+        string_index: HashMap::new(),
+        relocated_values: 0,
     };
-    let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
-    let mut string_index: HashMap<StringKey, usize> = HashMap::new();
-    let mut tables: HashMap<i64, HashMap<u64, Declaration>> = HashMap::new();
-    let mut relocated_values = 0usize;
-    for &s in &infos {
+    let mut abbrev_tables: HashMap<i64, HashMap<u64, Declaration>> = HashMap::new();
+    for &s in &tables.infos {
         let b = data(&sections[s])?;
         let relas: HashMap<u64, &OutRela> =
             sections[s].relas.iter().map(|r| (r.offset, r)).collect();
@@ -320,211 +355,315 @@ fn shared_tables(
         }
         let mut at = 0;
         while at < b.len() {
-            let length = u32_at(b, at as u64)? as usize;
-            if length >= 0xffff_fff0 {
-                return None;
-            }
-            let end = at.checked_add(4 + length).filter(|&e| e <= b.len())?;
-            if u16_at(b, at as u64 + 4)? != 5 {
-                return None;
-            }
-            let unit_type = *b.get(at + 6)?;
-            let address_size = *b.get(at + 7)? as usize;
-            let header = match unit_type {
-                DW_UT_COMPILE | DW_UT_PARTIAL => 12,
-                DW_UT_TYPE => 24,
-                _ => return None,
-            };
-            let table_field = relas.get(&(at as u64 + 8))?;
-            if table_field.sym != Some(abbrev_sym) {
-                return None;
-            }
-            relocated_values += 1;
-            let table = match tables.entry(table_field.addend) {
+            let header = UnitHeader::read(b, at, &relas, tables.abbrev_sym)?;
+            let table = match abbrev_tables.entry(header.table) {
                 std::collections::hash_map::Entry::Occupied(t) => t.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    let at = usize::try_from(table_field.addend).ok()?;
-                    v.insert(read_table(abbrev_bytes, at)?)
+                    let at = usize::try_from(header.table).ok()?;
+                    v.insert(read_table(tables.abbrev_bytes, at)?)
                 }
             };
-            let table = &*table;
-            let type_offset = (unit_type == DW_UT_TYPE)
-                .then(|| u32_at(b, at as u64 + 20).map(u64::from))
-                .flatten();
-            if unit_type == DW_UT_TYPE && type_offset.is_none() {
-                return None;
-            }
-            let mut unit = Unit {
-                section: s,
-                start: at,
-                header,
-                entries: Vec::new(),
-                type_offset,
-                loclists_base: None,
-                folded: None,
-            };
-            // What `debug_fold` compares of each entry; a unit with
-            // `DW_AT_sibling` (a reference to wherever the next sibling
-            // lands) is not folded.
-            let mut nodes: Vec<Option<Node>> = Vec::new();
-            let mut has_sibling = false;
-            // The root names the string offsets base after strings it
-            // indexes (the producer, the name).
-            let strings_base = root_strings_base(
-                &b[..end],
-                at + header,
-                table,
-                address_size,
-                &relas,
-                offsets_sym,
-            )?;
-            let mut p = at + header;
-            while p < end {
-                let die_at = p;
-                let (code, used) = read_uleb(b.get(p..end)?)?;
-                p += used;
-                if code == 0 {
-                    nodes.push(None);
-                    unit.entries.push(Entry {
-                        at: die_at - at,
-                        declaration: None,
-                        values: Vec::new(),
-                    });
-                    continue;
-                }
-                let old = table.get(&code)?;
-                let mut new = old.clone();
-                let mut values = Vec::with_capacity(old.attributes.len());
-                let mut key = Vec::new();
-                let mut refs = Vec::new();
-                let mut declared = false;
-                for (k, &(name, f, _)) in old.attributes.iter().enumerate() {
-                    if f == form::INDIRECT || f == form::REF_ADDR || f == form::REF_UDATA {
-                        return None;
-                    }
-                    let size = form_size(f, b.get(p..end)?, address_size, 5)?;
-                    let value = b.get(p..p + size)?;
-                    let rela = relas.get(&(p as u64));
-                    if rela.is_some() {
-                        relocated_values += 1;
-                    }
-                    let what = match f {
-                        form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
-                            let index = form_value(f, value)?;
-                            let entry = strings_base?.checked_add(index.checked_mul(4)?)?;
-                            if entry + 4 > offsets_bytes.len() as u64 {
-                                return None;
-                            }
-                            let key = *string_at.get(&entry)?;
-                            let next = read.strings.len();
-                            let n = *string_index.entry(key).or_insert(next);
-                            if n == next {
-                                read.strings.push(key);
-                            }
-                            let (new_form, _) = strx_form(n); // refined once numbered
-                            new.attributes[k].1 = new_form;
-                            Rewrite::String(n)
-                        }
-                        form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
-                            Rewrite::Reference(form_value(f, value)?)
-                        }
-                        form::EXPRLOC => {
-                            let (len, used) = read_uleb(value)?;
-                            if used as u64 + len != size as u64 {
-                                return None;
-                            }
-                            let ops = expression_operands(&value[used..], used)?;
-                            if ops.types.is_empty() {
-                                Rewrite::Copy
-                            } else {
-                                Rewrite::Typed(
-                                    ops.types.iter().map(|o| (o.at, o.size, o.value)).collect(),
-                                )
-                            }
-                        }
-                        _ => Rewrite::Copy,
-                    };
-                    if name == DW_AT_STR_OFFSETS_BASE {
-                        if die_at != at + header {
-                            return None; // only the root's is read
-                        }
-                    } else if let Some(r) = rela {
-                        if r.sym == Some(offsets_sym) {
-                            return None;
-                        }
-                    }
-                    if name == DW_AT_LOCLISTS_BASE {
-                        let r = rela?;
-                        if r.sym != loclists_sym || loclists_sym.is_none() {
-                            return None;
-                        }
-                        unit.loclists_base = Some(r.addend);
-                    }
-                    has_sibling |= name == DW_AT_SIBLING;
-                    declared |= name == DW_AT_DECLARATION;
-                    key.push(0xff);
-                    match &what {
-                        Rewrite::Copy => key.extend_from_slice(value),
-                        Rewrite::String(n) => key.extend_from_slice(&(*n as u64).to_le_bytes()),
-                        Rewrite::Reference(t) => refs.push(*t),
-                        Rewrite::Typed(types) => {
-                            let mut v = value.to_vec();
-                            for &(o, size, t) in types {
-                                if t != 0 {
-                                    v[o..o + size].fill(0);
-                                    refs.push(t);
-                                }
-                            }
-                            key.extend_from_slice(&v);
-                        }
-                    }
-                    if let Some(r) = rela {
-                        relocation_key(r, &mut key);
-                    }
-                    values.push(Value {
-                        at: p - at,
-                        size,
-                        what,
-                    });
-                    p += size;
-                }
-                let next = read.declarations.len();
-                let d = *declaration_index.entry(new.clone()).or_insert(next);
-                if d == next {
-                    read.declarations.push(new);
-                }
-                key.splice(0..0, (d as u64).to_le_bytes());
-                nodes.push(Some(Node {
-                    at: (die_at - at) as u64,
-                    children: old.children,
-                    key,
-                    refs,
-                    container: old.tag == DW_TAG_NAMESPACE
-                        || (declared && CLASS_TAGS.contains(&old.tag)),
-                }));
-                unit.entries.push(Entry {
-                    at: die_at - at,
-                    declaration: Some(d),
-                    values,
-                });
-            }
-            if p != end {
-                return None;
-            }
-            if unit_type != DW_UT_TYPE && !has_sibling {
-                unit.folded = fold(&nodes);
-            }
-            read.units.push(unit);
-            at = end;
+            reader.relocated_values += 1;
+            let unit = reader.unit(s, &b[..header.end], &relas, &header, table)?;
+            reader.read.units.push(unit);
+            at = header.end;
         }
     }
     // Every relocation of `.debug_info` is at a value read (or a header's
     // table offset), so that it can move with it.
-    let relocations: usize = infos.iter().map(|&s| sections[s].relas.len()).sum();
-    if relocated_values != relocations || read.units.is_empty() {
+    let relocations: usize = (tables.infos.iter())
+        .map(|&s| sections[s].relas.len())
+        .sum();
+    if reader.relocated_values != relocations || reader.read.units.is_empty() {
         return None;
     }
-    write_shared(sections, &read, abbrev, str_offsets, loclists, &infos)
+    write_shared(sections, &reader.read, &tables)
+}
+
+/// A unit's header as read.
+struct UnitHeader {
+    start: usize,
+    end: usize,
+    unit_type: u8,
+    address_size: usize,
+    /// Its length (12, or 24 for a type unit).
+    length: usize,
+    /// Its abbreviation table's offset (the relocation's addend).
+    table: i64,
+    type_offset: Option<u64>,
+}
+
+impl UnitHeader {
+    /// The header at `at` of `b` (DWARF 5, 32-bit, a compile, partial or
+    /// type unit whose table offset is relocated against `abbrev_sym`).
+    fn read(
+        b: &[u8],
+        at: usize,
+        relas: &HashMap<u64, &OutRela>,
+        abbrev_sym: SymRef,
+    ) -> Option<UnitHeader> {
+        let length = u32_at(b, at as u64)? as usize;
+        if length >= 0xffff_fff0 {
+            return None;
+        }
+        let end = at.checked_add(4 + length).filter(|&e| e <= b.len())?;
+        if u16_at(b, at as u64 + 4)? != 5 {
+            return None;
+        }
+        let unit_type = *b.get(at + 6)?;
+        let header = match unit_type {
+            DW_UT_COMPILE | DW_UT_PARTIAL => 12,
+            DW_UT_TYPE => 24,
+            _ => return None,
+        };
+        let table_field = relas.get(&(at as u64 + 8))?;
+        if table_field.sym != Some(abbrev_sym) {
+            return None;
+        }
+        let type_offset = if unit_type == DW_UT_TYPE {
+            Some(u64::from(u32_at(b, at as u64 + 20)?))
+        } else {
+            None
+        };
+        Some(UnitHeader {
+            start: at,
+            end,
+            unit_type,
+            address_size: *b.get(at + 7)? as usize,
+            length: header,
+            table: table_field.addend,
+            type_offset,
+        })
+    }
+}
+
+/// Reading every unit of the object: what was read, and how it is
+/// numbered so far.
+struct Reader<'t, 'a> {
+    tables: &'t Tables<'a>,
+    read: Read,
+    declaration_index: HashMap<Declaration, usize>,
+    string_index: HashMap<StringKey, usize>,
+    /// Relocations met at values and headers (all must be).
+    relocated_values: usize,
+}
+
+/// What one unit's read has found out about it so far.
+struct UnitRead {
+    /// Its string offsets base (`DW_AT_str_offsets_base`'s addend).
+    strings_base: Option<u64>,
+    /// Whether it has `DW_AT_sibling` (a reference to wherever the next
+    /// sibling lands): such a unit is not folded.
+    has_sibling: bool,
+    loclists_base: Option<i64>,
+}
+
+impl Reader<'_, '_> {
+    /// The unit with header `header` in `b` (its section, up to the
+    /// unit's end).
+    fn unit(
+        &mut self,
+        section: usize,
+        b: &[u8],
+        relas: &HashMap<u64, &OutRela>,
+        header: &UnitHeader,
+        table: &HashMap<u64, Declaration>,
+    ) -> Option<Unit> {
+        let at = header.start;
+        let root = at + header.length;
+        let mut found = UnitRead {
+            // The root names the string offsets base after strings it
+            // indexes (the producer, the name).
+            strings_base: root_strings_base(
+                b,
+                root,
+                table,
+                header.address_size,
+                relas,
+                self.tables.offsets_sym,
+            )?,
+            has_sibling: false,
+            loclists_base: None,
+        };
+        let mut entries = Vec::new();
+        // What `debug_fold` compares of each entry.
+        let mut nodes: Vec<Option<Node>> = Vec::new();
+        let mut p = root;
+        while p < b.len() {
+            let (entry, node, next) = self.entry(b, p, header, table, relas, &mut found)?;
+            entries.push(entry);
+            nodes.push(node);
+            p = next;
+        }
+        let folded = (header.unit_type != DW_UT_TYPE && !found.has_sibling)
+            .then(|| fold(&nodes))
+            .flatten();
+        Some(Unit {
+            section,
+            start: at,
+            header: header.length,
+            entries,
+            type_offset: header.type_offset,
+            loclists_base: found.loclists_base,
+            folded,
+        })
+    }
+
+    /// The entry at `p` of its unit: as read, as `debug_fold` compares it
+    /// (`None` for a null entry), and where the next starts.
+    fn entry(
+        &mut self,
+        b: &[u8],
+        mut p: usize,
+        header: &UnitHeader,
+        table: &HashMap<u64, Declaration>,
+        relas: &HashMap<u64, &OutRela>,
+        found: &mut UnitRead,
+    ) -> Option<(Entry, Option<Node>, usize)> {
+        let die_at = p;
+        let at = die_at - header.start;
+        let (code, used) = read_uleb(b.get(p..)?)?;
+        p += used;
+        if code == 0 {
+            let null = Entry {
+                at,
+                declaration: None,
+                values: Vec::new(),
+            };
+            return Some((null, None, p));
+        }
+        let old = table.get(&code)?;
+        let mut new = old.clone();
+        let mut values = Vec::with_capacity(old.attributes.len());
+        let mut key = Vec::new();
+        let mut refs = Vec::new();
+        let mut declared = false;
+        for (k, &(name, f, _)) in old.attributes.iter().enumerate() {
+            if f == form::INDIRECT || f == form::REF_ADDR || f == form::REF_UDATA {
+                return None;
+            }
+            let size = form_size(f, b.get(p..)?, header.address_size, 5)?;
+            let value = b.get(p..p + size)?;
+            let rela = relas.get(&(p as u64)).copied();
+            if rela.is_some() {
+                self.relocated_values += 1;
+            }
+            let what = self.value(f, value, found.strings_base)?;
+            if let Rewrite::String(n) = what {
+                new.attributes[k].1 = strx_form(n).0; // renumbered when written
+            }
+            let offsets_sym = Some(self.tables.offsets_sym);
+            if name == DW_AT_STR_OFFSETS_BASE {
+                if die_at != header.start + header.length {
+                    return None; // only the root's is read
+                }
+            } else if rela.is_some_and(|r| r.sym == offsets_sym) {
+                return None;
+            }
+            if name == DW_AT_LOCLISTS_BASE {
+                let r = rela?;
+                if r.sym != self.tables.loclists_sym || r.sym.is_none() {
+                    return None;
+                }
+                found.loclists_base = Some(r.addend);
+            }
+            found.has_sibling |= name == DW_AT_SIBLING;
+            declared |= name == DW_AT_DECLARATION;
+            fold_key(&what, value, rela, &mut key, &mut refs);
+            values.push(Value {
+                at: p - header.start,
+                size,
+                what,
+            });
+            p += size;
+        }
+        let next = self.read.declarations.len();
+        let d = *self.declaration_index.entry(new.clone()).or_insert(next);
+        if d == next {
+            self.read.declarations.push(new);
+        }
+        key.splice(0..0, (d as u64).to_le_bytes());
+        let node = Node {
+            at: at as u64,
+            children: old.children,
+            key,
+            refs,
+            container: old.tag == DW_TAG_NAMESPACE || (declared && CLASS_TAGS.contains(&old.tag)),
+        };
+        let entry = Entry {
+            at,
+            declaration: Some(d),
+            values,
+        };
+        Some((entry, Some(node), p))
+    }
+
+    /// What the rewrite does with a value of form `f`.
+    fn value(&mut self, f: u64, value: &[u8], strings_base: Option<u64>) -> Option<Rewrite> {
+        Some(match f {
+            form::STRX | form::STRX1 | form::STRX2 | form::STRX3 | form::STRX4 => {
+                let index = form_value(f, value)?;
+                let entry = strings_base?.checked_add(index.checked_mul(4)?)?;
+                if entry + 4 > self.tables.offsets_bytes.len() as u64 {
+                    return None;
+                }
+                let key = *self.tables.string_at.get(&entry)?;
+                let next = self.read.strings.len();
+                let n = *self.string_index.entry(key).or_insert(next);
+                if n == next {
+                    self.read.strings.push(key);
+                }
+                Rewrite::String(n)
+            }
+            form::REF1 | form::REF2 | form::REF4 | form::REF8 => {
+                Rewrite::Reference(form_value(f, value)?)
+            }
+            form::EXPRLOC => {
+                let (len, used) = read_uleb(value)?;
+                if used as u64 + len != value.len() as u64 {
+                    return None;
+                }
+                let ops = expression_operands(&value[used..], used)?;
+                if ops.types.is_empty() {
+                    Rewrite::Copy
+                } else {
+                    Rewrite::Typed(ops.types.iter().map(|o| (o.at, o.size, o.value)).collect())
+                }
+            }
+            _ => Rewrite::Copy,
+        })
+    }
+}
+
+/// Adds what `debug_fold` compares of one value to a DIE's `key` (the
+/// references it makes to `refs`): its bytes, a string's number, a
+/// relocation; a reference's value (or a typed operand's) is left out.
+fn fold_key(
+    what: &Rewrite,
+    value: &[u8],
+    rela: Option<&OutRela>,
+    key: &mut Vec<u8>,
+    refs: &mut Vec<u64>,
+) {
+    key.push(0xff);
+    match what {
+        Rewrite::Copy => key.extend_from_slice(value),
+        Rewrite::String(n) => key.extend_from_slice(&(*n as u64).to_le_bytes()),
+        Rewrite::Reference(t) => refs.push(*t),
+        Rewrite::Typed(types) => {
+            let mut v = value.to_vec();
+            for &(o, size, t) in types {
+                if t != 0 {
+                    v[o..o + size].fill(0);
+                    refs.push(t);
+                }
+            }
+            key.extend_from_slice(&v);
+        }
+    }
+    if let Some(r) = rela {
+        relocation_key(r, key);
+    }
 }
 
 /// The string offsets base the root DIE of a unit names (the addend of
@@ -559,105 +698,136 @@ fn root_strings_base(
     Some(None)
 }
 
-/// The new sections from what was read (see `shared_tables`).
-fn write_shared(
-    sections: &[OutSection],
-    read: &Read,
-    abbrev: usize,
-    str_offsets: usize,
-    loclists: Option<usize>,
-    infos: &[usize],
-) -> Option<Shared> {
-    let orders: Vec<Folded> = read.units.iter().map(Unit::order).collect();
-    // Strings the written DIEs name: the commonest first; each
-    // declaration takes the string forms of its attributes' new indices,
-    // so declarations are numbered once those are known.
-    let mut string_uses = vec![0usize; read.strings.len()];
-    for (unit, written) in read.units.iter().zip(&orders) {
-        for &e in written.order.iter().flatten() {
-            for v in &unit.entries[e].values {
-                if let Rewrite::String(n) = v.what {
-                    string_uses[n] += 1;
+/// How the written units number their strings and declarations.
+struct Numbering {
+    /// Each written entry, per unit, in order (see `Unit::order`).
+    orders: Vec<Folded>,
+    /// Each string read → its index in the new table (`usize::MAX`: no
+    /// written DIE names it).
+    string_number: Vec<usize>,
+    /// The strings read, in the new table's order.
+    strings_by_number: Vec<usize>,
+    /// The declarations written, with the string forms of their values.
+    declarations: Vec<Declaration>,
+    /// Each declaration's code, less one.
+    code_number: Vec<usize>,
+    /// (unit, entry) → its declaration, for the entries written.
+    declaration_of: Vec<Vec<Option<usize>>>,
+}
+
+impl Numbering {
+    /// Strings the written DIEs name, the commonest first; then the
+    /// declarations (each takes the string forms of its values' new
+    /// indices), the commonest first.
+    fn of(read: &Read) -> Numbering {
+        let orders: Vec<Folded> = read.units.iter().map(Unit::order).collect();
+        let mut string_uses = vec![0usize; read.strings.len()];
+        for (unit, written) in read.units.iter().zip(&orders) {
+            for &e in written.order.iter().flatten() {
+                for v in &unit.entries[e].values {
+                    if let Rewrite::String(n) = v.what {
+                        string_uses[n] += 1;
+                    }
                 }
             }
         }
-    }
-    let mut strings_by_number: Vec<usize> = (0..read.strings.len())
-        .filter(|&n| string_uses[n] > 0)
-        .collect();
-    strings_by_number.sort_by_key(|&n| (std::cmp::Reverse(string_uses[n]), n));
-    let mut string_number = vec![usize::MAX; read.strings.len()];
-    for (k, &n) in strings_by_number.iter().enumerate() {
-        string_number[n] = k;
-    }
-    let mut declarations: Vec<Declaration> = Vec::new();
-    let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
-    let mut uses: Vec<usize> = Vec::new();
-    // (unit, entry) → its final declaration, for the entries written.
-    let mut final_declaration: Vec<Vec<Option<usize>>> = Vec::with_capacity(read.units.len());
-    for (unit, written) in read.units.iter().zip(&orders) {
-        let mut of_unit = vec![None; unit.entries.len()];
-        for &e in written.order.iter().flatten() {
-            let entry = &unit.entries[e];
-            let Some(d) = entry.declaration else {
-                continue;
-            };
-            let mut decl = read.declarations[d].clone();
-            for (k, v) in entry.values.iter().enumerate() {
-                if let Rewrite::String(n) = v.what {
-                    decl.attributes[k].1 = strx_form(string_number[n]).0;
-                }
-            }
-            let next = declarations.len();
-            let f = *declaration_index.entry(decl.clone()).or_insert(next);
-            if f == next {
-                declarations.push(decl);
-                uses.push(0);
-            }
-            uses[f] += 1;
-            of_unit[e] = Some(f);
-        }
-        final_declaration.push(of_unit);
-    }
-    let code_number = numbered(&uses);
-    let mut by_code: Vec<usize> = vec![0; declarations.len()];
-    for (d, &n) in code_number.iter().enumerate() {
-        by_code[n] = d;
-    }
-    let mut new_abbrev = Vec::new();
-    for (n, &d) in by_code.iter().enumerate() {
-        declarations[d].write(n as u64 + 1, &mut new_abbrev);
-    }
-    new_abbrev.push(0);
-
-    // The string offsets table: one contribution.
-    let count = u32::try_from(strings_by_number.len()).ok()?;
-    let mut new_offsets = Vec::with_capacity(8 + 4 * strings_by_number.len());
-    new_offsets.extend_from_slice(&(4 + 4 * count).to_le_bytes());
-    new_offsets.extend_from_slice(&5u16.to_le_bytes());
-    new_offsets.extend_from_slice(&[0, 0]);
-    let mut offsets_relas = Vec::with_capacity(strings_by_number.len());
-    for &s in &strings_by_number {
-        let (sym, r_type, addend) = read.strings[s];
-        offsets_relas.push(OutRela {
-            offset: new_offsets.len() as u64,
-            sym,
-            r_type,
-            addend,
-        });
-        new_offsets.extend_from_slice(&[0; 4]);
-    }
-    const STRINGS_BASE: i64 = 8;
-
-    // The units, written again.
-    let mut out: HashMap<usize, (Vec<u8>, Vec<OutRela>)> = HashMap::new();
-    let mut unit_moves: Vec<HashMap<u64, u64>> = Vec::with_capacity(read.units.len());
-    for (u, unit) in read.units.iter().enumerate() {
-        let old = data(&sections[unit.section])?;
-        let old_relas: HashMap<u64, &OutRela> = (sections[unit.section].relas.iter())
-            .map(|r| (r.offset, r))
+        let mut strings_by_number: Vec<usize> = (0..read.strings.len())
+            .filter(|&n| string_uses[n] > 0)
             .collect();
-        let (bytes, relas) = out.entry(unit.section).or_default();
+        strings_by_number.sort_by_key(|&n| (std::cmp::Reverse(string_uses[n]), n));
+        let mut string_number = vec![usize::MAX; read.strings.len()];
+        for (k, &n) in strings_by_number.iter().enumerate() {
+            string_number[n] = k;
+        }
+        let mut declarations: Vec<Declaration> = Vec::new();
+        let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
+        let mut uses: Vec<usize> = Vec::new();
+        let mut declaration_of = Vec::with_capacity(read.units.len());
+        for (unit, written) in read.units.iter().zip(&orders) {
+            let mut of_unit = vec![None; unit.entries.len()];
+            for &e in written.order.iter().flatten() {
+                let entry = &unit.entries[e];
+                let Some(d) = entry.declaration else {
+                    continue;
+                };
+                let mut decl = read.declarations[d].clone();
+                for (k, v) in entry.values.iter().enumerate() {
+                    if let Rewrite::String(n) = v.what {
+                        decl.attributes[k].1 = strx_form(string_number[n]).0;
+                    }
+                }
+                let next = declarations.len();
+                let f = *declaration_index.entry(decl.clone()).or_insert(next);
+                if f == next {
+                    declarations.push(decl);
+                    uses.push(0);
+                }
+                uses[f] += 1;
+                of_unit[e] = Some(f);
+            }
+            declaration_of.push(of_unit);
+        }
+        Numbering {
+            orders,
+            string_number,
+            strings_by_number,
+            declarations,
+            code_number: numbered(&uses),
+            declaration_of,
+        }
+    }
+
+    /// The one abbreviation table.
+    fn abbreviations(&self) -> Vec<u8> {
+        let mut by_code: Vec<usize> = vec![0; self.declarations.len()];
+        for (d, &n) in self.code_number.iter().enumerate() {
+            by_code[n] = d;
+        }
+        let mut out = Vec::new();
+        for (n, &d) in by_code.iter().enumerate() {
+            self.declarations[d].write(n as u64 + 1, &mut out);
+        }
+        out.push(0);
+        out
+    }
+
+    /// The one string offsets table (a contribution whose entries start
+    /// at `STRINGS_BASE`), and its relocations.
+    fn string_offsets(&self, read: &Read) -> Option<(Vec<u8>, Vec<OutRela>)> {
+        let count = u32::try_from(self.strings_by_number.len()).ok()?;
+        let mut out = Vec::with_capacity(8 + 4 * self.strings_by_number.len());
+        out.extend_from_slice(&(4 + 4 * count).to_le_bytes());
+        out.extend_from_slice(&5u16.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        let mut relas = Vec::with_capacity(self.strings_by_number.len());
+        for &s in &self.strings_by_number {
+            let (sym, r_type, addend) = read.strings[s];
+            relas.push(OutRela {
+                offset: out.len() as u64,
+                sym,
+                r_type,
+                addend,
+            });
+            out.extend_from_slice(&[0; 4]);
+        }
+        Some((out, relas))
+    }
+
+    /// Appends unit `u` of `read`, written again, to `bytes` (its section's
+    /// new contents) and its relocations to `relas`; returns where its
+    /// DIEs went (old offset in the unit → new).
+    fn write_unit(
+        &self,
+        u: usize,
+        read: &Read,
+        old_section: &OutSection,
+        bytes: &mut Vec<u8>,
+        relas: &mut Vec<OutRela>,
+    ) -> Option<HashMap<u64, u64>> {
+        let unit = &read.units[u];
+        let old = data(old_section)?;
+        let old_relas: HashMap<u64, &OutRela> =
+            old_section.relas.iter().map(|r| (r.offset, r)).collect();
         let start = bytes.len();
         bytes.extend_from_slice(old.get(unit.start..unit.start + unit.header)?);
         // A relocation moved with its value, its addend `addend` if given.
@@ -679,7 +849,7 @@ fn write_shared(
         // Fields to fill once every DIE has its place: (offset in the new
         // section, size, uleb, the old unit offset it names).
         let mut fills: Vec<(usize, usize, bool, u64)> = Vec::new();
-        let Folded { order, redirect } = &orders[u];
+        let Folded { order, redirect } = &self.orders[u];
         for &written in order {
             let Some(e) = written else {
                 bytes.push(0);
@@ -687,9 +857,9 @@ fn write_shared(
             };
             let entry = &unit.entries[e];
             moves.insert(entry.at as u64, (bytes.len() - start) as u64);
-            let d = final_declaration[u][e]?;
-            write_uleb(bytes, code_number[d] as u64 + 1);
-            let decl = &declarations[d];
+            let d = self.declaration_of[u][e]?;
+            write_uleb(bytes, self.code_number[d] as u64 + 1);
+            let decl = &self.declarations[d];
             for (k, v) in entry.values.iter().enumerate() {
                 let old_at = unit.start + v.at;
                 let value = old.get(old_at..old_at + v.size)?;
@@ -697,10 +867,10 @@ fn write_shared(
                 match &v.what {
                     Rewrite::Copy => bytes.extend_from_slice(value),
                     Rewrite::String(n) => {
-                        let index = string_number[*n] as u64;
-                        let (f, size) = strx_form(string_number[*n]);
+                        let index = self.string_number[*n];
+                        let (f, size) = strx_form(index);
                         debug_assert_eq!(f, decl.attributes[k].1);
-                        bytes.extend_from_slice(&index.to_le_bytes()[..size]);
+                        bytes.extend_from_slice(&(index as u64).to_le_bytes()[..size]);
                     }
                     Rewrite::Reference(target) => {
                         bytes.extend_from_slice(value);
@@ -735,26 +905,41 @@ fn write_shared(
             let new = u32::try_from(*moves.get(&t)?).ok()?;
             bytes[start + 20..start + 24].copy_from_slice(&new.to_le_bytes());
         }
+        Some(moves)
+    }
+}
+
+/// Where the one string offsets table's entries start (after its header).
+const STRINGS_BASE: i64 = 8;
+
+/// The new sections from what was read (see `shared_tables`).
+fn write_shared(sections: &[OutSection], read: &Read, tables: &Tables) -> Option<Shared> {
+    let numbering = Numbering::of(read);
+    let (offsets, offsets_relas) = numbering.string_offsets(read)?;
+    let mut out: HashMap<usize, (Vec<u8>, Vec<OutRela>)> = HashMap::new();
+    let mut unit_moves: Vec<HashMap<u64, u64>> = Vec::with_capacity(read.units.len());
+    for (u, unit) in read.units.iter().enumerate() {
+        let (bytes, relas) = out.entry(unit.section).or_default();
+        let moves = numbering.write_unit(u, read, &sections[unit.section], bytes, relas)?;
         unit_moves.push(moves);
     }
 
     // Base types named in location lists move with their unit's DIEs.
     let mut patches = Vec::new();
-    if let Some(l) = loclists {
+    if let Some(l) = tables.loclists {
         patches = moved_list_types(data(&sections[l])?, &read.units, &unit_moves)?
             .into_iter()
             .map(|(at, bytes)| (l, at, bytes))
             .collect();
     }
-
     let mut shared = Shared {
         sections: vec![
-            (abbrev, new_abbrev, Vec::new()),
-            (str_offsets, new_offsets, offsets_relas),
+            (tables.abbrev, numbering.abbreviations(), Vec::new()),
+            (tables.str_offsets, offsets, offsets_relas),
         ],
         patches,
     };
-    for &s in infos {
+    for &s in &tables.infos {
         let (bytes, relas) = out.remove(&s).unwrap_or_default();
         shared.sections.push((s, bytes, relas));
     }
@@ -831,8 +1016,7 @@ mod tests {
     use std::collections::BTreeSet;
     use std::process::Command;
 
-    use super::super::combine::combine;
-    use super::super::combine::tests::{compile, dump, succeed};
+    use super::super::combine::tests::{compose_parts, dump, succeed};
 
     /// Four C++ fragments with type units, each compiled alone (so each
     /// with its own abbreviation and string offsets tables, numbered its
@@ -871,17 +1055,8 @@ mod tests {
             #endif\n";
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let parts: Vec<Vec<u8>> = (1..=4)
-            .map(|p| {
-                let part = format!("-DPART={p}");
-                compile(
-                    d,
-                    "tables.cc",
-                    source,
-                    &["-O1", "-g", "-fdebug-types-section", &part],
-                )
-            })
-            .collect();
+        let flags = ["-O1", "-fdebug-types-section"];
+        let (parts, path) = compose_parts(d, "tables.cc", source, &flags, 4);
         let names = |text: &str| -> BTreeSet<String> {
             (text.lines())
                 .filter_map(|l| l.split_once("DW_AT_name\t(\"").map(|(_, n)| n.to_string()))
@@ -893,10 +1068,6 @@ mod tests {
             std::fs::write(&path, part).unwrap();
             before.extend(names(&dump(&path, "--debug-info")));
         }
-        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let composed = combine(&objects, &[], &[]).expect("combined");
-        let path = d.join("composed.o");
-        std::fs::write(&path, &composed).unwrap();
         let verify = dump(&path, "--verify");
         assert!(verify.contains("No errors."), "{verify}");
         let abbrevs = dump(&path, "--debug-abbrev");

@@ -2111,7 +2111,7 @@ mod tests {
     use std::process::Command;
 
     use super::super::combine::combine;
-    use super::super::combine::tests::{compile, dump, succeed};
+    use super::super::combine::tests::{compose_parts, dump, succeed};
 
     /// One source compiled as three fragments (as `split` makes them: one
     /// definition each, the same compile unit name): a function, a global
@@ -2129,34 +2129,6 @@ mod tests {
         extern int counter;\n\
         int main(void) { counter += twice(1); printf(\"%d\\n\", counter); return 0; }\n\
         #endif\n";
-
-    /// `source` compiled with `-g` and `flags` (the optimization level
-    /// first) as `count` fragments (`-DPART=1`...), and the object composed
-    /// of them (verified by llvm-dwarfdump): the parts, and where the
-    /// composed object is.
-    fn compose_parts(
-        d: &std::path::Path,
-        name: &str,
-        source: &str,
-        flags: &[&str],
-        count: usize,
-    ) -> (Vec<Vec<u8>>, std::path::PathBuf) {
-        let parts: Vec<Vec<u8>> = (1..=count)
-            .map(|p| {
-                let part = format!("-DPART={p}");
-                let mut all = vec!["-g"];
-                all.extend_from_slice(flags);
-                all.push(&part);
-                compile(d, name, source, &all)
-            })
-            .collect();
-        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
-        let composed = combine(&objects, &[], &[]).expect("combined");
-        let path = d.join("composed.o");
-        std::fs::write(&path, &composed).unwrap();
-        dump(&path, "--verify");
-        (parts, path)
-    }
 
     /// A type unit names the line table of the compile unit it came with
     /// (its files); when that unit joins a merged one and its files are
