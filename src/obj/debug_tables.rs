@@ -30,10 +30,10 @@ use std::collections::{HashMap, HashSet};
 
 use super::debug_fold::{fold, Folded, Node};
 use super::dwarf::{
-    expression_operands, fits, form, form_size, form_value, list_entry, write_field,
+    expression_operands, fits, form, form_size, form_value, list_entry, read_abbrevs, write_field,
 };
 use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
-use super::leb128::{read_sleb, read_uleb, write_sleb, write_uleb};
+use super::leb128::{read_uleb, write_sleb, write_uleb};
 
 const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
 const DW_AT_LOCLISTS_BASE: u64 = gimli::DW_AT_loclists_base.0 as u64;
@@ -119,50 +119,19 @@ impl Declaration {
 }
 
 /// The abbreviation table at `at` of the section `b`, by code.
-fn read_table(b: &[u8], mut at: usize) -> Option<HashMap<u64, Declaration>> {
+fn read_table(b: &[u8], at: usize) -> Option<HashMap<u64, Declaration>> {
     let mut out = HashMap::new();
-    let uleb = |at: &mut usize| -> Option<u64> {
-        let (v, used) = read_uleb(b.get(*at..)?)?;
-        *at += used;
-        Some(v)
-    };
-    loop {
-        let code = uleb(&mut at)?;
-        if code == 0 {
-            return Some(out);
-        }
-        let tag = uleb(&mut at)?;
-        let children = *b.get(at)? == 1;
-        at += 1;
-        let mut attributes = Vec::new();
-        loop {
-            let name = uleb(&mut at)?;
-            let form = uleb(&mut at)?;
-            if name == 0 && form == 0 {
-                break;
-            }
-            let mut implicit = 0;
-            if form == form::IMPLICIT_CONST {
-                let (v, used) = read_sleb(b.get(at..)?)?;
-                at += used;
-                implicit = v;
-            }
-            attributes.push((name, form, implicit));
-        }
-        if out
-            .insert(
-                code,
-                Declaration {
-                    tag,
-                    children,
-                    attributes,
-                },
-            )
-            .is_some()
-        {
-            return None;
+    for a in read_abbrevs(b.get(at..)?)? {
+        let declaration = Declaration {
+            tag: a.tag,
+            children: a.children,
+            attributes: a.attributes,
+        };
+        if out.insert(a.code, declaration).is_some() {
+            return None; // a code declared twice
         }
     }
+    Some(out)
 }
 
 /// One attribute value as read: where it is in its unit, its size, and
@@ -202,28 +171,10 @@ struct Unit {
     type_offset: Option<u64>,
     /// Its location lists' base (the addend of `DW_AT_loclists_base`).
     loclists_base: Option<i64>,
-    /// A compile unit's copies folded (`debug_fold`); `None`: written as
-    /// read.
-    folded: Option<Folded>,
-}
-
-impl Unit {
     /// The entries to write, in order (`None`: a null entry), and each
-    /// dropped entry → the entry that stands for it.
-    fn order(&self) -> Folded {
-        match &self.folded {
-            Some(f) => Folded {
-                order: f.order.clone(),
-                redirect: f.redirect.clone(),
-            },
-            None => Folded {
-                order: (self.entries.iter().enumerate())
-                    .map(|(i, e)| e.declaration.map(|_| i))
-                    .collect(),
-                redirect: HashMap::new(),
-            },
-        }
-    }
+    /// dropped entry → the entry that stands for it: a compile unit's
+    /// copies folded (`debug_fold`), or every entry as read.
+    written: Folded,
 }
 
 /// The bytes a relocation adds to a DIE's key (see `debug_fold::Node`).
@@ -495,9 +446,15 @@ impl Reader<'_, '_> {
             nodes.push(node);
             p = next;
         }
-        let folded = (header.unit_type != DW_UT_TYPE && !found.has_sibling)
+        let written = (header.unit_type != DW_UT_TYPE && !found.has_sibling)
             .then(|| fold(&nodes))
-            .flatten();
+            .flatten()
+            .unwrap_or_else(|| Folded {
+                order: (entries.iter().enumerate())
+                    .map(|(i, e)| e.declaration.map(|_| i))
+                    .collect(),
+                redirect: HashMap::new(),
+            });
         Some(Unit {
             section,
             start: at,
@@ -505,7 +462,7 @@ impl Reader<'_, '_> {
             entries,
             type_offset: header.type_offset,
             loclists_base: found.loclists_base,
-            folded,
+            written,
         })
     }
 
@@ -700,8 +657,6 @@ fn root_strings_base(
 
 /// How the written units number their strings and declarations.
 struct Numbering {
-    /// Each written entry, per unit, in order (see `Unit::order`).
-    orders: Vec<Folded>,
     /// Each string read → its index in the new table (`usize::MAX`: no
     /// written DIE names it).
     string_number: Vec<usize>,
@@ -720,10 +675,9 @@ impl Numbering {
     /// declarations (each takes the string forms of its values' new
     /// indices), the commonest first.
     fn of(read: &Read) -> Numbering {
-        let orders: Vec<Folded> = read.units.iter().map(Unit::order).collect();
         let mut string_uses = vec![0usize; read.strings.len()];
-        for (unit, written) in read.units.iter().zip(&orders) {
-            for &e in written.order.iter().flatten() {
+        for unit in &read.units {
+            for &e in unit.written.order.iter().flatten() {
                 for v in &unit.entries[e].values {
                     if let Rewrite::String(n) = v.what {
                         string_uses[n] += 1;
@@ -743,9 +697,9 @@ impl Numbering {
         let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
         let mut uses: Vec<usize> = Vec::new();
         let mut declaration_of = Vec::with_capacity(read.units.len());
-        for (unit, written) in read.units.iter().zip(&orders) {
+        for unit in &read.units {
             let mut of_unit = vec![None; unit.entries.len()];
-            for &e in written.order.iter().flatten() {
+            for &e in unit.written.order.iter().flatten() {
                 let entry = &unit.entries[e];
                 let Some(d) = entry.declaration else {
                     continue;
@@ -768,7 +722,6 @@ impl Numbering {
             declaration_of.push(of_unit);
         }
         Numbering {
-            orders,
             string_number,
             strings_by_number,
             declarations,
@@ -849,7 +802,7 @@ impl Numbering {
         // Fields to fill once every DIE has its place: (offset in the new
         // section, size, uleb, the old unit offset it names).
         let mut fills: Vec<(usize, usize, bool, u64)> = Vec::new();
-        let Folded { order, redirect } = &self.orders[u];
+        let Folded { order, redirect } = &unit.written;
         for &written in order {
             let Some(e) = written else {
                 bytes.push(0);

@@ -74,10 +74,11 @@ pub(super) mod form {
     }
 }
 
-/// One abbreviation: its code and its attributes (name, form, and the
-/// value of a `DW_FORM_implicit_const`).
+/// One abbreviation: its code, its tag and its attributes (name, form,
+/// and the value of a `DW_FORM_implicit_const`).
 pub(super) struct Abbrev {
     pub(super) code: u64,
+    pub(super) tag: u64,
     /// DW_CHILDREN_yes.
     pub(super) children: bool,
     pub(super) attributes: Vec<(u64, u64, i64)>,
@@ -92,7 +93,7 @@ pub(super) fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
         if code == 0 {
             return Some(out);
         }
-        let (_tag, used) = read_uleb(b)?;
+        let (tag, used) = read_uleb(b)?;
         let children = *b.get(used)? == 1;
         b = b.get(used + 1..)?; // the tag, then DW_CHILDREN_yes/no
         let mut attributes = Vec::new();
@@ -114,6 +115,7 @@ pub(super) fn read_abbrevs(mut b: &[u8]) -> Option<Vec<Abbrev>> {
         }
         out.push(Abbrev {
             code,
+            tag,
             children,
             attributes,
         });
