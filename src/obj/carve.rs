@@ -34,7 +34,8 @@
 //! (Until C++ unwind records were carved, every function with a landing
 //! pad was: code generation of a C++ unit at `-O0` cost 2.3x clang's.)
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 use super::debug_carve::{DebugIndex, Part, Target};
 use super::Decline;
@@ -188,8 +189,8 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         }
     }
     let mut symbols_in = vec![Vec::new(); n];
-    let mut global_named = HashMap::new();
-    let mut function_named = HashSet::new();
+    let mut global_named = HashMap::default();
+    let mut function_named = HashSet::default();
     for (k, sym) in input.syms.iter().enumerate().skip(1) {
         if sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
             symbols_in.get_mut(sym.shndx as usize)?.push(k);
@@ -202,11 +203,11 @@ fn index(data: &[u8]) -> Option<Whole<'_>> {
         }
     }
     let mut unwind = Vec::new();
-    let mut fdes_of: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut fdes_of: HashMap<usize, Vec<usize>> = HashMap::default();
     if let Some(e) = eh_frame {
         let h = input.shdrs[e];
         let bytes = slice(data, h.offset, h.size)?;
-        let mut by_offset: HashMap<u64, Rela> = HashMap::new();
+        let mut by_offset: HashMap<u64, Rela> = HashMap::default();
         for r in &relas[e] {
             by_offset.insert(r.offset, *r);
         }
@@ -332,7 +333,7 @@ fn is_content(w: &Whole, i: usize) -> bool {
 /// the whole object's table depends on the other fragments).
 pub struct FragmentSpec {
     pub members: Vec<String>,
-    pub address_significant: HashSet<String>,
+    pub address_significant: std::collections::HashSet<String>,
     /// What the fragment's definitions were renamed with in the whole
     /// object (debug fragments linked into one module, see
     /// `llvm::BatchLinker`; `members` name them so): taken off again
@@ -435,7 +436,7 @@ pub fn carve(
 struct Builder<'w, 'a> {
     w: &'w Whole<'a>,
     members: HashSet<&'w [u8]>,
-    address_significant: &'w HashSet<String>,
+    address_significant: &'w std::collections::HashSet<String>,
     suffix: &'w [u8],
     naming: SectionNaming,
     sections: Vec<OutSection>,
@@ -468,15 +469,15 @@ impl<'w, 'a> Builder<'w, 'a> {
             suffix: spec.suffix.as_bytes(),
             naming,
             sections: Vec::new(),
-            out_of: HashMap::new(),
+            out_of: HashMap::default(),
             order: Vec::new(),
             queue: VecDeque::new(),
             locals: Vec::new(),
-            section_symbol: HashMap::new(),
+            section_symbol: HashMap::default(),
             globals: Vec::new(),
-            symbol_of: HashMap::new(),
-            pieces: HashMap::new(),
-            pool_of: HashMap::new(),
+            symbol_of: HashMap::default(),
+            pieces: HashMap::default(),
+            pool_of: HashMap::default(),
             groups: Vec::new(),
             laid_out: Vec::new(),
         }
@@ -682,8 +683,8 @@ impl<'w, 'a> Builder<'w, 'a> {
         let input_of: HashMap<usize, usize> = self.out_of.iter().map(|(&i, &o)| (o, i)).collect();
         // (name, type, flags, entry size) → (first section, end so far).
         type Run<'s> = (&'s [u8], u32, u64, u64);
-        let mut runs: HashMap<Run, (usize, u64)> = HashMap::new();
-        let mut place_of: HashMap<usize, (usize, u64)> = HashMap::new();
+        let mut runs: HashMap<Run, (usize, u64)> = HashMap::default();
+        let mut place_of: HashMap<usize, (usize, u64)> = HashMap::default();
         for (o, s) in self.sections.iter().enumerate() {
             let Some(&i) = input_of.get(&o) else { continue };
             if self.w.group_of[i].is_some() {
@@ -799,7 +800,7 @@ impl<'w, 'a> Builder<'w, 'a> {
             .collect();
         // (name, type, flags, entry size) → (first section, alignment).
         type Run<'s> = (&'s [u8], u32, u64, u64);
-        let mut first: HashMap<Run, (usize, u64)> = HashMap::new();
+        let mut first: HashMap<Run, (usize, u64)> = HashMap::default();
         for (o, s) in self.sections.iter().enumerate() {
             let size = match &s.content {
                 Content::Data(d) => d.len() as u64,
@@ -1324,7 +1325,7 @@ impl<'w, 'a> Builder<'w, 'a> {
         let bytes = slice(w.input.data, h.offset, h.size)?;
         let mut data: Vec<u8> = Vec::new();
         let mut relas = Vec::new();
-        let mut cie_at: HashMap<u64, u64> = HashMap::new();
+        let mut cie_at: HashMap<u64, u64> = HashMap::default();
         for i in self.order.clone() {
             if self.w.input.shdrs[i].flags & SHF_EXECINSTR == 0 {
                 continue;
@@ -1795,7 +1796,7 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             .enumerate()
             .map(|(k, f)| FragmentSpec {
                 members: vec![format!("{f}.repocc.F{k}")],
-                address_significant: HashSet::new(),
+                address_significant: Default::default(),
                 suffix: format!(".repocc.F{k}"),
             })
             .collect();

@@ -22,7 +22,7 @@
 //! caller composes with the external tools as before: never a wrong
 //! object, at worst a slower one.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::debug_compose::{AbbrevUnions, DebugSections, StringTables};
 use super::elf::*;
@@ -267,7 +267,7 @@ struct PartPlan {
 
 /// Each part's groups and debug sections, in order.
 fn plan_parts(inputs: &[Input]) -> Option<Vec<PartPlan>> {
-    let mut comdat_groups_seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut comdat_groups_seen: HashSet<Vec<u8>> = HashSet::default();
     let mut plans = Vec::with_capacity(inputs.len());
     for input in inputs {
         let n = input.shdrs.len();
@@ -351,18 +351,18 @@ impl Composer {
             machine,
             fill,
             sections: Vec::new(),
-            merged: HashMap::new(),
+            merged: HashMap::default(),
             locals: Vec::new(),
-            section_symbol: HashMap::new(),
+            section_symbol: HashMap::default(),
             globals: Vec::new(),
-            global_index: HashMap::new(),
+            global_index: HashMap::default(),
             addrsig: Vec::new(),
-            addrsig_seen: HashSet::new(),
-            interned: HashMap::new(),
-            shared_tables: HashMap::new(),
-            private_data: HashMap::new(),
-            string_tables_at: HashMap::new(),
-            shared_entries: HashSet::new(),
+            addrsig_seen: HashSet::default(),
+            interned: HashMap::default(),
+            shared_tables: HashMap::default(),
+            private_data: HashMap::default(),
+            string_tables_at: HashMap::default(),
+            shared_entries: HashSet::default(),
         }
     }
 

@@ -39,7 +39,8 @@
 //! Only DWARF 5 as LLVM writes it for ELF64 little-endian: 32-bit units,
 //! indexed strings, addresses and lists.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::collections::VecDeque;
 
 use super::dwarf::{form, form_size, list_entry, unit_extent, Operation};
 use super::elf::{c_str, u32_at, u64_at, Input, Rela, EM_AARCH64, SHT_GROUP};
@@ -223,9 +224,9 @@ impl<'a> DebugIndex<'a> {
         relas: &[Vec<Rela>],
         machine: u16,
     ) -> Result<Option<Self>, Decline> {
-        let mut sections: HashMap<&'static [u8], usize> = HashMap::new();
+        let mut sections: HashMap<&'static [u8], usize> = HashMap::default();
         let mut infos = Vec::new();
-        let mut grouped = HashSet::new();
+        let mut grouped = HashSet::default();
         for s in input.shdrs.iter().filter(|s| s.sh_type == SHT_GROUP) {
             grouped.extend(input.group(s).ok_or(no("debug: a group"))?.1);
         }
@@ -267,7 +268,7 @@ impl<'a> DebugIndex<'a> {
             .bytes(&input.shdrs[abbrev])
             .ok_or(no("debug: abbreviations"))?;
         let abbrevs = read_abbrev_table(abbrev_bytes).ok_or(no("debug: abbreviations"))?;
-        let mut relocs: HashMap<usize, HashMap<u64, Rela>> = HashMap::new();
+        let mut relocs: HashMap<usize, HashMap<u64, Rela>> = HashMap::default();
         for &i in infos.iter().chain(sections.values()) {
             let by_offset = relas[i].iter().map(|r| (r.offset, *r)).collect();
             relocs.insert(i, by_offset);
@@ -287,13 +288,13 @@ impl<'a> DebugIndex<'a> {
             relocs,
             units: Vec::new(),
             compile_units: Vec::new(),
-            type_units: HashMap::new(),
-            ambiguous: HashMap::new(),
+            type_units: HashMap::default(),
+            ambiguous: HashMap::default(),
             unit_sections: Vec::new(),
             unowned: false,
             offset_reloc: if machine == EM_AARCH64 { 258 } else { 10 },
-            lines: HashMap::new(),
-            md5: HashMap::new(),
+            lines: HashMap::default(),
+            md5: HashMap::default(),
         };
         for &i in &infos {
             let bytes = input.bytes(&input.shdrs[i]).ok_or(no("debug: units"))?;
@@ -454,7 +455,7 @@ impl<'a> DebugIndex<'a> {
         let unit = &self.units[u];
         let bytes = self.bytes_of(unit.section)?;
         let bases = self.bases(u)?;
-        let mut found = HashSet::new();
+        let mut found = HashSet::default();
         let note = |this: &Self, index: u64, found: &mut HashSet<usize>| -> Option<()> {
             let addr = this.named(b".debug_addr")?;
             let at = bases.addr? + index * 8;
@@ -819,7 +820,7 @@ fn index_value(f: u64, v: &[u8]) -> Option<u64> {
 
 /// The abbreviation table at the start of `b`, by code.
 fn read_abbrev_table(b: &[u8]) -> Option<HashMap<u64, AbbrevDecl>> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     let mut p = 0;
     loop {
         let (code, used) = read_uleb(b.get(p..)?)?;
@@ -1250,25 +1251,25 @@ impl Writer {
     fn new(ix: &DebugIndex) -> Self {
         Writer {
             abbrevs: Vec::new(),
-            abbrev_of: HashMap::new(),
+            abbrev_of: HashMap::default(),
             str_data: Vec::new(),
-            str_at: HashMap::new(),
+            str_at: HashMap::default(),
             strx: Vec::new(),
-            strx_of: HashMap::new(),
+            strx_of: HashMap::default(),
             line_str: Vec::new(),
-            line_str_at: HashMap::new(),
+            line_str_at: HashMap::default(),
             addrs: Vec::new(),
-            addr_of: HashMap::new(),
+            addr_of: HashMap::default(),
             loclists: Vec::new(),
-            loclist_of: HashMap::new(),
+            loclist_of: HashMap::default(),
             rnglists: Vec::new(),
-            rnglist_of: HashMap::new(),
+            rnglist_of: HashMap::default(),
             files: Vec::new(),
-            file_of: HashMap::new(),
+            file_of: HashMap::default(),
             queue: VecDeque::new(),
-            queued: HashSet::new(),
+            queued: HashSet::default(),
             list_types: Vec::new(),
-            cu_moved: HashMap::new(),
+            cu_moved: HashMap::default(),
             why: "debug: the compile unit's DIEs",
             offset_reloc: ix.offset_reloc,
         }
@@ -1494,7 +1495,7 @@ impl Writer {
             out.extend_from_slice(&[0, 0, 0, 0]); // the type's offset, below
         }
         // Input DIE offset → output offset, and the references to patch.
-        let mut moved: HashMap<usize, usize> = HashMap::new();
+        let mut moved: HashMap<usize, usize> = HashMap::default();
         let mut patches: Vec<Patch> = Vec::new();
         let mut consumed = 0usize;
         for e in &unit.entries {
@@ -1964,7 +1965,7 @@ impl Writer {
         }
         let r32 = self.offset_reloc;
         let mut dirs: Vec<Vec<u8>> = vec![own.dir0.clone()];
-        let mut dir_of: HashMap<Vec<u8>, u64> = HashMap::from([(own.dir0.clone(), 0)]);
+        let mut dir_of: HashMap<Vec<u8>, u64> = HashMap::from_iter([(own.dir0.clone(), 0)]);
         let mut line = vec![0, 0, 0, 0, 5, 0, 8, 0, 0, 0, 0, 0];
         line.extend_from_slice(&own.fixed);
         let write_format = |line: &mut Vec<u8>, format: &[(u64, u64)]| {

@@ -26,7 +26,7 @@
 //! of the code's value, so codes are renumbered only where every one keeps
 //! its length. Anything not understood leaves the section as it is.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::elf::{
     c_str, slice, u32_at, Input, SHF_MERGE, SHF_STRINGS, SHN_LORESERVE, SHN_UNDEF, SHT_PROGBITS,
@@ -127,7 +127,7 @@ impl StringTable {
         StringTable {
             id,
             strings: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 
@@ -324,7 +324,7 @@ impl DebugSections {
     pub(super) fn of(input: &Input, in_group: &[bool], dropped: &[bool]) -> DebugSections {
         let n = input.shdrs.len();
         let name = |i: usize| c_str(input.shstrtab, input.shdrs[i].name).unwrap_or_default();
-        let relocated: std::collections::HashSet<usize> = input
+        let relocated: rustc_hash::FxHashSet<usize> = input
             .shdrs
             .iter()
             .filter(|s| s.sh_type == SHT_RELA)
@@ -341,7 +341,7 @@ impl DebugSections {
                     && !relocated.contains(&i)
             })
             .collect();
-        let mut section_symbols = HashMap::new();
+        let mut section_symbols = HashMap::default();
         for (k, sym) in input.syms.iter().enumerate().skip(1) {
             let Some(&is_merged) = merged.get(sym.shndx as usize) else {
                 continue;
@@ -361,7 +361,7 @@ impl DebugSections {
             merged,
             section_symbols,
             live_offsets: None,
-            rewritten: HashMap::new(),
+            rewritten: HashMap::default(),
             patches: Vec::new(),
             line_files: None,
             shared_abbrevs: None,
@@ -584,7 +584,7 @@ impl DebugSections {
     /// table names, by the entry's offset; `None` if a relocation of the
     /// table names anything else.
     fn entry_strings(&self, input: &Input, table: usize) -> Option<HashMap<u64, Vec<u8>>> {
-        let mut named = HashMap::new();
+        let mut named = HashMap::default();
         for s in input
             .shdrs
             .iter()
@@ -730,8 +730,8 @@ struct StringUses {
     bases: Vec<u64>,
     /// The abbreviation codes the kept units use, and the tables they
     /// name (section, offset).
-    codes: std::collections::HashSet<u64>,
-    abbrev_tables: std::collections::HashSet<(usize, u64)>,
+    codes: rustc_hash::FxHashSet<u64>,
+    abbrev_tables: rustc_hash::FxHashSet<(usize, u64)>,
     /// Every kept DIE's code: (section, offset, ULEB128 length, code).
     dies: Vec<(usize, usize, usize, u64)>,
     /// Every `DW_AT_decl_file`/`DW_AT_call_file`; `None` where one has a
@@ -755,7 +755,7 @@ fn used_abbrevs(
     input: &Input,
     uses: &StringUses,
     in_group: &[bool],
-    relocated: &std::collections::HashSet<usize>,
+    relocated: &rustc_hash::FxHashSet<usize>,
 ) -> Option<UsedAbbrevs> {
     let tables: Vec<&(usize, u64)> = uses.abbrev_tables.iter().collect();
     let [&(section, 0)] = tables[..] else {
@@ -838,8 +838,8 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
     let dwarf = super::dwarf::ObjectDwarf::new(input);
     let mut uses = Vec::new();
     let mut all_bases = Vec::new();
-    let mut codes = std::collections::HashSet::new();
-    let mut abbrev_tables = std::collections::HashSet::new();
+    let mut codes = rustc_hash::FxHashSet::default();
+    let mut abbrev_tables = rustc_hash::FxHashSet::default();
     let mut dies = Vec::new();
     let mut files = Some(Vec::new());
     for i in (0..n).filter(|&i| !dropped[i] && name(i) == b".debug_info") {
@@ -847,7 +847,7 @@ fn string_uses(input: &Input, dropped: &[bool]) -> Option<StringUses> {
         let section = slice(input.data, h.offset, h.size)?;
         // Per unit: the string indices it uses, and its base.
         let mut found: Vec<(usize, usize, usize, u64, u64)> = Vec::new();
-        let mut bases: HashMap<usize, u64> = HashMap::new();
+        let mut bases: HashMap<usize, u64> = HashMap::default();
         dwarf.walk(
             i,
             &mut |a| {
@@ -946,7 +946,7 @@ mod tests {
                 .unwrap();
             let bytes = slice(input.data, strings.offset, strings.size).unwrap();
             let all: Vec<&[u8]> = bytes.split(|&c| c == 0).filter(|s| !s.is_empty()).collect();
-            let distinct: std::collections::HashSet<&[u8]> = all.iter().copied().collect();
+            let distinct: rustc_hash::FxHashSet<&[u8]> = all.iter().copied().collect();
             assert_eq!(all.len(), distinct.len(), "{version}: a string twice");
             assert!(distinct.contains(&b"point"[..]), "{version}");
             let path = d.join(format!("composed{version}.o"));

@@ -19,7 +19,7 @@
 //! Including the parent keeps context: two identical member declarations
 //! of different classes stay apart, and so do the references to them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// One DIE of a unit as the fold sees it.
 pub(super) struct Node {
@@ -90,12 +90,12 @@ pub(super) fn fold(entries: &[Option<Node>]) -> Option<Folded> {
             None => Some(Vec::new()),
         })
         .collect::<Option<_>>()?;
-    let mut redirect: HashMap<usize, usize> = HashMap::new();
+    let mut redirect: HashMap<usize, usize> = HashMap::default();
 
     // Sibling containers that say the same become one, top down.
     let mut pending = vec![root];
     while let Some(p) = pending.pop() {
-        let mut first: HashMap<&[u8], usize> = HashMap::new();
+        let mut first: HashMap<&[u8], usize> = HashMap::default();
         let mut kept = Vec::with_capacity(kids[p].len());
         for k in std::mem::take(&mut kids[p]) {
             let n = node(k)?;
@@ -130,7 +130,7 @@ pub(super) fn fold(entries: &[Option<Node>]) -> Option<Folded> {
     // parent until their number stays.
     let mut class = vec![usize::MAX; entries.len()];
     let mut count = {
-        let mut ids: HashMap<&[u8], usize> = HashMap::new();
+        let mut ids: HashMap<&[u8], usize> = HashMap::default();
         for &i in &live {
             let next = ids.len();
             class[i] = *ids.entry(node(i)?.key.as_slice()).or_insert(next);
@@ -138,7 +138,8 @@ pub(super) fn fold(entries: &[Option<Node>]) -> Option<Folded> {
         ids.len()
     };
     loop {
-        let mut ids: HashMap<Vec<usize>, usize> = HashMap::with_capacity(count);
+        let mut ids: HashMap<Vec<usize>, usize> =
+            HashMap::with_capacity_and_hasher(count, Default::default());
         let mut next_class = class.clone();
         for &i in &live {
             let mut signature = Vec::with_capacity(2 + refs[i].len() + kids[i].len() + 2);
@@ -212,7 +213,7 @@ fn emit(
             continue;
         }
         steps.push(Step::Close);
-        let mut kept: HashMap<usize, usize> = HashMap::new();
+        let mut kept: HashMap<usize, usize> = HashMap::default();
         let mut enter = Vec::new();
         for &k in &kids[i] {
             match kept.get(&class[k]) {

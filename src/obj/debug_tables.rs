@@ -26,7 +26,7 @@
 //! that names `.debug_info` or a table from anywhere else — leaves the
 //! object as it is.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::debug_fold::{fold, Folded, Node};
 use super::dwarf::{
@@ -120,7 +120,7 @@ impl Declaration {
 
 /// The abbreviation table at `at` of the section `b`, by code.
 fn read_table(b: &[u8], at: usize) -> Option<HashMap<u64, Declaration>> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for a in read_abbrevs(b.get(at..)?)? {
         let declaration = Declaration {
             tag: a.tag,
@@ -292,11 +292,11 @@ fn shared_tables(
             declarations: Vec::new(),
             strings: Vec::new(),
         },
-        declaration_index: HashMap::new(),
-        string_index: HashMap::new(),
+        declaration_index: HashMap::default(),
+        string_index: HashMap::default(),
         relocated_values: 0,
     };
-    let mut abbrev_tables: HashMap<i64, HashMap<u64, Declaration>> = HashMap::new();
+    let mut abbrev_tables: HashMap<i64, HashMap<u64, Declaration>> = HashMap::default();
     for &s in &tables.infos {
         let b = data(&sections[s])?;
         let relas: HashMap<u64, &OutRela> =
@@ -453,7 +453,7 @@ impl Reader<'_, '_> {
                 order: (entries.iter().enumerate())
                     .map(|(i, e)| e.declaration.map(|_| i))
                     .collect(),
-                redirect: HashMap::new(),
+                redirect: HashMap::default(),
             });
         Some(Unit {
             section,
@@ -694,7 +694,7 @@ impl Numbering {
             string_number[n] = k;
         }
         let mut declarations: Vec<Declaration> = Vec::new();
-        let mut declaration_index: HashMap<Declaration, usize> = HashMap::new();
+        let mut declaration_index: HashMap<Declaration, usize> = HashMap::default();
         let mut uses: Vec<usize> = Vec::new();
         let mut declaration_of = Vec::with_capacity(read.units.len());
         for unit in &read.units {
@@ -798,7 +798,8 @@ impl Numbering {
         // The header's table offset: the one table, at 0.
         moved_rela(relas, unit.start + 8, start + 8, Some(0));
         bytes[start + 8..start + 12].copy_from_slice(&[0; 4]);
-        let mut moves: HashMap<u64, u64> = HashMap::with_capacity(unit.entries.len());
+        let mut moves: HashMap<u64, u64> =
+            HashMap::with_capacity_and_hasher(unit.entries.len(), Default::default());
         // Fields to fill once every DIE has its place: (offset in the new
         // section, size, uleb, the old unit offset it names).
         let mut fills: Vec<(usize, usize, bool, u64)> = Vec::new();
@@ -869,7 +870,7 @@ const STRINGS_BASE: i64 = 8;
 fn write_shared(sections: &[OutSection], read: &Read, tables: &Tables) -> Option<Shared> {
     let numbering = Numbering::of(read);
     let (offsets, offsets_relas) = numbering.string_offsets(read)?;
-    let mut out: HashMap<usize, (Vec<u8>, Vec<OutRela>)> = HashMap::new();
+    let mut out: HashMap<usize, (Vec<u8>, Vec<OutRela>)> = HashMap::default();
     let mut unit_moves: Vec<HashMap<u64, u64>> = Vec::with_capacity(read.units.len());
     for (u, unit) in read.units.iter().enumerate() {
         let (bytes, relas) = out.entry(unit.section).or_default();

@@ -40,7 +40,7 @@
 //! Type units are not touched; they name the line table of the unit they
 //! came with, which keeps its place and its file numbers.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::ops::Range;
 
 use super::dwarf::{
@@ -431,7 +431,7 @@ fn merged_sections(
     let roles = Roles::of(debug, &units, &runs)?;
     let mut out = Merged {
         sections: Vec::new(),
-        moved: HashMap::new(),
+        moved: HashMap::default(),
     };
     let rewritten_roots = out.rewritten_roots(&read, &units, &runs, &abbrev_tables, sections)?;
     let starts: Vec<Vec<u64>> = (runs.iter().zip(&rewritten_roots))
@@ -559,7 +559,7 @@ impl<'a> DebugSectionsRead<'a> {
     /// The abbreviation tables the units name, by offset, read once each.
     fn abbrev_tables(&self) -> Option<HashMap<i64, Vec<Abbrev>>> {
         let info = &self.debug.info;
-        let mut tables: HashMap<i64, Vec<Abbrev>> = HashMap::new();
+        let mut tables: HashMap<i64, Vec<Abbrev>> = HashMap::default();
         let mut at = 0;
         while at < info.data.len() {
             let (end, _) = unit_extent(info.data, at)?;
@@ -591,9 +591,9 @@ struct Roles {
 impl Roles {
     fn of(debug: &Debug, units: &[Unit], runs: &[Run]) -> Option<Roles> {
         let mut roles = Roles {
-            run_of_unit: HashMap::new(),
-            tables: vec![HashMap::new(); 3],
-            lines: HashMap::new(),
+            run_of_unit: HashMap::default(),
+            tables: vec![HashMap::default(); 3],
+            lines: HashMap::default(),
         };
         for (r, run) in runs.iter().enumerate() {
             let mut seen = [false; 3];
@@ -684,9 +684,9 @@ impl Merged {
     ) -> Option<Vec<Option<RewrittenRoot>>> {
         let (debug, abbrev) = (&read.debug, &read.abbrev);
         let mut rewritten_roots: Vec<Option<RewrittenRoot>> = Vec::new();
-        let mut additions: HashMap<i64, Vec<u8>> = HashMap::new();
-        let mut next_code: HashMap<i64, u64> = HashMap::new();
-        let mut declared: HashMap<(i64, u64, bool, Vec<Kind>), u64> = HashMap::new();
+        let mut additions: HashMap<i64, Vec<u8>> = HashMap::default();
+        let mut next_code: HashMap<i64, u64> = HashMap::default();
+        let mut declared: HashMap<(i64, u64, bool, Vec<Kind>), u64> = HashMap::default();
         for run in runs {
             let d = &units[run.donor?];
             let ranges = !run.one_range;
@@ -891,9 +891,9 @@ fn form_runs(debug: &Debug, units: &[Unit]) -> Vec<Run> {
             one_range: true,
             head,
             dirs: Vec::new(),
-            dir_keys: HashMap::new(),
+            dir_keys: HashMap::default(),
             files: Vec::new(),
-            file_keys: HashMap::new(),
+            file_keys: HashMap::default(),
             file_maps: Vec::new(),
             member_tables: Vec::new(),
         };
@@ -1285,7 +1285,7 @@ fn rewrite_lists(
     let addr_offset = moved.addr_offset;
     let mut has_base = false;
     let b = old.data;
-    let mut placed = HashMap::new();
+    let mut placed = HashMap::default();
     let mut at = lists.start;
     let mut list_start = true;
     let uleb = |at: &mut usize| -> Option<u64> {
@@ -1423,7 +1423,7 @@ fn merged_unit(
     let d = &units[run.donor?];
     let start = out.copy(info, d.start..d.start + 12)?;
     // Where the donor's root attributes went.
-    let mut placed: HashMap<usize, usize> = HashMap::new();
+    let mut placed: HashMap<usize, usize> = HashMap::default();
     let one_range = match rewritten_root {
         None => {
             let root = out.copy(info, d.root_at..d.root_end)?;
@@ -1864,7 +1864,7 @@ fn number_entries(
 ) -> (Vec<u64>, Vec<usize>, HashMap<EntryKey, u64>) {
     let mut numbers = Vec::with_capacity(count);
     let mut new = Vec::new();
-    let mut new_keys: HashMap<EntryKey, u64> = HashMap::new();
+    let mut new_keys: HashMap<EntryKey, u64> = HashMap::default();
     for e in 0..count {
         let key = key(e);
         let n = match known.get(&key).or(new_keys.get(&key)) {

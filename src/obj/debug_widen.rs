@@ -26,7 +26,7 @@
 //! composed, cold or warm, so the bytes stored and the bytes a cold
 //! compile composes are the same.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::dwarf::{
     abbrev_declarations, expression_operands, form, form_value, list_entry, unit_extent,
@@ -94,7 +94,7 @@ fn widened(object: &[u8]) -> Option<Vec<u8>> {
     }
 
     let dwarf = ObjectDwarf::new(&input);
-    let mut replaced: HashMap<usize, Vec<u8>> = HashMap::new();
+    let mut replaced: HashMap<usize, Vec<u8>> = HashMap::default();
     // The compile units: (section, offset). Location lists name base types
     // of the one compile unit.
     let mut compile_units = Vec::new();

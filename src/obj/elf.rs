@@ -13,7 +13,7 @@
 //! composed object would change for no gain.
 
 use super::leb128::write_uleb;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use object::elf::{FileHeader64, Rela64, Sym64};
 use object::read::elf::{FileHeader as _, Rela as _, SectionHeader as _, Sym as _};
@@ -363,7 +363,7 @@ impl Strings {
         names.sort_unstable_by(|a, b| b.iter().rev().cmp(a.iter().rev()));
         names.dedup();
         let mut bytes = vec![0];
-        let mut at = HashMap::with_capacity(names.len());
+        let mut at = HashMap::with_capacity_and_hasher(names.len(), Default::default());
         let mut previous: Option<(&[u8], u32)> = None;
         for name in names {
             let offset = match previous {

@@ -8,7 +8,7 @@
 //! identical CIEs — same bytes, same relocations — and points the FDEs of
 //! the others to it, as clang's object has it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::elf::{u32_at, Content, OutRela, OutSection, SymRef};
 
@@ -77,7 +77,7 @@ pub(super) fn share_cies(section: &mut OutSection) {
     }
     // The first CIE of each kind, and what every CIE maps to.
     type CieKey = (Vec<u8>, Vec<(u64, Option<SymRef>, u32, i64)>);
-    let mut first: HashMap<CieKey, usize> = HashMap::new();
+    let mut first: HashMap<CieKey, usize> = HashMap::default();
     let mut canonical: Vec<usize> = (0..records.len()).collect();
     for (i, rec) in records.iter().enumerate() {
         if rec.cie.is_some() {
