@@ -19,7 +19,10 @@
 //!   `DW_AT_str_offsets_base` and abbreviation offsets name the one table;
 //! - before that, the copies inside each compile unit folded
 //!   (`debug_fold`): only the DIEs it keeps are written, and what named a
-//!   dropped one names the one kept for it.
+//!   dropped one names the one kept for it;
+//! - each fragment's compile unit named after the object's first (the
+//!   glue's, which names the unit's source file), in its root and in its
+//!   line table's file 0 (`name_fragment_units`).
 //!
 //! Anything not understood — a unit that is not DWARF 5, a reference that
 //! is not unit-relative with a fixed size, an indirect form, a relocation
@@ -39,6 +42,7 @@ const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
 const DW_AT_LOCLISTS_BASE: u64 = gimli::DW_AT_loclists_base.0 as u64;
 const DW_AT_SIBLING: u64 = gimli::DW_AT_sibling.0 as u64;
 const DW_AT_DECLARATION: u64 = gimli::DW_AT_declaration.0 as u64;
+const DW_AT_NAME: u64 = gimli::DW_AT_name.0 as u64;
 const DW_TAG_NAMESPACE: u64 = gimli::DW_TAG_namespace.0 as u64;
 /// Classes, structures and unions: as declarations, containers of the
 /// member declarations a fragment names (see `debug_fold`).
@@ -58,6 +62,9 @@ pub(super) fn share_tables(sections: &mut [OutSection], section_symbol: &HashMap
     let Some(shared) = shared_tables(sections, section_symbol) else {
         return;
     };
+    if let Some(name) = &shared.unit_name {
+        name_fragment_lines(sections, section_symbol, name);
+    }
     for (index, data, relas) in shared.sections {
         sections[index].content = Content::Data(data);
         sections[index].relas = relas;
@@ -74,6 +81,8 @@ pub(super) fn share_tables(sections: &mut [OutSection], section_symbol: &HashMap
 struct Shared {
     sections: Vec<(usize, Vec<u8>, Vec<OutRela>)>,
     patches: Vec<(usize, usize, Vec<u8>)>,
+    /// The unit's name, where fragments' compile units now bear it.
+    unit_name: Option<Vec<u8>>,
 }
 
 fn data(s: &OutSection) -> Option<&[u8]> {
@@ -232,6 +241,8 @@ struct Tables<'a> {
     offsets_bytes: &'a [u8],
     /// Each string offsets entry's string.
     string_at: HashMap<u64, StringKey>,
+    /// `.debug_str`: its symbol and bytes.
+    strings: Option<(SymRef, &'a [u8])>,
 }
 
 impl<'a> Tables<'a> {
@@ -275,8 +286,18 @@ impl<'a> Tables<'a> {
             string_at: (sections[str_offsets].relas.iter())
                 .map(|r| (r.offset, (r.sym, r.r_type, r.addend)))
                 .collect(),
+            strings: plain(sections, b".debug_str")
+                .and_then(|s| Some((symbol(s)?, data(&sections[s])?))),
             infos,
         })
+    }
+
+    /// The bytes of the string `key` names, if it is in `.debug_str`.
+    fn string(&self, key: StringKey) -> Option<&'a [u8]> {
+        let (symbol, text) = self.strings?;
+        (key.0 == Some(symbol))
+            .then(|| string_at(text, key.2))
+            .flatten()
     }
 }
 
@@ -328,7 +349,109 @@ fn shared_tables(
     if reader.relocated_values != relocations || reader.read.units.is_empty() {
         return None;
     }
-    write_shared(sections, &reader.read, &tables)
+    let unit_name = name_fragment_units(&mut reader.read, &tables);
+    let mut shared = write_shared(sections, &reader.read, &tables)?;
+    shared.unit_name = unit_name;
+    Some(shared)
+}
+
+/// The name the extraction gives a fragment's compile unit
+/// (shim/extract.cpp): no source file, as the fragment may have been
+/// stored by another unit.
+const FRAGMENT_UNIT_NAME: &[u8] = b"<repocc fragment>";
+
+/// Names every fragment's compile unit after the object's first compile
+/// unit, the glue's, which names the unit's source file, as clang's one
+/// compile unit does: gdb takes a unit's language from its name
+/// (`info frame` in a function of a fragment's unit said "source language
+/// unknown"). Returns that name, for the line tables
+/// (`name_fragment_lines`); `None` when the first unit is a fragment's
+/// too, or its name is not a string of `.debug_str`.
+fn name_fragment_units(read: &mut Read, tables: &Tables) -> Option<Vec<u8>> {
+    let compile_units = || (0..read.units.len()).filter(|&u| read.units[u].type_offset.is_none());
+    let first = compile_units().next()?;
+    let (_, unit_name) = root_name(read, first)?;
+    let bytes = tables.string(read.strings[unit_name])?;
+    if bytes == FRAGMENT_UNIT_NAME {
+        return None;
+    }
+    let fragments: Vec<(usize, usize)> = compile_units()
+        .filter_map(|u| {
+            let (k, n) = root_name(read, u)?;
+            (tables.string(read.strings[n]) == Some(FRAGMENT_UNIT_NAME)).then_some((u, k))
+        })
+        .collect();
+    for (u, k) in fragments {
+        read.units[u].entries[0].values[k].what = Rewrite::String(unit_name);
+    }
+    Some(bytes.to_vec())
+}
+
+/// The root's `DW_AT_name` of unit `u` as read: the value's place among
+/// the root's values, and the string's number.
+fn root_name(read: &Read, u: usize) -> Option<(usize, usize)> {
+    let root = read.units[u].entries.first()?;
+    let attributes = &read.declarations[root.declaration?].attributes;
+    let k = attributes
+        .iter()
+        .position(|&(name, _, _)| name == DW_AT_NAME)?;
+    match root.values.get(k)?.what {
+        Rewrite::String(n) => Some((k, n)),
+        _ => None,
+    }
+}
+
+/// Points the line tables' file names that are a fragment's compile unit
+/// name (each fragment's file 0) at `unit_name` in `.debug_line_str`,
+/// where the glue's line table names it; nothing when it is not there.
+fn name_fragment_lines(
+    sections: &mut [OutSection],
+    section_symbol: &HashMap<usize, usize>,
+    unit_name: &[u8],
+) {
+    let (Some(line), Some(strings)) = (
+        plain(sections, b".debug_line"),
+        plain(sections, b".debug_line_str"),
+    ) else {
+        return;
+    };
+    let Some(&symbol) = section_symbol.get(&strings) else {
+        return;
+    };
+    let Some(text) = data(&sections[strings]) else {
+        return;
+    };
+    let Some(named) = string_offset(text, unit_name) else {
+        return;
+    };
+    let named = named as i64;
+    let moved: Vec<usize> = (sections[line].relas.iter().enumerate())
+        .filter(|(_, r)| r.sym == Some(SymRef::Local(symbol)))
+        .filter(|(_, r)| string_at(text, r.addend) == Some(FRAGMENT_UNIT_NAME))
+        .map(|(i, _)| i)
+        .collect();
+    for i in moved {
+        sections[line].relas[i].addend = named;
+    }
+}
+
+/// The string that starts at `at` of a string section.
+fn string_at(text: &[u8], at: i64) -> Option<&[u8]> {
+    let rest = text.get(usize::try_from(at).ok()?..)?;
+    Some(&rest[..memchr::memchr(0, rest)?])
+}
+
+/// Where `s` is a whole string of a string section.
+fn string_offset(text: &[u8], s: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while at < text.len() {
+        let end = at + memchr::memchr(0, &text[at..])?;
+        if &text[at..end] == s {
+            return Some(at);
+        }
+        at = end + 1;
+    }
+    None
 }
 
 /// A unit's header as read.
@@ -887,6 +1010,7 @@ fn write_shared(sections: &[OutSection], read: &Read, tables: &Tables) -> Option
             .collect();
     }
     let mut shared = Shared {
+        unit_name: None,
         sections: vec![
             (tables.abbrev, numbering.abbreviations(), Vec::new()),
             (tables.str_offsets, offsets, offsets_relas),
@@ -970,7 +1094,8 @@ mod tests {
     use std::collections::BTreeSet;
     use std::process::Command;
 
-    use super::super::combine::tests::{compose_parts, dump, succeed};
+    use super::super::combine::combine;
+    use super::super::combine::tests::{compile, compose_parts, dump, succeed};
 
     /// Four C++ fragments with type units, each compiled alone (so each
     /// with its own abbreviation and string offsets tables, numbered its
@@ -1069,5 +1194,84 @@ mod tests {
         assert!(out.contains("in main () at "), "{out}");
         assert!(out.contains("class std::map<std::string, int>"), "{out}");
         assert!(out.contains("$1 = \"a\""), "{out}");
+    }
+
+    /// The glue's compile unit first, then three named as the extraction
+    /// names a fragment's: composed, every compile unit and every line
+    /// table's file 0 bear the glue's name, and gdb knows the language of
+    /// a function from a fragment (it said "source language unknown").
+    #[test]
+    fn fragments_units_bear_the_units_name() {
+        let source = "#include <cstdio>\n\
+            #if PART == 1\n\
+            int twice(int x) { return x * 2; }\n\
+            #elif PART == 2\n\
+            __attribute__((noinline)) int thrice(int x) { return x * 3; }\n\
+            #elif PART == 3\n\
+            int plus(int x) { return x + 4; }\n\
+            #else\n\
+            int twice(int x); int thrice(int x); int plus(int x);\n\
+            int main(int argc, char **) { std::printf(\"%d\\n\", plus(thrice(twice(argc)))); return 0; }\n\
+            #endif\n";
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // A fragment's compile unit names a file of its own (its
+        // subprograms name their files), as shim/extract.cpp makes it.
+        let fragment = |p: usize| -> Vec<u8> {
+            let part = format!("-DPART={p}");
+            let ir = compile(d, "names.cc", source, &["-g", &part, "-S", "-emit-llvm"]);
+            let ir = String::from_utf8(ir).unwrap();
+            let (head, tail) = ir.split_once("distinct !DICompileUnit(").unwrap();
+            let (fields, rest) = tail.split_once(')').unwrap();
+            let at = fields.find("file: !").unwrap() + "file: ".len();
+            let end = at + fields[at..].find(',').unwrap();
+            let fields = format!("{}!4242{}", &fields[..at], &fields[end..]);
+            let ir = format!(
+                "{head}distinct !DICompileUnit({fields}){rest}\n\
+                 !4242 = !DIFile(filename: \"<repocc fragment>\", directory: \"/\")\n"
+            );
+            std::fs::write(d.join(format!("part{p}.ll")), ir).unwrap();
+            let obj = d.join(format!("part{p}.o"));
+            succeed(
+                Command::new("clang++-19")
+                    .args(["-c", "-o"])
+                    .arg(&obj)
+                    .arg(d.join(format!("part{p}.ll"))),
+            );
+            std::fs::read(obj).unwrap()
+        };
+        let mut parts = vec![compile(d, "names.cc", source, &["-g", "-DPART=4"])];
+        parts.extend((1..=3).map(fragment));
+        for p in &parts[1..] {
+            let path = d.join("fragment.o");
+            std::fs::write(&path, p).unwrap();
+            assert!(dump(&path, "--debug-line").contains("<repocc fragment>"));
+        }
+        let objects: Vec<&[u8]> = parts.iter().map(|p| p.as_slice()).collect();
+        let path = d.join("composed.o");
+        std::fs::write(&path, combine(&objects, &[], &[]).expect("combined")).unwrap();
+        let verify = dump(&path, "--verify");
+        assert!(verify.contains("No errors."), "{verify}");
+        let info = dump(&path, "--debug-info");
+        let line = dump(&path, "--debug-line");
+        assert!(info.matches("DW_TAG_compile_unit").count() >= 1, "{info}");
+        for text in [&info, &line] {
+            assert!(!text.contains("<repocc fragment>"), "{text}");
+        }
+        assert!(info.contains("names.cc\")"), "{info}");
+
+        let exe = d.join("prog");
+        succeed(Command::new("clang++-19").arg("-o").arg(&exe).arg(&path));
+        let run = Command::new(&exe).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&run.stdout), "10\n");
+        let gdb = Command::new("gdb")
+            .args(["-q", "-batch", "-nx", "-ex", "break thrice", "-ex", "run"])
+            .args(["-ex", "info frame"])
+            .arg(&exe)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&gdb.stdout);
+        assert!(out.contains("Breakpoint 1, thrice"), "{out}");
+        assert!(out.contains("source language c++"), "{out}");
     }
 }
