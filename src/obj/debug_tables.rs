@@ -35,7 +35,7 @@ use super::debug_fold::{fold, Folded, Node};
 use super::dwarf::{
     expression_operands, fits, form, form_size, form_value, list_entry, read_abbrevs, write_field,
 };
-use super::elf::{u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
+use super::elf::{c_str, u16_at, u32_at, Content, OutRela, OutSection, SymRef, SHF_GROUP};
 use super::leb128::{read_uleb, write_sleb, write_uleb};
 
 const DW_AT_STR_OFFSETS_BASE: u64 = gimli::DW_AT_str_offsets_base.0 as u64;
@@ -295,9 +295,10 @@ impl<'a> Tables<'a> {
     /// The bytes of the string `key` names, if it is in `.debug_str`.
     fn string(&self, key: StringKey) -> Option<&'a [u8]> {
         let (symbol, text) = self.strings?;
-        (key.0 == Some(symbol))
-            .then(|| string_at(text, key.2))
-            .flatten()
+        if key.0 != Some(symbol) {
+            return None;
+        }
+        c_str(text, u32::try_from(key.2).ok()?)
     }
 }
 
@@ -427,18 +428,14 @@ fn name_fragment_lines(
     let named = named as i64;
     let moved: Vec<usize> = (sections[line].relas.iter().enumerate())
         .filter(|(_, r)| r.sym == Some(SymRef::Local(symbol)))
-        .filter(|(_, r)| string_at(text, r.addend) == Some(FRAGMENT_UNIT_NAME))
+        .filter(|(_, r)| {
+            u32::try_from(r.addend).ok().and_then(|at| c_str(text, at)) == Some(FRAGMENT_UNIT_NAME)
+        })
         .map(|(i, _)| i)
         .collect();
     for i in moved {
         sections[line].relas[i].addend = named;
     }
-}
-
-/// The string that starts at `at` of a string section.
-fn string_at(text: &[u8], at: i64) -> Option<&[u8]> {
-    let rest = text.get(usize::try_from(at).ok()?..)?;
-    Some(&rest[..memchr::memchr(0, rest)?])
 }
 
 /// Where `s` is a whole string of a string section.
