@@ -33,7 +33,7 @@ def read_index(repo):
     data = bytearray(open(path, "rb").read())
     assert data[:8] == b"RPCCINDX", f"{path}: not an index"
     version, bits = struct.unpack_from("<II", data, 8)
-    assert version == 1 and len(data) == HEADER + SLOT * (1 << bits), f"{path}: unexpected layout"
+    assert version == 2 and len(data) == HEADER + SLOT * (1 << bits), f"{path}: unexpected layout"
     return path, data, bits
 
 
@@ -84,7 +84,7 @@ def entry_of(repo, pack, offset, inner):
 
 def kind_of(repo, pack, offset, inner):
     e = entry_of(repo, pack, offset, inner)
-    return e[12] if e and len(e) > 12 else None
+    return e[0] if e else None
 
 
 def kinds_arg(s):
@@ -96,7 +96,7 @@ def entries(repo, kinds):
     out = []
     for at, key, pack, offset, inner in live_slots(data, bits):
         e = entry_of(repo, pack, offset, inner)
-        kind = e[12] if e and len(e) > 12 else None
+        kind = e[0] if e else None
         if kinds is None or kind in kinds:
             out.append((pack_path(repo, pack), offset, len(e or b""), kind, key, at))
     return out

@@ -49,7 +49,9 @@ use super::storage::FragmentDigest;
 pub const INDEX: &str = "index";
 pub const INDEX_LOCK: &str = "index.lock";
 const MAGIC: &[u8; 8] = b"RPCCINDX";
-const VERSION: u32 = 1;
+/// 2: the packs' entries changed layout (store's `PACK_VERSION` 4); an
+/// index of version 1 points into earlier packs and is rebuilt.
+const VERSION: u32 = 2;
 const HEADER_LEN: u64 = 32;
 const SLOT_LEN: usize = 32;
 /// The smallest table: 64 slots, 2 KiB (a repository under a small size

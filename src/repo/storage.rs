@@ -92,6 +92,24 @@ impl EntryKind {
             EntryKind::Bodies => 10,
         }
     }
+
+    /// The kind a stored byte names ([`EntryKind::byte`]).
+    pub(super) fn of_byte(b: u8) -> Option<EntryKind> {
+        Some(match b {
+            0 => EntryKind::Object,
+            1 => EntryKind::Deleted,
+            2 => EntryKind::ClangObject,
+            3 => EntryKind::ClangOnly,
+            4 => EntryKind::UnitManifest,
+            5 => EntryKind::UnitResult,
+            6 => EntryKind::History,
+            7 => EntryKind::SearchList,
+            8 => EntryKind::ClangUnitHint,
+            9 => EntryKind::BodyIndex,
+            10 => EntryKind::Bodies,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,27 +1,39 @@
 //! The fragment store: a content-addressed directory of entries keyed by a
 //! definition's final digest.
 //!
-//! Layout: `<dir>/v1/fragments/<first two hex digits>/<64 hex digits>`.
-//! Each entry is self-describing and verified on every read:
+//! Each entry, as a pack holds it ([`encode_packed`]):
+//!
+//! | bytes | field |
+//! |---|---|
+//! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition", 2 a whole unit's object compiled by clang, 3 "this unit needs clang", ... ([`EntryKind::byte`]) |
+//! | 32 | the digest the entry is stored under |
+//! | 4 | length of the metadata (little endian) |
+//! | n | metadata (JSON, written by the pipeline) |
+//! | rest | payload (an ELF relocatable object for kind 0) |
+//!
+//! It carries no magic, version or checksum of its own: the pack's header
+//! names the version, and the compressed block the entry is in carries a
+//! checksum that is verified before the block is decompressed. (A 32-byte
+//! checksum per entry, which does not compress, was 5% of lua's
+//! repository.) A value sent to a remote server travels alone, so it is
+//! encoded with a header of its own ([`encode`]):
 //!
 //! | bytes | field |
 //! |---|---|
 //! | 8 | magic `RPCCFRAG` |
 //! | 4 | format version (little endian) |
-//! | 1 | kind: 0 object code, 1 "the optimizer deleted this definition", 2 a whole unit's object compiled by clang, 3 "this unit needs clang" |
+//! | 1 | kind |
 //! | 1 | flags: bit 0, the body (metadata length, metadata, payload) is one zstd frame |
 //! | 2 | reserved (zero) |
 //! | 32 | the digest the entry is stored under |
 //! | 32 | blake3 of the version, kind, flags, reserved bytes and digest above and of everything after the header |
 //! | 8 | length of the metadata (little endian) |
-//! | n | metadata (JSON, written by the pipeline) |
-//! | rest | payload (an ELF relocatable object for kind 0) |
+//! | n | metadata |
+//! | rest | payload |
 //!
-//! The body (the last three rows) is stored compressed when zstd makes it
-//! smaller ([`ZSTD_LEVEL`]): objects are mostly zeros, relocations and
-//! names, and the repository is the user's disk (issue 42). The checksum
-//! covers the bytes as stored, so a damaged frame is found before it is
-//! decompressed, and decompression is bounded by [`MAX_ENTRY_BYTES`].
+//! Its checksum covers the bytes as stored, so a damaged frame is found
+//! before it is decompressed, and decompression is bounded by
+//! [`MAX_ENTRY_BYTES`].
 //!
 //! Entries live in *packs*, `<dir>/v1/packs/<16 hex digits>`: one file
 //! per compiler invocation holding everything it stored (a store made by
@@ -35,9 +47,12 @@
 //! |---|---|
 //! | 8 | magic `RPCCPACK` |
 //! | 4 | pack format version (little endian) |
-//! | 4 | number of entries |
-//! | per entry | its length (u32 LE), then the entry as above |
+//! | 4 | number of blocks |
+//! | per block | its stored length (u32 LE), its raw length (u32 LE; bit 31: stored uncompressed), the first 16 bytes of blake3 of the stored bytes, the stored bytes |
 //!
+//! and a block, decompressed, is a run of entries, each its length (u32
+//! LE) and the entry as above (about [`BLOCK_BYTES`] of them: small
+//! fragment objects share most of their bytes with their neighbours),
 //! so the pack alone says what it holds: the index can always be rebuilt
 //! from the packs (`--verify` does), and a damaged pack costs its own
 //! entries only. Least-recently-used order is per pack (its modification
@@ -49,7 +64,7 @@
 //! reads are bounded by [`MAX_ENTRY_BYTES`]). A pack is written to a
 //! temporary file and renamed into place before the index points at it,
 //! so readers see whole entries or none; no fsync is needed because a torn
-//! entry fails its checksum and reads as a miss. A corrupt entry is
+//! block fails its checksum and its entries read as misses. A corrupt entry is
 //! removed from the index when met. Concurrent writers of one key write
 //! equivalent entries (the key is a digest of the content's inputs), so
 //! the last one indexed winning is harmless; readers take no lock.
@@ -79,11 +94,14 @@ const ZSTD_LEVEL: i32 = 1;
 const COMPRESS_FROM: usize = 128;
 const FLAG_COMPRESSED: u8 = 1;
 const HEADER_LEN: usize = 8 + 4 + 4 + 32 + 32 + 8;
+/// An entry's header in a pack: kind, digest, metadata length.
+const PACKED_HEADER_LEN: usize = 1 + 32 + 4;
 
 const PACK_MAGIC: &[u8; 8] = b"RPCCPACK";
 /// 3: compressed blocks of entries; the index says which block, and where
-/// in it.
-const PACK_VERSION: u32 = 3;
+/// in it. 4: entries without a header and checksum of their own
+/// ([`encode_packed`]).
+const PACK_VERSION: u32 = 4;
 const PACK_HEADER_LEN: usize = 16;
 /// A block's stored length, raw length (and flag) and checksum.
 const BLOCK_HEADER_LEN: usize = 4 + 4 + 16;
@@ -147,12 +165,10 @@ pub struct VerifyReport {
     pub removed: Vec<(PathBuf, String)>,
 }
 
-/// The entry as a pack holds it and the remote tier sends it:
-/// uncompressed, since the pack compresses its blocks of entries together
-/// (small objects share most of their bytes with their neighbours: lua's
-/// fragment objects took 2.7 times more room compressed one by one) and
-/// the remote tier compresses the whole value (compressing the body first
-/// as well cost the writer twice and saved nothing).
+/// The entry as the remote tier sends it, with a header and checksum of
+/// its own (see the module comment): uncompressed, since the remote tier
+/// compresses the whole value (compressing the body first as well cost
+/// the writer twice and saved nothing).
 pub fn encode(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
     encode_with(digest, entry, false)
 }
@@ -212,20 +228,7 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     if flags & !FLAG_COMPRESSED != 0 || bytes[14..16] != [0, 0] {
         return Err(Corruption::BadKind(bytes[12]));
     }
-    let kind = match bytes[12] {
-        0 => EntryKind::Object,
-        1 => EntryKind::Deleted,
-        2 => EntryKind::ClangObject,
-        3 => EntryKind::ClangOnly,
-        4 => EntryKind::UnitManifest,
-        5 => EntryKind::UnitResult,
-        6 => EntryKind::History,
-        7 => EntryKind::SearchList,
-        8 => EntryKind::ClangUnitHint,
-        9 => EntryKind::BodyIndex,
-        10 => EntryKind::Bodies,
-        k => return Err(Corruption::BadKind(k)),
-    };
+    let kind = EntryKind::of_byte(bytes[12]).ok_or(Corruption::BadKind(bytes[12]))?;
     if bytes[16..48] != digest.0 {
         return Err(Corruption::WrongDigest);
     }
@@ -255,7 +258,48 @@ pub fn decode(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption
     })
 }
 
-/// One pack holding `entries` (each encoded by [`encode`]), with
+/// The entry as a pack holds it (see the module comment).
+fn encode_packed(digest: &FragmentDigest, entry: &Entry) -> Vec<u8> {
+    let mut out =
+        Vec::with_capacity(PACKED_HEADER_LEN + entry.metadata.len() + entry.payload.len());
+    out.push(entry.kind.byte());
+    out.extend_from_slice(&digest.0);
+    // Metadata is a pipeline's JSON, far below 4 GiB (an entry is at most
+    // `MAX_ENTRY_BYTES`); a longer one would read back as damaged.
+    out.extend_from_slice(&(entry.metadata.len() as u32).to_le_bytes());
+    out.extend_from_slice(&entry.metadata);
+    out.extend_from_slice(&entry.payload);
+    out
+}
+
+/// An entry of a decompressed block (its block's checksum already
+/// verified), which must be stored under `digest`.
+fn decode_packed(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corruption> {
+    if bytes.len() < PACKED_HEADER_LEN {
+        return Err(Corruption::TooShort);
+    }
+    let kind = EntryKind::of_byte(bytes[0]).ok_or(Corruption::BadKind(bytes[0]))?;
+    if bytes[1..33] != digest.0 {
+        return Err(Corruption::WrongDigest);
+    }
+    let meta_len = u32::from_le_bytes(bytes[33..37].try_into().expect("4 bytes")) as usize;
+    let body = &bytes[PACKED_HEADER_LEN..];
+    if meta_len > body.len() {
+        return Err(Corruption::BadLength);
+    }
+    Ok(Entry {
+        kind,
+        metadata: body[..meta_len].to_vec(),
+        payload: body[meta_len..].to_vec(),
+    })
+}
+
+/// The digest an entry of a pack names (not verified).
+fn packed_digest(bytes: &[u8]) -> Option<FragmentDigest> {
+    Some(FragmentDigest(bytes.get(1..33)?.try_into().ok()?))
+}
+
+/// One pack holding `entries` (each encoded by [`encode_packed`]), with
 /// where each one is in it: its block's offset in the file and its own
 /// offset in the block (see the module comment).
 fn encode_pack(
@@ -269,7 +313,7 @@ fn encode_pack(
     // get blocks of their own, so that a unit cache hit decompresses none
     // of the fragments beside them, and damage to either side stays there.
     let unit_cache_entry = |e: &[u8]| {
-        let kind = e.get(12).copied();
+        let kind = e.first().copied();
         kind == Some(EntryKind::UnitManifest.byte()) || kind == Some(EntryKind::UnitResult.byte())
     };
     let mut block_of_unit_cache = false;
@@ -391,8 +435,8 @@ fn pack_records(
                 let mut inner = 0usize;
                 while inner < raw.len() {
                     match entry_in_block(&raw, inner as u32) {
-                        Ok(e) if e.len() >= HEADER_LEN => {
-                            let digest = FragmentDigest(e[16..48].try_into().expect("32 bytes"));
+                        Ok(e) if e.len() >= PACKED_HEADER_LEN => {
+                            let digest = packed_digest(e).expect("a whole header");
                             let at = Location {
                                 pack,
                                 offset,
@@ -661,7 +705,7 @@ impl Store {
     fn load(&self, packs: &RepoDir, d: &FragmentDigest, at: Location) -> Result<Entry, LoadError> {
         let block = self.block(packs, at)?;
         let bytes = entry_in_block(&block, at.len).map_err(LoadError::Corrupt)?;
-        decode(d, bytes).map_err(LoadError::Corrupt)
+        decode_packed(d, bytes).map_err(LoadError::Corrupt)
     }
 
     /// Reads and verifies an entry. A corrupt one is removed from the
@@ -670,7 +714,7 @@ impl Store {
         if let Some(pending) = &self.pending {
             let pending = pending.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(bytes) = pending.bytes.get(d) {
-                return Ok(match decode(d, bytes) {
+                return Ok(match decode_packed(d, bytes) {
                     Ok(e) => Lookup::Hit(e),
                     Err(c) => Lookup::Corrupt(c),
                 });
@@ -738,8 +782,10 @@ impl Store {
     /// returns what they took: 0 here); any other writes them now, as one
     /// pack.
     pub fn put_many(&self, items: &[(FragmentDigest, Entry)]) -> Result<u64, StoreError> {
-        let encoded: Vec<(FragmentDigest, Vec<u8>)> =
-            items.iter().map(|(d, e)| (*d, encode(d, e))).collect();
+        let encoded: Vec<(FragmentDigest, Vec<u8>)> = items
+            .iter()
+            .map(|(d, e)| (*d, encode_packed(d, e)))
+            .collect();
         match &self.pending {
             Some(pending) => {
                 let mut pending = pending.lock().unwrap_or_else(|p| p.into_inner());
@@ -917,6 +963,19 @@ impl Store {
                 }
             };
             let (records, damage) = pack_records(p.pack, &bytes);
+            if let Some(other @ Corruption::OtherVersion(_)) = &damage {
+                // An earlier repocc's pack (entries of another layout): no
+                // lookup can read it, so it would only take room until
+                // evicted.
+                let _ = packs.remove(&name);
+                if verify {
+                    report.checked += 1;
+                    report
+                        .removed
+                        .push((path, format!("{other:?} (an earlier repocc's pack)")));
+                }
+                continue;
+            }
             if verify {
                 if let Some(c) = &damage {
                     report.checked += 1;
@@ -938,7 +997,7 @@ impl Store {
             let mut good = Vec::with_capacity(records.len());
             for (d, _, entry) in &records {
                 report.checked += 1;
-                match decode(d, entry) {
+                match decode_packed(d, entry) {
                     Ok(_) => good.push((*d, entry.clone())),
                     Err(c) => report
                         .removed
@@ -1615,6 +1674,30 @@ pub(crate) mod tests {
         assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Hit(_)));
     }
 
+    /// A pack of an earlier layout (and the index that pointed into it) is
+    /// not read: the next write makes the index again without it and
+    /// removes it, so it does not take room until evicted.
+    #[test]
+    fn an_earlier_versions_packs_are_removed_when_the_index_is_made() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        s.put(&digest(1), &entry(b"old")).unwrap();
+        let (old_pack, _) = pack_path(&s, &digest(1));
+        let mut bytes = fs::read(&old_pack).unwrap();
+        bytes[8..12].copy_from_slice(&(PACK_VERSION - 1).to_le_bytes());
+        fs::write(&old_pack, &bytes).unwrap();
+        let mut index_bytes = fs::read(s.root().join(INDEX)).unwrap();
+        index_bytes[8] ^= 3;
+        fs::write(s.root().join(INDEX), &index_bytes).unwrap();
+        let s = Store::new(d.path());
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Miss));
+        s.put(&digest(2), &entry(b"new")).unwrap();
+        assert!(!old_pack.exists(), "the earlier pack is left");
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Miss));
+        assert!(matches!(s.get(&digest(2)).unwrap(), Lookup::Hit(_)));
+        assert_eq!(fs::read_dir(s.root().join(PACKS)).unwrap().count(), 1);
+    }
+
     /// What an invocation stored counts as what its pack takes, compressed,
     /// and the entries' share of the index (the size ledger adds it up):
     /// not as the entries' own bytes, which counted twice as high.
@@ -1630,7 +1713,7 @@ pub(crate) mod tests {
                 0,
                 "counted when flushed"
             );
-            raw += encode(&digest(i), &object(i)).len() as u64;
+            raw += encode_packed(&digest(i), &object(i)).len() as u64;
         }
         let counted = s.flush().unwrap();
         let packs: Vec<_> = fs::read_dir(s.root().join(PACKS)).unwrap().collect();
