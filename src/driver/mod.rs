@@ -445,6 +445,7 @@ fn execute(
                 cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
                 force_color,
                 start: invocation_start(),
+                composer: Some(pipeline::compose::compose_for_recipe),
             });
     let tokens = jobs::Tokens::from_env();
     let timings = crate::config::switches().timings;
@@ -856,14 +857,13 @@ fn compile_unit_cached(
         not_recorded = Some(format!("{}: repocc printed a warning", unit.source));
     } else if r.status == 0 {
         let record_start = Instant::now();
-        let recorded_result = uc.record(
-            &prepared,
-            &recorded,
-            header_list,
-            &r.stderr,
+        let compiled = crate::unit_cache::Compiled {
+            stderr: &r.stderr,
             compile_ms,
-            preprocessed_key,
-        );
+            result_key: preprocessed_key,
+            recipe: r.report.as_ref().and_then(|report| report.recipe.as_ref()),
+        };
+        let recorded_result = uc.record(&prepared, &recorded, header_list, &compiled);
         if let Err(why) = recorded_result {
             not_recorded = Some(format!("{}: {why}", unit.source));
         }

@@ -40,19 +40,46 @@ fn objcopy() -> Result<&'static Path> {
     llvm_tool("llvm-objcopy", &FOUND)
 }
 
+/// How a recipe records the code fill (see `unit_cache::recipe`).
+pub fn fill_byte(fill: crate::obj::combine::CodeFill) -> u8 {
+    match fill {
+        crate::obj::combine::CodeFill::Trap => u8::MAX,
+        crate::obj::combine::CodeFill::Nops(n) => n.min(u8::MAX - 1),
+    }
+}
+
+/// The unit cache's composer (`unit_cache::recipe::Composer`): what
+/// [`compose_fragments`] does in process, giving the object's bytes.
+pub fn compose_for_recipe(
+    objects: &[&[u8]],
+    locals: &[String],
+    unnamed: &[String],
+    fill: u8,
+) -> Option<Vec<u8>> {
+    let fill = match fill {
+        u8::MAX => crate::obj::combine::CodeFill::Trap,
+        n => crate::obj::combine::CodeFill::Nops(n),
+    };
+    crate::obj::combine::combine_filling(objects, locals, unnamed, fill).ok()
+}
+
 /// Combines fragment objects, in order, into one relocatable object and
-/// writes it like [`write_object`]. Where `obj::combine` declines (the
-/// reason is returned, for the statistics), `ld.lld -r` combines them over
-/// a single archive of them (thousands of fragments cost one file).
+/// writes it like [`write_object`]; returns the digest (blake3) of what
+/// it wrote. Where `obj::combine` declines (the reason is returned, for
+/// the statistics), `ld.lld -r` combines them over a single archive of
+/// them (thousands of fragments cost one file).
 pub fn compose_fragments(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
     fill: crate::obj::combine::CodeFill,
     output: &Path,
-) -> Result<Option<Decline>> {
+) -> Result<std::result::Result<[u8; 32], Decline>> {
     let decline = match crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
-        Ok(bytes) => return output::write_output(output, &bytes).map(|()| None),
+        Ok(bytes) => {
+            output::write_output(output, &bytes)?;
+            return Ok(Ok(*blake3::hash(&bytes).as_bytes()));
+        }
         Err(decline) => decline,
     };
     let dir = tempfile::Builder::new()
@@ -87,7 +114,7 @@ pub fn compose_fragments(
     }
     let bytes = std::fs::read(&combined).context("reading the composed object")?;
     write_object(&bytes, locals, unnamed, fill, output)?;
-    Ok(Some(decline))
+    Ok(Err(decline))
 }
 
 /// A System V `ar` archive of the objects, members named `f<N>.o`, in
@@ -214,12 +241,13 @@ mod tests {
             super::compose_fragments(&[&x86_32], &[], &[], CodeFill::Trap, &out).unwrap();
         assert_eq!(
             declined,
-            Some(Decline("a part that is not an object read here"))
+            Err(Decline("a part that is not an object read here"))
         );
         assert!(std::fs::read(&out).unwrap().starts_with(b"\x7fELF\x01"));
         let ok = compile(d, "ok.c", "int g(int x) { return x * 3; }\n", &[]);
         let out = d.join("ok-out.o");
-        let declined = super::compose_fragments(&[&ok], &[], &[], CodeFill::Trap, &out).unwrap();
-        assert_eq!(declined, None);
+        let composed = super::compose_fragments(&[&ok], &[], &[], CodeFill::Trap, &out).unwrap();
+        let written = std::fs::read(&out).unwrap();
+        assert_eq!(composed, Ok(*blake3::hash(&written).as_bytes()));
     }
 }

@@ -136,6 +136,9 @@ pub struct UnitReport {
     pub warnings: Vec<String>,
     /// Why each compiled definition was compiled (`REPOCC_EXPLAIN`).
     pub explain: Vec<String>,
+    /// How the object was composed in process, for the unit cache to
+    /// store instead of the object (see `unit_cache::recipe`).
+    pub recipe: Option<crate::unit_cache::recipe::Recipe>,
 }
 
 impl UnitReport {
@@ -395,7 +398,7 @@ fn repository_stages(
                 .flatten()
         })
         .collect();
-    let declined = stages.compose(
+    let (declined, recipe) = stages.compose(
         &pruned,
         &assembly,
         &emitted,
@@ -404,6 +407,7 @@ fn repository_stages(
         output,
     )?;
     report.compose_declined = declined;
+    report.recipe = recipe;
     times.write = t.elapsed();
 
     let t = Instant::now();
@@ -573,7 +577,9 @@ impl Stages<'_, '_> {
     }
 
     /// The object at `output`, from the new fragments and the stored ones
-    /// it needs (each with its lines put back in place).
+    /// it needs (each with its lines put back in place); with why
+    /// `obj::combine` declined, or else the recipe of the object: which
+    /// parts went in as the repository holds them.
     fn compose(
         &self,
         pruned: &prune::PrunePlan,
@@ -582,7 +588,10 @@ impl Stages<'_, '_> {
         emitted_lines: &[Option<debug_lines::RelativeLines>],
         stubbed_types: crate::llvm::StubKind,
         output: &Path,
-    ) -> Result<Option<crate::obj::Decline>> {
+    ) -> Result<(
+        Option<crate::obj::Decline>,
+        Option<crate::unit_cache::recipe::Recipe>,
+    )> {
         let unit = self.unit;
         let stored_payload = |i: usize| {
             (pruned.fragments[i].stored.as_ref()).map_or(&[][..], |e| e.payload.as_slice())
@@ -606,24 +615,44 @@ impl Stages<'_, '_> {
         // Fragments with relative lines get their lines back.
         let placement = LinePlacement::of(self.digests, &unit.source_name);
         let parts = assemble::parts(&assembly.slots, &included);
-        let objects: Vec<std::borrow::Cow<[u8]>> = (parts.iter().copied())
+        // The key each newly stored fragment goes under (a recipe names it).
+        let stored_as: std::collections::HashMap<usize, &crate::repo::storage::FragmentDigest> =
+            (assembly.store_after.iter())
+                .map(|&(i, e)| (e, &pruned.fragments[i].key))
+                .collect();
+        // Each part placed, with the key it is stored under when its bytes
+        // went in as stored.
+        let placed: Vec<(
+            std::borrow::Cow<[u8]>,
+            Option<&crate::repo::storage::FragmentDigest>,
+        )> = (parts.iter().copied())
             .map(|part| match part {
                 assemble::Part::Emitted(e) => {
                     let f = &emitted[e];
                     let leader = f.members.first().filter(|_| !f.glue);
-                    placement.place(&f.object, leader, &f.inlined, emitted_lines[e].as_ref())
+                    let o = placement.place(
+                        &f.object,
+                        leader,
+                        &f.inlined,
+                        emitted_lines[e].as_ref(),
+                    )?;
+                    let key = stored_as.get(&e).copied().filter(|_| *o == f.object[..]);
+                    Ok((o, key))
                 }
                 assemble::Part::Stored(i) => {
                     let f = &pruned.fragments[i];
                     let object = stored_payload(i);
                     let found = (f.lines.as_deref())
                         .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
-                    placement.place(object, f.members.first(), &f.inlined, found.as_ref())
+                    let o =
+                        placement.place(object, f.members.first(), &f.inlined, found.as_ref())?;
+                    let key = Some(&f.key).filter(|_| *o == *object);
+                    Ok((o, key))
                 }
             })
-            .filter(|o| !matches!(o, Ok(o) if o.is_empty()))
+            .filter(|o| !matches!(o, Ok((o, _)) if o.is_empty()))
             .collect::<Result<_>>()?;
-        let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_ref()).collect();
+        let objects: Vec<&[u8]> = placed.iter().map(|(o, _)| o.as_ref()).collect();
         if stubbed_types != crate::llvm::StubKind::None {
             // The glue is the first part, when there is one.
             let glue_first = matches!(
@@ -640,13 +669,30 @@ impl Stages<'_, '_> {
                 every_type_unit_whole(&objects, &unit.source_name)?;
             }
         }
-        compose::compose_fragments(
+        let object = match compose::compose_fragments(
             &objects,
             &unit.originally_local,
             &unit.unnamed_locals,
             code_fill(unit),
             output,
-        )
+        )? {
+            Ok(object) => object,
+            Err(declined) => return Ok((Some(declined), None)),
+        };
+        use crate::unit_cache::recipe::{Part, Recipe};
+        let recipe = Recipe {
+            object,
+            parts: (placed.iter())
+                .map(|(o, key)| match key {
+                    Some(k) => Part::Stored(**k),
+                    None => Part::Inline(o.to_vec()),
+                })
+                .collect(),
+            locals: unit.originally_local.clone(),
+            unnamed: unit.unnamed_locals.clone(),
+            fill: compose::fill_byte(code_fill(unit)),
+        };
+        Ok((None, Some(recipe)))
     }
 
     /// Stores what is new, in one write (a pack: see `repo::store`); a
@@ -946,6 +992,8 @@ mod stored_deletions {
                         metadata: e.metadata,
                         payload: Vec::new(),
                     };
+                    // Removed first: a deletion never replaces an entry.
+                    store.remove(&info.key).unwrap();
                     store.put(&info.key, &deletion).unwrap();
                     turned += 1;
                 }

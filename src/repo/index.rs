@@ -41,6 +41,8 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use super::fsx::{self, ReadError, RepoDir};
@@ -181,7 +183,18 @@ pub struct Index {
     header: Header,
     /// Device and inode, to tell whether the file at the path is this one.
     identity: (u64, u64),
+    /// Look-ups made through [`Index::find`].
+    lookups: AtomicU64,
+    /// The slot table as read whole once look-ups made it pay (see
+    /// [`Index::find`]); `None` inside when it could not be read.
+    table: OnceLock<Option<Vec<u8>>>,
 }
+
+/// Look-ups a process makes before the slot table may be read whole.
+const TABLE_AFTER_LOOKUPS: u64 = 64;
+/// What one probe's read costs, in bytes of the table read whole (a page
+/// and a system call).
+const PROBE_COST_BYTES: u64 = 4096;
 
 impl Index {
     /// Opens `index` in `dir` for reading (`writable`: and writing).
@@ -227,6 +240,8 @@ impl Index {
             file,
             header,
             identity: (meta.dev(), meta.ino()),
+            lookups: AtomicU64::new(0),
+            table: OnceLock::new(),
         })
     }
 
@@ -244,16 +259,30 @@ impl Index {
 
     /// Reads `n` slots from slot `first` (which does not wrap).
     fn read_slots(&self, first: u64, n: u64) -> io::Result<Vec<Slot>> {
+        let buf = self.read_slot_bytes(first, n)?;
+        Ok(buf.chunks_exact(SLOT_LEN).map(Slot::decode).collect())
+    }
+
+    fn read_slot_bytes(&self, first: u64, n: u64) -> io::Result<Vec<u8>> {
         let mut buf = vec![0u8; n as usize * SLOT_LEN];
         self.file
             .read_exact_at(&mut buf, HEADER_LEN + first * SLOT_LEN as u64)?;
-        Ok(buf.chunks_exact(SLOT_LEN).map(Slot::decode).collect())
+        Ok(buf)
     }
 
     /// The slot holding `key`, or the first empty one, with the first
     /// removed slot met on the way; `None` when the whole table was probed
     /// (only a damaged table is full).
     fn probe(&self, key: &FragmentDigest) -> io::Result<Probe> {
+        self.probe_with(key, |first, n| self.read_slots(first, n))
+    }
+
+    /// [`Index::probe`], reading slots with `read_slots`.
+    fn probe_with(
+        &self,
+        key: &FragmentDigest,
+        mut read_slots: impl FnMut(u64, u64) -> io::Result<Vec<Slot>>,
+    ) -> io::Result<Probe> {
         let capacity = self.header.capacity();
         let mask = capacity - 1;
         let wanted = slot_key(key);
@@ -262,7 +291,7 @@ impl Index {
         let mut first_removed = None;
         while probed < capacity {
             let n = RUN.min(capacity - i).min(capacity - probed);
-            for (k, slot) in self.read_slots(i, n)?.into_iter().enumerate() {
+            for (k, slot) in read_slots(i, n)?.into_iter().enumerate() {
                 let at = i + k as u64;
                 match slot.at.pack {
                     EMPTY => return Ok(Probe::Empty { at, first_removed }),
@@ -279,8 +308,44 @@ impl Index {
         Ok(Probe::Full { first_removed })
     }
 
-    /// Where `key`'s entry is, if the index has it.
+    /// Where `key`'s entry is, if the index has it. A process that looks
+    /// up many keys (a unit cache hit composing thousands of fragments,
+    /// the prune stage of a large unit) reads the slot table whole once,
+    /// when that costs no more than the probes made so far, instead of a
+    /// read per probe: a place found there may have moved since (another
+    /// compile's eviction), so the caller that cannot read the entry
+    /// there asks [`Index::find_now`]; a key not found there is looked
+    /// up now.
     pub fn find(&self, key: &FragmentDigest) -> io::Result<Option<Location>> {
+        let made = self.lookups.fetch_add(1, Ordering::Relaxed) + 1;
+        let table_bytes = self.header.capacity() * SLOT_LEN as u64;
+        let pays = made >= TABLE_AFTER_LOOKUPS && made * PROBE_COST_BYTES >= table_bytes;
+        let table = match self.table.get() {
+            Some(t) => t.as_deref(),
+            None if pays => self
+                .table
+                .get_or_init(|| self.read_slot_bytes(0, self.header.capacity()).ok())
+                .as_deref(),
+            None => None,
+        };
+        if let Some(table) = table {
+            let in_memory = |first: u64, n: u64| {
+                let at = first as usize * SLOT_LEN;
+                Ok(
+                    (table[at..at + n as usize * SLOT_LEN].chunks_exact(SLOT_LEN))
+                        .map(Slot::decode)
+                        .collect(),
+                )
+            };
+            if let Probe::Found { slot, .. } = self.probe_with(key, in_memory)? {
+                return Ok(Some(slot.at));
+            }
+        }
+        self.find_now(key)
+    }
+
+    /// Where `key`'s entry is now, read from the file.
+    pub fn find_now(&self, key: &FragmentDigest) -> io::Result<Option<Location>> {
         Ok(match self.probe(key)? {
             Probe::Found { slot, .. } => Some(slot.at),
             _ => None,
@@ -464,12 +529,14 @@ fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
 }
 
 impl<'a> Writer<'a> {
-    /// Records `entries` (later ones win for equal keys); `pack_exists`
+    /// Records `entries` (later ones win for equal keys, except that an
+    /// entry `yields` says so never replaces one indexed); `pack_exists`
     /// says which packs a rebuild keeps. Grows the table first when the
     /// entries would fill it past three quarters.
     pub fn insert(
         &mut self,
         entries: &[(FragmentDigest, Location)],
+        yields: &dyn Fn(&FragmentDigest) -> bool,
         pack_exists: &mut dyn FnMut(u64) -> bool,
     ) -> io::Result<()> {
         let n = entries.len() as u64;
@@ -492,6 +559,7 @@ impl<'a> Writer<'a> {
             match self.index.probe(d)? {
                 // The last one stored wins (the storage contract; equal
                 // keys mostly mean equal entries).
+                Probe::Found { .. } if yields(d) => {}
                 Probe::Found { at, .. } => self.index.write_slot(at, &slot, true)?,
                 Probe::Empty { at, first_removed } => {
                     match first_removed {

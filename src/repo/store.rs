@@ -294,6 +294,11 @@ fn decode_packed(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corrupt
     })
 }
 
+/// Whether an entry of a pack says the optimizer deleted its definition.
+fn is_deletion(packed: &[u8]) -> bool {
+    packed.first() == Some(&EntryKind::Deleted.byte())
+}
+
 /// The digest an entry of a pack names (not verified).
 fn packed_digest(bytes: &[u8]) -> Option<FragmentDigest> {
     Some(FragmentDigest(bytes.get(1..33)?.try_into().ok()?))
@@ -384,12 +389,29 @@ fn decode_block(bytes: &[u8]) -> Result<Vec<u8>, Corruption> {
     let raw = if raw_field & BLOCK_RAW != 0 {
         stored.to_vec()
     } else {
-        zstd::bulk::decompress(stored, raw_len).map_err(|_| Corruption::BadLength)?
+        decompress_block(stored, raw_len).map_err(|_| Corruption::BadLength)?
     };
     if raw.len() != raw_len {
         return Err(Corruption::BadLength);
     }
     Ok(raw)
+}
+
+/// Decompresses a block of `raw_len` bytes with this thread's context:
+/// a hit composing thousands of fragments reads hundreds of blocks, and
+/// making a context for each was a twentieth of its time.
+fn decompress_block(stored: &[u8], raw_len: usize) -> std::io::Result<Vec<u8>> {
+    thread_local! {
+        static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    DECOMPRESSOR.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_none() {
+            *d = Some(zstd::bulk::Decompressor::new()?);
+        }
+        d.as_mut().expect("made above").decompress(stored, raw_len)
+    })
 }
 
 /// The entry at `inner` in a decompressed block.
@@ -613,14 +635,29 @@ impl Store {
     /// Where the index says `d` is: a miss in a replaced index is asked
     /// again of the new one.
     fn locate(&self, v1: &RepoDir, d: &FragmentDigest) -> std::io::Result<Option<Location>> {
+        self.locate_with(v1, d, Index::find)
+    }
+
+    /// [`Store::locate`] from the index file as it is now (not from a slot
+    /// table read earlier, see `Index::find`).
+    fn locate_now(&self, v1: &RepoDir, d: &FragmentDigest) -> std::io::Result<Option<Location>> {
+        self.locate_with(v1, d, Index::find_now)
+    }
+
+    fn locate_with(
+        &self,
+        v1: &RepoDir,
+        d: &FragmentDigest,
+        find: fn(&Index, &FragmentDigest) -> std::io::Result<Option<Location>>,
+    ) -> std::io::Result<Option<Location>> {
         // With none kept, `index` has just tried to open one.
         let Some(index) = self.index(v1, false)? else {
             return Ok(None);
         };
-        match index.find(d)? {
+        match find(&index, d)? {
             Some(at) => Ok(Some(at)),
             None if !index.is_current(v1) => match self.index(v1, true)? {
-                Some(fresh) => fresh.find(d),
+                Some(fresh) => find(&fresh, d),
                 None => Ok(None),
             },
             None => Ok(None),
@@ -731,11 +768,12 @@ impl Store {
             return Ok(Lookup::Miss);
         };
         let mut loaded = self.load(packs, d, at);
-        if let Err(LoadError::Corrupt(_)) = loaded {
-            // Read once more before calling it corrupt: a slot read while
-            // another compile rewrote it (`index`) reads right the second
-            // time; a damaged entry does not.
-            if let Ok(Some(again)) = self.locate(v1, d) {
+        if let Err(LoadError::Corrupt(_) | LoadError::Missing) = loaded {
+            // Read once more before calling it corrupt or gone: a slot
+            // read while another compile rewrote it (`index`), or a place
+            // from a slot table read earlier (a pack evicted since), reads
+            // right the second time; a damaged entry does not.
+            if let Ok(Some(again)) = self.locate_now(v1, d) {
                 loaded = self.load(packs, d, again);
             }
         }
@@ -882,8 +920,17 @@ impl Store {
         packs
             .write_atomic(&name, &bytes, fsx::file_mode())
             .map_err(unwritable(packs.path().join(&name)))?;
+        // "The optimizer deleted it" is what one unit's optimizer did with
+        // a definition its users let it drop (a constant whose every use
+        // was folded); another unit's code for the same key serves both
+        // (a deleted fragment composes only where referenced), the other
+        // way round it does not: a deletion never replaces an entry.
+        let deletions: std::collections::HashSet<&FragmentDigest> = (entries.iter())
+            .filter(|(_, e)| is_deletion(e))
+            .map(|(d, _)| d)
+            .collect();
         let indexed = self.with_index(&v1, &packs, |w| {
-            w.insert(&locations, &mut |p| {
+            w.insert(&locations, &|d| deletions.contains(d), &mut |p| {
                 matches!(packs.kind_of(&pack_name(p)), Ok(Some(fsx::Kind::Regular)))
             })
         });
@@ -989,7 +1036,7 @@ impl Store {
                     continue;
                 }
             }
-            let places = records.iter().map(|(d, at, _)| (*d, *at));
+            let places = (records.iter()).map(|(d, at, e)| (*d, *at, is_deletion(e)));
             if !verify {
                 out.extend(places);
                 continue;
@@ -1024,10 +1071,21 @@ impl Store {
             if good.is_empty() || !rewrote {
                 let _ = packs.remove(&name);
             } else {
-                out.extend(kept);
+                let deletions = good.iter().map(|(_, e)| is_deletion(e));
+                out.extend(
+                    kept.into_iter()
+                        .zip(deletions)
+                        .map(|((d, at), del)| (d, at, del)),
+                );
             }
         }
-        out
+        // Newer packs win, except that a deletion never replaces an entry
+        // (see `write_pack`).
+        let mut seen = std::collections::HashSet::new();
+        (out.into_iter())
+            .filter(|(d, _, deletion)| seen.insert(*d) || !deletion)
+            .map(|(d, at, _)| (d, at))
+            .collect()
     }
 
     /// The packs in `packs`. With a `report`, anything else found there is
@@ -1886,6 +1944,41 @@ pub(crate) mod tests {
         let stored = encode_with(&d, &random, true);
         assert_eq!(stored[13], 0);
         assert_eq!(decode(&d, &stored).unwrap(), random);
+    }
+
+    /// One unit's optimizer deleted a constant that another unit kept: the
+    /// code stays indexed whichever is stored last (it serves both).
+    #[test]
+    fn a_deletion_never_replaces_an_entry() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        let deleted = Entry {
+            kind: EntryKind::Deleted,
+            metadata: Vec::new(),
+            payload: Vec::new(),
+        };
+        s.put(&digest(1), &entry(b"code")).unwrap();
+        s.put(&digest(1), &deleted).unwrap();
+        s.put(&digest(2), &deleted).unwrap();
+        s.put(&digest(2), &entry(b"code")).unwrap();
+        // The same when the index is made again from the packs (`--verify`).
+        for rebuilt in [false, true] {
+            if rebuilt {
+                std::thread::sleep(Duration::from_millis(20));
+                s.put(&digest(1), &deleted).unwrap();
+                assert!(s.verify_all().removed.is_empty());
+            }
+            for k in [1, 2] {
+                match s.get(&digest(k)).unwrap() {
+                    Lookup::Hit(e) => assert_eq!(e.kind, EntryKind::Object, "key {k}"),
+                    other => panic!("key {k}: {other:?}"),
+                }
+            }
+        }
+        s.put(&digest(3), &deleted).unwrap();
+        assert!(
+            matches!(s.get(&digest(3)).unwrap(), Lookup::Hit(e) if e.kind == EntryKind::Deleted)
+        );
     }
 
     #[test]

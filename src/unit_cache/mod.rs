@@ -19,13 +19,16 @@
 //! Failed compiles are never recorded: they run again and print clang's
 //! diagnostics and exit code every time.
 //!
-//! A result's object is stored compressed, and where the unit has an
-//! earlier result, as its difference from that one's object (`delta`).
+//! A result's object is stored compressed, where the unit has an earlier
+//! result as its difference from that one's object (`delta`), or, where
+//! that is smaller, as the stored fragments it was composed from
+//! (`recipe`).
 
 pub mod checkout;
 mod delta;
 pub mod key;
 pub mod manifest;
+pub mod recipe;
 pub mod search;
 
 use std::path::{Path, PathBuf};
@@ -104,6 +107,19 @@ pub struct Prepared {
     dep_file: Option<PathBuf>,
 }
 
+/// What a compile gave besides its files (see [`UnitCache::record`]).
+#[derive(Clone, Copy)]
+pub struct Compiled<'a> {
+    /// Its diagnostics.
+    pub stderr: &'a [u8],
+    /// How long it took.
+    pub compile_ms: u64,
+    /// The key preprocessor mode found for the unit, if it ran.
+    pub result_key: Option<FragmentDigest>,
+    /// How the pipeline composed the object, if it did (see `recipe`).
+    pub recipe: Option<&'a recipe::Recipe>,
+}
+
 /// A stored result.
 pub struct CachedResult {
     /// What the compile that produced it took, in milliseconds.
@@ -138,6 +154,9 @@ pub struct UnitCache<'a> {
     /// When the invocation started: files newer than this changed while
     /// it ran.
     pub start: SystemTime,
+    /// Composes a recipe's object (see `recipe`); without it, results are
+    /// stored and read as objects only.
+    pub composer: Option<recipe::Composer>,
 }
 
 impl UnitCache<'_> {
@@ -230,11 +249,14 @@ impl UnitCache<'_> {
         };
         match self.storage.get(&result_key) {
             Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                match decode_result(&e, p.dep_file.is_some(), &|k| self.whole_object(k)) {
+                match self.decode_result(&e, p.dep_file.is_some()) {
                     Ok(r) => Found::Hit(checkout::unmap_result(r, p.base.as_deref())),
                     Err(Undecodable::BaseGone) => {
                         Found::Miss("the result it differs from was evicted".into())
                     }
+                    Err(Undecodable::FragmentsGone) => Found::Miss(
+                        "a fragment its object is composed of was evicted or changed".into(),
+                    ),
                     Err(Undecodable::Corrupt) => {
                         let _ = self.storage.remove(&result_key);
                         Found::Corrupt
@@ -257,18 +279,23 @@ impl UnitCache<'_> {
 
     /// Records a successful compile of the unit: `source` and the headers
     /// clang listed in `header_list`, the object at `output`, the
-    /// dependency file and `stderr`. The result goes under `result_key`
-    /// when preprocessor mode gave one, else under a key over the files'
-    /// digests. Returns the bytes stored, or why it was not recorded.
+    /// dependency file and what the compile gave (`compiled`). The result
+    /// goes under the key preprocessor mode gave, if any, else under a key
+    /// over the files' digests. Returns the bytes stored, or why it was
+    /// not recorded.
     pub fn record(
         &self,
         p: &Prepared,
         unit: &RecordedUnit,
         header_list: &Path,
-        stderr: &[u8],
-        compile_ms: u64,
-        result_key: Option<FragmentDigest>,
+        compiled: &Compiled,
     ) -> Result<u64, String> {
+        let Compiled {
+            stderr,
+            compile_ms,
+            result_key,
+            recipe,
+        } = *compiled;
         if !unit.headers_listed {
             list_headers_by_preprocessing(self.clang, unit, header_list)?;
         }
@@ -305,9 +332,9 @@ impl UnitCache<'_> {
         let result_key = result_key.unwrap_or_else(|| files_result_key(&p.key, &files));
         let manifest = self.stored_manifest(&p.key);
         let mut result = encode_result(&object, dep_file.as_deref(), stderr, compile_ms);
-        if let Some(delta) = self.delta_from_earlier(&manifest, &result_key, &object) {
-            result.payload = delta;
-        }
+        let base = self.earlier_base(&manifest, &result_key);
+        let whole = std::mem::take(&mut result.payload);
+        result.payload = self.result_payload(&object, whole, base.as_ref(), recipe);
         // One write for both (a pack with two names): the result is named
         // first, so a manifest never points to a result not yet there.
         let entries = [
@@ -366,36 +393,107 @@ impl UnitCache<'_> {
         }
     }
 
-    /// `object` as a delta from the unit's newest result (or the whole
-    /// object that one is a delta from), when it has one and the delta is
-    /// less than half of that result's stored size; never for a result
-    /// already stored (a revert: a delta must not replace a base).
-    fn delta_from_earlier(
+    /// The recipe of the result `key` when it is stored whole (the base a
+    /// recipe's difference is read with), decompressed.
+    fn whole_recipe(&self, key: &FragmentDigest) -> Option<Vec<u8>> {
+        match self.storage.get(key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
+                recipe::whole_body(&e.payload, MAX_RECIPE_BYTES)
+            }
+            _ => None,
+        }
+    }
+
+    /// The payload of the object entry under `key` (a recipe's fragment).
+    fn fragment(&self, key: &FragmentDigest) -> Option<Vec<u8>> {
+        match self.storage.get(key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::Object => Some(e.payload),
+            _ => None,
+        }
+    }
+
+    /// A result entry's contents, with what a delta or a recipe needs from
+    /// the repository.
+    fn decode_result(&self, e: &Entry, wants_dep_file: bool) -> Result<CachedResult, Undecodable> {
+        let sources = Sources {
+            whole_object: &|k| self.whole_object(k),
+            fragment: &|k| self.fragment(k),
+            recipe_body: &|k| self.whole_recipe(k),
+            compose: self.composer,
+        };
+        decode_result(e, wants_dep_file, &sources)
+    }
+
+    /// The earlier result a new one may be stored as a difference from,
+    /// with its payload: the unit's newest result, or the whole result
+    /// that one is a difference from (no chains); never when the new
+    /// result is already stored (a revert: a difference must not replace
+    /// its base).
+    fn earlier_base(
         &self,
         manifest: &Manifest,
         result_key: &FragmentDigest,
-        object: &[u8],
-    ) -> Option<Vec<u8>> {
+    ) -> Option<(FragmentDigest, Vec<u8>)> {
         let newest = parse_hex_key(&manifest.results.first()?.result)?;
         let base_key = match self.storage.get(&newest) {
-            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                delta::base_key(&e.payload).unwrap_or(newest)
-            }
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => (delta::base_key(&e.payload))
+                .or_else(|| recipe::delta_base(&e.payload))
+                .unwrap_or(newest),
             _ => return None,
         };
         if base_key == *result_key || matches!(self.storage.get(result_key), Ok(Lookup::Hit(_))) {
             return None;
         }
-        let base = match self.storage.get(&base_key) {
-            Ok(Lookup::Hit(e))
-                if e.kind == EntryKind::UnitResult && !delta::is_delta(&e.payload) =>
-            {
-                (e.payload.len(), result_object(&e.payload)?)
+        match self.storage.get(&base_key) {
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult && is_whole(&e.payload) => {
+                Some((base_key, e.payload))
             }
-            _ => return None,
+            _ => None,
+        }
+    }
+
+    /// The payload of the result for `object`: the object compressed
+    /// (`whole`), or what is smaller of its difference from the earlier
+    /// result `base` (when less than half of that one's stored size), its
+    /// `recipe`, and the recipe's difference from the base's recipe.
+    fn result_payload(
+        &self,
+        object: &[u8],
+        whole: Vec<u8>,
+        base: Option<&(FragmentDigest, Vec<u8>)>,
+        recipe: Option<&recipe::Recipe>,
+    ) -> Vec<u8> {
+        let mut best = whole;
+        let mut consider = |candidate: Option<Vec<u8>>| {
+            if let Some(c) = candidate.filter(|c| c.len() < best.len()) {
+                best = c;
+            }
         };
-        let delta = delta::encode(object, &base_key, &base.1, OBJECT_ZSTD_LEVEL)?;
-        (delta.len() < base.0 / 2).then_some(delta)
+        if let Some((base_key, payload)) = base {
+            consider(
+                (result_object(payload))
+                    .and_then(|b| delta::encode(object, base_key, &b, OBJECT_ZSTD_LEVEL))
+                    .filter(|d| d.len() < payload.len() / 2),
+            );
+        }
+        // A recipe only of the object at the output (what composed it may
+        // not have been the last to write it), and only where composing
+        // it again keeps a hit fast (`recipe::MAX_PARTS`).
+        let Some(recipe) = recipe.filter(|r| {
+            self.composer.is_some()
+                && r.parts.len() <= recipe::MAX_PARTS
+                && r.object == *blake3::hash(object).as_bytes()
+        }) else {
+            return best;
+        };
+        consider(recipe.encode(OBJECT_ZSTD_LEVEL));
+        if let Some((base_key, payload)) = base {
+            consider(
+                recipe::whole_body(payload, MAX_RECIPE_BYTES)
+                    .and_then(|b| recipe.encode_delta(base_key, &b, OBJECT_ZSTD_LEVEL)),
+            );
+        }
+        best
     }
 
     /// The files the unit read (source first, then the headers clang
@@ -555,12 +653,11 @@ impl UnitCache<'_> {
         h.update(&out.stdout);
         let key = FragmentDigest(*h.finalize().as_bytes());
         let hit = match self.storage.get(&key) {
-            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => {
-                decode_result(&e, p.dep_file.is_some(), &|k| self.whole_object(k))
-                    .ok()
-                    .filter(|r| r.stderr.is_empty())
-                    .map(|r| checkout::unmap_result(r, p.base.as_deref()))
-            }
+            Ok(Lookup::Hit(e)) if e.kind == EntryKind::UnitResult => self
+                .decode_result(&e, p.dep_file.is_some())
+                .ok()
+                .filter(|r| r.stderr.is_empty())
+                .map(|r| checkout::unmap_result(r, p.base.as_deref())),
             _ => None,
         };
         Some((key, hit))
@@ -757,6 +854,12 @@ fn decode_manifest(payload: &[u8]) -> Option<Manifest> {
     Manifest::decode(&decompress(payload, MAX_MANIFEST_BYTES)?)
 }
 
+/// Whether a result's payload is whole: an object or a recipe, not a
+/// difference from another result.
+fn is_whole(payload: &[u8]) -> bool {
+    !delta::is_delta(payload) && recipe::delta_base(payload).is_none()
+}
+
 /// The object of a result's payload; `None` unless it is an ELF object of
 /// at most [`MAX_OUTPUT_BYTES`].
 fn result_object(payload: &[u8]) -> Option<Vec<u8>> {
@@ -771,25 +874,58 @@ enum Undecodable {
     Corrupt,
     /// It is a delta whose base is not stored whole any more: a miss.
     BaseGone,
+    /// It is a recipe whose fragments do not give the object any more
+    /// (one was evicted or stored again otherwise): a miss.
+    FragmentsGone,
 }
 
-/// A result entry's contents; a delta's base object comes from
-/// `whole_object`.
+/// What a result stored as a difference or a recipe needs.
+struct Sources<'s> {
+    /// A delta's base: the object of the result under a key, stored whole.
+    whole_object: &'s dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
+    /// A recipe's fragment: the payload of the object entry under a key.
+    fragment: &'s dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
+    /// A recipe difference's base: the recipe of the result under a key,
+    /// stored whole (decompressed).
+    recipe_body: &'s dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
+    compose: Option<recipe::Composer>,
+}
+
+/// Largest recipe read (decompressed).
+const MAX_RECIPE_BYTES: u64 = 256 << 20;
+
+/// A result entry's contents; a delta's base object and a recipe's
+/// fragments come from `sources`.
 fn decode_result(
     e: &Entry,
     wants_dep_file: bool,
-    whole_object: &dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
+    sources: &Sources,
 ) -> Result<CachedResult, Undecodable> {
     let parts = result_parts(e, wants_dep_file).ok_or(Undecodable::Corrupt)?;
     let (compile_ms, stderr, dep_file) = parts;
-    let object = match delta::base_key(&e.payload) {
-        Some(base_key) => {
-            let base = whole_object(&base_key).ok_or(Undecodable::BaseGone)?;
-            delta::decode(&e.payload, &base, MAX_OUTPUT_BYTES)
-                .filter(|o| o.starts_with(b"\x7fELF"))
-                .ok_or(Undecodable::BaseGone)?
+    let object = if recipe::is_recipe(&e.payload) {
+        let body = match recipe::delta_base(&e.payload) {
+            Some(base_key) => {
+                let base = (sources.recipe_body)(&base_key).ok_or(Undecodable::BaseGone)?;
+                recipe::delta_body(&e.payload, &base, MAX_RECIPE_BYTES)
+                    .ok_or(Undecodable::BaseGone)?
+            }
+            None => recipe::whole_body(&e.payload, MAX_RECIPE_BYTES).ok_or(Undecodable::Corrupt)?,
+        };
+        let r = recipe::Recipe::parse(&body).ok_or(Undecodable::Corrupt)?;
+        let compose = sources.compose.ok_or(Undecodable::FragmentsGone)?;
+        r.cook(sources.fragment, compose)
+            .ok_or(Undecodable::FragmentsGone)?
+    } else {
+        match delta::base_key(&e.payload) {
+            Some(base_key) => {
+                let base = (sources.whole_object)(&base_key).ok_or(Undecodable::BaseGone)?;
+                delta::decode(&e.payload, &base, MAX_OUTPUT_BYTES)
+                    .filter(|o| o.starts_with(b"\x7fELF"))
+                    .ok_or(Undecodable::BaseGone)?
+            }
+            None => result_object(&e.payload).ok_or(Undecodable::Corrupt)?,
         }
-        None => result_object(&e.payload).ok_or(Undecodable::Corrupt)?,
     };
     Ok(CachedResult {
         compile_ms,
@@ -832,9 +968,19 @@ fn result_parts(e: &Entry, wants_dep_file: bool) -> Option<(u64, Vec<u8>, Option
 mod tests {
     use super::*;
 
+    /// What a result needs, from `whole_object` (nothing for a recipe).
+    fn with_bases(whole_object: &dyn Fn(&FragmentDigest) -> Option<Vec<u8>>) -> Sources<'_> {
+        Sources {
+            whole_object,
+            fragment: &|_| None,
+            recipe_body: &|_| None,
+            compose: None,
+        }
+    }
+
     /// A result entry decoded without a store (no delta bases).
     fn decoded(e: &Entry, wants_dep_file: bool) -> Option<CachedResult> {
-        decode_result(e, wants_dep_file, &|_| None).ok()
+        decode_result(e, wants_dep_file, &with_bases(&|_| None)).ok()
     }
 
     #[test]
@@ -894,16 +1040,13 @@ mod tests {
             e.payload.len()
         );
         let with_base = |k: &FragmentDigest| (*k == base_key).then(|| base.clone());
-        assert_eq!(decode_result(&e, false, &with_base).unwrap().object, edited);
-        assert_eq!(
-            decode_result(&e, false, &|_| None).err(),
-            Some(Undecodable::BaseGone)
-        );
+        let decode = |f: &dyn Fn(&FragmentDigest) -> Option<Vec<u8>>| {
+            decode_result(&e, false, &with_bases(f))
+        };
+        assert_eq!(decode(&with_base).unwrap().object, edited);
+        assert_eq!(decode(&|_| None).err(), Some(Undecodable::BaseGone));
         let other = |_: &FragmentDigest| Some(edited.clone());
-        assert_eq!(
-            decode_result(&e, false, &other).err(),
-            Some(Undecodable::BaseGone)
-        );
+        assert_eq!(decode(&other).err(), Some(Undecodable::BaseGone));
     }
 
     #[test]
