@@ -89,6 +89,16 @@ pub fn delta_body(payload: &[u8], base: &[u8], limit: u64) -> Option<Vec<u8>> {
 }
 
 impl Recipe {
+    /// The keys of the fragments it takes from the repository.
+    pub fn stored_keys(&self) -> Vec<FragmentDigest> {
+        (self.parts.iter())
+            .filter_map(|p| match p {
+                Part::Stored(key) => Some(*key),
+                Part::Inline(_) => None,
+            })
+            .collect()
+    }
+
     /// The payload of a result whose object is what the recipe composed,
     /// compressed at `level`.
     pub fn encode(&self, level: i32) -> Option<Vec<u8>> {
