@@ -393,7 +393,16 @@ impl Remote {
                             bytes += value.len() as u64;
                             raw_bytes += raw;
                             let name = remote_key(key);
-                            commands.extend(resp::command(&[b"SET", name.as_bytes(), &value]));
+                            // A deletion never replaces a value (as in the
+                            // local index, see `store::write_pack`): `NX`.
+                            let only_new: &[&[u8]] = if entry.kind == EntryKind::Deleted {
+                                &[b"NX"]
+                            } else {
+                                &[]
+                            };
+                            let mut args: Vec<&[u8]> = vec![b"SET", name.as_bytes(), &value];
+                            args.extend_from_slice(only_new);
+                            commands.extend(resp::command(&args));
                             count += 1;
                         }
                         outcome.round_trips += 1;
@@ -404,7 +413,9 @@ impl Remote {
                             total: 4096 * (count as u64 + 1),
                         };
                         let result = c.request(&commands, count, limits).and_then(|replies| {
-                            match replies.into_iter().find(|r| !matches!(r, Reply::Status(_))) {
+                            // `SET ... NX` that set nothing replies nil.
+                            let written = |r: &Reply| matches!(r, Reply::Status(_) | Reply::Nil);
+                            match replies.into_iter().find(|r| !written(r)) {
                                 None => Ok(()),
                                 Some(Reply::Error(e)) => Err(std::io::Error::other(e)),
                                 Some(other) => Err(std::io::Error::other(format!(
