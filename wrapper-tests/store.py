@@ -24,7 +24,8 @@ import subprocess
 import sys
 
 HEADER = 32
-SLOT = 32
+SLOT = 24
+PACK_FIELD = 16
 REMOVED = 0xFFFFFFFFFFFFFFFF
 
 
@@ -33,16 +34,16 @@ def read_index(repo):
     data = bytearray(open(path, "rb").read())
     assert data[:8] == b"RPCCINDX", f"{path}: not an index"
     version, bits = struct.unpack_from("<II", data, 8)
-    assert version == 2 and len(data) == HEADER + SLOT * (1 << bits), f"{path}: unexpected layout"
+    assert version == 3 and len(data) == HEADER + SLOT * (1 << bits), f"{path}: unexpected layout"
     return path, data, bits
 
 
 def live_slots(data, bits):
     for i in range(1 << bits):
         at = HEADER + SLOT * i
-        offset, inner, pack = struct.unpack_from("<IIQ", data, at + 16)
+        offset, inner, pack = struct.unpack_from("<IIQ", data, at + 8)
         if pack not in (0, REMOVED):
-            yield at, data[at:at + 16].hex(), pack, offset, inner
+            yield at, data[at:at + 8].hex(), pack, offset, inner
 
 
 def pack_path(repo, pack):
@@ -114,7 +115,7 @@ def main():
         gone = random.Random(seed).sample(chosen, len(chosen) * percent // 100)
         path, data, _ = read_index(repo)
         for e in gone:
-            struct.pack_into("<Q", data, e[5] + 24, REMOVED)
+            struct.pack_into("<Q", data, e[5] + PACK_FIELD, REMOVED)
         live = struct.unpack_from("<Q", data, 24)[0]
         struct.pack_into("<Q", data, 24, live - len(gone))
         open(path, "r+b").write(data)
