@@ -393,15 +393,12 @@ impl Remote {
                             bytes += value.len() as u64;
                             raw_bytes += raw;
                             let name = remote_key(key);
-                            // A deletion never replaces a value (as in the
-                            // local index, see `store::write_pack`): `NX`.
-                            let only_new: &[&[u8]] = if entry.kind == EntryKind::Deleted {
-                                &[b"NX"]
-                            } else {
-                                &[]
-                            };
                             let mut args: Vec<&[u8]> = vec![b"SET", name.as_bytes(), &value];
-                            args.extend_from_slice(only_new);
+                            // A deletion never replaces a value (as in the
+                            // local index, see `store::write_pack`).
+                            if entry.kind == EntryKind::Deleted {
+                                args.push(b"NX");
+                            }
                             commands.extend(resp::command(&args));
                             count += 1;
                         }

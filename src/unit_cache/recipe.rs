@@ -189,11 +189,8 @@ impl Recipe {
         fetch: &dyn Fn(&FragmentDigest) -> Option<Vec<u8>>,
         compose: Composer,
     ) -> Option<Vec<u8>> {
-        let fetched: Vec<Vec<u8>> = (self.parts.iter())
-            .filter_map(|p| match p {
-                Part::Stored(key) => Some(fetch(key)),
-                Part::Inline(_) => None,
-            })
+        let fetched: Vec<Vec<u8>> = (self.stored_keys().iter())
+            .map(fetch)
             .collect::<Option<_>>()?;
         let mut stored = fetched.iter();
         let objects: Vec<&[u8]> = (self.parts.iter())
