@@ -21,6 +21,7 @@ const SHIM_SOURCES: &[&str] = &[
     "shim/batch.cpp",
     "shim/interrupts.cpp",
     "shim/frontend.cpp",
+    "shim/link_trim.cpp",
 ];
 
 /// The static clang libraries the in-process frontend needs (the driver,

@@ -1,0 +1,150 @@
+// Definitions that keep the parts of LLVM repocc never runs out of its
+// link, and so out of every start: each static archive member the linker
+// takes brings its static initializers (command-line options registered
+// into LLVM's global parser, pass registrations), run before `main` even
+// for a unit cache hit, whose whole work takes a millisecond or two.
+//
+// - llvm-sys's `target.c` defines the `LLVM_Initialize{All,Native}*`
+//   wrappers; inkwell refers to them, so the linker took that object and,
+//   through it, every target LLVM 19 was built with (AMDGPU, ARM, Mips,
+//   PowerPC, RISC-V, ... : about 200 of 642 static initializers). Defined
+//   here, in the shim's archive, which comes before llvm-sys's in the link,
+//   for the two targets repocc generates code for (`ir::canonical`).
+// - Polly (Debian links it into LLVM's tools as an "extension"): the LTO
+//   backend and clang's backend call `getPollyPluginInfo()` to offer its
+//   passes to every pass builder, which brought all of Polly and its
+//   options, and `AllAnalysesOn<Loop>::SetKey`, a template's static member
+//   every user instantiates, was taken from the first archive defining it,
+//   Polly's. Polly runs only when asked for with `-mllvm -polly`, and a
+//   unit with `-mllvm` is clang's own compile (`driver::args`), so the
+//   plugin here offers nothing, and the member is instantiated here.
+//
+// `wrapper-tests`' binary checks need nothing of this; `nm repocc | grep
+// _GLOBAL__sub_I_` counts what is left.
+
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/PassManager.h>
+#include <llvm/Passes/PassPlugin.h>
+#include <llvm-c/Target.h>
+
+template class llvm::AllAnalysesOn<llvm::Loop>;
+
+// Polly's entry point (declared by no header: `llvm/Support/Extension.def`
+// names it).
+llvm::PassPluginLibraryInfo getPollyPluginInfo();
+
+llvm::PassPluginLibraryInfo getPollyPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "Polly (not linked into repocc)", "",
+          [](llvm::PassBuilder &) {}};
+}
+
+extern "C" {
+// Declared here: llvm-sys's names, with C linkage (not in any header).
+void LLVM_InitializeAllTargetInfos(void);
+void LLVM_InitializeAllTargets(void);
+void LLVM_InitializeAllTargetMCs(void);
+void LLVM_InitializeAllAsmPrinters(void);
+void LLVM_InitializeAllAsmParsers(void);
+void LLVM_InitializeAllDisassemblers(void);
+LLVMBool LLVM_InitializeNativeTarget(void);
+LLVMBool LLVM_InitializeNativeAsmParser(void);
+LLVMBool LLVM_InitializeNativeAsmPrinter(void);
+LLVMBool LLVM_InitializeNativeDisassembler(void);
+
+void LLVMInitializeX86TargetInfo(void);
+void LLVMInitializeX86Target(void);
+void LLVMInitializeX86TargetMC(void);
+void LLVMInitializeX86AsmPrinter(void);
+void LLVMInitializeX86AsmParser(void);
+void LLVMInitializeX86Disassembler(void);
+void LLVMInitializeAArch64TargetInfo(void);
+void LLVMInitializeAArch64Target(void);
+void LLVMInitializeAArch64TargetMC(void);
+void LLVMInitializeAArch64AsmPrinter(void);
+void LLVMInitializeAArch64AsmParser(void);
+void LLVMInitializeAArch64Disassembler(void);
+
+void LLVM_InitializeAllTargetInfos(void) {
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeAArch64TargetInfo();
+}
+
+void LLVM_InitializeAllTargets(void) {
+  LLVMInitializeX86Target();
+  LLVMInitializeAArch64Target();
+}
+
+void LLVM_InitializeAllTargetMCs(void) {
+  LLVMInitializeX86TargetMC();
+  LLVMInitializeAArch64TargetMC();
+}
+
+void LLVM_InitializeAllAsmPrinters(void) {
+  LLVMInitializeX86AsmPrinter();
+  LLVMInitializeAArch64AsmPrinter();
+}
+
+void LLVM_InitializeAllAsmParsers(void) {
+  LLVMInitializeX86AsmParser();
+  LLVMInitializeAArch64AsmParser();
+}
+
+void LLVM_InitializeAllDisassemblers(void) {
+  LLVMInitializeX86Disassembler();
+  LLVMInitializeAArch64Disassembler();
+}
+
+// The host's target; 1 (failure) on a host repocc does not generate code
+// for, as llvm-sys's own wrappers answer for a host without a target.
+LLVMBool LLVM_InitializeNativeTarget(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  LLVMInitializeX86TargetInfo();
+  LLVMInitializeX86Target();
+  LLVMInitializeX86TargetMC();
+  return 0;
+#elif defined(__aarch64__)
+  LLVMInitializeAArch64TargetInfo();
+  LLVMInitializeAArch64Target();
+  LLVMInitializeAArch64TargetMC();
+  return 0;
+#else
+  return 1;
+#endif
+}
+
+LLVMBool LLVM_InitializeNativeAsmParser(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  LLVMInitializeX86AsmParser();
+  return 0;
+#elif defined(__aarch64__)
+  LLVMInitializeAArch64AsmParser();
+  return 0;
+#else
+  return 1;
+#endif
+}
+
+LLVMBool LLVM_InitializeNativeAsmPrinter(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  LLVMInitializeX86AsmPrinter();
+  return 0;
+#elif defined(__aarch64__)
+  LLVMInitializeAArch64AsmPrinter();
+  return 0;
+#else
+  return 1;
+#endif
+}
+
+LLVMBool LLVM_InitializeNativeDisassembler(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  LLVMInitializeX86Disassembler();
+  return 0;
+#elif defined(__aarch64__)
+  LLVMInitializeAArch64Disassembler();
+  return 0;
+#else
+  return 1;
+#endif
+}
+}
