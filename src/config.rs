@@ -426,11 +426,25 @@ impl Config {
         crate::repo::store::parse_size(&self.max_size).unwrap_or(10 << 30)
     }
 
-    pub fn jobs(&self) -> usize {
-        if self.jobs == 0 {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            self.jobs
+    pub fn jobs(&self) -> Jobs {
+        Jobs(self.jobs)
+    }
+}
+
+/// A number of workers as configured: 0 is the machine's parallelism,
+/// found when first asked for. A unit cache hit never asks (finding it
+/// reads the cgroup's CPU limits, 2% of a small unit's hit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jobs(pub usize);
+
+impl Jobs {
+    pub fn get(self) -> usize {
+        static MACHINE: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        match self.0 {
+            0 => {
+                *MACHINE.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            }
+            n => n,
         }
     }
 }

@@ -539,7 +539,7 @@ fn write_stored(store: &crate::repo::store::Store, results: &[UnitResult]) -> u6
 /// several.
 fn compile_all(
     units: &[plan::UnitPlan],
-    jobs: usize,
+    jobs: crate::config::Jobs,
     compile_one: impl Fn((usize, &plan::UnitPlan)) -> UnitResult + Sync + Send,
 ) -> Vec<UnitResult> {
     if units.len() == 1 {
@@ -548,7 +548,7 @@ fn compile_all(
         crate::llvm::leave_unit_memory_to_exit();
         return vec![compile_one((0, &units[0]))];
     }
-    let threads = jobs.min(units.len()).max(1);
+    let threads = jobs.get().min(units.len()).max(1);
     match rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .stack_size(16 << 20)

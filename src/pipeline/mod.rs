@@ -97,7 +97,7 @@ pub struct PipelineOptions {
     /// Keep and use stored bodies for the optimizer's context (`bodies`).
     pub context_bodies: bool,
     /// Code generation workers per unit in fragment mode.
-    pub jobs: usize,
+    pub jobs: crate::config::Jobs,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
     pub digest_report: bool,
     /// Say why each definition was compiled (REPOCC_EXPLAIN).
@@ -514,7 +514,7 @@ impl Stages<'_, '_> {
         let emitted = split::emit_groups(
             self.unit,
             self.settings,
-            self.options.jobs,
+            self.options.jobs.get(),
             to_emit,
             split::LineMode {
                 relative: self.digests.relative_lines,
@@ -971,7 +971,7 @@ mod stored_deletions {
             fragments: true,
             debug_fragments: true,
             context_bodies: true,
-            jobs: 1,
+            jobs: crate::config::Jobs(1),
             digest_report: false,
             explain: false,
             key: key::KeyContext::new("test".into(), &settings),

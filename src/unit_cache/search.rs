@@ -343,13 +343,17 @@ pub fn absent_groups(
     candidates: &Candidates,
     trusted_before_ns: i128,
 ) -> Vec<AbsentNames> {
-    let mut by_dir: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut by_dir: std::collections::BTreeMap<String, BTreeSet<String>> = Default::default();
     for (dir, name) in absent_roots(cwd, candidates) {
-        by_dir.entry(dir).or_default().push(name);
+        by_dir
+            .entry(without_dot_components(&dir))
+            .or_default()
+            .insert(name);
     }
     by_dir
         .into_iter()
         .map(|(dir, names)| {
+            let names: Vec<String> = names.into_iter().collect();
             let path = if dir.is_empty() {
                 cwd.to_path_buf()
             } else {
@@ -360,6 +364,21 @@ pub fn absent_groups(
             AbsentNames { dir, times, names }
         })
         .collect()
+}
+
+/// `dir` without its `.` components ("" for the working directory): the
+/// quoted includes' directory of a source named `./x.c` and the working
+/// directory are one directory, and a lookup checked each missing name
+/// in both (lua's `lvm.c`: 230 `stat`s of a hit where 115 do).
+fn without_dot_components(dir: &str) -> String {
+    let parts: Vec<&str> = (dir.split('/'))
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    if dir.starts_with('/') {
+        format!("/{}", parts.join("/"))
+    } else {
+        parts.join("/")
+    }
 }
 
 /// `path` as `dir/spelling`: the spelling.
@@ -444,6 +463,48 @@ mod tests {
         ];
         expected.sort();
         assert_eq!(roots, expected);
+    }
+
+    /// One directory under several spellings is one group: each missing
+    /// name is looked up once by a hit.
+    #[test]
+    fn a_directorys_spellings_are_one_group() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir(d.path().join("inc")).unwrap();
+        let abs = d.path().display().to_string();
+        let c: Vec<String> = [
+            "a.h",
+            "./a.h",
+            "./b.h",
+            "inc/c.h",
+            "inc/./c.h",
+            "./inc//d.h",
+            &format!("{abs}/./e.h"),
+            &format!("{abs}/e.h"),
+        ]
+        .map(String::from)
+        .to_vec();
+        let groups = absent_groups(d.path(), &from_paths(&c), 0);
+        let got: Vec<(String, Vec<String>)> =
+            groups.into_iter().map(|g| (g.dir, g.names)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("".into(), vec!["a.h".into(), "b.h".into()]),
+                (abs.clone(), vec!["e.h".into()]),
+                ("inc".into(), vec!["c.h".into(), "d.h".into()]),
+            ]
+        );
+        for (dir, expected) in [
+            ("", ""),
+            (".", ""),
+            ("./", ""),
+            ("/", "/"),
+            ("/a/./b/", "/a/b"),
+            ("a//b/.", "a/b"),
+        ] {
+            assert_eq!(without_dot_components(dir), expected, "{dir}");
+        }
     }
 
     #[test]
