@@ -21,7 +21,7 @@ const SHIM_SOURCES: &[&str] = &[
     "shim/batch.cpp",
     "shim/interrupts.cpp",
     "shim/frontend.cpp",
-    "shim/link_trim.cpp",
+    "shim/startup.cpp",
 ];
 
 /// The static clang libraries the in-process frontend needs (the driver,
@@ -43,6 +43,22 @@ const CLANG_LIBRARIES: &[&str] = &[
     "clangLex",
     "clangBasic",
 ];
+
+/// A linker script fragment (the default layout, plus one section): the
+/// `.init_array` entries of the archives that hold LLVM (llvm-sys's
+/// bundle, and LLVM's own archives linked again after clang's), clang's
+/// and the shim's go to `repocc_llvm_init`, which the C library does not
+/// run at start; `repocc_run_deferred_initializers` runs them.
+const DEFERRED_INITIALIZERS_SCRIPT: &str = "\
+SECTIONS {
+  repocc_llvm_init : {
+    KEEP(*libllvm_sys-*.rlib:*(.init_array .init_array.*))
+    KEEP(*libLLVM*.a:*(.init_array .init_array.*))
+    KEEP(*libclang*.a:*(.init_array .init_array.*))
+    KEEP(*librepocc_shim.a:*(.init_array .init_array.*))
+  }
+} INSERT AFTER .init_array;
+";
 
 fn main() {
     let prefix = PathBuf::from(
@@ -86,6 +102,13 @@ fn main() {
     // pages they touch, about half of a unit cache hit's time. The code
     // stays position-independent; only the executable's link changes.
     println!("cargo:rustc-link-arg-bins=-no-pie");
+    // LLVM's, clang's and the shim's static initializers in a section of
+    // their own, run when LLVM is first needed (see shim/startup.cpp).
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let script = out.join("deferred-initializers.ld");
+    std::fs::write(&script, DEFERRED_INITIALIZERS_SCRIPT)
+        .unwrap_or_else(|e| panic!("writing {}: {e}", script.display()));
+    println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
     // The linker's digest of the whole executable, which repocc uses as its
     // own identity (src/repo/identity.rs) instead of hashing itself.
     println!("cargo:rustc-link-arg-bins=-Wl,--build-id=sha1");

@@ -152,6 +152,10 @@ size_t repocc_substitute_bodies(LLVMModuleRef unit, const char *const *blobs,
                                 const size_t *groups, size_t count, int has_anchor,
                                 uint64_t anchor, unsigned char *done);
 
+/* ---- startup.cpp: LLVM's and clang's static initializers, run late ---- */
+
+void repocc_run_deferred_initializers(void);
+
 /* ---- interrupts.cpp: files and directories removed on a signal -------- */
 
 void repocc_remove_file_on_interrupt(const char *path, size_t len);

@@ -6,7 +6,8 @@
 // passes.cpp (the pass pipeline and its hooks), bodies.cpp (stored bodies),
 // line_rebase.cpp (relative lines, with line_rebaser.h), batch.cpp (debug
 // fragments linked into one module), interrupts.cpp
-// (signals), frontend.cpp (clang in process).
+// (signals), frontend.cpp (clang in process), startup.cpp (what the link
+// holds, and LLVM's static initializers run when first needed).
 #pragma once
 
 #include "repocc_shim.h"

@@ -81,13 +81,19 @@ fn main() {
     let args: Vec<OsString> = argv.drain(1..).collect();
     let first = args.first().and_then(|a| a.to_str()).unwrap_or("");
 
+    // A compile sets LLVM up when it needs it (a unit cache hit never
+    // does); everything else may use it anywhere.
+    let version = first == "--version" && args.len() == 1;
+    if cli::is_admin_command(first) || version {
+        llvm::initialize();
+    }
     let code = if cli::is_admin_command(first) {
         cli::run(
             args.iter()
                 .map(|a| a.to_string_lossy().into_owned())
                 .collect(),
         )
-    } else if first == "--version" && args.len() == 1 {
+    } else if version {
         print_version(&argv0)
     } else {
         driver::run(&argv0, args)

@@ -173,6 +173,7 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             // clang's driver in this process when it can: the process
             // clang would add to every link (about 35 ms of start-up) is
             // left out.
+            crate::llvm::initialize();
             if let Some(code) =
                 in_process_clang(&clang).and_then(|c| c.link_in_process(&expanded).ok())
             {
@@ -369,7 +370,12 @@ fn execute(
     // Type units hold C's types (C++ fragments declare classes instead);
     // with them LLVM also gives each compile unit of a module its own
     // copy of the other types, as `debug_batch` needs for C++ too.
-    crate::ir::merge::configure_llvm(fragments, fragments && debug_fragments);
+    // LLVM is set up when a unit first needs it (`LlvmSetup`): a unit
+    // cache hit never does.
+    let llvm = LlvmSetup {
+        repository: fragments,
+        debug_types: fragments && debug_fragments,
+    };
     crate::llvm::install_fatal_error_handler(on_llvm_fatal_error);
     let unit_cache_on = cfg.unit_cache && repo.is_some();
     let identity = if fragments || unit_cache_on {
@@ -459,6 +465,7 @@ fn execute(
         };
         let header_list = scratch.as_ref().map(|d| d.file(&format!("{n}.headers")));
         let cx = UnitContext {
+            llvm: &llvm,
             options: &options,
             repository,
             force_color,
@@ -492,6 +499,7 @@ fn execute(
     if status == 0 {
         if let Some(link) = &p.link {
             counters.add(key::LINKS, 1);
+            llvm.ensure();
             status = run_link(p, link, clang);
         }
     }
@@ -718,7 +726,24 @@ struct UnitRepository<'a> {
 }
 
 /// What every unit of an invocation shares.
+/// LLVM's static initializers run and its options set for this
+/// invocation's compiles: when a unit first needs LLVM (or clang in this
+/// process), from whichever thread, once (`llvm::initialize`, and the
+/// options' own `Once`).
+struct LlvmSetup {
+    repository: bool,
+    debug_types: bool,
+}
+
+impl LlvmSetup {
+    fn ensure(&self) {
+        crate::llvm::initialize();
+        crate::ir::merge::configure_llvm(self.repository, self.debug_types);
+    }
+}
+
 struct UnitContext<'a> {
+    llvm: &'a LlvmSetup,
     options: &'a PipelineOptions,
     /// The repository, when one is in use.
     repository: Option<UnitRepository<'a>>,
@@ -816,6 +841,8 @@ fn compile_unit_cached(
             };
         }
     }
+    // Not a hit: what follows may preprocess or compile in this process.
+    cx.llvm.ensure();
     let mut recorded = crate::unit_cache::RecordedUnit {
         source: &unit.source,
         output: &unit.output,
@@ -942,6 +969,7 @@ fn compile_unit(
     discard_dep: Option<&Path>,
     header_list: Option<&Path>,
 ) -> UnitResult {
+    cx.llvm.ensure();
     // Debug info does not use the repository unless `debug_fragments` is
     // on, and the pipeline would only add its own cost (and mem2reg's
     // loss of variables at -O0): clang compiles such a unit, exactly as

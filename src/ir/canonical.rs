@@ -70,6 +70,8 @@ pub struct Unit<'ctx> {
 
 pub fn init_targets() {
     static ONCE: std::sync::Once = std::sync::Once::new();
+    // The targets' options and tables come from the static initializers.
+    crate::llvm::initialize();
     ONCE.call_once(|| {
         Target::initialize_x86(&InitializationConfig::default());
         Target::initialize_aarch64(&InitializationConfig::default());

@@ -108,6 +108,7 @@ pub fn run_clang_link(
     environment: &[(std::ffi::OsString, std::ffi::OsString)],
 ) -> Result<i32, String> {
     use std::os::unix::ffi::OsStrExt;
+    super::startup::initialize();
     let command = DriverCommand::new(clang_path, prog_name, args)?;
     let env = environment
         .iter()
@@ -155,6 +156,7 @@ pub fn run_clang_frontend(
     want_module: bool,
 ) -> InProcessFrontend {
     use std::os::unix::ffi::OsStrExt;
+    super::startup::initialize();
     let command = match DriverCommand::new(clang_path, prog_name, args) {
         Ok(command) => command,
         Err(why) => return InProcessFrontend::Declined(why.into()),

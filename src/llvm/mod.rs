@@ -9,8 +9,9 @@
 //! `queries` (what inkwell cannot ask, small edits), `debug_info` (relative
 //! lines, debug units, type identity), `batch` (debug fragments linked
 //! into one module), `passes` (the pipeline with its
-//! hooks, stored bodies), `interrupts` (files removed on a signal) and
-//! `memory` (what the exit reclaims). `ffi` holds the declarations build.rs
+//! hooks, stored bodies), `interrupts` (files removed on a signal),
+//! `memory` (what the exit reclaims) and `startup` (LLVM's static
+//! initializers, run when first needed). `ffi` holds the declarations build.rs
 //! generates from the header. Each file states the invariants of its calls.
 
 mod batch;
@@ -22,6 +23,7 @@ mod interrupts;
 mod memory;
 mod passes;
 mod queries;
+mod startup;
 mod target;
 
 pub use batch::*;
@@ -32,6 +34,7 @@ pub use interrupts::*;
 pub use memory::*;
 pub use passes::*;
 pub use queries::*;
+pub use startup::*;
 pub use target::*;
 
 #[cfg(test)]

@@ -121,6 +121,8 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
 /// Passes options to LLVM's option parser, once per process.
 pub fn parse_llvm_options(options: &[&str]) {
     static ONCE: Once = Once::new();
+    // The options are registered by the static initializers.
+    super::startup::initialize();
     ONCE.call_once(|| {
         let owned: Vec<CString> = std::iter::once("repocc")
             .chain(options.iter().copied())

@@ -1,0 +1,26 @@
+//! LLVM's and clang's static initializers, run when LLVM is first needed
+//! instead of before `main` (see shim/startup.cpp and build.rs): a unit
+//! cache hit never needs them.
+//!
+//! Invariant: [`initialize`] has returned before anything calls into LLVM
+//! or clang — their command-line options, pass registrations and target
+//! tables are set up by those initializers, and an option read before its
+//! constructor ran would read zeros. The driver calls it before every path
+//! but a unit cache hit's look-up (which uses the store, the unit cache and
+//! the object layer: none of them names LLVM, as `scripts/check-layers.py`
+//! checks), and the entry points below call it as well.
+
+use std::sync::Once;
+
+use super::ffi::repocc_run_deferred_initializers;
+
+/// Runs the deferred static initializers, once per process; later calls
+/// (from any thread) return after the first has finished.
+pub fn initialize() {
+    static DONE: Once = Once::new();
+    // SAFETY: the shim calls each function the linker put in the
+    // `repocc_llvm_init` section, in link order, as the C library would
+    // have before `main`; `Once` runs them exactly once, and every other
+    // caller waits until they have run.
+    DONE.call_once(|| unsafe { repocc_run_deferred_initializers() });
+}
