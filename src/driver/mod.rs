@@ -725,7 +725,6 @@ struct UnitRepository<'a> {
     clang_identity: &'a str,
 }
 
-/// What every unit of an invocation shares.
 /// LLVM's static initializers run and its options set for this
 /// invocation's compiles: when a unit first needs LLVM (or clang in this
 /// process), from whichever thread, once (`llvm::initialize`, and the
@@ -742,6 +741,7 @@ impl LlvmSetup {
     }
 }
 
+/// What every unit of an invocation shares.
 struct UnitContext<'a> {
     llvm: &'a LlvmSetup,
     options: &'a PipelineOptions,

@@ -8,7 +8,9 @@
 //! constructor ran would read zeros. The driver calls it before every path
 //! but a unit cache hit's look-up (which uses the store, the unit cache and
 //! the object layer: none of them names LLVM, as `scripts/check-layers.py`
-//! checks), and the entry points below call it as well.
+//! checks), and LLVM's entry points call it too: the options' parser
+//! (`parse_llvm_options`), the targets' set-up (`ir::canonical`) and
+//! clang's driver in process (`run_clang_frontend`, `run_clang_link`).
 
 use std::sync::Once;
 
