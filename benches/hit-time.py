@@ -12,6 +12,7 @@ leaves out: see shim/startup.cpp) and `true`.
 
   python3 benches/hit-time.py                 # -O2, 40 hits per unit and tool
   python3 benches/hit-time.py --flags '-O2 -g' --hits 100
+  python3 benches/hit-time.py --repocc /tmp/old/repocc   # another build
 """
 
 import argparse
@@ -56,10 +57,13 @@ def clean_env():
 
 
 def main():
+    global REPOCC
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--flags", default="-O2")
     ap.add_argument("--hits", type=int, default=40)
+    ap.add_argument("--repocc", type=Path, default=REPOCC, help="the executable to time")
     a = ap.parse_args()
+    REPOCC = a.repocc.resolve()
     if not REPOCC.exists():
         sys.exit(f"{REPOCC} is missing: cargo build --release")
     if not shutil.which("ccache"):

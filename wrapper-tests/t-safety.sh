@@ -406,7 +406,8 @@ set +m
 "$REPOCC" --verify > verify.out || fail "--verify after the kills: $(cat verify.out)"
 note "   $(tail -n 1 verify.out)"
 # What the killed compiles left in $TMPDIR (no handler sees SIGKILL) is
-# removed by the next build, once old enough that no process in another
+# removed by the next build (its first unit that is not a unit cache hit,
+# or its link: the build below may be all hits), once old enough that no process in another
 # PID namespace could still use it: aged here by hand.
 left=$(find "$TMPDIR" -maxdepth 1 -name 'repocc-dep-*' | wc -l)
 find "$TMPDIR" -maxdepth 1 -name 'repocc-dep-*' -exec touch -d '-1 hour' {} +

@@ -170,6 +170,7 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             let mut c = Counters::default();
             c.add(key::LINKS, 1);
             record(&c);
+            crate::support::temporaries::sweep_killed_scratch_once(SCRATCH_PREFIX);
             // clang's driver in this process when it can: the process
             // clang would add to every link (about 35 ms of start-up) is
             // left out.
@@ -432,38 +433,36 @@ fn execute(
             storage,
             clang_identity,
         });
-    let scratch = crate::support::temporaries::ScratchDir::new("repocc-dep-").ok();
-    let unit_cache =
-        storage
-            .filter(|_| unit_cache_on && scratch.is_some())
-            .map(|(storage, clang_identity)| crate::unit_cache::UnitCache {
-                storage,
-                key: options.key.unit_identity(),
-                clang: clang.path(),
-                clang_identity,
-                config: serde_json::json!({
-                    "fragments": cfg.fragments,
-                    "merge_functions": cfg.merge_functions,
-                    "debug_fragments": debug_fragments,
-                    "no_carve": crate::config::switches().no_carve,
-                })
-                .to_string(),
-                cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-                force_color,
-                start: invocation_start(),
-                composer: Some(pipeline::compose::compose_for_recipe),
-            });
+    let scratch = crate::support::temporaries::ScratchDir::new(SCRATCH_PREFIX);
+    let unit_cache = storage
+        .filter(|_| unit_cache_on)
+        .map(|(storage, clang_identity)| crate::unit_cache::UnitCache {
+            storage,
+            key: options.key.unit_identity(),
+            clang: clang.path(),
+            clang_identity,
+            config: serde_json::json!({
+                "fragments": cfg.fragments,
+                "merge_functions": cfg.merge_functions,
+                "debug_fragments": debug_fragments,
+                "no_carve": crate::config::switches().no_carve,
+            })
+            .to_string(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            force_color,
+            start: invocation_start(),
+            composer: Some(pipeline::compose::compose_for_recipe),
+        });
     let tokens = jobs::Tokens::from_env();
     let timings = crate::config::switches().timings;
 
     let compile_one = |(n, unit): (usize, &plan::UnitPlan)| -> UnitResult {
         let _token = tokens.acquire();
-        let discard = if unit.discard_dependency_file {
-            scratch.as_ref().map(|d| d.file(&format!("{n}.d")))
-        } else {
-            None
+        let files = ScratchFiles {
+            dir: &scratch,
+            unit: n,
+            discard_dependency_file: unit.discard_dependency_file,
         };
-        let header_list = scratch.as_ref().map(|d| d.file(&format!("{n}.headers")));
         let cx = UnitContext {
             llvm: &llvm,
             options: &options,
@@ -471,11 +470,9 @@ fn execute(
             force_color,
             timings,
         };
-        match (&unit_cache, &header_list) {
-            (Some(uc), Some(list)) => {
-                compile_unit_cached(unit, p, clang, &cx, uc, discard.as_deref(), list)
-            }
-            _ => compile_unit(unit, p, clang, &cx, discard.as_deref(), None),
+        match &unit_cache {
+            Some(uc) => compile_unit_cached(unit, p, clang, &cx, uc, &files),
+            None => compile_unit(unit, p, clang, &cx, files.discarded_dep().as_deref(), None),
         }
     };
 
@@ -499,6 +496,7 @@ fn execute(
     if status == 0 {
         if let Some(link) = &p.link {
             counters.add(key::LINKS, 1);
+            crate::support::temporaries::sweep_killed_scratch_once(SCRATCH_PREFIX);
             llvm.ensure();
             status = run_link(p, link, clang);
         }
@@ -768,6 +766,37 @@ fn invocation_start() -> std::time::SystemTime {
     })
 }
 
+/// The names of invocations' scratch directories in `$TMPDIR`
+/// (`repocc-dep-<pid>.<random>`).
+const SCRATCH_PREFIX: &str = "repocc-dep-";
+
+/// A unit's files in the invocation's scratch directory, which is made
+/// only when a unit asks for one (a unit cache hit asks for none).
+struct ScratchFiles<'a> {
+    dir: &'a crate::support::temporaries::ScratchDir,
+    /// The unit's index in the plan, which names its files.
+    unit: usize,
+    /// The unit's dependency file is not wanted (clang writes one for the
+    /// unit cache's recording).
+    discard_dependency_file: bool,
+}
+
+impl ScratchFiles<'_> {
+    /// Where clang writes a dependency file nobody asked for; `None`
+    /// where the unit's own is wanted or the directory could not be made
+    /// (the compile then writes none).
+    fn discarded_dep(&self) -> Option<PathBuf> {
+        (self.discard_dependency_file)
+            .then(|| self.dir.file(&format!("{}.d", self.unit)).ok())
+            .flatten()
+    }
+
+    /// Where clang lists the headers the unit reads.
+    fn header_list(&self) -> Result<PathBuf, String> {
+        self.dir.file(&format!("{}.headers", self.unit))
+    }
+}
+
 /// One unit through the unit cache: a hit writes the stored result; a
 /// miss compiles (clang listing the headers it reads) and records.
 ///
@@ -780,8 +809,7 @@ fn compile_unit_cached(
     clang: &dyn Clang,
     cx: &UnitContext,
     uc: &crate::unit_cache::UnitCache,
-    discard_dep: Option<&Path>,
-    header_list: &Path,
+    files: &ScratchFiles,
 ) -> UnitResult {
     let start = Instant::now();
     // The digest report is printed by the pipeline, which a hit skips.
@@ -799,7 +827,7 @@ fn compile_unit_cached(
         Err(why) => {
             return UnitResult {
                 unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
-                ..compile_unit(unit, p, clang, cx, discard_dep, None)
+                ..compile_unit(unit, p, clang, cx, files.discarded_dep().as_deref(), None)
             }
         }
     };
@@ -841,8 +869,20 @@ fn compile_unit_cached(
             };
         }
     }
-    // Not a hit: what follows may preprocess or compile in this process.
+    // Not a hit: what follows may preprocess or compile in this process,
+    // and clang lists the headers it reads in a scratch file.
     cx.llvm.ensure();
+    let discard_dep = files.discarded_dep();
+    let header_list = match files.header_list() {
+        Ok(list) => list,
+        Err(why) => {
+            return UnitResult {
+                unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
+                ..compile_unit(unit, p, clang, cx, discard_dep.as_deref(), None)
+            }
+        }
+    };
+    let header_list = header_list.as_path();
     let mut recorded = crate::unit_cache::RecordedUnit {
         source: &unit.source,
         output: &unit.output,
@@ -868,7 +908,7 @@ fn compile_unit_cached(
         Some(header_list)
     };
     let compile_start = Instant::now();
-    let mut r = compile_unit(unit, p, clang, cx, discard_dep, list);
+    let mut r = compile_unit(unit, p, clang, cx, discard_dep.as_deref(), list);
     // Where the compile could not list them (clang as a process on an
     // -MMD unit), recording lists them by preprocessing.
     recorded.headers_listed |= r.headers_listed;

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::interrupts;
 
@@ -66,43 +66,60 @@ impl Drop for RemovedOnInterrupt {
 }
 
 /// A private directory (mode 0700) in `$TMPDIR` for one invocation's
-/// scratch files, removed with them when dropped or interrupted.
+/// scratch files, removed with them when dropped or interrupted. It is
+/// made when the first file is asked for: a unit cache hit needs none, and
+/// making it (with the sweep of `$TMPDIR` before, a read of the whole
+/// directory) cost a hit a third of its system calls.
 pub struct ScratchDir {
-    dir: Option<tempfile::TempDir>,
+    prefix: &'static str,
+    dir: OnceLock<Result<MadeScratch, String>>,
     files: Mutex<Vec<RemovedOnInterrupt>>,
+}
+
+/// The directory, once made, and its place on the interrupt's list.
+struct MadeScratch {
+    dir: tempfile::TempDir,
     _removal: RemovedOnInterrupt,
 }
 
 impl ScratchDir {
-    /// The directory is named `PREFIX<pid>.<random>`: a later invocation
-    /// removes it if this process died without doing so (SIGKILL), see
-    /// [`sweep_killed_scratch`].
-    pub fn new(prefix: &str) -> std::io::Result<ScratchDir> {
-        let parent = std::env::temp_dir();
-        sweep_killed_scratch(&parent, prefix, KILLED_SCRATCH_AGE);
-        let own = format!("{prefix}{}.", std::process::id());
-        let dir = tempfile::Builder::new().prefix(&own).tempdir_in(&parent)?;
-        let removal = RemovedOnInterrupt::directory(dir.path());
-        Ok(ScratchDir {
-            dir: Some(dir),
+    /// A scratch directory named `PREFIX<pid>.<random>` when made: a later
+    /// invocation removes it if this process died without doing so
+    /// (SIGKILL), see [`sweep_killed_scratch`].
+    pub fn new(prefix: &'static str) -> ScratchDir {
+        ScratchDir {
+            prefix,
+            dir: OnceLock::new(),
             files: Mutex::new(Vec::new()),
-            _removal: removal,
-        })
+        }
     }
 
-    /// The path of the scratch file `name` (which a compiler may create).
-    pub fn file(&self, name: &str) -> PathBuf {
-        let dir = self
-            .dir
-            .as_ref()
-            .map(|d| d.path())
-            .unwrap_or(Path::new("."));
-        let path = dir.join(name);
+    fn made(&self) -> Result<&Path, String> {
+        let made = self.dir.get_or_init(|| {
+            let parent = std::env::temp_dir();
+            sweep_killed_scratch_once(self.prefix);
+            let own = format!("{}{}.", self.prefix, std::process::id());
+            let dir = (tempfile::Builder::new().prefix(&own).tempdir_in(&parent))
+                .map_err(|e| format!("a scratch directory in {}: {e}", parent.display()))?;
+            let removal = RemovedOnInterrupt::directory(dir.path());
+            Ok(MadeScratch {
+                dir,
+                _removal: removal,
+            })
+        });
+        made.as_ref().map(|m| m.dir.path()).map_err(Clone::clone)
+    }
+
+    /// The path of the scratch file `name` (which a compiler may create),
+    /// making the directory if this is the first; `Err` says why it could
+    /// not be made.
+    pub fn file(&self, name: &str) -> Result<PathBuf, String> {
+        let path = self.made()?.join(name);
         let removal = RemovedOnInterrupt::file(&path);
         if let Ok(mut files) = self.files.lock() {
             files.push(removal);
         }
-        path
+        Ok(path)
     }
 }
 
@@ -110,6 +127,15 @@ impl ScratchDir {
 /// left alone: a process in another PID namespace (a container sharing
 /// `/tmp`) looks gone from here, and its compile may still use it.
 const KILLED_SCRATCH_AGE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// [`sweep_killed_scratch`] of `$TMPDIR`, at most once per process: when
+/// a scratch directory is made, and by a link (so a build whose units were
+/// all unit cache hits, which make none, still clears what killed
+/// compiles left). It reads the whole of `$TMPDIR`, too much for every hit.
+pub fn sweep_killed_scratch_once(prefix: &str) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep_killed_scratch(&std::env::temp_dir(), prefix, KILLED_SCRATCH_AGE));
+}
 
 /// Removes the scratch directories in `parent` (named `PREFIX<pid>.…`)
 /// that this user owns, whose process is gone and that nothing changed for
@@ -170,8 +196,10 @@ fn process_exists(pid: i32) -> bool {
 impl Drop for ScratchDir {
     fn drop(&mut self) {
         // The directory and its files go first; then they leave the
-        // interrupt's list (the fields, dropped after this).
-        if let Some(dir) = self.dir.take() {
+        // interrupt's list (the files' entries, dropped after this, and the
+        // directory's, dropped here after it is removed).
+        if let Some(Ok(made)) = self.dir.take() {
+            let MadeScratch { dir, _removal } = made;
             let _ = dir.close();
         }
     }
@@ -268,8 +296,14 @@ mod tests {
 
     #[test]
     fn scratch_files_and_temporaries_go_when_dropped() {
-        let scratch = ScratchDir::new("repocc-test-").unwrap();
-        let list = scratch.file("0.headers");
+        let parent_before = std::env::temp_dir();
+        let scratch = ScratchDir::new("repocc-test-");
+        assert!(
+            scratch.dir.get().is_none(),
+            "made only when a file is asked for"
+        );
+        let list = scratch.file("0.headers").unwrap();
+        assert!(list.starts_with(&parent_before));
         std::fs::write(&list, "a.h\n").unwrap();
         let dir = list.parent().unwrap().to_path_buf();
         assert!(dir.is_dir());
