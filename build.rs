@@ -95,6 +95,8 @@ fn main() {
         // Rust side cannot have checked.
         .flag("-Wmissing-declarations")
         .warnings_into_errors(true)
+        // libstdc++ is linked statically, in `link_clang`'s group.
+        .cpp_link_stdlib(None)
         .compile("repocc_shim");
     link_clang(&prefix);
     // A position-dependent executable: it holds all of LLVM, and as a PIE
@@ -112,6 +114,29 @@ fn main() {
     // The linker's digest of the whole executable, which repocc uses as its
     // own identity (src/repo/identity.rs) instead of hashing itself.
     println!("cargo:rustc-link-arg-bins=-Wl,--build-id=sha1");
+}
+
+/// The path of libstdc++'s static archive, as the C++ compiler that builds
+/// the shim finds it. Linked statically: Debian's LLVM is built with RTTI,
+/// and each class's type_info points into libstdc++, so the shared library
+/// cost every start ~5,500 symbol relocations and a copy of each page they
+/// touch (llvm-sys is kept from linking the shared one as well by
+/// `LLVM_SYS_LIBCPP` in .cargo/config.toml).
+fn static_libstdcxx() -> String {
+    let compiler = cc::Build::new().cpp(true).get_compiler();
+    let found = Command::new(compiler.path())
+        .arg("-print-file-name=libstdc++.a")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|p| Path::new(p).is_absolute() && Path::new(p).exists());
+    found.unwrap_or_else(|| {
+        panic!(
+            "{} -print-file-name=libstdc++.a names no archive: install libstdc++-12-dev",
+            compiler.path().display()
+        )
+    })
 }
 
 /// Writes `$OUT_DIR/shim_ffi.rs`, which src/llvm/ffi.rs includes.
@@ -152,6 +177,7 @@ fn link_clang(prefix: &Path) {
         llvm_config.display()
     );
     let llvm_archives = String::from_utf8_lossy(&output.stdout).into_owned();
+    archives.push(static_libstdcxx());
     println!("cargo:rustc-link-arg=-Wl,--start-group");
     for archive in archives
         .iter()

@@ -30,9 +30,11 @@
 // -> 4.0 ms of CPU). Nothing they initialize is used before: LLVM's
 // signal handling (the interrupt lists a hit's temporaries go on) needs
 // no static constructor, and the executable's other initializers (the C
-// library's, Rust's, jemalloc's) stay where they were. Where the section
-// does not exist (the test harness, linked without the script), the
-// initializers ran before `main` and there is nothing to run.
+// library's, Rust's, jemalloc's, libstdc++'s) stay where they were. The
+// unit-test harness is linked with the script too: its tests make their
+// contexts after `llvm::initialize` (`llvm::test_context`). Where the
+// section does not exist (a link without the script), the initializers
+// ran before `main` and there is nothing to run.
 
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/PassManager.h>

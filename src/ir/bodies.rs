@@ -491,7 +491,6 @@ mod tests {
 
     #[test]
     fn members_leave_out_lone_statics() {
-        use inkwell::context::Context;
         use inkwell::targets::{CodeModel, RelocMode, Target, TargetTriple};
         // r and its static helper s call each other (one group); t is a
         // static nothing calls; i is an inline function (linkonce_odr),
@@ -524,7 +523,7 @@ mod tests {
               %y = call i32 @i(i32 %x)
               ret i32 %y
             }"#;
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let buffer = inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(
             ir.as_bytes(),
             "members",

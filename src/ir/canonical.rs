@@ -516,7 +516,7 @@ mod tests {
              int far(void) { return norm(origin) > 4; }\n",
         );
         let settings = CodegenSettings::plain_o2();
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let unit = load(&context, &bitcode, "t.c", &settings).unwrap();
         let before = unit.module.print_to_string().to_string();
         assert!(before.contains("checksumkind: CSK_MD5"), "{before}");
@@ -553,7 +553,7 @@ mod tests {
              int g(void) { return counter + name(0)[1] + \"one\"[2] + \"two\"[0]; }\n",
         );
         let settings = CodegenSettings::plain_o2();
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let canonical = load(&context, &bitcode, "t.c", &settings).unwrap();
         let written = load_as_written(&context, &bitcode, "t.c", &settings).unwrap();
         // The same definitions under the same names (constants named by
@@ -623,7 +623,7 @@ mod tests {
                 .get_enum_attribute(AttributeLoc::Function, kind)
                 .is_some()
         };
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let settings = CodegenSettings::plain_o2();
         let unit = load(&context, &bitcode_with(source, &["-O2"]), "t.c", &settings).unwrap();
         // `once` has one call, from `f`, which `h` could inline: it is
@@ -656,7 +656,7 @@ mod tests {
              int read_counter(void) { return counter; }\n\
              void leak(void) { sink(handed_out); }\n\
              int read_handed_out(void) { return handed_out[1]; }\n";
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let constant = |u: &Unit, name: &str| u.module.get_global(name).unwrap().is_constant();
         let unit = load(
             &context,

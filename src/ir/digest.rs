@@ -2918,7 +2918,6 @@ mod tests {
     /// prints as the text `rebase_relative_lines` gives, parsed back.
     #[test]
     fn lines_are_rebased_in_memory_as_in_the_text() {
-        use inkwell::context::Context;
         let src = "#line 40 \"other.h\"\n\
             static inline int twice(int v) {\n  return v * 2;\n}\n\
             struct pair { int a;\n  int b; };\n\
@@ -2936,7 +2935,7 @@ mod tests {
             if identified {
                 // As the pipeline has it: structs with identifiers, whose
                 // members LLVM uniques by name and scope alone.
-                let context = Context::create();
+                let context = crate::llvm::test_context();
                 let module = module_of(&context, &ir);
                 crate::llvm::identify_debug_types(&module);
                 ir = module.print_to_string().to_string();
@@ -2944,7 +2943,7 @@ mod tests {
             }
             for leader in ["api", "counter", "twice"] {
                 let expected = {
-                    let context = Context::create();
+                    let context = crate::llvm::test_context();
                     let rebased = rebase_relative_lines(&ir, leader).unwrap().unwrap();
                     assert!(rebased.inlined.is_empty(), "{leader}");
                     let text = module_of(&context, &rebased.text)
@@ -2952,7 +2951,7 @@ mod tests {
                         .to_string();
                     text
                 };
-                let context = Context::create();
+                let context = crate::llvm::test_context();
                 let module = module_of(&context, &ir);
                 assert_eq!(
                     crate::llvm::rebase_relative_lines(&module, leader, None, None),
@@ -2965,7 +2964,7 @@ mod tests {
             }
         }
         // No debug info: no position, nothing changes.
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let module = module_of(&context, &ir_of(src, &[]));
         assert_eq!(
             crate::llvm::rebase_relative_lines(&module, "api", None, None),
@@ -2978,7 +2977,6 @@ mod tests {
     /// own lines rebased after that too.
     #[test]
     fn anchored_lines_are_rebased_in_memory_as_in_the_text() {
-        use inkwell::context::Context;
         let src = "struct pair { int a;\n  int b; };\n\
             struct local;\n\
             struct chain { struct local *next;\n  int depth; };\n\
@@ -2992,7 +2990,7 @@ mod tests {
               calls += declared(&l);\n  return twice(x) + l.p.a + calls + counter + in.q;\n}\n";
         let anchor_base = crate::support::line_bases::ANCHOR_LINE_BASE;
         for flags in [&["-g"][..], &["-g", "-O0"], &["-g", "-O2"]] {
-            let context = Context::create();
+            let context = crate::llvm::test_context();
             let module = module_of(&context, &ir_of(src, flags));
             crate::llvm::identify_debug_types(&module);
             let ir = module.print_to_string().to_string();
@@ -3002,7 +3000,7 @@ mod tests {
                 text.contains(&format!("line: {}", anchor_base + 3)),
                 "{text}"
             );
-            let text_context = Context::create();
+            let text_context = crate::llvm::test_context();
             let expected = module_of(&text_context, &text)
                 .print_to_string()
                 .to_string();
@@ -3020,7 +3018,7 @@ mod tests {
                 .any(|l| l.contains("name: \"inner\"")
                     && l.contains(&format!("line: {anchor_base}"))));
             // Then a fragment's own lines, on top.
-            let other = Context::create();
+            let other = crate::llvm::test_context();
             let rebased = rebase_relative_lines(&got, "api").unwrap().unwrap();
             // The whole unit: `twice`'s lines, relative to its own.
             assert_eq!(rebased.inlined, ["twice"]);
@@ -3043,7 +3041,6 @@ mod tests {
         use crate::support::line_bases::{
             DEFINITION_LINE_BASE, DEFINITION_LINE_SPAN, RELATIVE_LINE_BASE,
         };
-        use inkwell::context::Context;
         let src = "#line 40 \"other.h\"\n\
             static inline int header(int v) {\n  return v - 7;\n}\n\
             #line 10 \"/src/t.c\"\n\
@@ -3071,7 +3068,7 @@ mod tests {
         assert!(!ir.contains("define internal"), "inlined and dropped: {ir}");
         let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
         assert_eq!(rebased.inlined, ["thrice", "twice"]);
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let expected = module_of(&context, &rebased.text)
             .print_to_string()
             .to_string();
@@ -3110,7 +3107,6 @@ mod tests {
     /// types the kept function reaches under a node found clean before.
     #[test]
     fn extraction_is_the_same_whatever_was_extracted_before() {
-        use inkwell::context::Context;
         let src = "struct node;\n\
             struct chain { struct node *next;\n  int depth; };\n\
             struct node { struct chain c;\n  int n; };\n\
@@ -3121,7 +3117,7 @@ mod tests {
             int third(struct chain *c) {\n  return depth(c, c->next);\n}\n";
         for flags in [&["-g", "-O0"][..], &["-g", "-O1"]] {
             let ir = ir_of(src, flags);
-            let context = Context::create();
+            let context = crate::llvm::test_context();
             let module = module_of(&context, &ir);
             crate::llvm::identify_debug_types(&module);
             let shared = crate::llvm::SharedTypes::new(&module);
@@ -3155,7 +3151,6 @@ mod tests {
     /// its debug info, and the unit went to clang).
     #[test]
     fn cxx_extraction_takes_nothing_from_fragments_extracted_before() {
-        use inkwell::context::Context;
         let src = "void ext(void *);\n\
                    template <class F> struct Holder {\n  F f;\n  F *get() { ext(this); return &f; }\n  \
                    __attribute__((noinline)) int call() { return (*get())(); }\n  \
@@ -3173,7 +3168,7 @@ mod tests {
             .collect();
         assert!(names.len() >= 4, "{names:?}");
         let extracted = |before: &[String], name: &str| {
-            let context = Context::create();
+            let context = crate::llvm::test_context();
             let module = module_of(&context, &ir);
             assert_eq!(crate::llvm::stubs_unit_types(&module), StubKind::CxxDecls);
             crate::llvm::retain_unit_types(&module);
@@ -3207,9 +3202,8 @@ mod tests {
                    enum side { LEFT, RIGHT };\n\
                    int area(struct box *b) { return (b->hi.x - b->lo.x) * (b->hi.y - b->lo.y); }\n\
                    int pick(struct point *p, enum side s) { return s == LEFT ? p->x : p->y; }\n";
-        use inkwell::context::Context;
         for flags in [&["-g", "-O0"][..], &["-g", "-O2"]] {
-            let context = Context::create();
+            let context = crate::llvm::test_context();
             let module = module_of(&context, &ir_of(src, flags));
             assert_eq!(crate::llvm::stubs_unit_types(&module), StubKind::CRecords);
             assert_eq!(crate::llvm::retain_unit_types(&module), 3, "{flags:?}");

@@ -26,3 +26,12 @@ pub fn initialize() {
     // caller waits until they have run.
     DONE.call_once(|| unsafe { repocc_run_deferred_initializers() });
 }
+
+/// A context for a unit test, made after [`initialize`] has run, as the
+/// driver makes its contexts (the test harness, like the executable,
+/// leaves LLVM's initializers to it).
+#[cfg(test)]
+pub fn test_context() -> inkwell::context::Context {
+    initialize();
+    inkwell::context::Context::create()
+}

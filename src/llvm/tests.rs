@@ -87,7 +87,7 @@ fn extraction_keeps_named_bodies_and_declares_the_rest() {
         !llvm.module.flags = !{!0}
         !0 = !{i32 8, !"PIC Level", i32 2}
     "#;
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let buf =
         inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
     let module = context.create_module_from_ir(buf).unwrap();
@@ -136,7 +136,7 @@ fn printed_block_addresses_name_their_blocks_and_leave_the_module_as_it_was() {
         }
         define i32 @g() { ret i32 0 }
     "#;
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let buf =
         inkwell::memory_buffer::MemoryBuffer::create_from_memory_range_copy(ir.as_bytes(), "t");
     let module = context.create_module_from_ir(buf).unwrap();
@@ -238,7 +238,7 @@ fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
         let alone: Vec<Vec<u8>> = irs
             .iter()
             .map(|ir| {
-                let context = Context::create();
+                let context = crate::llvm::test_context();
                 let object = tm
                     .write_to_memory_buffer(&parse(&context, ir), FileType::Object)
                     .unwrap();
@@ -249,14 +249,14 @@ fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
         // One pipeline, modules in one context and in contexts of their
         // own, in both orders and twice: every object as compiled alone.
         let mut emitter = ObjectEmitter::new(&tm).unwrap();
-        let shared = Context::create();
+        let shared = crate::llvm::test_context();
         for i in [0, 1, 1, 0, 0, 1] {
             assert_eq!(
                 emitter.emit(&parse(&shared, &irs[i])),
                 alone[i],
                 "{flags:?} {i}"
             );
-            let own = Context::create();
+            let own = crate::llvm::test_context();
             assert_eq!(
                 emitter.emit(&parse(&own, &irs[i])),
                 alone[i],
@@ -273,7 +273,7 @@ fn a_backend_error_in_one_module_leaves_the_pipeline_good_for_the_next() {
     let bad = BAD_INLINE_ASM_IR;
     let good = &clang_ir("int g(int x) { return x * 3 + 1; }\n", &["-O0", "-g"]);
     let alone = {
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         let object = tm
             .write_to_memory_buffer(&parse(&context, good), FileType::Object)
             .unwrap();
@@ -418,7 +418,7 @@ fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
 
 #[test]
 fn stored_bodies_are_inlined_as_the_first_compile_left_them() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     // The first compile keeps f and sq as its inliner left them.
     let first = parse(&context, BODIES_IR);
@@ -448,7 +448,7 @@ fn stored_bodies_are_inlined_as_the_first_compile_left_them() {
 
 #[test]
 fn no_pass_runs_on_a_stored_body_before_the_inliner_is_done() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     // A blob of bodies no pass ran on: sq keeps its `add i32 %x, 0`.
     let blob = raw_bodies(&context, &["sq", "f"]);
@@ -494,7 +494,7 @@ define i32 @g(i32 %a) {
   ret i32 %r
 }
 "#;
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     let first = parse(&context, IR);
     let blob = bodies_after_inliner(&first, &tm, &["f"]);
@@ -527,7 +527,7 @@ define i32 @g(i32 %a) {
 
 #[test]
 fn a_group_is_replaced_whole_or_not_at_all() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     // Bodies no pass ran on (see the test above), of functions that
     // use no struct type: the unit's optimizer may have dropped its
@@ -700,7 +700,7 @@ fn a_bodies_snapshot_shares_the_units_debug_info_and_leaves_the_unit_as_it_was()
         !23 = !DIBasicType(name: "int", size: 32, encoding: DW_ATE_signed)
     "#;
     use inkwell::values::AsValueRef;
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let unit = parse(&context, ir);
     let before = unit.print_to_string().to_string();
     let snapshot = extract_definitions_sharing_metadata(&unit, &["f"]);
@@ -714,7 +714,7 @@ fn a_bodies_snapshot_shares_the_units_debug_info_and_leaves_the_unit_as_it_was()
     let bitcode = shared_bitcode(&snapshot);
     drop(snapshot);
     assert_eq!(unit.print_to_string().to_string(), before);
-    let other = Context::create();
+    let other = crate::llvm::test_context();
     let read = inkwell::module::Module::parse_bitcode_from_buffer(&bitcode, &other).unwrap();
     read.verify().unwrap();
     let text = read.print_to_string().to_string();
@@ -740,7 +740,7 @@ fn substitute_f_and_sq(
 
 #[test]
 fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
     // Ten lines added between sq and f: f's and g's lines move, sq's,
@@ -770,7 +770,7 @@ fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
 
 #[test]
 fn a_stored_body_naming_debug_info_the_unit_lacks_stays_out() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let tm = x86_64_machine(OptimizationLevel::Default);
     let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
     // f's local `v` is `w` in this unit: the stored f names a variable
@@ -798,7 +798,7 @@ fn a_stored_body_naming_debug_info_the_unit_lacks_stays_out() {
 /// and each fragment's functions follow in their own order.
 #[test]
 fn fragments_link_into_a_batch_apart_and_in_order() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     share_debug_types_by_identifier(&context);
     let first = parse(
         &context,
@@ -846,7 +846,7 @@ fn fragments_link_into_a_batch_apart_and_in_order() {
 /// local to a function goes in a batch.
 #[test]
 fn two_types_of_one_identifier_are_found() {
-    let context = Context::create();
+    let context = crate::llvm::test_context();
     let module = |types: &str| {
         parse(
             &context,

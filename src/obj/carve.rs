@@ -1724,7 +1724,6 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
         share_types: bool,
     ) -> (Vec<u8>, Vec<Vec<u8>>) {
         use crate::llvm::{share_debug_types_by_identifier, BatchLinker};
-        use inkwell::context::Context;
         use inkwell::module::Module;
         let llc = |input: &Path, output: &Path| {
             succeed(
@@ -1736,7 +1735,7 @@ int main() { std::printf("%d %d %d\n", catch_it(3), catch_it(0), other(0)); }
             );
             std::fs::read(output).unwrap()
         };
-        let context = Context::create();
+        let context = crate::llvm::test_context();
         if share_types {
             share_debug_types_by_identifier(&context);
         }

@@ -1037,7 +1037,7 @@ mod split_measurement {
         };
         let bitcode = std::fs::read(path).unwrap();
         let settings = crate::ir::settings::CodegenSettings::plain_o2();
-        let context = inkwell::context::Context::create();
+        let context = crate::llvm::test_context();
         let unit = canonical::load(&context, &bitcode, "bench", &settings).unwrap();
         let t = Instant::now();
         optimize::run(&unit, &settings, &optimize::StoredCode::default(), None).unwrap();

@@ -1037,7 +1037,7 @@ int use(int x) {
                 .expect("clang++-19");
             assert!(out.status.success());
             let settings = CodegenSettings::plain_o2();
-            let context = inkwell::context::Context::create();
+            let context = crate::llvm::test_context();
             let unit = canonical::load(&context, &out.stdout, "t.cc", &settings).unwrap();
             let mut checked = 0;
             for (members, glue) in super::plan(&unit.module) {
