@@ -106,6 +106,20 @@ assert_eq "first build" 3 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
 h=$(hits)
 assert_eq "same build" 3 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
 assert_eq "an unchanged rebuild hits" $((h + 1)) "$(hits)"
+# A hit needs no scratch directory in $TMPDIR: where none can be made, a
+# hit is still a hit, and a miss compiles as clang-19 does there (without
+# recording: the header list is a scratch file).
+"$REPOCC" -O2 -Iearly -Iinc -DEXTRA=2 -c main.c -o scratch.o || fail "-c into the unit cache"
+h=$(hits)
+TMPDIR="$SCRATCH/no-such-dir" "$REPOCC" -O2 -Iearly -Iinc -DEXTRA=2 -c main.c -o scratch.o \
+  || fail "a hit with \$TMPDIR missing"
+assert_eq "a hit with \$TMPDIR missing" $((h + 1)) "$(hits)"
+TMPDIR="$SCRATCH/no-such-dir" "$REPOCC" -O2 -Iearly -Iinc -DEXTRA=5 -c main.c -o scratch.o \
+  || fail "a miss with \$TMPDIR missing"
+TMPDIR="$SCRATCH/no-such-dir" clang-19 -O2 -Iearly -Iinc -DEXTRA=5 -c main.c -o scratch-clang.o \
+  || fail "clang-19 with \$TMPDIR missing"
+[ ! -e "$SCRATCH/no-such-dir" ] || fail "\$TMPDIR was made"
+h=$(( $(hits) - 1 ))
 
 edit inc/value.h '#define VALUE 10'
 assert_eq "after a header edit" 12 "$(build -O2 -Iearly -Iinc -DEXTRA=2)"
