@@ -824,12 +824,7 @@ fn compile_unit_cached(
     };
     let prepared = match prepared {
         Ok(prepared) => prepared,
-        Err(why) => {
-            return UnitResult {
-                unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
-                ..compile_unit(unit, p, clang, cx, files.discarded_dep().as_deref(), None)
-            }
-        }
+        Err(why) => return compile_uncached(unit, p, clang, cx, files, &why),
     };
     let mut corrupt = false;
     let mut try_preprocessor = false;
@@ -872,17 +867,12 @@ fn compile_unit_cached(
     // Not a hit: what follows may preprocess or compile in this process,
     // and clang lists the headers it reads in a scratch file.
     cx.llvm.ensure();
-    let discard_dep = files.discarded_dep();
     let header_list = match files.header_list() {
         Ok(list) => list,
-        Err(why) => {
-            return UnitResult {
-                unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
-                ..compile_unit(unit, p, clang, cx, discard_dep.as_deref(), None)
-            }
-        }
+        Err(why) => return compile_uncached(unit, p, clang, cx, files, &why),
     };
     let header_list = header_list.as_path();
+    let discard_dep = files.discarded_dep();
     let mut recorded = crate::unit_cache::RecordedUnit {
         source: &unit.source,
         output: &unit.output,
@@ -957,6 +947,21 @@ fn compile_unit_cached(
         not_recorded,
     };
     r
+}
+
+/// A unit compiled without the unit cache, which could not take it (`why`).
+fn compile_uncached(
+    unit: &plan::UnitPlan,
+    p: &CompilePlan,
+    clang: &dyn Clang,
+    cx: &UnitContext,
+    files: &ScratchFiles,
+    why: &str,
+) -> UnitResult {
+    UnitResult {
+        unit_cache: UnitCacheUse::NotCached(format!("{}: {why}", unit.source)),
+        ..compile_unit(unit, p, clang, cx, files.discarded_dep().as_deref(), None)
+    }
 }
 
 /// ccache's preprocessor mode, where only comments or layout changed: the
