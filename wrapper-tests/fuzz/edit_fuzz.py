@@ -28,6 +28,7 @@ failure, and `--seed S --rounds N` replays a run.
 
 import argparse
 import concurrent.futures
+import errno
 import json
 import os
 import random
@@ -35,6 +36,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -71,15 +73,25 @@ def log(*args):
 
 
 def run(cmd, cwd=None, env=None, timeout=None, stdin=None):
-    """Runs a command; returns (rc, stdout, stderr) as text."""
-    try:
-        p = subprocess.run(
-            cmd, cwd=cwd, env=env, timeout=timeout, stdin=stdin,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        return p.returncode, p.stdout.decode("latin-1"), p.stderr.decode("latin-1")
-    except subprocess.TimeoutExpired:
-        return "timeout", "", ""
+    """Runs a command; returns (rc, stdout, stderr) as text.
+
+    `check_both` copies and runs two programs from two threads: a fork in
+    one thread while the other still has its copy open for writing gives
+    that copy's exec ETXTBSY ("Text file busy"), which a moment later is
+    gone (a long fuzzing run met it once), so it is tried again."""
+    for attempt in range(20):
+        try:
+            p = subprocess.run(
+                cmd, cwd=cwd, env=env, timeout=timeout, stdin=stdin,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            )
+            return p.returncode, p.stdout.decode("latin-1"), p.stderr.decode("latin-1")
+        except subprocess.TimeoutExpired:
+            return "timeout", "", ""
+        except OSError as e:
+            if e.errno != errno.ETXTBSY or attempt == 19:
+                raise
+            time.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------
