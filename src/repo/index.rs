@@ -486,6 +486,11 @@ impl<'a> Absent<'a> {
 fn reopen(dir: &RepoDir) -> io::Result<Index> {
     Index::open(dir, true).map_err(|e| match e {
         OpenError::Io(e) => e,
+        // Removed since (`--clear` past its wait for the lock): NotFound,
+        // which the store takes as "removed meanwhile" and writes again.
+        OpenError::Missing => {
+            io::Error::new(io::ErrorKind::NotFound, "the index just written is gone")
+        }
         other => io::Error::other(format!("the index just written: {other:?}")),
     })
 }

@@ -1416,6 +1416,13 @@ impl Store {
                 Ok(Some(v1)) => {
                     Store::clear_aside(&v1, PACKS)?;
                     Store::clear_aside(&v1, OLD_FRAGMENTS)?;
+                    // Under the writers' lock: a compile that had just
+                    // written a new index reopens it before letting go, and
+                    // found it gone ("the index just written: Missing", a
+                    // warning in the build beside `--clear`). A writer that
+                    // keeps the lock past the wait (stopped, not killed)
+                    // does not keep `--clear` from its work.
+                    let _held = index::lock(&v1, index::LOCK_WAIT).ok().flatten();
                     v1.remove(INDEX)
                 }
                 Ok(None) => Ok(()),
