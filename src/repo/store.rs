@@ -1644,6 +1644,30 @@ pub(crate) mod tests {
         }
     }
 
+    /// `--clear` takes the index away only between writers: one that has
+    /// just written the index opens it again before letting go of the
+    /// lock (it found it gone and warned, beside a build in CI).
+    #[test]
+    fn clear_waits_for_the_index_writer() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::new(d.path());
+        s.put(&digest(1), &entry(b"\x7fELF...")).unwrap();
+        let v1 = RepoDir::open_path(d.path(), &["v1"], false)
+            .unwrap()
+            .unwrap();
+        let held = index::lock(&v1, Duration::from_secs(1)).unwrap().unwrap();
+        let index_path = d.path().join("v1").join(INDEX);
+        std::thread::scope(|scope| {
+            let clearing = scope.spawn(|| Store::new(d.path()).clear());
+            std::thread::sleep(Duration::from_millis(200));
+            assert!(index_path.exists(), "cleared under a writer's lock");
+            drop(held);
+            clearing.join().unwrap().unwrap();
+        });
+        assert!(!index_path.exists());
+        assert!(matches!(s.get(&digest(1)).unwrap(), Lookup::Miss));
+    }
+
     #[test]
     fn round_trip() {
         let d = tempfile::tempdir().unwrap();
