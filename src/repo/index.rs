@@ -430,18 +430,9 @@ pub struct Absent<'a> {
 /// Takes the index lock in `dir`, waiting at most `wait`; `Ok(None)` when
 /// another writer kept it that long.
 pub fn lock(dir: &RepoDir, wait: Duration) -> io::Result<Option<Locked<'_>>> {
-    let lock = dir.lock_file(INDEX_LOCK)?;
-    let start = Instant::now();
-    loop {
-        match lock.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
-        }
-    }
+    let Some(lock) = hold_lock(dir, wait)? else {
+        return Ok(None);
+    };
     Ok(Some(match Index::open(dir, true) {
         Ok(index) => Locked::Ready(Writer {
             dir,
@@ -460,6 +451,24 @@ pub fn lock(dir: &RepoDir, wait: Duration) -> io::Result<Option<Locked<'_>>> {
         }),
         Err(OpenError::Io(e)) => return Err(e),
     }))
+}
+
+/// The index lock of `dir`, held (released when the file is dropped),
+/// waiting at most `wait`; `Ok(None)` when another writer kept it that
+/// long.
+pub fn hold_lock(dir: &RepoDir, wait: Duration) -> io::Result<Option<File>> {
+    let lock = dir.lock_file(INDEX_LOCK)?;
+    let start = Instant::now();
+    loop {
+        match lock.try_lock() {
+            Ok(()) => return Ok(Some(lock)),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
+    }
 }
 
 impl<'a> Absent<'a> {

@@ -1422,7 +1422,7 @@ impl Store {
                     // warning in the build beside `--clear`). A writer that
                     // keeps the lock past the wait (stopped, not killed)
                     // does not keep `--clear` from its work.
-                    let _held = index::lock(&v1, index::LOCK_WAIT).ok().flatten();
+                    let _held = index::hold_lock(&v1, index::LOCK_WAIT).ok().flatten();
                     v1.remove(INDEX)
                 }
                 Ok(None) => Ok(()),
@@ -1655,7 +1655,9 @@ pub(crate) mod tests {
         let v1 = RepoDir::open_path(d.path(), &["v1"], false)
             .unwrap()
             .unwrap();
-        let held = index::lock(&v1, Duration::from_secs(1)).unwrap().unwrap();
+        let held = index::hold_lock(&v1, Duration::from_secs(1))
+            .unwrap()
+            .unwrap();
         let index_path = d.path().join("v1").join(INDEX);
         std::thread::scope(|scope| {
             let clearing = scope.spawn(|| Store::new(d.path()).clear());
