@@ -104,15 +104,27 @@ note "$compared warm objects compared with cold ones: all the same bytes ($per_f
 # constants, jump tables of statics), with and without -g. clang-19's own
 # code moves with -g in a few (lundump.c: `add` for `or`); where it does
 # not, neither may repocc's.
+# recursions.c: sixteen pairs of functions that call each other, whose
+# code depends on which of the pair the optimizer meets first; that order
+# must not follow digests that hold debug info (each pair's order then
+# flipped with -g at even odds, sqlite3.c's sorter among them).
 src=$(fetch_debian_source lua5.4 --skip-patches)
-for f in lcode.c lua.c lparser.c; do
-  clang-19 -O2 -DLUA_USE_LINUX -c "$src/src/$f" -o clang-plain.o \
-    && clang-19 -O2 -g -DLUA_USE_LINUX -c "$src/src/$f" -o clang-debug.o \
+for i in $(seq 0 15); do
+  printf 'int g%d(int n);\nint f%d(int n) { return n <= 0 ? %d : n * g%d(n - 1) + %d; }\n' \
+    "$i" "$i" "$i" "$i" $((i + 1))
+  printf 'int g%d(int n) { return n <= 1 ? n : f%d(n - 2) + f%d(n - %d); }\n' \
+    "$i" "$i" "$i" $((i % 3 + 1))
+done > "$SCRATCH/recursions.c"
+for f in lcode.c lua.c lparser.c recursions.c; do
+  path="$src/src/$f"
+  [ "$f" = recursions.c ] && path="$SCRATCH/recursions.c"
+  clang-19 -O2 -DLUA_USE_LINUX -c "$path" -o clang-plain.o \
+    && clang-19 -O2 -g -DLUA_USE_LINUX -c "$path" -o clang-debug.o \
     || fail "clang-19: $f"
   for s in .text .rodata .data; do
     llvm-objcopy-19 -O binary --only-section="$s" clang-plain.o plain.bin
     llvm-objcopy-19 -O binary --only-section="$s" clang-debug.o debug.bin
     cmp -s plain.bin debug.bin || fail "$f: clang-19's own $s moves with -g; pick another file"
   done
-  (same_layout "$f" "layout-$f" "$src/src/$f" -DLUA_USE_LINUX)
+  (same_layout "$f" "layout-$f" "$path" -DLUA_USE_LINUX)
 done

@@ -15,18 +15,28 @@
 //!
 //! So the optimizer sees the functions in an order of their own: a
 //! function after everything it reaches (callees first, which is the order
-//! the walk visits them in anyway), and the members of a group by final
-//! digest. The walk then enters every group at the same member, in every
+//! the walk visits them in anyway), and the members of a group by a digest
+//! of their code without metadata (`digest::recursion_code_keys`), then
+//! name. The walk then enters every group at the same member, in every
 //! unit and whatever the repository holds: nothing that reaches a group
-//! comes before it. The order among groups that do not reach one another
+//! comes before it. And with or without `-g`: ordered by final digests,
+//! which hold debug info, sqlite3.c's sorter (functions that free one
+//! another) came out with other code with `-g` than without. The order among groups that do not reach one another
 //! decides nothing. The pipeline puts the module's order back once the
 //! optimizer is done, so code is laid out in source order as before.
 
 use super::digest::{sccs, DefKind, ModuleDigests};
 
 /// The unit's defined functions, callees before callers, the members of
-/// a recursion by final digest (then name).
+/// a recursion by the digest of their code (then name).
 pub fn optimizer_order(digests: &ModuleDigests) -> Vec<&str> {
+    let key = |d: usize| {
+        let code = digests.recursion_code_keys.get(&d);
+        (
+            code.unwrap_or(&digests.defs[d].final_digest.0),
+            &digests.defs[d].name,
+        )
+    };
     let n = digests.defs.len();
     let mut succ = vec![Vec::new(); n];
     for &(u, v) in digests.edges.iter().chain(&digests.references) {
@@ -37,10 +47,7 @@ pub fn optimizer_order(digests: &ModuleDigests) -> Vec<&str> {
     let mut out = Vec::with_capacity(n);
     // Successors first (see `sccs`).
     for mut component in sccs(n, &succ) {
-        component.sort_by(|&a, &b| {
-            let (a, b) = (&digests.defs[a], &digests.defs[b]);
-            (a.final_digest.0, &a.name).cmp(&(b.final_digest.0, &b.name))
-        });
+        component.sort_by(|&a, &b| key(a).cmp(&key(b)));
         out.extend(
             component
                 .into_iter()
@@ -79,6 +86,7 @@ mod tests {
             inlined_lines: Default::default(),
             unit_source: None,
             references: Vec::new(),
+            recursion_code_keys: Default::default(),
         }
     }
 

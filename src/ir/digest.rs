@@ -129,6 +129,10 @@ pub struct ModuleDigests {
     /// load of a mutable variable is not one, yet it keeps the variable
     /// in the object).
     pub references: Vec<(usize, usize)>,
+    /// For each function of a recursion (functions that reach one another
+    /// through `edges` and `references`, see [`recursion_code_keys`]): a
+    /// digest of its code alone, the same with and without `-g`.
+    pub recursion_code_keys: HashMap<usize, [u8; 32]>,
 }
 
 impl ModuleDigests {
@@ -1793,6 +1797,7 @@ fn compute_parsed<'a>(
     for (d, f) in defs.iter_mut().zip(finals) {
         d.final_digest = f;
     }
+    let recursion_code_keys = recursion_code_keys(p, &defs, &edges, &references);
     let inlined_lines = if lines == Lines::Relative {
         unit_function_lines(p).into_iter().collect()
     } else {
@@ -1808,7 +1813,77 @@ fn compute_parsed<'a>(
         anchor,
         inlined_lines,
         references,
+        recursion_code_keys,
     })
+}
+
+/// The members of each recursion of several functions (a cycle of the
+/// digests' edges and references, as `call_order` groups them), each with
+/// a digest of its code without metadata. The optimizer meets a
+/// recursion's members in an order of their own (`call_order`), and their
+/// code depends on it; ordered by final digests, which hold debug info,
+/// the same source gave other code with `-g` than without (sqlite3.c: the
+/// sorter's functions that free one another). Without metadata the key is
+/// the same with and without `-g`, and as much the recursion's own as a
+/// final digest: its members' code, whatever else the unit holds.
+fn recursion_code_keys(
+    p: &Parsed,
+    defs: &[Definition],
+    edges: &[(usize, usize)],
+    references: &[(usize, usize)],
+) -> HashMap<usize, [u8; 32]> {
+    let n = defs.len();
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in edges.iter().chain(references) {
+        if u < n && v < n {
+            succ[u].push(v);
+        }
+    }
+    let members: HashMap<&str, usize> = sccs(n, &succ)
+        .into_iter()
+        .filter(|c| c.len() > 1)
+        .flatten()
+        .filter(|&d| defs[d].kind == DefKind::Function)
+        .map(|d| (defs[d].name.as_str(), d))
+        .collect();
+    if members.is_empty() {
+        return HashMap::default();
+    }
+    p.functions
+        .iter()
+        .filter_map(|(name, text)| {
+            let &d = members.get(name.as_str())?;
+            Some((d, code_without_metadata(text)))
+        })
+        .collect()
+}
+
+/// A digest of a function's printed text without what debug info adds
+/// (debug records, `!dbg` attachments) and without metadata and attribute
+/// group numbers, which `-g` shifts.
+fn code_without_metadata(text: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    let mut line_out = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#dbg_") || trimmed.starts_with("call void @llvm.dbg.") {
+            continue;
+        }
+        line_out.clear();
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            line_out.push(c);
+            if c == '!' || c == '#' {
+                while chars.peek().is_some_and(char::is_ascii_digit) {
+                    chars.next();
+                }
+            }
+        }
+        let without_dbg = line_out.replace(", !dbg !", "").replace(" !dbg !", "");
+        h.update(without_dbg.as_bytes());
+        h.update(b"\n");
+    }
+    *h.finalize().as_bytes()
 }
 
 /// The definitions of one unit with their initial digests (each one's own
@@ -2702,6 +2777,55 @@ mod tests {
             "-O0 callers keep their code"
         );
         assert_ne!(fin(&d, "plain"), fin(&e, "plain"));
+    }
+
+    #[test]
+    fn a_recursion_is_ordered_alike_with_and_without_debug_info() {
+        // f and g free each other's lists (a recursion); h is alone.
+        let src = r#"
+            struct node { struct node *next; int kind; };
+            void g(struct node *n);
+            void f(struct node *n) {
+                if (n) {
+                    if (n->kind)
+                        g(n->next);
+                    __builtin_free(n);
+                }
+            }
+            void g(struct node *n) {
+                while (n) {
+                    struct node *m = n->next;
+                    f(m);
+                    n = m;
+                }
+            }
+            int h(int x) { return x + 1; }
+        "#;
+        let plain = digests(src);
+        let keys = |d: &ModuleDigests| {
+            let mut k: Vec<(String, [u8; 32])> = (d.recursion_code_keys.iter())
+                .map(|(&i, k)| (d.defs[i].name.clone(), *k))
+                .collect();
+            k.sort();
+            k
+        };
+        let names: Vec<String> = keys(&plain).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["f", "g"]);
+        assert_ne!(keys(&plain)[0].1, keys(&plain)[1].1);
+        for lines in [Lines::Relative, Lines::Absolute] {
+            let debug = with_lines(src, lines);
+            assert_ne!(
+                fin(&plain, "f"),
+                fin(&debug, "f"),
+                "debug info is in digests"
+            );
+            assert_eq!(keys(&plain), keys(&debug), "{lines:?}");
+            assert_eq!(
+                crate::ir::call_order::optimizer_order(&plain),
+                crate::ir::call_order::optimizer_order(&debug),
+                "{lines:?}"
+            );
+        }
     }
 
     /// Digests of `c_source` compiled with `-g`, the files' checksums left
