@@ -1817,17 +1817,16 @@ fn compute_parsed<'a>(
     })
 }
 
-/// The members of each recursion of several functions (a cycle of the
+/// The functions of each recursion of several functions (a cycle of the
 /// digests' edges and references, as `call_order` groups them), each with
-/// a digest of its code without metadata. The optimizer meets a
-/// recursion's members in an order of their own (`call_order`), and their
-/// code depends on it; ordered by final digests, which hold debug info,
-/// the same source gave other code with `-g` than without (sqlite3.c: the
-/// sorter's functions that free one another). Without metadata the key is
-/// the same with and without `-g`, and as much the recursion's own as a
-/// final digest: its members' code, whatever else the unit holds.
-fn recursion_code_keys(
-    p: &Parsed,
+/// a digest of its code without metadata ([`code_without_metadata`]). The
+/// optimizer meets a recursion's members in an order of their own
+/// (`call_order`), and their code depends on it; ordered by final
+/// digests, which hold debug info, the same source gave other code with
+/// `-g` than without (sqlite3.c: the sorter's functions that free one
+/// another).
+fn recursion_code_keys<'a>(
+    p: &'a Parsed<'a>,
     defs: &[Definition],
     edges: &[(usize, usize)],
     references: &[(usize, usize)],
@@ -1841,46 +1840,84 @@ fn recursion_code_keys(
     }
     let members: HashMap<&str, usize> = sccs(n, &succ)
         .into_iter()
-        .filter(|c| c.len() > 1)
+        .map(|c| -> Vec<usize> {
+            let functions = c.into_iter().filter(|&d| defs[d].kind == DefKind::Function);
+            functions.collect()
+        })
+        .filter(|functions| functions.len() > 1)
         .flatten()
-        .filter(|&d| defs[d].kind == DefKind::Function)
         .map(|d| (defs[d].name.as_str(), d))
         .collect();
     if members.is_empty() {
         return HashMap::default();
     }
+    let mut c = Canonicalizer::new(p);
     p.functions
         .iter()
         .filter_map(|(name, text)| {
             let &d = members.get(name.as_str())?;
-            Some((d, code_without_metadata(text)))
+            Some((d, code_without_metadata(&mut c, text)))
         })
         .collect()
 }
 
-/// A digest of a function's printed text without what debug info adds
-/// (debug records, `!dbg` attachments) and without metadata and attribute
-/// group numbers, which `-g` shifts.
-fn code_without_metadata(text: &str) -> [u8; 32] {
+/// A digest of a function's code: its text with types and attribute
+/// groups by content, as in its digest (a type's name, `%struct.anon.3`,
+/// depends on what else the unit holds), and without what `-g` adds or
+/// shifts: debug records, `!dbg` attachments, metadata numbers (other
+/// metadata is left out: the key orders, it does not identify). The same
+/// with and without `-g`, and in every unit that holds the same code.
+fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
-    let mut line_out = String::new();
+    let mut out = String::new();
     for line in text.lines() {
         let trimmed = line.trim_start();
         if trimmed.starts_with("#dbg_") || trimmed.starts_with("call void @llvm.dbg.") {
             continue;
         }
-        line_out.clear();
-        let mut chars = line.chars().peekable();
-        while let Some(c) = chars.next() {
-            line_out.push(c);
-            if c == '!' || c == '#' {
-                while chars.peek().is_some_and(char::is_ascii_digit) {
-                    chars.next();
+        out.clear();
+        let b = line.as_bytes();
+        let (mut i, mut copied) = (0, 0);
+        while i < b.len() {
+            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+            match b[i] {
+                b'"' => match line[i + 1..].find('"') {
+                    Some(e) => i += e + 2,
+                    None => i = b.len(),
+                },
+                b';' => break,
+                b'%' => match read_ident(&line[i + 1..]) {
+                    Some((name, n)) if c.p.types.contains_key(name) => {
+                        out.push_str(&line[copied..i]);
+                        out.push_str(&c.type_text(name));
+                        i += 1 + n;
+                        copied = i;
+                    }
+                    Some((_, n)) => i += 1 + n,
+                    None => i += 1,
+                },
+                b'#' if digits > 0 => {
+                    out.push_str(&line[copied..i]);
+                    out.push_str("#{");
+                    out.push_str(c.p.attrs.get(&line[i + 1..i + 1 + digits]).unwrap_or(&""));
+                    out.push('}');
+                    i += 1 + digits;
+                    copied = i;
                 }
+                b'!' if digits > 0 => {
+                    out.push_str(&line[copied..=i]);
+                    i += 1 + digits;
+                    copied = i;
+                }
+                _ => i += 1,
             }
         }
-        let without_dbg = line_out.replace(", !dbg !", "").replace(" !dbg !", "");
-        h.update(without_dbg.as_bytes());
+        out.push_str(&line[copied..i.min(b.len())]);
+        h.update(
+            out.replace(", !dbg !", "")
+                .replace(" !dbg !", "")
+                .as_bytes(),
+        );
         h.update(b"\n");
     }
     *h.finalize().as_bytes()
@@ -2783,18 +2820,18 @@ mod tests {
     fn a_recursion_is_ordered_alike_with_and_without_debug_info() {
         // f and g free each other's lists (a recursion); h is alone.
         let src = r#"
-            struct node { struct node *next; int kind; };
+            struct node { struct { struct node *next; int kind; } head; };
             void g(struct node *n);
             void f(struct node *n) {
                 if (n) {
-                    if (n->kind)
-                        g(n->next);
+                    if (n->head.kind)
+                        g(n->head.next);
                     __builtin_free(n);
                 }
             }
             void g(struct node *n) {
                 while (n) {
-                    struct node *m = n->next;
+                    struct node *m = n->head.next;
                     f(m);
                     n = m;
                 }
@@ -2812,6 +2849,12 @@ mod tests {
         let names: Vec<String> = keys(&plain).into_iter().map(|(n, _)| n).collect();
         assert_eq!(names, ["f", "g"]);
         assert_ne!(keys(&plain)[0].1, keys(&plain)[1].1);
+        // Another unit's anonymous struct before it: the recursion's type
+        // is `%struct.anon.0` there, `%struct.anon` here.
+        let before = "int other(void) { struct { int z; } u = {1}; return u.z; }\n";
+        let other = digests(&format!("{before}{src}"));
+        assert!(ir_of(&format!("{before}{src}"), &[]).contains("%struct.anon.0 = type { ptr"));
+        assert_eq!(keys(&plain), keys(&other));
         for lines in [Lines::Relative, Lines::Absolute] {
             let debug = with_lines(src, lines);
             assert_ne!(
