@@ -21,11 +21,11 @@
 //! unit and whatever the repository holds: nothing that reaches a group
 //! comes before it. And with or without `-g`: ordered by final digests,
 //! which hold debug info, sqlite3.c's sorter (functions that free one
-//! another) came out with other code with `-g` than without. The order among groups that do not reach one another
-//! decides nothing. The pipeline puts the module's order back once the
+//! another) came out with other code with `-g` than without. The order
+//! among groups that do not reach one another decides nothing. The pipeline puts the module's order back once the
 //! optimizer is done, so code is laid out in source order as before.
 
-use super::digest::{sccs, DefKind, ModuleDigests};
+use super::digest::{sccs, use_graph, DefKind, ModuleDigests};
 
 /// The unit's defined functions, callees before callers, the members of
 /// a recursion by the digest of their code (then name).
@@ -38,12 +38,7 @@ pub fn optimizer_order(digests: &ModuleDigests) -> Vec<&str> {
         )
     };
     let n = digests.defs.len();
-    let mut succ = vec![Vec::new(); n];
-    for &(u, v) in digests.edges.iter().chain(&digests.references) {
-        if u < n && v < n {
-            succ[u].push(v);
-        }
-    }
+    let succ = use_graph(n, &digests.edges, &digests.references);
     let mut out = Vec::with_capacity(n);
     // Successors first (see `sccs`).
     for mut component in sccs(n, &succ) {

@@ -1832,13 +1832,7 @@ fn recursion_code_keys<'a>(
     references: &[(usize, usize)],
 ) -> HashMap<usize, [u8; 32]> {
     let n = defs.len();
-    let mut succ = vec![Vec::new(); n];
-    for &(u, v) in edges.iter().chain(references) {
-        if u < n && v < n {
-            succ[u].push(v);
-        }
-    }
-    let members: HashMap<&str, usize> = sccs(n, &succ)
+    let members: HashMap<&str, usize> = sccs(n, &use_graph(n, edges, references))
         .into_iter()
         .map(|c| -> Vec<usize> {
             let functions = c.into_iter().filter(|&d| defs[d].kind == DefKind::Function);
@@ -1878,8 +1872,8 @@ fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 3
         out.clear();
         let b = line.as_bytes();
         let (mut i, mut copied) = (0, 0);
+        let digits_after = |i: usize| b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
         while i < b.len() {
-            let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
             match b[i] {
                 b'"' => match line[i + 1..].find('"') {
                     Some(e) => i += e + 2,
@@ -1896,7 +1890,8 @@ fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 3
                     Some((_, n)) => i += 1 + n,
                     None => i += 1,
                 },
-                b'#' if digits > 0 => {
+                b'#' if digits_after(i) > 0 => {
+                    let digits = digits_after(i);
                     out.push_str(&line[copied..i]);
                     out.push_str("#{");
                     out.push_str(c.p.attrs.get(&line[i + 1..i + 1 + digits]).unwrap_or(&""));
@@ -1904,15 +1899,15 @@ fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 3
                     i += 1 + digits;
                     copied = i;
                 }
-                b'!' if digits > 0 => {
+                b'!' if digits_after(i) > 0 => {
                     out.push_str(&line[copied..=i]);
-                    i += 1 + digits;
+                    i += 1 + digits_after(i);
                     copied = i;
                 }
                 _ => i += 1,
             }
         }
-        out.push_str(&line[copied..i.min(b.len())]);
+        out.push_str(&line[copied..i]);
         h.update(
             out.replace(", !dbg !", "")
                 .replace(" !dbg !", "")
@@ -2269,6 +2264,23 @@ fn unit_function_lines(p: &Parsed) -> HashMap<String, u64> {
         .into_iter()
         .filter_map(|(k, l)| Some((k, l?)))
         .collect()
+}
+
+/// The successors of each of `n` definitions through `edges` and
+/// `references` both: the graph whose cycles the optimizer meets as one
+/// (`call_order`).
+pub fn use_graph(
+    n: usize,
+    edges: &[(usize, usize)],
+    references: &[(usize, usize)],
+) -> Vec<Vec<usize>> {
+    let mut succ = vec![Vec::new(); n];
+    for &(u, v) in edges.iter().chain(references) {
+        if u < n && v < n {
+            succ[u].push(v);
+        }
+    }
+    succ
 }
 
 /// Strongly connected components (iterative Tarjan), in reverse
