@@ -115,9 +115,8 @@ for i in $(seq 0 15); do
   printf 'int g%d(int n) { return n <= 1 ? n : f%d(n - 2) + f%d(n - %d); }\n' \
     "$i" "$i" "$i" $((i % 3 + 1))
 done > "$SCRATCH/recursions.c"
-for f in lcode.c lua.c lparser.c recursions.c; do
-  path="$src/src/$f"
-  [ "$f" = recursions.c ] && path="$SCRATCH/recursions.c"
+for path in "$src"/src/{lcode.c,lua.c,lparser.c} "$SCRATCH/recursions.c"; do
+  f=$(basename "$path")
   clang-19 -O2 -DLUA_USE_LINUX -c "$path" -o clang-plain.o \
     && clang-19 -O2 -g -DLUA_USE_LINUX -c "$path" -o clang-debug.o \
     || fail "clang-19: $f"

@@ -22,8 +22,9 @@
 //! comes before it. And with or without `-g`: ordered by final digests,
 //! which hold debug info, sqlite3.c's sorter (functions that free one
 //! another) came out with other code with `-g` than without. The order
-//! among groups that do not reach one another decides nothing. The pipeline puts the module's order back once the
-//! optimizer is done, so code is laid out in source order as before.
+//! among groups that do not reach one another decides nothing. The
+//! pipeline puts the module's order back once the optimizer is done, so
+//! code is laid out in source order as before.
 
 use super::digest::{sccs, use_graph, DefKind, ModuleDigests};
 

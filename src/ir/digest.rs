@@ -365,6 +365,9 @@ struct Canonicalizer<'a> {
     /// texts so made are memoized apart.
     lineless: usize,
     md_memo_lineless: HashMap<&'a str, String>,
+    /// Metadata references are left as `!`, not resolved: for a key of a
+    /// function's code alone ([`code_without_metadata`]).
+    without_metadata: bool,
 }
 
 /// Where the definition being digested is (see `Canonicalizer::own`).
@@ -413,6 +416,7 @@ impl<'a> Canonicalizer<'a> {
             stubs: stubs_unit_types(p),
             lineless: 0,
             md_memo_lineless: HashMap::default(),
+            without_metadata: false,
         }
     }
 
@@ -703,9 +707,13 @@ impl<'a> Canonicalizer<'a> {
                 b'!' if b.get(i + 1).is_some_and(|c| c.is_ascii_digit()) => {
                     let n = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
                     let id = &text[i + 1..i + 1 + n];
-                    out.push_str(&text[copied..i]);
-                    let m = self.md_text(id);
-                    out.push_str(&m);
+                    if self.without_metadata {
+                        out.push_str(&text[copied..=i]);
+                    } else {
+                        out.push_str(&text[copied..i]);
+                        let m = self.md_text(id);
+                        out.push_str(&m);
+                    }
                     i += 1 + n;
                     copied = i;
                 }
@@ -1846,6 +1854,7 @@ fn recursion_code_keys<'a>(
         return HashMap::default();
     }
     let mut c = Canonicalizer::new(p);
+    c.without_metadata = true;
     p.functions
         .iter()
         .filter_map(|(name, text)| {
@@ -1855,12 +1864,12 @@ fn recursion_code_keys<'a>(
         .collect()
 }
 
-/// A digest of a function's code: its text with types and attribute
-/// groups by content, as in its digest (a type's name, `%struct.anon.3`,
-/// depends on what else the unit holds), and without what `-g` adds or
-/// shifts: debug records, `!dbg` attachments, metadata numbers (other
-/// metadata is left out: the key orders, it does not identify). The same
-/// with and without `-g`, and in every unit that holds the same code.
+/// A digest of a function's code: its text as in its digest, types and
+/// attribute groups by content (a type's name, `%struct.anon.3`, depends
+/// on what else the unit holds), but without what `-g` adds or shifts:
+/// debug records, `!dbg` attachments, metadata (left as `!`: the key
+/// orders, it does not identify). The same with and without `-g`, and in
+/// every unit that holds the same code. `c` leaves metadata out.
 fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     let mut out = String::new();
@@ -1870,44 +1879,7 @@ fn code_without_metadata<'a>(c: &mut Canonicalizer<'a>, text: &'a str) -> [u8; 3
             continue;
         }
         out.clear();
-        let b = line.as_bytes();
-        let (mut i, mut copied) = (0, 0);
-        let digits_after = |i: usize| b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
-        while i < b.len() {
-            match b[i] {
-                b'"' => match line[i + 1..].find('"') {
-                    Some(e) => i += e + 2,
-                    None => i = b.len(),
-                },
-                b';' => break,
-                b'%' => match read_ident(&line[i + 1..]) {
-                    Some((name, n)) if c.p.types.contains_key(name) => {
-                        out.push_str(&line[copied..i]);
-                        out.push_str(&c.type_text(name));
-                        i += 1 + n;
-                        copied = i;
-                    }
-                    Some((_, n)) => i += 1 + n,
-                    None => i += 1,
-                },
-                b'#' if digits_after(i) > 0 => {
-                    let digits = digits_after(i);
-                    out.push_str(&line[copied..i]);
-                    out.push_str("#{");
-                    out.push_str(c.p.attrs.get(&line[i + 1..i + 1 + digits]).unwrap_or(&""));
-                    out.push('}');
-                    i += 1 + digits;
-                    copied = i;
-                }
-                b'!' if digits_after(i) > 0 => {
-                    out.push_str(&line[copied..=i]);
-                    i += 1 + digits_after(i);
-                    copied = i;
-                }
-                _ => i += 1,
-            }
-        }
-        out.push_str(&line[copied..i]);
+        c.canonical_into(line, &mut out, &mut |_, _| {});
         h.update(
             out.replace(", !dbg !", "")
                 .replace(" !dbg !", "")
