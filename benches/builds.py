@@ -20,7 +20,8 @@ for each flag set (`-O2`, `-O2 -g`, `-O0 -g`). The tool `repocc-df` is
 repocc with `debug_fragments` on (units with `-g` use the repository),
 `repocc-whole` with it off (clang compiles them, the unit cache keeps them);
 `repocc-nb` is repocc without stored bodies for the optimizer's context
-(`context_bodies` off). Only the build step is
+(`context_bodies` off), `repocc-kb` keeps them from a unit's first
+compile on (`context_bodies` true; the default, "auto", from its second). Only the build step is
 timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
 its header edit swaps the two stores of `setobj` in lobject.h, which most
 functions use: a full recompile), zlib (configure + make), cjson (CMake),
@@ -110,7 +111,7 @@ class Tool:
             self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
             self.env["CCACHE_DIR"] = str(self.cache)
             self.env["CCACHE_MAXSIZE"] = "20G"
-        else:  # repocc, repocc-df / repocc-whole (debug_fragments on / off), repocc-nb (no stored bodies)
+        else:  # repocc, repocc-df / repocc-whole (debug_fragments on / off), repocc-nb / repocc-kb (stored bodies never / always)
             bindir = work / "bin"
             bindir.mkdir(exist_ok=True)
             for n in ("repocc", "repocc++"):
@@ -126,6 +127,8 @@ class Tool:
                 self.env["REPOCC_DEBUG_FRAGMENTS"] = "0"
             if name == "repocc-nb":
                 self.env["REPOCC_CONTEXT_BODIES"] = "0"
+            if name == "repocc-kb":
+                self.env["REPOCC_CONTEXT_BODIES"] = "1"
 
     def make_cc(self):
         return f"{self.launcher} {self.cc}" if self.launcher else self.cc

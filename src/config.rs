@@ -20,8 +20,12 @@ pub struct Config {
     pub shared_dir: String,
     pub disable: bool,
     pub fragments: bool,
-    pub debug_fragments: DebugFragments,
-    pub context_bodies: bool,
+    /// Whether units compiled with debug info use the repository:
+    /// `"auto"` at `-O1` and above, where it pays.
+    pub debug_fragments: Switch,
+    /// Whether stored bodies are kept (see `ir::bodies`): `"auto"` from a
+    /// unit's second compile on.
+    pub context_bodies: Switch,
     pub jobs: usize,
     pub max_size: String,
     pub merge_functions: bool,
@@ -33,70 +37,59 @@ pub struct Config {
     pub remote_timeout_ms: u64,
 }
 
-/// Whether units compiled with debug info use the repository
-/// (`debug_fragments`): `true`, `false`, or `"auto"`, where it pays.
+/// A setting that is `true`, `false`, or `"auto"`: what repocc decides
+/// case by case (`debug_fragments`, `context_bodies`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DebugFragments {
+pub enum Switch {
     Off,
     On,
-    /// Units at `-O1` and above, C and C++. At `-O0` the frontend is most
-    /// of a unit's compile, so an edited unit costs what clang's compile
-    /// does while a cold one costs more (fmt with its tests at `-O0 -g`,
-    /// cold `make -j2`: 1.24x clang-19's time through the repository,
-    /// 1.13x compiled whole). At `-O2 -g` a cold build costs what a whole
-    /// compile does (fmt: 0.99x clang-19's, 1.00x whole) and an edit
-    /// much less (0.65x against 0.92x).
     Auto,
 }
 
-impl DebugFragments {
-    /// Whether an invocation's units with debug info use the repository:
-    /// `optimizing` is `-O1` and above.
-    pub fn applies(self, optimizing: bool) -> bool {
+/// The settings that take `"auto"` besides `true` and `false`.
+const SWITCHES: [&str; 2] = ["debug_fragments", "context_bodies"];
+
+impl Switch {
+    /// Whether it is on, with `auto` what `"auto"` decided.
+    pub fn applies(self, auto: bool) -> bool {
         match self {
-            DebugFragments::Off => false,
-            DebugFragments::On => true,
-            DebugFragments::Auto => optimizing,
+            Switch::Off => false,
+            Switch::On => true,
+            Switch::Auto => auto,
         }
     }
 
     /// The setting from its JSON value: a boolean, or a string naming one
     /// (as the environment spells it) or `auto`.
-    fn from_value(v: &Value) -> Option<DebugFragments> {
+    fn from_value(v: &Value) -> Option<Switch> {
         match v {
-            Value::Bool(true) => Some(DebugFragments::On),
-            Value::Bool(false) => Some(DebugFragments::Off),
-            Value::String(s) if s.trim().eq_ignore_ascii_case("auto") => Some(DebugFragments::Auto),
-            Value::String(s) => parse_bool(s).map(|b| {
-                if b {
-                    DebugFragments::On
-                } else {
-                    DebugFragments::Off
-                }
-            }),
+            Value::Bool(true) => Some(Switch::On),
+            Value::Bool(false) => Some(Switch::Off),
+            Value::String(s) if s.trim().eq_ignore_ascii_case("auto") => Some(Switch::Auto),
+            Value::String(s) => parse_bool(s).map(|b| if b { Switch::On } else { Switch::Off }),
             _ => None,
         }
     }
 
     fn to_value(self) -> Value {
         match self {
-            DebugFragments::Off => Value::Bool(false),
-            DebugFragments::On => Value::Bool(true),
-            DebugFragments::Auto => Value::String("auto".into()),
+            Switch::Off => Value::Bool(false),
+            Switch::On => Value::Bool(true),
+            Switch::Auto => Value::String("auto".into()),
         }
     }
 }
 
-impl Serialize for DebugFragments {
+impl Serialize for Switch {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.to_value().serialize(s)
     }
 }
 
-impl<'de> Deserialize<'de> for DebugFragments {
+impl<'de> Deserialize<'de> for Switch {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let v = Value::deserialize(d)?;
-        DebugFragments::from_value(&v)
+        Switch::from_value(&v)
             .ok_or_else(|| serde::de::Error::custom(format!("{v} is not true, false or \"auto\"")))
     }
 }
@@ -322,11 +315,10 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// Checks one value against its key: the type of the default, and what the
 /// key itself requires. A bad value fails alone, with the reason.
 fn validate(key: &str, default: &Value, v: Value) -> Result<Value, String> {
-    if key == "debug_fragments" {
-        // A boolean, or "auto" (the default): one value, whichever way it
-        // was spelled.
-        return DebugFragments::from_value(&v)
-            .map(DebugFragments::to_value)
+    if SWITCHES.contains(&key) {
+        // A boolean, or "auto": one value, whichever way it was spelled.
+        return Switch::from_value(&v)
+            .map(Switch::to_value)
             .ok_or_else(|| format!("{v} is not true, false or \"auto\""));
     }
     let type_ok = match default {
@@ -486,21 +478,43 @@ mod tests {
     }
 
     #[test]
+    fn context_bodies_is_a_boolean_or_auto() {
+        let auto = load_from(None, None, |_| None);
+        assert_eq!(auto.config.context_bodies, Switch::Auto);
+        for (raw, want) in [
+            ("1", Switch::On),
+            ("false", Switch::Off),
+            ("auto", Switch::Auto),
+        ] {
+            let l = load_from(None, None, |k| {
+                (k == "REPOCC_CONTEXT_BODIES").then(|| raw.to_string())
+            });
+            assert_eq!(l.config.context_bodies, want, "{raw:?}");
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        }
+        let bad = load_from(None, None, |k| {
+            (k == "REPOCC_CONTEXT_BODIES").then(|| "often".to_string())
+        });
+        assert_eq!(bad.config.context_bodies, Switch::Auto);
+        assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
+    }
+
+    #[test]
     fn debug_fragments_is_a_boolean_or_auto() {
         let d = tempfile::tempdir().unwrap();
         let user = d.path().join("user.json");
         let auto = load_from(None, None, |_| None);
-        assert_eq!(auto.config.debug_fragments, DebugFragments::Auto);
+        assert_eq!(auto.config.debug_fragments, Switch::Auto);
         assert!(auto.config.debug_fragments.applies(true));
         assert!(!auto.config.debug_fragments.applies(false));
         std::fs::write(&user, r#"{"debug_fragments": true}"#).unwrap();
         let on = load_from(Some(user.clone()), None, |_| None);
-        assert_eq!(on.config.debug_fragments, DebugFragments::On);
+        assert_eq!(on.config.debug_fragments, Switch::On);
         assert!(on.config.debug_fragments.applies(false));
         for (raw, want) in [
-            ("0", DebugFragments::Off),
-            ("yes", DebugFragments::On),
-            (" AUTO ", DebugFragments::Auto),
+            ("0", Switch::Off),
+            ("yes", Switch::On),
+            (" AUTO ", Switch::Auto),
         ] {
             let l = load_from(Some(user.clone()), None, |k| {
                 (k == "REPOCC_DEBUG_FRAGMENTS").then(|| raw.to_string())
@@ -510,7 +524,7 @@ mod tests {
         }
         std::fs::write(&user, r#"{"debug_fragments": "sometimes"}"#).unwrap();
         let bad = load_from(Some(user), None, |_| None);
-        assert_eq!(bad.config.debug_fragments, DebugFragments::Auto);
+        assert_eq!(bad.config.debug_fragments, Switch::Auto);
         assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
     }
 

@@ -33,31 +33,40 @@ assert_eq "no fallbacks" 0 "$(stat_value fallbacks)"
 diff -u "$P/checks.expected" checks.out || fail "SQL answers differ"
 note "sqlite3 from fragments answers the checks; definitions compiled: $(stat_value definitions_compiled)"
 
-# Stored bodies (pipeline/bodies.rs, `context_bodies`, on by default): an
-# edit to sqlite3_libversion
-# recompiles the ten definitions that depend on it, and openDatabase
-# reaches most of the file; the inliner must see those callees as a cold
-# compile does. Their bodies as the first compile's inliner left them are
-# put in place instead of being simplified again: the counter says how
-# many, and the warm object is the bytes a new repository gives.
-note "sqlite3.c edit: context bodies from the repository, warm equals cold"
+# Stored bodies (ir/bodies.rs, `context_bodies`, "auto" by default): an
+# edit to sqlite3_libversion recompiles the ten definitions that depend on
+# it, and openDatabase reaches most of the file; the inliner must see
+# those callees as a cold compile does. A unit's first compile keeps no
+# bodies ("auto": most units of a cold build are never edited); its second
+# keeps the bodies its inliner left, and the third puts them in place
+# instead of simplifying them again: the counter says how many, and the
+# warm object is the bytes a new repository gives.
+note "sqlite3.c edits: context bodies kept from the second compile on, warm equals cold"
 mkdir -p bodies-warm bodies-cold
 cp sqlite3.c bodies-warm/sqlite3.c
 grep -q 'const char \*sqlite3_libversion(void){ return sqlite3_version; }' sqlite3.c \
   || fail "test premise: sqlite3_libversion's line"
-sed 's/const char \*sqlite3_libversion(void){ return sqlite3_version; }/const char *sqlite3_libversion(void){ return sqlite3_version + 1; }/' \
-  sqlite3.c > bodies-cold/sqlite3.c
+edit_libversion() {
+  sed "s/const char \*sqlite3_libversion(void){ return sqlite3_version; }/const char *sqlite3_libversion(void){ return sqlite3_version + $1; }/" \
+    sqlite3.c > "$2"
+}
+edit_libversion 2 bodies-warm/edited-first.c
+edit_libversion 1 bodies-cold/sqlite3.c
 bodies_warm() {
   export REPOCC_DIR="$SCRATCH/repo-bodies" REPOCC_UNIT_CACHE=false
   cd bodies-warm
   "$REPOCC" -O2 -c sqlite3.c -o first.o || fail "first compile of sqlite3.c"
+  reused=$(stat_value bodies_reused)
+  cp edited-first.c sqlite3.c
+  "$REPOCC" -O2 -c sqlite3.c -o second.o || fail "second compile of sqlite3.c (first edit)"
+  assert_eq "bodies used by the unit's second compile (its first kept none)" 0 "$(delta bodies_reused "$reused")"
   cp ../bodies-cold/sqlite3.c sqlite3.c
   compiled=$(stat_value definitions_compiled)
   reused=$(stat_value bodies_reused)
   "$REPOCC" -O2 -c sqlite3.c -o warm.o || fail "warm compile of the edited sqlite3.c"
   compiled=$(delta definitions_compiled "$compiled")
   reused=$(delta bodies_reused "$reused")
-  note "edited sqlite3.c: $compiled definitions compiled, $reused bodies from the repository"
+  note "edited sqlite3.c again: $compiled definitions compiled, $reused bodies from the repository"
   [ "$compiled" -le 12 ] || fail "the edit compiled $compiled definitions (expected about 10)"
   [ "$reused" -ge 1000 ] || fail "only $reused bodies came from the repository"
 }

@@ -267,7 +267,8 @@ PY
 
 # ---------------------------------------------------------------------------
 note "9. byte-identical: every lua5.4 unit compiled against a repository missing 20% (rounds 1, 2) or 50% (round 3) of its entries"
-# Stored bodies (context_bodies, on by default) are entries too: a
+# Stored bodies (context_bodies; kept from a unit's first compile here,
+# where "auto" waits for its second) are entries too: a
 # recompiled definition's context then mixes stored bodies with ones the
 # optimizer simplifies again, and must still come out as the cold compile
 # made it (a static of lparser.c's recursion simplified next to stored
@@ -277,7 +278,7 @@ fresh_copy "$src" "$SCRATCH/lua"
 cd "$SCRATCH/lua"
 export REPOCC_DIR="$SCRATCH/lua-repo"
 lua_build() { make -j"$JOBS" linux CC="repocc -std=gnu99" > build.log 2>&1 || { tail -n 20 build.log; fail "lua build $*"; }; }
-lua_build cold
+REPOCC_CONTEXT_BODIES=1 lua_build cold
 mkdir -p ../lua-cold && cp src/*.o ../lua-cold/
 cp -a "$REPOCC_DIR" ../lua-repo-full
 check_objects() {

@@ -91,7 +91,7 @@ pub fn run(
                 // other bodies did not all map): the repository has them.
                 replaced = b.context.stored().map(String::from).collect();
             }
-            (HookPoint::AfterInliner, Some(b)) => {
+            (HookPoint::AfterInliner, Some(b)) if b.keep => {
                 outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
@@ -119,6 +119,8 @@ pub struct Bodies<'a> {
     pub whole_reach: &'a HashSet<String>,
     /// What to put in place of the context's bodies.
     pub context: ContextBodies,
+    /// Whether to keep the bodies the inliner leaves.
+    pub keep: bool,
 }
 
 /// What [`run`] leaves besides the optimized module.

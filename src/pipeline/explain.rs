@@ -111,6 +111,12 @@ impl History {
         })
     }
 
+    /// Whether an earlier compile of the unit left its history (the unit
+    /// was compiled before, and its history was not evicted).
+    pub fn exists(&self) -> bool {
+        self.0.is_some()
+    }
+
     /// Whether the previous compile had `name` with this final digest: it
     /// stored it itself, if anything did.
     fn had(&self, name: &str, final_digest: &FragmentDigest) -> bool {

@@ -41,10 +41,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
+use crate::config::Switch;
 use crate::ir::settings::CodegenSettings;
 use crate::ir::{bodies, call_order, canonical, codegen, digest, merge, optimize, settings};
 use crate::obj::{combine, debug_lines};
-use crate::repo::storage::Storage;
+use crate::repo::storage::{FragmentDigest, Storage};
 
 /// Timings per stage, for `REPOCC_TIMINGS=1` and the benchmark.
 #[derive(Clone, Debug, Default)]
@@ -94,8 +95,9 @@ pub struct PipelineOptions {
     pub fragments: bool,
     /// Use the repository for units with debug info too.
     pub debug_fragments: bool,
-    /// Keep and use stored bodies for the optimizer's context (`bodies`).
-    pub context_bodies: bool,
+    /// Use stored bodies for the optimizer's context (`bodies`) unless
+    /// off, and keep new ones where it applies.
+    pub context_bodies: Switch,
     /// Code generation workers per unit in fragment mode.
     pub jobs: crate::config::Jobs,
     /// Print the digest graph's precision figures (REPOCC_DIGEST_REPORT).
@@ -344,13 +346,20 @@ fn repository_stages(
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
+    let history = explain::History::read(store, &stages.history_key());
     let bodies = bodies::applies(
         unit,
-        options.context_bodies && settings.opt != settings::OptLevel::O0,
+        options.context_bodies != Switch::Off && settings.opt != settings::OptLevel::O0,
     )
     .then(|| optimize::Bodies {
         whole_reach: &pruned.whole_reach,
         context: bodies::lookup(store, unit, digests),
+        // "auto": from the unit's second compile on. A body pays only
+        // when the unit is compiled again, and keeping a unit's bodies
+        // costs its cold compile 7-9% (sqlite3.c at -O2) and the
+        // repository 40% of its bytes; most units of a cold build are
+        // never edited.
+        keep: options.context_bodies.applies(history.exists()),
     });
     times.metadata += t.elapsed();
     let t = Instant::now();
@@ -385,7 +394,7 @@ fn repository_stages(
     if let Some(d) = sink.first() {
         return Err(llvm_reported(d));
     }
-    stages.count_and_explain(&views, &emitted, &mut report);
+    stages.count_and_explain(&views, &emitted, &history, &mut report);
 
     let t = Instant::now();
     // Where the new fragments' relative lines are: found once, for placing
@@ -527,11 +536,13 @@ impl Stages<'_, '_> {
     }
 
     /// The counters of what was compiled, pruned and shared, the unit's
-    /// history for the next compile, and with `REPOCC_EXPLAIN` why.
+    /// history for the next compile, and with `REPOCC_EXPLAIN` why
+    /// (`previous`: what the unit's previous compile recorded).
     fn count_and_explain(
         &self,
         views: &[assemble::FragmentView],
         emitted: &[split::Fragment],
+        previous: &explain::History,
         report: &mut UnitReport,
     ) {
         let (unit, digests) = (self.unit, self.digests);
@@ -551,7 +562,24 @@ impl Stages<'_, '_> {
         );
         report.definitions_compiled = compiled_count;
         report.definitions_pruned = pruned_names.len() as u64;
-        let history = explain::history_key(
+        let shared = explain::shared(previous, digests, &pruned_names);
+        report.definitions_shared = shared.len() as u64;
+        if self.options.explain {
+            let compiled: std::collections::HashSet<&str> = (compiled_members.iter().copied())
+                .filter(|m| definition_names.contains(m))
+                .collect();
+            report.explain = explain::explain(previous, digests, &compiled);
+            report
+                .explain
+                .extend((shared.iter()).map(|n| format!("reused {n}: stored by another unit")));
+        }
+        explain::record(self.store, &self.history_key(), digests);
+    }
+
+    /// Where the unit's history lives (see `explain`).
+    fn history_key(&self) -> FragmentDigest {
+        let unit = self.unit;
+        explain::history_key(
             &unit.source_name,
             &std::env::current_dir()
                 .map(|d| d.display().to_string())
@@ -560,20 +588,7 @@ impl Stages<'_, '_> {
                 &unit.target_machine.get_cpu().to_string_lossy(),
                 &unit.target_machine.get_feature_string().to_string_lossy(),
             ),
-        );
-        let previous = explain::History::read(self.store, &history);
-        let shared = explain::shared(&previous, digests, &pruned_names);
-        report.definitions_shared = shared.len() as u64;
-        if self.options.explain {
-            let compiled: std::collections::HashSet<&str> = (compiled_members.iter().copied())
-                .filter(|m| definition_names.contains(m))
-                .collect();
-            report.explain = explain::explain(&previous, digests, &compiled);
-            report
-                .explain
-                .extend((shared.iter()).map(|n| format!("reused {n}: stored by another unit")));
-        }
-        explain::record(self.store, &history, digests);
+        )
     }
 
     /// The object at `output`, from the new fragments and the stored ones
@@ -616,42 +631,36 @@ impl Stages<'_, '_> {
         let placement = LinePlacement::of(self.digests, &unit.source_name);
         let parts = assemble::parts(&assembly.slots, &included);
         // The key each newly stored fragment goes under (a recipe names it).
-        let stored_as: std::collections::HashMap<usize, &crate::repo::storage::FragmentDigest> =
+        let stored_as: std::collections::HashMap<usize, &FragmentDigest> =
             (assembly.store_after.iter())
                 .map(|&(i, e)| (e, &pruned.fragments[i].key))
                 .collect();
         // Each part placed, with the key it is stored under when its bytes
         // went in as stored.
-        let placed: Vec<(
-            std::borrow::Cow<[u8]>,
-            Option<&crate::repo::storage::FragmentDigest>,
-        )> = (parts.iter().copied())
-            .map(|part| match part {
-                assemble::Part::Emitted(e) => {
-                    let f = &emitted[e];
-                    let leader = f.members.first().filter(|_| !f.glue);
-                    let o = placement.place(
-                        &f.object,
-                        leader,
-                        &f.inlined,
-                        emitted_lines[e].as_ref(),
-                    )?;
-                    let key = stored_as.get(&e).copied().filter(|_| *o == f.object[..]);
-                    Ok((o, key))
-                }
-                assemble::Part::Stored(i) => {
-                    let f = &pruned.fragments[i];
-                    let object = stored_payload(i);
-                    let found = (f.lines.as_deref())
-                        .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
-                    let o =
-                        placement.place(object, f.members.first(), &f.inlined, found.as_ref())?;
-                    let key = Some(&f.key).filter(|_| *o == *object);
-                    Ok((o, key))
-                }
-            })
-            .filter(|o| !matches!(o, Ok((o, _)) if o.is_empty()))
-            .collect::<Result<_>>()?;
+        let placed: Vec<(std::borrow::Cow<[u8]>, Option<&FragmentDigest>)> = (parts
+            .iter()
+            .copied())
+        .map(|part| match part {
+            assemble::Part::Emitted(e) => {
+                let f = &emitted[e];
+                let leader = f.members.first().filter(|_| !f.glue);
+                let o =
+                    placement.place(&f.object, leader, &f.inlined, emitted_lines[e].as_ref())?;
+                let key = stored_as.get(&e).copied().filter(|_| *o == f.object[..]);
+                Ok((o, key))
+            }
+            assemble::Part::Stored(i) => {
+                let f = &pruned.fragments[i];
+                let object = stored_payload(i);
+                let found = (f.lines.as_deref())
+                    .and_then(|words| debug_lines::RelativeLines::from_words(words, object));
+                let o = placement.place(object, f.members.first(), &f.inlined, found.as_ref())?;
+                let key = Some(&f.key).filter(|_| *o == *object);
+                Ok((o, key))
+            }
+        })
+        .filter(|o| !matches!(o, Ok((o, _)) if o.is_empty()))
+        .collect::<Result<_>>()?;
         let objects: Vec<&[u8]> = placed.iter().map(|(o, _)| o.as_ref()).collect();
         if stubbed_types != crate::llvm::StubKind::None {
             // The glue is the first part, when there is one.
@@ -970,7 +979,7 @@ mod stored_deletions {
             merge_functions: true,
             fragments: true,
             debug_fragments: true,
-            context_bodies: true,
+            context_bodies: Switch::On,
             jobs: crate::config::Jobs(1),
             digest_report: false,
             explain: false,
