@@ -5,8 +5,10 @@
 //! context (`prune`): the inliner must see each callee as a cold compile's
 //! inliner does, after that callee's own inlining and simplification. On
 //! sqlite3.c, an edit reaching `openDatabase` made the optimizer simplify
-//! most of the file again for ten definitions. Instead, every compile keeps
-//! the bodies the inliner left (right after it, [`HookPoint::AfterInliner`])
+//! most of the file again for ten definitions. Instead, a compile keeps
+//! (from a unit's second compile on, with `context_bodies = "auto"`: the
+//! pipeline decides) the bodies the inliner left (right after it,
+//! [`HookPoint::AfterInliner`])
 //! of the definitions it simplified, in one compressed bitcode entry, and
 //! one small index entry per definition, keyed by its final digest and
 //! name (only definitions something else reaches: no other is ever a

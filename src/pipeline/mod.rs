@@ -336,6 +336,7 @@ fn repository_stages(
         store,
         settings,
         options,
+        history_key: history_key(unit, options),
     };
     let mut report = UnitReport {
         definitions,
@@ -346,7 +347,7 @@ fn repository_stages(
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
-    let history = explain::History::read(store, &stages.history_key());
+    let history = explain::History::read(store, &stages.history_key);
     let bodies = bodies::applies(
         unit,
         options.context_bodies != Switch::Off && settings.opt != settings::OptLevel::O0,
@@ -355,10 +356,10 @@ fn repository_stages(
         whole_reach: &pruned.whole_reach,
         context: bodies::lookup(store, unit, digests),
         // "auto": from the unit's second compile on. A body pays only
-        // when the unit is compiled again, and keeping a unit's bodies
-        // costs its cold compile 7-9% (sqlite3.c at -O2) and the
-        // repository 40% of its bytes; most units of a cold build are
-        // never edited.
+        // when the unit is compiled again, most units of a cold build
+        // never are, and keeping a unit's bodies costs a cold build
+        // 30-45% of the repository's bytes (sqlite3.c, lua, fmt) and,
+        // for C++ with -g, CPU (fmt's tests: 211 s against 226 s).
         keep: options.context_bodies.applies(history.exists()),
     });
     times.metadata += t.elapsed();
@@ -440,6 +441,23 @@ struct Stages<'a, 'ctx> {
     store: &'a dyn Storage,
     settings: &'a CodegenSettings,
     options: &'a PipelineOptions,
+    /// Where the unit's history lives (see `explain`).
+    history_key: FragmentDigest,
+}
+
+/// Where the history of `unit` lives (see `explain`): its source, the
+/// working directory and the fragment context.
+fn history_key(unit: &canonical::Unit, options: &PipelineOptions) -> FragmentDigest {
+    explain::history_key(
+        &unit.source_name,
+        &std::env::current_dir()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+        &options.key.fragment_context(
+            &unit.target_machine.get_cpu().to_string_lossy(),
+            &unit.target_machine.get_feature_string().to_string_lossy(),
+        ),
+    )
 }
 
 impl Stages<'_, '_> {
@@ -573,22 +591,7 @@ impl Stages<'_, '_> {
                 .explain
                 .extend((shared.iter()).map(|n| format!("reused {n}: stored by another unit")));
         }
-        explain::record(self.store, &self.history_key(), digests);
-    }
-
-    /// Where the unit's history lives (see `explain`).
-    fn history_key(&self) -> FragmentDigest {
-        let unit = self.unit;
-        explain::history_key(
-            &unit.source_name,
-            &std::env::current_dir()
-                .map(|d| d.display().to_string())
-                .unwrap_or_default(),
-            &self.options.key.fragment_context(
-                &unit.target_machine.get_cpu().to_string_lossy(),
-                &unit.target_machine.get_feature_string().to_string_lossy(),
-            ),
-        )
+        explain::record(self.store, &self.history_key, digests);
     }
 
     /// The object at `output`, from the new fragments and the stored ones
