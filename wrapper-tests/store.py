@@ -7,7 +7,7 @@ in the decompressed block).
   store.py entries REPO [KINDS]        every indexed entry: pack, block offset, length, kind, key
   store.py remove REPO SEED PERCENT [KINDS]
                                        removes PERCENT of the indexed entries (of KINDS,
-                                       e.g. 0,1) from the index, as eviction would; prints
+                                       e.g. 0,11 for fragment objects: 11 is a unit's own) from the index, as eviction would; prints
                                        "removed of total"
   store.py flip REPO KINDS largest|all
                                        damages entries of KINDS in place: in every pack the
@@ -22,6 +22,7 @@ import random
 import struct
 import subprocess
 import sys
+import tempfile
 
 HEADER = 32
 SLOT = 24
@@ -33,13 +34,13 @@ def read_index(repo):
     path = os.path.join(repo, "v1", "index")
     data = bytearray(open(path, "rb").read())
     assert data[:8] == b"RPCCINDX", f"{path}: not an index"
-    version, bits = struct.unpack_from("<II", data, 8)
-    assert version == 3 and len(data) == HEADER + SLOT * (1 << bits), f"{path}: unexpected layout"
-    return path, data, bits
+    version, slots = struct.unpack_from("<II", data, 8)
+    assert version == 4 and len(data) == HEADER + SLOT * slots, f"{path}: unexpected layout"
+    return path, data, slots
 
 
-def live_slots(data, bits):
-    for i in range(1 << bits):
+def live_slots(data, slots):
+    for i in range(slots):
         at = HEADER + SLOT * i
         offset, inner, pack = struct.unpack_from("<IIQ", data, at + 8)
         if pack not in (0, REMOVED):
@@ -52,7 +53,31 @@ def pack_path(repo, pack):
 
 BLOCK_HEADER = 24
 BLOCK_RAW = 1 << 31
+# Compressed against the pack's dictionary: the payload of the one entry of
+# its first block (a unit's whole object, itself a zstd frame).
+BLOCK_WITH_DICTIONARY = 1 << 30
+PACK_HEADER = 16
 _blocks = {}
+
+
+def unzstd(stored, dictionary=None):
+    if dictionary is None:
+        return subprocess.run(["zstd", "-q", "-d", "-c"], input=stored,
+                              capture_output=True, check=True).stdout
+    with tempfile.NamedTemporaryFile() as d:
+        d.write(dictionary)
+        d.flush()
+        return subprocess.run(["zstd", "-q", "-d", "-c", "-D", d.name], input=stored,
+                              capture_output=True, check=True).stdout
+
+
+def dictionary(repo, pack):
+    first = block(repo, pack, PACK_HEADER)
+    if first is None:
+        raise OSError("the pack's first block is unreadable")
+    entry = first[4:]
+    meta_len = struct.unpack_from("<I", entry, 33)[0]
+    return unzstd(entry[37 + meta_len:])
 
 
 def block(repo, pack, offset):
@@ -67,9 +92,10 @@ def block(repo, pack, offset):
                 stored = f.read(stored_len)
             if raw & BLOCK_RAW:
                 _blocks[key] = stored
+            elif raw & BLOCK_WITH_DICTIONARY:
+                _blocks[key] = unzstd(stored, dictionary(repo, pack))
             else:
-                _blocks[key] = subprocess.run(["zstd", "-q", "-d", "-c"], input=stored,
-                                              capture_output=True, check=True).stdout
+                _blocks[key] = unzstd(stored)
         except (OSError, struct.error, subprocess.CalledProcessError):
             _blocks[key] = None
     return _blocks[key]
@@ -93,9 +119,9 @@ def kinds_arg(s):
 
 
 def entries(repo, kinds):
-    _, data, bits = read_index(repo)
+    _, data, slots = read_index(repo)
     out = []
-    for at, key, pack, offset, inner in live_slots(data, bits):
+    for at, key, pack, offset, inner in live_slots(data, slots):
         e = entry_of(repo, pack, offset, inner)
         kind = e[0] if e else None
         if kinds is None or kind in kinds:

@@ -71,7 +71,7 @@ note "a flipped byte in a stored fragment is detected and recompiled"
 # In every pack, the largest object entry gets a flipped byte in the
 # middle of its stored body (some of them are entries the next compile
 # reads; the edit's own are not).
-flipped=$(python3 "$PROJECT_ROOT/wrapper-tests/store.py" flip "$REPOCC_DIR" 0 largest)
+flipped=$(python3 "$PROJECT_ROOT/wrapper-tests/store.py" flip "$REPOCC_DIR" 0,11 largest)
 [ "$flipped" -ge 1 ] || fail "no fragment to corrupt"
 "$REPOCC" --zero-stats > /dev/null
 "$REPOCC" -O2 -c sqlite3.c -o sqlite3.o 2> corrupt.err || { cat corrupt.err; fail "build with a corrupt entry"; }

@@ -55,6 +55,10 @@ pub fn fragment_key(
 /// An entry's metadata, as the pipeline writes it.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Metadata {
+    /// The fragment's definitions (for a reader of the store: nothing
+    /// reads them back). A deletion names none: its key says it all, and
+    /// the names were a third of sqlite3.c's 1,021 deletions' bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     members: Vec<String>,
     /// Symbols the object refers to without defining them: a discardable
     /// fragment they name must be in the composed object too.
@@ -132,12 +136,14 @@ fn read(store: &dyn Storage, key: &FragmentDigest, found: &mut Found) -> Option<
     }
 }
 
-/// The entry that stores a compiled fragment under `key`.
+/// The entry that stores a compiled fragment under `key`; `own` when no
+/// other unit is expected to hold it (see [`EntryKind::UnitObject`]).
 pub fn object_entry(
     key: &FragmentDigest,
     members: &[String],
     compiled: &super::split::Fragment,
     lines: Option<&crate::obj::debug_lines::RelativeLines>,
+    own: bool,
 ) -> (FragmentDigest, Entry) {
     let meta = Metadata {
         members: members.to_vec(),
@@ -147,18 +153,25 @@ pub fn object_entry(
     };
     (
         *key,
-        entry(EntryKind::Object, &meta, compiled.object.clone()),
+        entry(
+            if own {
+                EntryKind::UnitObject
+            } else {
+                EntryKind::Object
+            },
+            &meta,
+            compiled.object.clone(),
+        ),
     )
 }
 
 /// The entry recording that the optimizer deleted every member of the
-/// fragment.
-pub fn deleted_entry(key: &FragmentDigest, members: &[String]) -> (FragmentDigest, Entry) {
-    let meta = Metadata {
-        members: members.to_vec(),
-        ..Metadata::default()
-    };
-    (*key, entry(EntryKind::Deleted, &meta, Vec::new()))
+/// fragment stored under `key`.
+pub fn deleted_entry(key: &FragmentDigest) -> (FragmentDigest, Entry) {
+    (
+        *key,
+        entry(EntryKind::Deleted, &Metadata::default(), Vec::new()),
+    )
 }
 
 fn entry(kind: EntryKind, meta: &Metadata, payload: Vec<u8>) -> Entry {

@@ -506,12 +506,11 @@ impl Stages<'_, '_> {
 
     /// What the assembly sees of each planned fragment.
     fn fragment_views<'p>(&self, pruned: &'p prune::PrunePlan) -> Vec<assemble::FragmentView<'p>> {
-        use crate::repo::storage::EntryKind;
         (pruned.fragments.iter())
             .map(|f| assemble::FragmentView {
                 members: &f.members,
                 stored: match &f.stored {
-                    Some(e) if e.kind == EntryKind::Object => assemble::Stored::Object,
+                    Some(e) if e.kind.is_object() => assemble::Stored::Object,
                     Some(_) => assemble::Stored::Deletion,
                     None => assemble::Stored::Nothing,
                 },
@@ -720,6 +719,9 @@ impl Stages<'_, '_> {
     ) {
         let mut new_entries = Vec::new();
         let mut fragments_new = 0;
+        let originally_local: std::collections::HashSet<&str> = (self.unit.originally_local.iter())
+            .map(String::as_str)
+            .collect();
         for &(i, e) in &assembly.store_after {
             let f = &pruned.fragments[i];
             new_entries.push(entries::object_entry(
@@ -727,12 +729,13 @@ impl Stages<'_, '_> {
                 &f.members,
                 &emitted[e],
                 emitted_lines[e].as_ref(),
+                split::own_to_its_unit(&self.unit.module, &f.members, &originally_local),
             ));
             fragments_new += 1;
         }
         for &i in &assembly.deleted {
             let f = &pruned.fragments[i];
-            new_entries.push(entries::deleted_entry(&f.key, &f.members));
+            new_entries.push(entries::deleted_entry(&f.key));
         }
         if let Some(snapshot) = snapshot {
             new_entries.extend(bodies::entries(snapshot));
@@ -998,7 +1001,7 @@ mod stored_deletions {
         let mut turned = 0;
         for info in store.entries() {
             if let Ok(Lookup::Hit(e)) = store.get(&info.key) {
-                if e.kind == EntryKind::Object {
+                if e.kind.is_object() {
                     let deletion = Entry {
                         kind: EntryKind::Deleted,
                         metadata: e.metadata,

@@ -63,9 +63,7 @@ pub struct PlannedFragment {
 
 impl PlannedFragment {
     fn has_stored_object(&self) -> bool {
-        self.stored
-            .as_ref()
-            .is_some_and(|e| e.kind == EntryKind::Object)
+        self.stored.as_ref().is_some_and(|e| e.kind.is_object())
     }
 
     fn stored_deletion(&self) -> bool {
@@ -170,7 +168,7 @@ fn look_up_fragments(
         let discardable = split::discardable(&unit.module, &members, originally_local);
         let was_found = found.usable.is_some();
         let stored = found.usable.filter(|e| match e.kind {
-            EntryKind::Object => true,
+            k if k.is_object() => true,
             EntryKind::Deleted => {
                 discardable || split::available_externally(&unit.module, &members)
             }

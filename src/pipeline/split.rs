@@ -217,6 +217,31 @@ pub fn discardable(
     any
 }
 
+/// Whether no other unit is expected to hold the fragment of `members`:
+/// none is an inline function or a template instance (`linkonce`), and
+/// none is a variable of the unit's own (a string literal, a constant:
+/// equal ones in other units get the same digest, and are shared).
+pub fn own_to_its_unit(
+    module: &Module,
+    members: &[String],
+    originally_local: &std::collections::HashSet<&str>,
+) -> bool {
+    let linkonce = |l: Linkage| matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny);
+    members.iter().all(|m| {
+        if let Some(f) = module.get_function(m).filter(|f| llvm::has_body(f)) {
+            return !linkonce(f.get_linkage());
+        }
+        match module.get_global(m).filter(|g| !g.is_declaration()) {
+            Some(g) => {
+                let local = matches!(g.get_linkage(), Linkage::Private | Linkage::Internal)
+                    || originally_local.contains(m.as_str());
+                !linkonce(g.get_linkage()) && !local
+            }
+            None => true,
+        }
+    })
+}
+
 /// Whether every defined member of `members` is `available_externally`
 /// (a C99 `inline` definition): a body for the optimizer only, which it
 /// may delete although it is neither local nor discardable.

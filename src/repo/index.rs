@@ -7,13 +7,13 @@
 //! |---|---|
 //! | 8 | magic `RPCCINDX` |
 //! | 4 | version (little endian) |
-//! | 4 | `bits`: the table has 2^bits slots |
+//! | 4 | the number of slots |
 //! | 8 | slots in use (live and removed) |
 //! | 8 | live slots |
-//! | 24 × 2^bits | slots: the key's first 8 bytes, the entry's block offset in the pack and its offset in the block (u32 each), the pack (u64; 0 empty, all ones removed) |
+//! | 24 × slots | slots: the key's first 8 bytes, the entry's block offset in the pack and its offset in the block (u32 each), the pack (u64; 0 empty, all ones removed) |
 //!
-//! A key's probe starts at the slot its digest's first 8 bytes name and
-//! runs forward (linear probing) to the first empty slot. Keys are blake3
+//! A key's probe starts at the slot its digest's first 8 bytes name (modulo
+//! the number of slots) and runs forward (linear probing) to the first empty slot. Keys are blake3
 //! digests, so 8 of their bytes tell entries apart (two of a million
 //! entries share them with a chance of about 3 in 10^8), and the entry in
 //! the pack carries its whole digest, checked on every read: two keys that
@@ -61,7 +61,10 @@ const MAGIC: &[u8; 8] = b"RPCCINDX";
 /// 2: the packs' entries changed layout (store's `PACK_VERSION` 4); an
 /// index of version 1 points into earlier packs and is rebuilt. 3: slots
 /// of 24 bytes (8 of the key); an earlier index is rebuilt from the packs.
-const VERSION: u32 = 3;
+/// 4: any number of slots (was a power of two: sqlite3.c's one compile
+/// left 8,192 slots for 3,864 entries, 197 KB; 5,152 slots now); the
+/// packs' version 5.
+const VERSION: u32 = 4;
 const HEADER_LEN: u64 = 32;
 const SLOT_LEN: usize = 24;
 /// Where a slot's pack field is: written last, as an aligned 8 bytes
@@ -69,15 +72,14 @@ const SLOT_LEN: usize = 24;
 const PACK_FIELD: u64 = 16;
 /// The smallest table: 64 slots, 1.5 KiB (a repository under a small size
 /// limit must still fit it).
-const MIN_BITS: u32 = 6;
+const MIN_SLOTS: u32 = 64;
 /// The largest: 2^28 slots (6 GiB), far past any repository size limit.
-const MAX_BITS: u32 = 28;
+const MAX_SLOTS: u32 = 1 << 28;
 const EMPTY: u64 = 0;
 const REMOVED: u64 = u64::MAX;
 /// What an entry costs in the index at most, counted when it is stored:
-/// a table is rebuilt with at least 4/3 slots per entry, rounded up to a
-/// power of two, so under 8/3 slots of 24 bytes (and for the table's
-/// small start).
+/// a table is rebuilt with 4/3 slots per entry, so it holds about 32
+/// bytes an entry (and twice that for the table's small start).
 pub const BYTES_PER_ENTRY: u64 = 64;
 /// Slots read at once while probing (one 1.5 KiB read).
 const RUN: u64 = 64;
@@ -110,21 +112,21 @@ fn home(key: &SlotKey) -> u64 {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Header {
-    bits: u32,
+    slots: u32,
     used: u64,
     live: u64,
 }
 
 impl Header {
     fn capacity(&self) -> u64 {
-        1u64 << self.bits
+        u64::from(self.slots)
     }
 
     fn encode(&self) -> [u8; HEADER_LEN as usize] {
         let mut out = [0u8; HEADER_LEN as usize];
         out[..8].copy_from_slice(MAGIC);
         out[8..12].copy_from_slice(&VERSION.to_le_bytes());
-        out[12..16].copy_from_slice(&self.bits.to_le_bytes());
+        out[12..16].copy_from_slice(&self.slots.to_le_bytes());
         out[16..24].copy_from_slice(&self.used.to_le_bytes());
         out[24..32].copy_from_slice(&self.live.to_le_bytes());
         out
@@ -137,11 +139,11 @@ impl Header {
         let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap());
         let u64_at = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
         let h = Header {
-            bits: u32_at(12),
+            slots: u32_at(12),
             used: u64_at(16),
             live: u64_at(24),
         };
-        (u32_at(8) == VERSION && (MIN_BITS..=MAX_BITS).contains(&h.bits) && h.live <= h.used)
+        (u32_at(8) == VERSION && (MIN_SLOTS..=MAX_SLOTS).contains(&h.slots) && h.live <= h.used)
             .then_some(h)
     }
 }
@@ -295,9 +297,8 @@ impl Index {
         mut read_slots: impl FnMut(u64, u64) -> io::Result<Vec<Slot>>,
     ) -> io::Result<Probe> {
         let capacity = self.header.capacity();
-        let mask = capacity - 1;
         let wanted = slot_key(key);
-        let mut i = home(&wanted) & mask;
+        let mut i = home(&wanted) % capacity;
         let mut probed = 0;
         let mut first_removed = None;
         while probed < capacity {
@@ -314,7 +315,7 @@ impl Index {
                 }
             }
             probed += n;
-            i = (i + n) & mask;
+            i = (i + n) % capacity;
         }
         Ok(Probe::Full { first_removed })
     }
@@ -504,38 +505,35 @@ fn reopen(dir: &RepoDir) -> io::Result<Index> {
     })
 }
 
-/// The number of bits of a table for `n` live slots (at most three
-/// quarters full).
-fn bits_for(n: u64) -> u32 {
-    let mut bits = MIN_BITS;
-    while bits < MAX_BITS && (1u64 << bits) < n.saturating_mul(4).div_ceil(3) {
-        bits += 1;
-    }
-    bits
+/// The number of slots of a table for `n` live slots (three quarters
+/// full; it is rebuilt at seven eighths, after a sixth more entries, so
+/// rebuilds stay a constant cost per entry).
+fn slots_for(n: u64) -> u32 {
+    let wanted = n.saturating_mul(4).div_ceil(3);
+    wanted.clamp(u64::from(MIN_SLOTS), u64::from(MAX_SLOTS)) as u32
 }
 
 /// Writes a table holding `slots` (later ones win), sized for `extra` more,
 /// into a temporary file renamed over `index`.
 fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
-    let bits = bits_for(slots.len() as u64 + extra);
-    let capacity = 1u64 << bits;
+    let count = slots_for(slots.len() as u64 + extra);
+    let capacity = u64::from(count);
     if slots.len() as u64 + extra >= capacity {
         return Err(io::Error::other(
             "more entries than the largest index holds",
         ));
     }
-    let mask = capacity - 1;
     let mut table = vec![0u8; (HEADER_LEN + capacity * SLOT_LEN as u64) as usize];
     let mut live = 0;
     for slot in slots {
-        let mut i = home(&slot.key) & mask;
+        let mut i = home(&slot.key) % capacity;
         loop {
             let at = (HEADER_LEN as usize) + i as usize * SLOT_LEN;
             let there = Slot::decode(&table[at..at + SLOT_LEN]);
             if there.at.pack == EMPTY {
                 live += 1;
             } else if there.key != slot.key {
-                i = (i + 1) & mask;
+                i = (i + 1) % capacity;
                 continue;
             }
             table[at..at + SLOT_LEN].copy_from_slice(&slot.encode());
@@ -543,7 +541,7 @@ fn write_table(dir: &RepoDir, slots: &[Slot], extra: u64) -> io::Result<()> {
         }
     }
     let header = Header {
-        bits,
+        slots: count,
         used: live,
         live,
     };

@@ -2,6 +2,7 @@
 //! counters (`stats`) and the size accounting that lets builds evict
 //! (`size`).
 
+pub mod dictionary;
 pub mod fsx;
 pub mod identity;
 pub mod index;

@@ -45,6 +45,12 @@ impl fmt::Debug for FragmentDigest {
 pub enum EntryKind {
     /// Object code for the definition.
     Object,
+    /// Object code for a definition no other unit is expected to hold: no
+    /// member is an inline function or a template instance (`linkonce`).
+    /// Read as [`EntryKind::Object`]; stored compressed against its unit's
+    /// object where the pack holds one (`repo::dictionary`), which a unit
+    /// reading a shared instance from another's pack should not pay for.
+    UnitObject,
     /// The optimizer deleted the definition (fully inlined or dead).
     Deleted,
     /// A whole unit's object, compiled by clang after the pipeline gave up
@@ -90,7 +96,13 @@ impl EntryKind {
             EntryKind::ClangUnitHint => 8,
             EntryKind::BodyIndex => 9,
             EntryKind::Bodies => 10,
+            EntryKind::UnitObject => 11,
         }
+    }
+
+    /// Whether the entry holds a fragment's object code.
+    pub fn is_object(self) -> bool {
+        matches!(self, EntryKind::Object | EntryKind::UnitObject)
     }
 
     /// The kind a stored byte names ([`EntryKind::byte`]).
@@ -107,6 +119,7 @@ impl EntryKind {
             8 => EntryKind::ClangUnitHint,
             9 => EntryKind::BodyIndex,
             10 => EntryKind::Bodies,
+            11 => EntryKind::UnitObject,
             _ => return None,
         })
     }

@@ -481,7 +481,7 @@ impl UnitCache<'_> {
     /// The payload of the object entry under `key` (a recipe's fragment).
     fn fragment(&self, key: &FragmentDigest) -> Option<Vec<u8>> {
         match self.storage.get(key) {
-            Ok(Lookup::Hit(e)) if e.kind == EntryKind::Object => Some(e.payload),
+            Ok(Lookup::Hit(e)) if e.kind.is_object() => Some(e.payload),
             _ => None,
         }
     }
