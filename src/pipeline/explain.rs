@@ -18,12 +18,14 @@
 //! instance, an inline function of a shared header): it counts as
 //! `definitions_shared`, and the explanation says so.
 //!
-//! The history is 16 bytes per definition (8 of the name's hash, 4 of
+//! The history is 12 bytes per definition (6 of the name's hash, 3 of
 //! each digest), rewritten by each compile: sqlite3.c's 3,860 definitions
-//! took 93 KB at 24 bytes, most of what an edit of it adds to the
-//! repository. Four bytes of a digest tell a definition's two versions
-//! apart but for a chance of 1 in 4 billion, which would only word one
-//! explanation wrong or count one shared definition as the unit's own.
+//! took 93 KB at 24 bytes and 62 KB at 16, most of what an edit of it
+//! adds to the repository (and 4% of its cold repository). Three bytes of
+//! a digest tell a definition's two versions apart but for a chance of 1
+//! in 16 million, which would only word one explanation wrong or count
+//! one shared definition as the unit's own; two of 4,000 names share 6
+//! bytes of hash with a chance of 3 in 100 million.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -33,7 +35,7 @@ use crate::repo::storage::{Entry, EntryKind, FragmentDigest, Lookup, Storage};
 /// Where the history of a unit lives.
 pub fn history_key(source: &str, cwd: &str, fragment_context: &[u8]) -> FragmentDigest {
     let mut h = blake3::Hasher::new();
-    h.update(b"repocc explain history v2\0");
+    h.update(b"repocc explain history v3\0");
     for part in [source.as_bytes(), cwd.as_bytes(), fragment_context] {
         h.update(&(part.len() as u64).to_le_bytes());
         h.update(part);
@@ -41,20 +43,20 @@ pub fn history_key(source: &str, cwd: &str, fragment_context: &[u8]) -> Fragment
     FragmentDigest(*h.finalize().as_bytes())
 }
 
-type Short = [u8; 8];
+type Short = [u8; 6];
 /// What a history keeps of a digest.
-type Tag = [u8; 4];
+type Tag = [u8; 3];
 
 fn short(bytes: &[u8]) -> Short {
-    bytes[..8].try_into().expect("8 bytes")
+    bytes[..6].try_into().expect("6 bytes")
 }
 
 fn tag(bytes: &[u8]) -> Tag {
-    bytes[..4].try_into().expect("4 bytes")
+    bytes[..3].try_into().expect("3 bytes")
 }
 
 /// Bytes of a history row: the name's hash and two tags.
-const ROW: usize = 16;
+const ROW: usize = 12;
 
 fn name_hash(name: &str) -> Short {
     short(blake3::hash(name.as_bytes()).as_bytes())
@@ -93,7 +95,7 @@ fn decode(bytes: &[u8]) -> Option<HashMap<Short, (Tag, Tag)>> {
     Some(
         bytes
             .chunks_exact(ROW)
-            .map(|c| (short(&c[..8]), (tag(&c[8..12]), tag(&c[12..16]))))
+            .map(|c| (short(&c[..6]), (tag(&c[6..9]), tag(&c[9..12]))))
             .collect(),
     )
 }
@@ -239,8 +241,8 @@ mod tests {
     #[test]
     fn history_round_trips() {
         let mut h = HashMap::new();
-        h.insert([1; 8], ([2; 4], [3; 4]));
-        h.insert([4; 8], ([5; 4], [6; 4]));
+        h.insert([1; 6], ([2; 3], [3; 3]));
+        h.insert([4; 6], ([5; 3], [6; 3]));
         assert_eq!(decode(&encode(&h)).unwrap(), h);
         assert_eq!(encode(&h).len(), 2 * ROW);
         assert!(decode(&[0; 23]).is_none());

@@ -48,7 +48,7 @@
 //! | 8 | magic `RPCCPACK` |
 //! | 4 | pack format version (little endian) |
 //! | 4 | number of blocks |
-//! | per block | its stored length (u32 LE), its raw length (u32 LE; bit 31: stored uncompressed), the first 16 bytes of blake3 of the stored bytes, the stored bytes |
+//! | per block | its stored length (u32 LE), its raw length (u32 LE; bit 31: stored uncompressed; bit 30: compressed against the pack's dictionary, the unit's object in the first block, see `dictionary`), the first 16 bytes of blake3 of the stored bytes, the stored bytes |
 //!
 //! and a block, decompressed, is a run of entries, each its length (u32
 //! LE) and the entry as above (about [`BLOCK_BYTES`] of them: small
