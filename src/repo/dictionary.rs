@@ -5,10 +5,12 @@
 //! fragments; see `unit_cache::recipe`) stores its code twice in one
 //! pack: once in the object a unit cache hit writes, once cut into the
 //! fragments an edit composes again. The fragments' code, data and symbol
-//! names are the object's bytes, so the pack's fragment blocks are
-//! compressed with the object as a raw-content zstd dictionary: sqlite3.c
-//! at `-O2` stored 1.12 MB of fragment blocks, 0.53 MB against its object
-//! (a `/tmp`-side reading of its pack, docs/performance.md).
+//! names are the object's bytes, so the blocks of the unit's own
+//! fragments ([`EntryKind::UnitObject`]) are compressed with the object as
+//! a raw-content zstd dictionary: sqlite3.c's fragments at `-O2` took 1.12
+//! MB, and take 0.53 MB (docs/performance.md). Fragments other units read
+//! (inline functions, template instances, constants) are not: a unit cache
+//! hit composing them would have to decompress this unit's object first.
 //!
 //! Which entry serves, and how it is found again, stays inside the pack:
 //! the dictionary is the payload of the entry alone in the pack's first
