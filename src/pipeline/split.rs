@@ -197,7 +197,6 @@ pub fn discardable(
     members: &[String],
     originally_local: &std::collections::HashSet<&str>,
 ) -> bool {
-    let linkonce = |l: Linkage| matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny);
     let mut any = false;
     for m in members {
         let local = originally_local.contains(m.as_str());
@@ -217,6 +216,12 @@ pub fn discardable(
     any
 }
 
+/// An inline function's or a template instance's linkage: a definition
+/// every unit that uses it holds, dropped where unused.
+fn linkonce(l: Linkage) -> bool {
+    matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny)
+}
+
 /// Whether no other unit is expected to hold the fragment of `members`:
 /// none is an inline function or a template instance (`linkonce`), and
 /// none is a variable of the unit's own (a string literal, a constant:
@@ -226,7 +231,6 @@ pub fn own_to_its_unit(
     members: &[String],
     originally_local: &std::collections::HashSet<&str>,
 ) -> bool {
-    let linkonce = |l: Linkage| matches!(l, Linkage::LinkOnceODR | Linkage::LinkOnceAny);
     members.iter().all(|m| {
         if let Some(f) = module.get_function(m).filter(|f| llvm::has_body(f)) {
             return !linkonce(f.get_linkage());

@@ -42,44 +42,30 @@ const MAX_DICTIONARY_BYTES: u64 = 256 << 20;
 /// zstd's frame magic.
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
-/// An entry's header in a pack: kind, digest, metadata length (`store`'s
-/// layout).
-const PACKED_HEADER_LEN: usize = 1 + 32 + 4;
-
-/// Whether a packed entry (`store`'s layout) can be a pack's dictionary: a
+/// Whether an entry of this kind and payload can be a pack's dictionary: a
 /// unit's result whose payload is one zstd frame. Such an entry gets a
 /// block of its own.
-pub fn can_serve(entry: &[u8]) -> bool {
-    entry.first() == Some(&EntryKind::UnitResult.byte())
-        && payload(entry).is_some_and(|p| p.starts_with(&ZSTD_MAGIC))
+pub fn can_serve(kind: Option<EntryKind>, payload: &[u8]) -> bool {
+    kind == Some(EntryKind::UnitResult) && payload.starts_with(&ZSTD_MAGIC)
 }
 
-/// The payload of a packed entry.
-fn payload(entry: &[u8]) -> Option<&[u8]> {
-    let meta_len = u32::from_le_bytes(entry.get(33..PACKED_HEADER_LEN)?.try_into().ok()?) as usize;
-    entry.get(PACKED_HEADER_LEN.checked_add(meta_len)?..)
-}
-
-/// The dictionary a packed entry gives ([`can_serve`]): its payload,
+/// The dictionary such an entry gives ([`can_serve`]): its payload,
 /// decompressed; `None` when it is too small to pay or not a frame that
 /// says its size.
-pub fn content(entry: &[u8]) -> Option<Vec<u8>> {
-    if !can_serve(entry) {
+pub fn content(kind: Option<EntryKind>, payload: &[u8]) -> Option<Vec<u8>> {
+    if !can_serve(kind, payload) {
         return None;
     }
-    let content = super::decompress_bounded(payload(entry)?, MAX_DICTIONARY_BYTES)?;
+    let content = super::decompress_bounded(payload, MAX_DICTIONARY_BYTES)?;
     (content.len() >= MIN_DICTIONARY_BYTES).then_some(content)
 }
 
-/// The dictionary of a pack's first block, decompressed: its one entry's
-/// [`content`]. A block that holds anything else is damaged.
-pub fn of_first_block(block: &[u8]) -> Result<Arc<DecoderDictionary<'static>>, Corruption> {
-    let len = block.get(..4).ok_or(Corruption::BadLength)?;
-    let len = u32::from_le_bytes(len.try_into().expect("4 bytes")) as usize;
-    if block.len() != 4 + len {
-        return Err(Corruption::BadLength);
-    }
-    let content = content(&block[4..]).ok_or(Corruption::BadLength)?;
+/// The dictionary made of a pack's first block's one entry ([`content`]).
+pub fn for_decompression(
+    kind: Option<EntryKind>,
+    payload: &[u8],
+) -> Result<Arc<DecoderDictionary<'static>>, Corruption> {
+    let content = content(kind, payload).ok_or(Corruption::BadLength)?;
     Ok(Arc::new(DecoderDictionary::copy(&content)))
 }
 
@@ -134,15 +120,6 @@ pub fn decompress(
 mod tests {
     use super::*;
 
-    fn packed(kind: EntryKind, payload: &[u8]) -> Vec<u8> {
-        let mut e = vec![kind.byte()];
-        e.extend_from_slice(&[7; 32]);
-        e.extend_from_slice(&3u32.to_le_bytes());
-        e.extend_from_slice(b"abc");
-        e.extend_from_slice(payload);
-        e
-    }
-
     #[test]
     fn only_a_compressed_result_serves() {
         assert_eq!(MAX_DICTIONARY_BYTES, crate::repo::store::MAX_ENTRY_BYTES);
@@ -150,14 +127,12 @@ mod tests {
             .flat_map(|i| (i % 251).to_le_bytes())
             .collect();
         let frame = zstd::bulk::compress(&object, 3).unwrap();
-        assert_eq!(
-            content(&packed(EntryKind::UnitResult, &frame)),
-            Some(object)
-        );
-        assert!(content(&packed(EntryKind::Object, &frame)).is_none());
-        assert!(content(&packed(EntryKind::UnitResult, b"\x7fELF....")).is_none());
+        let result = Some(EntryKind::UnitResult);
+        assert_eq!(content(result, &frame), Some(object));
+        assert!(content(Some(EntryKind::Object), &frame).is_none());
+        assert!(content(result, b"\x7fELF....").is_none());
         let small = zstd::bulk::compress(b"tiny", 3).unwrap();
-        assert!(content(&packed(EntryKind::UnitResult, &small)).is_none());
+        assert!(content(result, &small).is_none());
     }
 
     #[test]

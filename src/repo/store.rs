@@ -313,6 +313,31 @@ fn decode_packed(digest: &FragmentDigest, bytes: &[u8]) -> Result<Entry, Corrupt
     })
 }
 
+/// The kind and payload of an entry of a pack (not verified).
+fn packed_kind_and_payload(bytes: &[u8]) -> Option<(Option<EntryKind>, &[u8])> {
+    let meta_len = u32::from_le_bytes(bytes.get(33..PACKED_HEADER_LEN)?.try_into().ok()?);
+    let payload = bytes.get(PACKED_HEADER_LEN.checked_add(meta_len as usize)?..)?;
+    Some((EntryKind::of_byte(bytes[0]), payload))
+}
+
+/// Whether an entry of a pack can be its dictionary (`dictionary`).
+fn can_serve_as_dictionary(bytes: &[u8]) -> bool {
+    packed_kind_and_payload(bytes).is_some_and(|(k, p)| dictionary::can_serve(k, p))
+}
+
+/// The dictionary of a pack whose first block, decompressed, is `block`:
+/// made of the block's one entry.
+fn dictionary_of_first_block(
+    block: &[u8],
+) -> Result<Arc<zstd::dict::DecoderDictionary<'static>>, Corruption> {
+    let entry = entry_in_block(block, 0)?;
+    if 4 + entry.len() != block.len() {
+        return Err(Corruption::BadLength);
+    }
+    let (kind, payload) = packed_kind_and_payload(entry).ok_or(Corruption::BadLength)?;
+    dictionary::for_decompression(kind, payload)
+}
+
 /// Whether an entry of a pack says the optimizer deleted its definition.
 fn is_deletion(packed: &[u8]) -> bool {
     packed.first() == Some(&EntryKind::Deleted.byte())
@@ -338,7 +363,7 @@ fn encode_pack(
     let mut dictionary: Option<(usize, Vec<u8>)> = None;
     for (d, e) in entries {
         let of = BlockClass::of(e);
-        let alone = dictionary::can_serve(e);
+        let alone = can_serve_as_dictionary(e);
         if !block.is_empty()
             && (alone || block.len() + 4 + e.len() > of.block_bytes() || of != class)
         {
@@ -349,7 +374,8 @@ fn encode_pack(
         block.extend_from_slice(&(e.len() as u32).to_le_bytes());
         block.extend_from_slice(e);
         if alone {
-            if let Some(content) = (dictionary::content(e))
+            if let Some(content) = (packed_kind_and_payload(e))
+                .and_then(|(k, p)| dictionary::content(k, p))
                 .filter(|c| dictionary.as_ref().is_none_or(|(_, d)| c.len() > d.len()))
             {
                 dictionary = Some((blocks.len(), content));
@@ -576,7 +602,7 @@ fn pack_records(
         } else {
             decode_block(&bytes[pos..], &mut || {
                 if made.is_none() {
-                    made = Some(dictionary::of_first_block(
+                    made = Some(dictionary_of_first_block(
                         first.as_deref().ok_or(Corruption::BadLength)?,
                     )?);
                 }
@@ -903,7 +929,7 @@ impl Store {
             LoadError::Corrupt(c) => c,
             _ => Corruption::BadLength,
         })?;
-        let made = dictionary::of_first_block(&first)?;
+        let made = dictionary_of_first_block(&first)?;
         let mut all = self.dictionaries.lock().unwrap_or_else(|p| p.into_inner());
         if all.len() >= OPEN_DICTIONARIES {
             all.clear();
