@@ -359,8 +359,9 @@ fn encode_pack(
     let mut places = Vec::with_capacity(entries.len());
     let mut block: Vec<u8> = Vec::new();
     let mut class = BlockClass::Fragments;
-    // Where the pack's dictionary is among the blocks, and its content.
-    let mut dictionary: Option<(usize, Vec<u8>)> = None;
+    // The block that may serve as the pack's dictionary: of the entries
+    // that can, the largest.
+    let mut candidate: Option<(usize, usize)> = None;
     for (d, e) in entries {
         let of = BlockClass::of(e);
         let alone = can_serve_as_dictionary(e);
@@ -374,11 +375,8 @@ fn encode_pack(
         block.extend_from_slice(&(e.len() as u32).to_le_bytes());
         block.extend_from_slice(e);
         if alone {
-            if let Some(content) = (packed_kind_and_payload(e))
-                .and_then(|(k, p)| dictionary::content(k, p))
-                .filter(|c| dictionary.as_ref().is_none_or(|(_, d)| c.len() > d.len()))
-            {
-                dictionary = Some((blocks.len(), content));
+            if candidate.is_none_or(|(_, len)| e.len() > len) {
+                candidate = Some((blocks.len(), e.len()));
             }
             blocks.push((class, std::mem::take(&mut block)));
         }
@@ -390,23 +388,28 @@ fn encode_pack(
     // a unit that reads an inline function's fragment from this pack
     // should not have to decompress this unit's object first (a unit
     // cache hit of fmt's tests, composing shared instances: 15-20 ms).
+    // (The object is decompressed only for a pack that will use it.)
     let mut compressor = None;
+    let wanted = blocks.iter().any(|(c, _)| *c == BlockClass::UnitFragments);
+    let dictionary = candidate.filter(|_| wanted).and_then(|(at, _)| {
+        let entry = blocks[at].1.get(4..)?;
+        let (kind, payload) = packed_kind_and_payload(entry)?;
+        Some((at, dictionary::content(kind, payload)?))
+    });
     if let Some((at, content)) = dictionary {
-        if blocks.iter().any(|(c, _)| *c == BlockClass::UnitFragments) {
-            let first = blocks.remove(at);
-            blocks.insert(0, first);
-            for (_, b, _) in &mut places {
-                *b = match *b {
-                    b if b == at => 0,
-                    b if b < at => b + 1,
-                    b => b,
-                };
-            }
-            compressor = Some(dictionary::BlockCompressor::new(
-                &content,
-                BlockClass::UnitFragments.zstd_level(),
-            ));
+        let first = blocks.remove(at);
+        blocks.insert(0, first);
+        for (_, b, _) in &mut places {
+            *b = match *b {
+                b if b == at => 0,
+                b if b < at => b + 1,
+                b => b,
+            };
         }
+        compressor = Some(dictionary::BlockCompressor::new(
+            &content,
+            BlockClass::UnitFragments.zstd_level(),
+        ));
     }
     let mut out = Vec::new();
     out.extend_from_slice(PACK_MAGIC);
@@ -609,9 +612,6 @@ fn pack_records(
                 Ok(made.clone().expect("made above"))
             })
         };
-        if number == 0 {
-            first = decoded.as_ref().ok().cloned();
-        }
         match decoded {
             Ok(raw) => {
                 let mut inner = 0usize;
@@ -632,6 +632,9 @@ fn pack_records(
                             break;
                         }
                     }
+                }
+                if number == 0 {
+                    first = Some(raw);
                 }
             }
             Err(c) => damage = Some(c),
@@ -911,13 +914,10 @@ impl Store {
         packs: &RepoDir,
         pack: u64,
     ) -> Result<Arc<zstd::dict::DecoderDictionary<'static>>, Corruption> {
-        let known = |d: &Mutex<HashMap<u64, _>>| {
-            d.lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .get(&pack)
-                .cloned()
-        };
-        if let Some(d) = known(&self.dictionaries) {
+        let known = (self.dictionaries.lock().unwrap_or_else(|p| p.into_inner()))
+            .get(&pack)
+            .cloned();
+        if let Some(d) = known {
             return Ok(d);
         }
         let at = Location {
