@@ -1,6 +1,7 @@
 # Debug builds (-O0 -g) of lua5.4. By default (debug_fragments=auto) a unit
 # with debug info at -O0 is compiled whole, without the repository: counted,
-# and gdb sees what it sees in clang's build; C and C++ at -O1 and above
+# and gdb sees what it sees in clang's build (the objects are clang-19's,
+# byte for byte); C and C++ at -O1 and above
 # use the repository (a small unit each). With REPOCC_DEBUG_FRAGMENTS=1
 # the repository is used: the program debugs the same (gdb stops in a
 # function, prints a struct and its fields; backtraces, arguments and
@@ -39,6 +40,16 @@ assert_eq "units compiled whole" "$units" "$(stat_value debug_units_whole)"
 assert_eq "nothing stored" 0 "$(stat_value fragments_stored)"
 session lua-whole > gdb.whole
 diff -u gdb.clang gdb.whole || fail "gdb sessions differ (whole units)"
+
+note "a unit compiled whole is clang-19's object, byte for byte (clang's driver and compiler in repocc's process)"
+mkdir -p clang-objects && cp lua-clang/src/*.o clang-objects/
+(cd lua-clang && make clean > /dev/null \
+  && REPOCC_EXPLAIN=1 make -j"$JOBS" linux CC="repocc -std=gnu99" MYCFLAGS="-g -O0" > build.log 2>&1) \
+  || { tail -n 30 lua-clang/build.log; fail "repocc -O0 -g build in clang's tree"; }
+! grep 'compiled whole by clang as a process' lua-clang/build.log || fail "clang ran as a process"
+for o in clang-objects/*.o; do
+  cmp -s "$o" "lua-clang/src/$(basename "$o")" || fail "$(basename "$o"): not clang-19's object"
+done
 
 note "debug_fragments=auto (the default): C and C++ at -O1 and above use the repository; -O0 is compiled whole"
 mkdir -p auto && cd auto

@@ -9,6 +9,10 @@
 //! diagnostics and exit code, without the two processes per unit. Anything
 //! the shim does not reproduce runs clang as a process, as does every
 //! other compiler, and everything when `REPOCC_EXTERNAL_FRONTEND` is set.
+//! A unit compiled whole (debug info at `-O0`, see `driver`) is compiled
+//! the same way, clang writing the object (`Clang::compile_in_process`):
+//! clang-19's object without clang-19's process, whose dynamic linking
+//! costs about as much as a small C unit's compile at `-O0`.
 //!
 //! A [`Clang`] runner stands in front of the real compiler, so tests can
 //! substitute a failing or odd one.
@@ -60,6 +64,18 @@ pub trait Clang: Sync {
     /// clang would, without starting clang: `Ok(exit code)` once the link
     /// ran, `Err(why)` when it cannot (nothing ran; clang must link).
     fn link_in_process(&self, _args: &[String]) -> Result<i32, String> {
+        Err("clang's driver is not in this process".into())
+    }
+    /// Compiles a whole unit (`args` with `-c -o FILE`) as this clang
+    /// would, without starting clang: `Ok((exit code, stderr))` once it
+    /// ran (clang wrote the object, and the headers it opened into
+    /// `header_list`), `Err(why)` when it cannot (nothing ran; clang must
+    /// compile).
+    fn compile_in_process(
+        &self,
+        _args: &[String],
+        _header_list: Option<&Path>,
+    ) -> Result<(i32, Vec<u8>), String> {
         Err("clang's driver is not in this process".into())
     }
 }
@@ -217,6 +233,31 @@ impl Clang for InProcessClang {
         crate::llvm::run_clang_link(&self.resolved, &prog_name, args, &environment)
     }
 
+    /// Declined where repocc has set LLVM options of its own for the
+    /// pipeline (they are process-wide, and would change clang's object).
+    fn compile_in_process(
+        &self,
+        args: &[String],
+        header_list: Option<&Path>,
+    ) -> Result<(i32, Vec<u8>), String> {
+        use crate::llvm::{run_clang_compile_object, InProcessFrontend};
+        if crate::llvm::llvm_options_set() {
+            return Err("repocc set LLVM options for its pipeline".into());
+        }
+        crate::ir::canonical::init_targets();
+        let prog_name = self.process.path.display().to_string();
+        let run = || run_clang_compile_object(&self.resolved, &prog_name, args, header_list);
+        match on_frontend_stack(run) {
+            Ok(InProcessFrontend::Ran {
+                status,
+                diagnostics,
+                ..
+            }) => Ok((status, diagnostics)),
+            Ok(InProcessFrontend::Declined(why)) => Err(why),
+            Err(e) => Err(format!("{e:#}")),
+        }
+    }
+
     fn run_frontend(
         &self,
         args: &[String],
@@ -235,28 +276,7 @@ impl Clang for InProcessClang {
         crate::ir::canonical::init_targets();
         let prog_name = self.process.path.display().to_string();
         let run = || run_clang_frontend(&self.resolved, &prog_name, &all, header_list, want_module);
-        let ran = match on_main_thread(run) {
-            Some(ran) => ran,
-            // Elsewhere on a thread of its own with a generous stack:
-            // clang's recursion on deeply nested code must not meet
-            // repocc's frames (or a worker's smaller stack) before it meets
-            // clang's own limits.
-            None => {
-                let ran = std::thread::scope(|scope| {
-                    std::thread::Builder::new()
-                        .name("clang-frontend".into())
-                        .stack_size(FRONTEND_STACK_BYTES)
-                        .spawn_scoped(scope, run)
-                        .map(|thread| thread.join())
-                });
-                match ran {
-                    Ok(Ok(ran)) => ran,
-                    Ok(Err(_)) => anyhow::bail!("clang's frontend thread panicked"),
-                    Err(_) => InProcessFrontend::Declined("no thread for the frontend".into()),
-                }
-            }
-        };
-        match ran {
+        match on_frontend_stack(run)? {
             InProcessFrontend::Ran {
                 status,
                 bitcode,
@@ -278,6 +298,33 @@ impl Clang for InProcessClang {
                 Ok(out)
             }
         }
+    }
+}
+
+/// Runs clang in this process where its recursion has room: right here on
+/// the main thread, elsewhere on a thread of its own with a generous stack
+/// (clang's recursion on deeply nested code must not meet repocc's frames,
+/// or a worker's smaller stack, before it meets clang's own limits).
+fn on_frontend_stack(
+    run: impl FnOnce() -> crate::llvm::InProcessFrontend + Send + Copy,
+) -> Result<crate::llvm::InProcessFrontend> {
+    use crate::llvm::InProcessFrontend;
+    if let Some(ran) = on_main_thread(run) {
+        return Ok(ran);
+    }
+    let ran = std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("clang-frontend".into())
+            .stack_size(FRONTEND_STACK_BYTES)
+            .spawn_scoped(scope, run)
+            .map(|thread| thread.join())
+    });
+    match ran {
+        Ok(Ok(ran)) => Ok(ran),
+        Ok(Err(_)) => anyhow::bail!("clang's frontend thread panicked"),
+        Err(_) => Ok(InProcessFrontend::Declined(
+            "no thread for the frontend".into(),
+        )),
     }
 }
 
@@ -476,6 +523,98 @@ mod tests {
         assert_eq!(a.status, 1);
         assert!(a.process_reason.is_some());
         assert!(String::from_utf8_lossy(&a.stderr).contains("unknown argument"));
+    }
+
+    /// A whole compile in this process gives clang-19's object byte for
+    /// byte (C with -g, C++ with templates and -O2 -g), its diagnostics
+    /// and header list; errors give clang's exit code and leave no object.
+    #[test]
+    fn in_process_objects_are_clangs() {
+        let Some((dir, source, in_process)) = unit_for_in_process(
+            "#include <stdio.h>\nstatic int twice(int x) { return 2 * x; }\n\
+             int f(int y) { int unused; return twice(y); }\n\
+             int main(void) { printf(\"%d\\n\", f(3)); return 0; }\n",
+        ) else {
+            return;
+        };
+        // Another test of this process gave LLVM options of the pipeline's
+        // (the driver's tests do): the compile is declined then.
+        if crate::llvm::llvm_options_set() {
+            return;
+        }
+        let cxx = dir.path().join("unit.cc");
+        std::fs::write(
+            &cxx,
+            "#include <map>\n#include <string>\n#include <vector>\n\
+             template <class T> struct box { T v; T get() const { return v; } };\n\
+             int count(const std::vector<std::string> &w) { std::map<std::string, int> m; \
+             for (auto &s : w) m[s]++; box<int> b{(int)m.size()}; return b.get(); }\n",
+        )
+        .unwrap();
+        let compile = |unit: &[&str], output: &Path, in_process_run: bool| {
+            let mut args: Vec<String> = unit.iter().map(|a| a.to_string()).collect();
+            args.extend(["-c".into(), "-o".into(), output.display().to_string()]);
+            if in_process_run {
+                in_process.compile_in_process(&args, None).unwrap()
+            } else {
+                let out = Command::new(&in_process.process.path)
+                    .args(&args)
+                    .output()
+                    .unwrap();
+                (exit_code(&out.status), out.stderr)
+            }
+        };
+        let c = source.display().to_string();
+        let cc = cxx.display().to_string();
+        let units: [Vec<&str>; 3] = [
+            vec!["-O0", "-g", "-Wall", &c],
+            vec!["-x", "c++", "-O2", "-g", &cc],
+            vec!["-x", "c++", "-O0", "-g", "-fPIC", &cc],
+        ];
+        for unit in &units {
+            let ours = dir.path().join("ours.o");
+            let theirs = dir.path().join("theirs.o");
+            let a = compile(unit, &ours, true);
+            let b = compile(unit, &theirs, false);
+            assert_eq!(a.0, 0, "{unit:?}: {}", String::from_utf8_lossy(&a.1));
+            assert_eq!(a.1, b.1, "{unit:?}: diagnostics");
+            let (ours, theirs) = (
+                std::fs::read(&ours).unwrap(),
+                std::fs::read(&theirs).unwrap(),
+            );
+            assert!(ours.starts_with(b"\x7fELF"));
+            assert!(ours == theirs, "{unit:?}: another object than clang-19's");
+        }
+        let warned = compile(&units[0], &dir.path().join("w.o"), true);
+        assert!(String::from_utf8_lossy(&warned.1).contains("unused variable"));
+
+        // The header list, as the bitcode frontend writes it.
+        let list = dir.path().join("list");
+        let mut args: Vec<String> = vec![c.clone(), "-c".into(), "-o".into()];
+        args.push(dir.path().join("l.o").display().to_string());
+        let (status, _) = in_process.compile_in_process(&args, Some(&list)).unwrap();
+        assert_eq!(status, 0);
+        assert!(String::from_utf8_lossy(&std::fs::read(&list).unwrap()).contains("stdio.h"));
+
+        // An error: clang's text and exit code, and no object written.
+        let broken = dir.path().join("broken.c");
+        std::fs::write(&broken, "int f(void) { return undeclared; }\n").unwrap();
+        let out = dir.path().join("broken.o");
+        let b = broken.display().to_string();
+        let (status, stderr) = compile(&[&b], &out, true);
+        let (clang_status, clang_stderr) = compile(&[&b], &dir.path().join("b2.o"), false);
+        assert_eq!((status, &stderr), (clang_status, &clang_stderr));
+        assert_eq!(status, 1);
+        assert!(!out.exists());
+
+        // What the compiler proper cannot do here is declined, nothing run.
+        for unit in [vec!["-S", &c[..]], vec!["-c", "-o", "-", &c[..]]] {
+            let args: Vec<String> = unit.iter().map(|a| a.to_string()).collect();
+            assert!(
+                in_process.compile_in_process(&args, None).is_err(),
+                "{unit:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! clang in this process: its driver for links, its frontend for a unit's
-//! module, and the diagnostic sink every context of repocc's has.
+//! module, its whole compile for a unit compiled whole, and the diagnostic
+//! sink every context of repocc's has.
 //!
 //! Invariants, per call:
 //! - `run_clang_frontend`: the shim (shim/frontend.cpp) builds its own
@@ -9,6 +10,11 @@
 //!   freed by `repocc_frontend_free` once copied. Clang's process-wide
 //!   state (LLVM's option registry, plugins, timers) is never touched: the
 //!   shim declines such units.
+//! - `run_clang_compile_object`: as `run_clang_frontend`; clang's compiler
+//!   proper creates, writes and renames the output file itself. LLVM's
+//!   option registry is process-wide, so the caller runs it only while
+//!   repocc has set no option there (`llvm_options_set`): the code
+//!   generation is then clang's own.
 //! - `run_clang_link`: as `run_clang_frontend`, with clang's driver only;
 //!   the shim starts the linker (a child process it waits for) and writes
 //!   clang's diagnostics to stderr itself; `declined` is null or a static
@@ -155,6 +161,42 @@ pub fn run_clang_frontend(
     header_list: Option<&std::path::Path>,
     want_module: bool,
 ) -> InProcessFrontend {
+    let produce = if want_module {
+        Produce::Module
+    } else {
+        Produce::Bitcode
+    };
+    run_clang(clang_path, prog_name, args, header_list, produce)
+}
+
+/// Compiles a whole unit (`args` ending in `-c -o FILE`) as the clang-19
+/// executable would, its driver and compiler proper in this process:
+/// clang writes the object (or removes its temporary on errors). `Ran`
+/// holds the status and diagnostics only.
+pub fn run_clang_compile_object(
+    clang_path: &std::path::Path,
+    prog_name: &str,
+    args: &[String],
+    header_list: Option<&std::path::Path>,
+) -> InProcessFrontend {
+    run_clang(clang_path, prog_name, args, header_list, Produce::Object)
+}
+
+/// What clang in this process is asked for.
+#[derive(Clone, Copy, PartialEq)]
+enum Produce {
+    Bitcode,
+    Module,
+    Object,
+}
+
+fn run_clang(
+    clang_path: &std::path::Path,
+    prog_name: &str,
+    args: &[String],
+    header_list: Option<&std::path::Path>,
+    produce: Produce,
+) -> InProcessFrontend {
     use std::os::unix::ffi::OsStrExt;
     super::startup::initialize();
     let command = match DriverCommand::new(clang_path, prog_name, args) {
@@ -183,19 +225,33 @@ pub fn run_clang_frontend(
     // overwrites. The buffers it returns are read once, then freed by the
     // shim's own free function (they were malloc'd there). The module it
     // returns is in `home`'s context, and `home` takes it over.
-    let home = want_module.then(FrontendModule::home);
+    let home = (produce == Produce::Module).then(FrontendModule::home);
+    let list = list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr());
+    let disable_free = c_int::from(exit_reclaims_memory());
     unsafe {
-        repocc_frontend_run(
-            command.path.as_ptr(),
-            command.prog.as_ptr(),
-            ptrs.as_ptr(),
-            ptrs.len(),
-            list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
-            c_int::from(exit_reclaims_memory()),
-            home.as_ref()
-                .map_or(std::ptr::null_mut(), |h| h.context.raw()),
-            &mut out,
-        );
+        if produce == Produce::Object {
+            repocc_compile_object(
+                command.path.as_ptr(),
+                command.prog.as_ptr(),
+                ptrs.as_ptr(),
+                ptrs.len(),
+                list,
+                disable_free,
+                &mut out,
+            );
+        } else {
+            repocc_frontend_run(
+                command.path.as_ptr(),
+                command.prog.as_ptr(),
+                ptrs.as_ptr(),
+                ptrs.len(),
+                list,
+                disable_free,
+                home.as_ref()
+                    .map_or(std::ptr::null_mut(), |h| h.context.raw()),
+                &mut out,
+            );
+        }
         let take = |p: *mut c_char, len: usize| {
             if p.is_null() {
                 Vec::new()

@@ -118,12 +118,24 @@ pub fn get_target_options(tm: &TargetMachine) -> ShimTargetOptions {
     out
 }
 
+/// Some option was given to LLVM's parser (see [`llvm_options_set`]).
+static OPTIONS_SET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`parse_llvm_options`] set any LLVM option in this process:
+/// code generated since is not clang's own.
+pub fn llvm_options_set() -> bool {
+    OPTIONS_SET.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Passes options to LLVM's option parser, once per process.
 pub fn parse_llvm_options(options: &[&str]) {
     static ONCE: Once = Once::new();
     // The options are registered by the static initializers.
     super::startup::initialize();
     ONCE.call_once(|| {
+        if !options.is_empty() {
+            OPTIONS_SET.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         let owned: Vec<CString> = std::iter::once("repocc")
             .chain(options.iter().copied())
             .map(|s| CString::new(s).expect("no NUL in option"))
