@@ -13,6 +13,7 @@ fetch_debian_source() {
     rm -rf "$dir"
     mkdir -p "$dir"
     (cd "$dir" && apt-get source --download-only -q "$pkg" >/dev/null 2>&1) \
+      || fetch_debian_source_version "$pkg" "$dir" \
       || fail "apt-get source $pkg (are deb-src entries set up? run scripts/install-deps.sh)"
     local dsc
     dsc=$(ls "$dir"/*.dsc | head -n 1)
@@ -20,6 +21,19 @@ fetch_debian_source() {
     touch "$dir/.fetched"
   fi
   echo "$dir/tree"
+}
+
+# fetch_debian_source_version PKG DIR: the newest version of PKG's source
+# that the mirrors serve, into DIR. apt-get picks the newest version its
+# lists name, and a security update's files can be missing from the
+# mirror a machine uses (zlib 1:1.2.13.dfsg-1+deb12u1 was, on 2026-12-02).
+fetch_debian_source_version() {
+  local pkg=$1 dir=$2 version
+  for version in $(apt-cache showsrc "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | sort -ru); do
+    rm -rf "${dir:?}"/*
+    (cd "$dir" && apt-get source --download-only -q "$pkg=$version" >/dev/null 2>&1) && return 0
+  done
+  return 1
 }
 
 # prepare_sqlite_amalgamation: makes sqlite3.c, sqlite3.h and shell.c from
