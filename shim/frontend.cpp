@@ -14,7 +14,7 @@
 // or, when the caller asks for it, clang's module is handed over in a
 // context of the caller's (EmitLLVMOnlyAction: the same code generation,
 // without writing the bitcode and parsing it back). Or, for a unit compiled whole,
-// clang's EmitObjAction writes the object itself (repocc_compile_object):
+// clang's EmitObjAction writes the object itself (`object`):
 // the object of `clang-19 -c`, without its process.
 //
 // Whatever it does not reproduce it declines (status -1) before running
@@ -258,11 +258,14 @@ void repocc_frontend_free(RepoccFrontendOutput *out) {
 // context: null for bitcode, or the context the module is to be built in
 // (the module is then handed over instead of written: the same module, as
 // clang's bitcode writer would have written it, without the write and the
-// parse back).
-static void run_compiler(const char *clang_path, const char *prog_name,
+// parse back). object: clang's EmitObjAction writes the object of a whole
+// compile (`-c -o FILE`) where the arguments name it, as `clang-19 -c`
+// would, without its process (about 20 ms of dynamic linking and start-up
+// a unit, as much as a small C unit's whole compile at -O0).
+void repocc_frontend_run(const char *clang_path, const char *prog_name,
                          const char *const *args, size_t nargs,
                          const char *header_list, int disable_free,
-                         LLVMContextRef context, bool object,
+                         LLVMContextRef context, int object,
                          RepoccFrontendOutput *out) {
   using namespace clang;
   std::memset(out, 0, sizeof *out);
@@ -426,27 +429,6 @@ static void run_compiler(const char *clang_path, const char *prog_name,
   } else if (ok) {
     out->bitcode = copy_out(bitcode.str(), &out->bitcode_len);
   }
-}
-
-void repocc_frontend_run(const char *clang_path, const char *prog_name,
-                         const char *const *args, size_t nargs,
-                         const char *header_list, int disable_free,
-                         LLVMContextRef context, RepoccFrontendOutput *out) {
-  run_compiler(clang_path, prog_name, args, nargs, header_list, disable_free,
-               context, /*object=*/false, out);
-}
-
-// A whole unit (`-c -o FILE`) compiled as the clang-19 executable would
-// compile it: the driver and compiler proper as for repocc_frontend_run,
-// clang's EmitObjAction writing the object. Saves the clang process
-// (about 20 ms of dynamic linking and start-up a unit, as much as a small
-// C unit's whole compile at -O0).
-void repocc_compile_object(const char *clang_path, const char *prog_name,
-                           const char *const *args, size_t nargs,
-                           const char *header_list, int disable_free,
-                           RepoccFrontendOutput *out) {
-  run_compiler(clang_path, prog_name, args, nargs, header_list, disable_free,
-               nullptr, /*object=*/true, out);
 }
 
 // The options after which clang's driver does something else than link, or

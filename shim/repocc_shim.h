@@ -182,16 +182,13 @@ typedef struct RepoccFrontendOutput {
   const char *declined;
 } RepoccFrontendOutput;
 
+/* object: a whole compile (`-c -o FILE`), clang's compiler proper writing
+ * the object itself as `clang ARGS` would (`context` null; `out` holds the
+ * status and diagnostics only); declined also for any other job than one
+ * -cc1 writing an object file of a target registered here. */
 void repocc_frontend_run(const char *clang_path, const char *prog_name, const char *const *args,
                          size_t nargs, const char *header_list, int disable_free,
-                         LLVMContextRef context, RepoccFrontendOutput *out);
-/* A whole compile (`-c -o FILE`): clang's compiler proper writes the object
- * itself, as `clang ARGS` would; `out` holds the status and diagnostics
- * only. Declined as repocc_frontend_run declines, and for any other job
- * than one -cc1 writing an object file of a target registered here. */
-void repocc_compile_object(const char *clang_path, const char *prog_name, const char *const *args,
-                           size_t nargs, const char *header_list, int disable_free,
-                           RepoccFrontendOutput *out);
+                         LLVMContextRef context, int object, RepoccFrontendOutput *out);
 void repocc_frontend_free(RepoccFrontendOutput *out);
 int repocc_link_run(const char *clang_path, const char *prog_name, const char *const *args,
                     size_t nargs, const char *const *environment, const char **declined);

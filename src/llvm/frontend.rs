@@ -226,32 +226,19 @@ fn run_clang(
     // shim's own free function (they were malloc'd there). The module it
     // returns is in `home`'s context, and `home` takes it over.
     let home = (produce == Produce::Module).then(FrontendModule::home);
-    let list = list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr());
-    let disable_free = c_int::from(exit_reclaims_memory());
     unsafe {
-        if produce == Produce::Object {
-            repocc_compile_object(
-                command.path.as_ptr(),
-                command.prog.as_ptr(),
-                ptrs.as_ptr(),
-                ptrs.len(),
-                list,
-                disable_free,
-                &mut out,
-            );
-        } else {
-            repocc_frontend_run(
-                command.path.as_ptr(),
-                command.prog.as_ptr(),
-                ptrs.as_ptr(),
-                ptrs.len(),
-                list,
-                disable_free,
-                home.as_ref()
-                    .map_or(std::ptr::null_mut(), |h| h.context.raw()),
-                &mut out,
-            );
-        }
+        repocc_frontend_run(
+            command.path.as_ptr(),
+            command.prog.as_ptr(),
+            ptrs.as_ptr(),
+            ptrs.len(),
+            list.as_ref().map_or(std::ptr::null(), |l| l.as_ptr()),
+            c_int::from(exit_reclaims_memory()),
+            home.as_ref()
+                .map_or(std::ptr::null_mut(), |h| h.context.raw()),
+            c_int::from(produce == Produce::Object),
+            &mut out,
+        );
         let take = |p: *mut c_char, len: usize| {
             if p.is_null() {
                 Vec::new()
