@@ -1389,9 +1389,10 @@ fn whole_compile(
     header_list: Option<&Path>,
     process_reason: &mut Option<String>,
 ) -> Result<(i32, Vec<u8>, bool)> {
-    let in_process = match std::str::from_utf8(unit.output.as_os_str().as_encoded_bytes()) {
-        Ok(_) => clang.compile_in_process(&plain_compile_args(unit, cx, false), header_list),
-        Err(_) => Err("an output path that is not UTF-8".into()),
+    // (The arguments are strings: a path that is not UTF-8 goes to clang.)
+    let in_process = match unit.output.to_str() {
+        Some(_) => clang.compile_in_process(&plain_compile_args(unit, cx, false), header_list),
+        None => Err("an output path that is not UTF-8".into()),
     };
     match in_process {
         Ok((status, stderr)) => {

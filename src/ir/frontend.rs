@@ -537,8 +537,8 @@ mod tests {
         ) else {
             return;
         };
-        // Another test of this process gave LLVM options of the pipeline's
-        // (the driver's tests do): the compile is declined then.
+        // A test of this process that ran the pipeline's set-up may have
+        // given LLVM options: the compile is declined then.
         if crate::llvm::llvm_options_set() {
             return;
         }
