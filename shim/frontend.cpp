@@ -13,9 +13,9 @@
 // own EmitBCAction into memory, so it is byte for byte what `-o -` prints;
 // or, when the caller asks for it, clang's module is handed over in a
 // context of the caller's (EmitLLVMOnlyAction: the same code generation,
-// without writing the bitcode and parsing it back). Or, for a unit compiled whole,
-// clang's EmitObjAction writes the object itself (`object`):
-// the object of `clang-19 -c`, without its process.
+// without writing the bitcode and parsing it back). Or, for a unit
+// compiled whole (`object`), clang's EmitObjAction writes the object
+// itself: the object of `clang-19 -c`, without its process.
 //
 // Whatever it does not reproduce it declines (status -1) before running
 // anything that writes: the caller then runs clang as a process. Declined:
@@ -260,8 +260,7 @@ void repocc_frontend_free(RepoccFrontendOutput *out) {
 // clang's bitcode writer would have written it, without the write and the
 // parse back). object: clang's EmitObjAction writes the object of a whole
 // compile (`-c -o FILE`) where the arguments name it, as `clang-19 -c`
-// would, without its process (about 20 ms of dynamic linking and start-up
-// a unit, as much as a small C unit's whole compile at -O0).
+// would (`context` is then null).
 void repocc_frontend_run(const char *clang_path, const char *prog_name,
                          const char *const *args, size_t nargs,
                          const char *header_list, int disable_free,
