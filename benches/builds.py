@@ -21,7 +21,9 @@ repocc with `debug_fragments` on (units with `-g` use the repository),
 `repocc-whole` with it off (clang compiles them, the unit cache keeps them);
 `repocc-nb` is repocc without stored bodies for the optimizer's context
 (`context_bodies` off), `repocc-kb` keeps them from a unit's first
-compile on (`context_bodies` true; the default, "auto", from its second). Only the build step is
+compile on (`context_bodies` true; the default, "auto", from its second);
+`repocc-fr` sends every unit through the repository (`fragments` true: C at
+`-O0` too, which "auto" compiles whole). Only the build step is
 timed (not CMake's or zlib's configure step). Projects: lua5.4 (make;
 its header edit swaps the two stores of `setobj` in lobject.h, which most
 functions use: a full recompile), zlib (configure + make), cjson (CMake),
@@ -111,7 +113,7 @@ class Tool:
             self.cc, self.cxx, self.launcher = "clang-19", "clang++-19", "ccache"
             self.env["CCACHE_DIR"] = str(self.cache)
             self.env["CCACHE_MAXSIZE"] = "20G"
-        else:  # repocc, repocc-df / repocc-whole (debug_fragments on / off), repocc-nb / repocc-kb (stored bodies never / always)
+        else:  # repocc, repocc-df / repocc-whole (debug_fragments on / off), repocc-nb / repocc-kb (stored bodies never / always), repocc-fr (fragments on)
             bindir = work / "bin"
             bindir.mkdir(exist_ok=True)
             for n in ("repocc", "repocc++"):
@@ -129,6 +131,8 @@ class Tool:
                 self.env["REPOCC_CONTEXT_BODIES"] = "0"
             if name == "repocc-kb":
                 self.env["REPOCC_CONTEXT_BODIES"] = "1"
+            if name == "repocc-fr":
+                self.env["REPOCC_FRAGMENTS"] = "1"
 
     def make_cc(self):
         return f"{self.launcher} {self.cc}" if self.launcher else self.cc

@@ -19,7 +19,9 @@ pub struct Config {
     pub dir: String,
     pub shared_dir: String,
     pub disable: bool,
-    pub fragments: bool,
+    /// Whether units use the program repository: `"auto"` for every unit
+    /// but C units at `-O0` without debug info (see [`Switch`]).
+    pub fragments: Switch,
     /// Whether units compiled with debug info use the repository:
     /// `"auto"` at `-O1` and above, where it pays.
     pub debug_fragments: Switch,
@@ -38,7 +40,7 @@ pub struct Config {
 }
 
 /// A setting that is `true`, `false`, or `"auto"`: what repocc decides
-/// case by case (`debug_fragments`, `context_bodies`).
+/// case by case (`fragments`, `debug_fragments`, `context_bodies`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Switch {
     Off,
@@ -47,7 +49,7 @@ pub enum Switch {
 }
 
 /// The settings that take `"auto"` besides `true` and `false`.
-const SWITCHES: [&str; 2] = ["debug_fragments", "context_bodies"];
+const SWITCHES: [&str; 3] = ["fragments", "debug_fragments", "context_bodies"];
 
 impl Switch {
     /// Whether it is on, with `auto` what `"auto"` decided.
@@ -71,7 +73,8 @@ impl Switch {
         }
     }
 
-    fn to_value(self) -> Value {
+    /// The setting as the configuration spells it.
+    pub fn to_value(self) -> Value {
         match self {
             Switch::Off => Value::Bool(false),
             Switch::On => Value::Bool(true),
@@ -497,6 +500,26 @@ mod tests {
         });
         assert_eq!(bad.config.context_bodies, Switch::Auto);
         assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
+    }
+
+    #[test]
+    fn fragments_is_a_boolean_or_auto() {
+        assert_eq!(
+            load_from(None, None, |_| None).config.fragments,
+            Switch::Auto
+        );
+        // Configurations written when it was a boolean keep their meaning.
+        for (raw, want) in [
+            ("1", Switch::On),
+            ("false", Switch::Off),
+            ("auto", Switch::Auto),
+        ] {
+            let l = load_from(None, None, |k| {
+                (k == "REPOCC_FRAGMENTS").then(|| raw.to_string())
+            });
+            assert_eq!(l.config.fragments, want, "{raw:?}");
+            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+        }
     }
 
     #[test]

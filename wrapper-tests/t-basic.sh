@@ -103,25 +103,31 @@ cp util.o stripped.o && strip -g stripped.o
 "$REPOCC" main.c -L. -lutil -o prog2
 assert_eq "archive link" "$want" "$(./prog2)"
 
-note "dependency files are clang's, byte for byte"
-mkdir -p sub dep-clang dep-repocc
+note "dependency files are clang's, byte for byte (units compiled whole, the default at -O0, and through the repository)"
+mkdir -p sub dep-clang dep-auto dep-true
 for variant in "-MD -c main.c -o sub/x.o" "-MMD -c main.c" "-MD -MF custom.d -c main.c" \
                "-MD -MT tgt -MQ 'a b' -c main.c -o sub/y.o" "-MMD -MP -c util.c"; do
-  for who in clang repocc; do
+  for who in clang auto true; do
     rm -rf sub/* ./*.d
-    if [ $who = clang ]; then eval clang-19 "$variant"; else eval "$REPOCC" "$variant"; fi
-    mkdir -p "dep-$who"
+    if [ $who = clang ]; then eval clang-19 "$variant"; else eval REPOCC_FRAGMENTS=$who "$REPOCC" "$variant"; fi
     cat sub/*.d ./*.d 2>/dev/null > "dep-$who/out.d" || true
   done
-  cmp -s dep-clang/out.d dep-repocc/out.d || fail "dependency file differs for [$variant]: $(diff dep-clang/out.d dep-repocc/out.d)"
+  for fragments in auto true; do
+    cmp -s dep-clang/out.d "dep-$fragments/out.d" \
+      || fail "dependency file differs for [$variant] (fragments $fragments): $(diff dep-clang/out.d "dep-$fragments/out.d")"
+  done
   [ -s dep-clang/out.d ] || fail "no dependency file for [$variant]"
 done
-for who in clang repocc; do
+# Both units write prog3.d: the last one's is left, as with clang.
+for who in clang auto true; do
   rm -f prog3 prog3.d
-  if [ $who = clang ]; then clang-19 -MD main.c util.c -o prog3; else "$REPOCC" -MD main.c util.c -o prog3; fi
+  if [ $who = clang ]; then clang-19 -MD main.c util.c -o prog3; else REPOCC_FRAGMENTS=$who "$REPOCC" -MD main.c util.c -o prog3; fi
   cp prog3.d "link-$who.d"
 done
-cmp -s link-clang.d link-repocc.d || fail "compile-and-link -MD differs: $(diff link-clang.d link-repocc.d)"
+for fragments in auto true; do
+  cmp -s link-clang.d "link-$fragments.d" \
+    || fail "compile-and-link -MD differs (fragments $fragments): $(diff link-clang.d "link-$fragments.d")"
+done
 
 note "response files"
 printf -- '-O2 -DGREETING=\\"hi\\ there\\" -c\n' > args.rsp

@@ -1,8 +1,9 @@
-# Debug builds (-O0 -g) of lua5.4. By default (debug_fragments=auto) a unit
-# with debug info at -O0 is compiled whole, without the repository: counted,
-# and gdb sees what it sees in clang's build (the objects are clang-19's,
-# byte for byte); C and C++ at -O1 and above
-# use the repository (a small unit each). With REPOCC_DEBUG_FRAGMENTS=1
+# Debug builds (-O0 -g) of lua5.4, and what "auto" decides. By default
+# (debug_fragments=auto) a unit with debug info at -O0 is compiled whole,
+# without the repository: counted, and gdb sees what it sees in clang's
+# build (the objects are clang-19's, byte for byte); C and C++ at -O1 and
+# above use the repository (a small unit each), and so, without debug
+# info (fragments=auto), does C++ at -O0 but not C. With REPOCC_DEBUG_FRAGMENTS=1
 # the repository is used: the program debugs the same (gdb stops in a
 # function, prints a struct and its fields; backtraces, arguments and
 # locals of three functions equal clang's build, also after a one-function
@@ -75,6 +76,26 @@ assert_eq "C -O0 -g, debug_fragments=true: the repository" "0 1" \
   "$(REPOCC_DEBUG_FRAGMENTS=true auto_compile "$REPOCC" -O0 -g -c area.c -o t0.o | sed 's/ [1-9][0-9]*$/ 1/')"
 assert_eq "C -O2 -g, debug_fragments=false: whole" "1 0" \
   "$(REPOCC_DEBUG_FRAGMENTS=0 auto_compile "$REPOCC" -O2 -g -c area.c -o f2.o)"
+# Without debug info (fragments=auto, the default): C at -O0 is compiled
+# whole, clang-19's object; C++ at -O0 (template instances to share) and
+# C at -O1 use the repository, and fragments=true sends C at -O0 there too.
+o0_compile() { # COMPILER SOURCE FLAGS...: prints "whole stored" counter growths
+  local whole stored
+  whole=$(stat_value c_o0_units_whole); stored=$(stat_value fragments_stored)
+  "$@" || fail "auto: $*"
+  echo "$(delta c_o0_units_whole "$whole") $(delta fragments_stored "$stored") "
+}
+assert_eq "C -O0: whole" "1 0 " "$(o0_compile "$REPOCC" -O0 -c area.c -o n0.o)"
+clang-19 -O0 -c area.c -o n0-clang.o
+cmp -s n0.o n0-clang.o || fail "C -O0 compiled whole: not clang-19's object"
+assert_eq "C, no -O: whole" "1 0 " "$(o0_compile "$REPOCC" -c area.c -o n.o)"
+assert_eq "C -O1: the repository" "0 1 " \
+  "$(o0_compile "$REPOCC" -O1 -c area.c -o n1.o | sed 's/ [1-9][0-9]* $/ 1 /')"
+assert_eq "C++ -O0: the repository" "0 1 " \
+  "$(o0_compile "$REPOCCXX" -O0 -c area.cc -o nn0.o | sed 's/ [1-9][0-9]* $/ 1 /')"
+assert_eq "C -O0, fragments=true: the repository" "0 1 " \
+  "$(REPOCC_FRAGMENTS=1 o0_compile "$REPOCC" -O0 -c area.c -o nt0.o | sed 's/ [1-9][0-9]* $/ 1 /')"
+"$REPOCC" --show-config | grep -Eq '^fragments +=.*auto' || fail "--show-config does not show fragments = auto"
 for o in c2.o c1.o t0.o cc2.o ct0.o; do
   llvm-dwarfdump-19 --verify "$o" > /dev/null || fail "auto: DWARF of $o does not verify"
 done

@@ -4,6 +4,10 @@
 # from Debian's csmith (CSMITH_COUNT of them, seeds from CSMITH_SEED; both
 # printed so a failure can be replayed).
 source "$(dirname "$0")/lib.sh"
+# Every unit through the repository: by default C at -O0 is clang's own
+# compile (t-debug checks its objects), which would leave the pipeline's
+# -O0 code untested here.
+export REPOCC_FRAGMENTS=1
 cd "$SCRATCH"
 P="$WT_ROOT/programs"
 

@@ -79,36 +79,44 @@ cases=(
   "bracket depth|-fbracket-depth=5 -c deep.c -o deep.o"
   "two units|-Wall -c warn.c errors.c"
 )
+# Each case through the repository's frontend (fragments=true) and as a
+# unit compiled whole (the default for C at -O0, which most cases are).
 for entry in "${cases[@]}"; do
   name=${entry%%|*}
   read -r -a args <<< "${entry#*|}"
   set +e
   clang-19 "${args[@]}" 2> err-clang; rc_clang=$?
-  "$REPOCC" "${args[@]}" 2> err-in; rc_in=$?
-  REPOCC_EXTERNAL_FRONTEND=1 "$REPOCC" "${args[@]}" 2> err-ext; rc_ext=$?
   set -e
-  assert_eq "$name: exit code in process" "$rc_clang" "$rc_in"
-  assert_eq "$name: exit code as a process" "$rc_clang" "$rc_ext"
-  cmp -s err-clang err-in || fail "$name: diagnostics differ from clang's:
+  for fragments in true auto; do
+    set +e
+    REPOCC_FRAGMENTS=$fragments "$REPOCC" "${args[@]}" 2> err-in; rc_in=$?
+    REPOCC_FRAGMENTS=$fragments REPOCC_EXTERNAL_FRONTEND=1 "$REPOCC" "${args[@]}" 2> err-ext; rc_ext=$?
+    set -e
+    assert_eq "$name: exit code in process (fragments $fragments)" "$rc_clang" "$rc_in"
+    assert_eq "$name: exit code as a process (fragments $fragments)" "$rc_clang" "$rc_ext"
+    cmp -s err-clang err-in || fail "$name: diagnostics differ from clang's (fragments $fragments):
 $(diff err-clang err-in)"
-  cmp -s err-clang err-ext || fail "$name: diagnostics as a process differ from clang's"
+    cmp -s err-clang err-ext || fail "$name: diagnostics as a process differ from clang's (fragments $fragments)"
+  done
   note "$name: exit $rc_in, $(wc -l < err-in) lines as clang-19 prints them"
 done
 
 # 3. In colour on a terminal (script(1) gives the compile a pty): the same
 #    bytes, escape sequences included.
 if command -v script > /dev/null; then
-  for who in clang in ext; do
+  for who in clang in ext whole; do
     case $who in
       clang) cmd="clang-19" ;;
-      in) cmd="env REPOCC_EXTERNAL_FRONTEND=0 $REPOCC" ;;
-      ext) cmd="env REPOCC_EXTERNAL_FRONTEND=1 $REPOCC" ;;
+      in) cmd="env REPOCC_FRAGMENTS=1 REPOCC_EXTERNAL_FRONTEND=0 $REPOCC" ;;
+      ext) cmd="env REPOCC_FRAGMENTS=1 REPOCC_EXTERNAL_FRONTEND=1 $REPOCC" ;;
+      whole) cmd="$REPOCC" ;; # C at -O0: compiled whole
     esac
     TERM=xterm script -qec "$cmd -Wall -c warn.c errors.c -lm" /dev/null > "tty-$who" || true
   done
   grep -q $'\e\[' tty-clang || fail "clang printed no colour on a pty"
   cmp -s tty-clang tty-in || fail "coloured diagnostics differ in process"
   cmp -s tty-clang tty-ext || fail "coloured diagnostics differ as a process"
+  cmp -s tty-clang tty-whole || fail "coloured diagnostics differ compiled whole"
   note "coloured diagnostics on a pty: $(wc -c < tty-in) bytes as clang-19 prints them"
 fi
 

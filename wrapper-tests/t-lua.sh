@@ -80,16 +80,17 @@ note "address-significant symbols: repocc $ours, clang-19 $theirs"
 
 # At -O0 the code is clang's own (generated from clang's body, not from the
 # mem2reg form the digests are made of): `.text` of every object within 2%
-# of clang-19's, and a warm rebuild the same bytes.
+# of clang-19's, and a warm rebuild the same bytes. (Through the repository,
+# fragments=true: by default C at -O0 is compiled whole, clang's object.)
 text_bytes() { size -A "$1" | awk '$1 ~ /^\.text/ { s += $2 } END { print s + 0 }'; }
 mkdir -p "$SCRATCH/O0" && cd "$SCRATCH/lua/src"
 for c in *.c; do
   o=$SCRATCH/O0/${c%.c}
-  repocc -std=gnu99 -O0 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$c" -o "$o.repocc.o" || fail "repocc -O0 $c"
+  REPOCC_FRAGMENTS=1 repocc -std=gnu99 -O0 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$c" -o "$o.repocc.o" || fail "repocc -O0 $c"
   clang-19 -std=gnu99 -O0 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$c" -o "$o.clang.o"
   ours=$(text_bytes "$o.repocc.o"); theirs=$(text_bytes "$o.clang.o")
   [ $(( ours * 100 )) -le $(( theirs * 102 )) ] || fail "-O0 $c: .text $ours bytes, clang-19's $theirs"
-  REPOCC_UNIT_CACHE=false repocc -std=gnu99 -O0 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$c" -o "$o.warm.o"
+  REPOCC_FRAGMENTS=1 REPOCC_UNIT_CACHE=false repocc -std=gnu99 -O0 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -c "$c" -o "$o.warm.o"
   cmp -s "$o.repocc.o" "$o.warm.o" || fail "-O0 $c: a warm compile gives other bytes"
 done
 note "-O0 .text: repocc $(for o in "$SCRATCH"/O0/*.repocc.o; do text_bytes "$o"; done | paste -sd+ | bc) bytes, clang-19 $(for o in "$SCRATCH"/O0/*.clang.o; do text_bytes "$o"; done | paste -sd+ | bc)"

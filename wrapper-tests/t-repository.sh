@@ -178,6 +178,8 @@ assert_eq "revert compiled nothing" 0 "$(stat_value definitions_compiled)"
 
 note "-O0: two locals declared the other way round give the object a cold compile gives"
 mkdir -p "$SCRATCH/swap" && cd "$SCRATCH/swap"
+# (fragments=true: by default C at -O0 is compiled whole, without the repository.)
+export REPOCC_FRAGMENTS=1
 printf 'int f(int x) { int a; int b; a = x + 1; b = x * 2; return a * b; }\n' > t.c
 "$REPOCC" -O0 -c t.c -o first.o
 printf 'int f(int x) { int b; int a; a = x + 1; b = x * 2; return a * b; }\n' > t.c
@@ -185,6 +187,7 @@ REPOCC_UNIT_CACHE=false "$REPOCC" -O0 -c t.c -o swapped.o
 REPOCC_DIR="$SCRATCH/swap-cold" "$REPOCC" -O0 -c t.c -o swapped.cold.o
 cmp -s first.o swapped.cold.o && fail "the two orders compile alike: nothing to test"
 cmp -s swapped.o swapped.cold.o || fail "-O0: the warm object after swapping two locals differs from a cold compile's"
+unset REPOCC_FRAGMENTS
 cd "$SCRATCH/merge"
 
 note "C++ static constructors run exactly once in warm builds"

@@ -28,7 +28,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use rayon::prelude::*;
 
-use crate::config::{self, Config};
+use crate::config::{self, Config, Switch};
 use crate::ir::frontend::{self, Clang, RealClang};
 use crate::pipeline::{self, PipelineOptions};
 use crate::repo::size;
@@ -189,7 +189,7 @@ pub fn run(argv0: &str, mut args: Vec<OsString>) -> i32 {
             let repo = match repo {
                 Ok(r) => Some(r),
                 Err(why) => {
-                    if cfg.fragments {
+                    if cfg.fragments != Switch::Off {
                         warn(&why);
                     }
                     None
@@ -273,8 +273,8 @@ struct UnitResult {
     /// remembered.
     clang_unit_reused: bool,
     frontend_error: bool,
-    /// A unit with debug info that clang compiled (no repository use).
-    debug_whole: bool,
+    /// Why clang compiled the unit whole (no repository use), if it did.
+    whole: Option<Whole>,
     /// What the unit cache did for the unit.
     unit_cache: UnitCacheUse,
     /// The compile wrote the header list it was given.
@@ -309,7 +309,7 @@ impl UnitResult {
             fallback: None,
             clang_unit_reused: false,
             frontend_error,
-            debug_whole: false,
+            whole: None,
             unit_cache: UnitCacheUse::Off,
             headers_listed: false,
             notes: String::new(),
@@ -363,7 +363,14 @@ fn execute(
     args: &[String],
     repo: Option<&Path>,
 ) -> (i32, Counters) {
-    let fragments = cfg.fragments && repo.is_some();
+    let fragments = cfg.fragments != Switch::Off && repo.is_some();
+    // C at -O0 without debug info: clang's compile costs less than the
+    // repository's (the frontend is most of it, there is no template
+    // instance to share, and mem2reg's form would give other code).
+    let c_units_whole = fragments
+        && cfg.fragments == Switch::Auto
+        && !p.debug_any
+        && p.codegen.opt == plan::OptLevel::O0;
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
     let debug_fragments =
@@ -442,7 +449,7 @@ fn execute(
             clang: clang.path(),
             clang_identity,
             config: serde_json::json!({
-                "fragments": cfg.fragments,
+                "fragments": cfg.fragments.to_value(),
                 "merge_functions": cfg.merge_functions,
                 "debug_fragments": debug_fragments,
                 "no_carve": crate::config::switches().no_carve,
@@ -467,6 +474,7 @@ fn execute(
             llvm: &llvm,
             options: &options,
             repository,
+            c_units_whole,
             force_color,
             timings,
         };
@@ -641,8 +649,10 @@ impl UnitResult {
         if r.clang_unit_reused {
             counters.add(key::CLANG_UNITS_REUSED, 1);
         }
-        if r.debug_whole && r.status == 0 {
-            counters.add(key::DEBUG_UNITS_WHOLE, 1);
+        match r.whole.filter(|_| r.status == 0) {
+            Some(Whole::DebugInfo) => counters.add(key::DEBUG_UNITS_WHOLE, 1),
+            Some(Whole::COptZero) => counters.add(key::C_O0_UNITS_WHOLE, 1),
+            None => {}
         }
         if r.frontend_error {
             counters.add(key::COMPILE_ERRORS, 1);
@@ -745,6 +755,9 @@ struct UnitContext<'a> {
     options: &'a PipelineOptions,
     /// The repository, when one is in use.
     repository: Option<UnitRepository<'a>>,
+    /// C units are compiled whole (`fragments` "auto" at -O0 without
+    /// debug info).
+    c_units_whole: bool,
     /// Our stderr is a colour terminal and the user chose nothing.
     force_color: bool,
     timings: bool,
@@ -1015,17 +1028,19 @@ fn compile_unit(
     header_list: Option<&Path>,
 ) -> UnitResult {
     cx.llvm.ensure();
-    // Debug info does not use the repository unless `debug_fragments` is
-    // on, and the pipeline would only add its own cost (and mem2reg's
-    // loss of variables at -O0): clang compiles such a unit, exactly as
-    // it would without repocc.
-    if cx.repository.is_some() && p.debug_any && !cx.options.debug_fragments {
+    if let Some(why) = compiled_whole(unit, p, cx) {
         let mut process_reason = None;
-        let (status, stderr, headers_listed) =
-            match whole_compile(clang, unit, cx, header_list, &mut process_reason) {
-                Ok(r) => r,
-                Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes(), false),
-            };
+        let (status, stderr, headers_listed) = match whole_compile(
+            clang,
+            unit,
+            cx,
+            discard_dep,
+            header_list,
+            &mut process_reason,
+        ) {
+            Ok(r) => r,
+            Err(e) => (1, format!("repocc: error: {e:#}\n").into_bytes(), false),
+        };
         let notes = match process_reason.filter(|_| cx.options.explain) {
             Some(why) => format!(
                 "repocc: explain {}: compiled whole by clang as a process: {why}\n",
@@ -1034,7 +1049,7 @@ fn compile_unit(
             None => String::new(),
         };
         return UnitResult {
-            debug_whole: true,
+            whole: Some(why),
             headers_listed,
             notes,
             ..UnitResult::failed(status, stderr, status != 0)
@@ -1134,6 +1149,7 @@ fn compile_unit(
                 clang,
                 cx,
                 fe_args: &fe_args,
+                discard_dep,
                 header_list,
                 clang_unit: clang_unit.map(|(_, key)| key),
                 hint,
@@ -1245,6 +1261,9 @@ struct Fallback<'a> {
     clang: &'a dyn Clang,
     cx: &'a UnitContext<'a>,
     fe_args: &'a [String],
+    /// Where the unit's dependency file goes when a later unit writes the
+    /// user's (see `plain_compile_args`).
+    discard_dep: Option<&'a Path>,
     header_list: Option<&'a Path>,
     /// The unit's key as a unit clang compiles, when it had a hint.
     clang_unit: Option<crate::repo::storage::FragmentDigest>,
@@ -1295,7 +1314,14 @@ impl Fallback<'_> {
                 .map(|again| clang_unit_key(unit, r, cx, &again)),
             (None, None) => None,
         };
-        let status = match plain_compile(clang.path(), unit, cx, !backend, self.header_list) {
+        let status = match plain_compile(
+            clang.path(),
+            unit,
+            cx,
+            !backend,
+            self.discard_dep,
+            self.header_list,
+        ) {
             Ok((status, text, _)) => {
                 if let (Some(key), Some((r, hint)), 0) = (key_now, self.hint, status) {
                     pipeline::clang_units::remember(r.storage, &key, &unit.output, text.is_empty());
@@ -1350,24 +1376,31 @@ fn plain_compile(
     unit: &plan::UnitPlan,
     cx: &UnitContext,
     suppress_warnings: bool,
+    discard_dep: Option<&Path>,
     header_list: Option<&Path>,
 ) -> Result<(i32, Vec<u8>, bool)> {
     let mut cmd = Command::new(clang);
     let listed = frontend::list_headers_where_listable(&mut cmd, header_list, &unit.frontend_args);
-    cmd.args(plain_compile_args(unit, cx, suppress_warnings))
+    cmd.args(plain_compile_args(unit, cx, suppress_warnings, discard_dep))
         .env(RECURSION_GUARD, "1");
     let out = cmd.output().context("running clang")?;
     Ok((frontend::exit_code(&out.status), out.stderr, listed))
 }
 
 /// clang's arguments for compiling `unit` whole into its output.
+/// A unit whose dependency file a later unit of the invocation writes
+/// (`discard_dep`) writes its own elsewhere, as the frontend does.
 fn plain_compile_args(
     unit: &plan::UnitPlan,
     cx: &UnitContext,
     suppress_warnings: bool,
+    discard_dep: Option<&Path>,
 ) -> Vec<String> {
     let mut args = unit.frontend_args.clone();
     args.extend(["-c".into(), "-o".into(), unit.output.display().to_string()]);
+    if let Some(dep) = discard_dep {
+        args.extend(["-MF".into(), dep.display().to_string()]);
+    }
     if suppress_warnings {
         args.push("-w".into());
     }
@@ -1375,6 +1408,29 @@ fn plain_compile_args(
         args.push("-fcolor-diagnostics".into());
     }
     args
+}
+
+/// Why clang compiles a unit whole, exactly as it would without repocc,
+/// where the repository would only add its own cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Whole {
+    /// Debug info without `debug_fragments` (and at -O0, mem2reg's loss of
+    /// variables).
+    DebugInfo,
+    /// C at -O0 without debug info (`fragments` "auto").
+    COptZero,
+}
+
+fn compiled_whole(unit: &plan::UnitPlan, p: &CompilePlan, cx: &UnitContext) -> Option<Whole> {
+    if cx.repository.is_none() {
+        None
+    } else if p.debug_any && !cx.options.debug_fragments {
+        Some(Whole::DebugInfo)
+    } else if cx.c_units_whole && plan::is_c(unit.language) {
+        Some(Whole::COptZero)
+    } else {
+        None
+    }
 }
 
 /// A unit compiled whole, exactly as clang would compile it: clang's
@@ -1386,12 +1442,16 @@ fn whole_compile(
     clang: &dyn Clang,
     unit: &plan::UnitPlan,
     cx: &UnitContext,
+    discard_dep: Option<&Path>,
     header_list: Option<&Path>,
     process_reason: &mut Option<String>,
 ) -> Result<(i32, Vec<u8>, bool)> {
     // (The arguments are strings: a path that is not UTF-8 goes to clang.)
     let in_process = match unit.output.to_str() {
-        Some(_) => clang.compile_in_process(&plain_compile_args(unit, cx, false), header_list),
+        Some(_) => clang.compile_in_process(
+            &plain_compile_args(unit, cx, false, discard_dep),
+            header_list,
+        ),
         None => Err("an output path that is not UTF-8".into()),
     };
     match in_process {
@@ -1404,7 +1464,7 @@ fn whole_compile(
         }
         Err(why) => {
             *process_reason = Some(why);
-            plain_compile(clang.path(), unit, cx, false, header_list)
+            plain_compile(clang.path(), unit, cx, false, discard_dep, header_list)
         }
     }
 }

@@ -34,6 +34,11 @@ impl Lang {
     }
 }
 
+/// Whether a unit's language (its `-x` name) is C, preprocessed or not.
+pub fn is_c(language: &str) -> bool {
+    language == Lang::C.x_name() || language == Lang::CPreprocessed.x_name()
+}
+
 /// What an input file is, by `-x` or by its extension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum InputKind {

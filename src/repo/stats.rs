@@ -65,6 +65,9 @@ pub mod key {
     /// Units with debug info compiled whole, without the repository
     /// (`debug_fragments` off).
     pub const DEBUG_UNITS_WHOLE: &str = "debug_units_whole";
+    /// C units at -O0 without debug info compiled whole, without the
+    /// repository (`fragments` "auto").
+    pub const C_O0_UNITS_WHOLE: &str = "c_o0_units_whole";
     /// Units whose frontend had run when the pipeline could not finish,
     /// taken from a stored clang object (see `pipeline::clang_units`).
     pub const CLANG_UNITS_REUSED: &str = "clang_units_reused";
@@ -110,6 +113,7 @@ pub mod key {
         COMPOSE_DECLINES,
         CARVE_DECLINES,
         DEBUG_UNITS_WHOLE,
+        C_O0_UNITS_WHOLE,
         CLANG_UNITS_REUSED,
         UNIT_HITS,
         UNIT_MISSES,
