@@ -350,6 +350,14 @@ fn in_process_clang(clang: &Path) -> Option<frontend::InProcessClang> {
     frontend::InProcessClang::for_compiler(clang)
 }
 
+/// Whether C units are compiled whole, without the repository: at -O0
+/// without debug info (`fragments` "auto") clang's compile costs less than
+/// the repository's (the frontend is most of it, and C has no template
+/// instance to share).
+fn c_units_whole(cfg: &Config, p: &CompilePlan) -> bool {
+    cfg.fragments == Switch::Auto && !p.debug_any && p.codegen.opt == plan::OptLevel::O0
+}
+
 /// Compiles every unit (in parallel), prints diagnostics in unit order,
 /// links if asked. Returns the exit code and the statistics increments.
 ///
@@ -364,13 +372,7 @@ fn execute(
     repo: Option<&Path>,
 ) -> (i32, Counters) {
     let fragments = cfg.fragments != Switch::Off && repo.is_some();
-    // C at -O0 without debug info: clang's compile costs less than the
-    // repository's (the frontend is most of it, there is no template
-    // instance to share, and mem2reg's form would give other code).
-    let c_units_whole = fragments
-        && cfg.fragments == Switch::Auto
-        && !p.debug_any
-        && p.codegen.opt == plan::OptLevel::O0;
+    let c_units_whole = fragments && c_units_whole(cfg, p);
     // Only units with debug info are concerned (the unit cache's key of
     // the others stays what it was).
     let debug_fragments =
