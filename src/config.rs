@@ -480,45 +480,32 @@ mod tests {
         assert_eq!(l.config.clang, "clang-19");
     }
 
+    /// `fragments` and `context_bodies` from the environment: booleans
+    /// (as configurations written when `fragments` was one spell them) or
+    /// `auto`, the default; anything else is a warning and the default.
     #[test]
-    fn context_bodies_is_a_boolean_or_auto() {
-        let auto = load_from(None, None, |_| None);
-        assert_eq!(auto.config.context_bodies, Switch::Auto);
-        for (raw, want) in [
-            ("1", Switch::On),
-            ("false", Switch::Off),
-            ("auto", Switch::Auto),
-        ] {
-            let l = load_from(None, None, |k| {
-                (k == "REPOCC_CONTEXT_BODIES").then(|| raw.to_string())
-            });
-            assert_eq!(l.config.context_bodies, want, "{raw:?}");
-            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
-        }
-        let bad = load_from(None, None, |k| {
-            (k == "REPOCC_CONTEXT_BODIES").then(|| "often".to_string())
-        });
-        assert_eq!(bad.config.context_bodies, Switch::Auto);
-        assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
-    }
-
-    #[test]
-    fn fragments_is_a_boolean_or_auto() {
-        assert_eq!(
-            load_from(None, None, |_| None).config.fragments,
-            Switch::Auto
-        );
-        // Configurations written when it was a boolean keep their meaning.
-        for (raw, want) in [
-            ("1", Switch::On),
-            ("false", Switch::Off),
-            ("auto", Switch::Auto),
-        ] {
-            let l = load_from(None, None, |k| {
-                (k == "REPOCC_FRAGMENTS").then(|| raw.to_string())
-            });
-            assert_eq!(l.config.fragments, want, "{raw:?}");
-            assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    fn switches_are_a_boolean_or_auto() {
+        let settings: [(&str, fn(&Config) -> Switch); 2] = [
+            ("REPOCC_FRAGMENTS", |c| c.fragments),
+            ("REPOCC_CONTEXT_BODIES", |c| c.context_bodies),
+        ];
+        for (var, setting) in settings {
+            assert_eq!(
+                setting(&load_from(None, None, |_| None).config),
+                Switch::Auto
+            );
+            for (raw, want) in [
+                ("1", Switch::On),
+                ("false", Switch::Off),
+                ("auto", Switch::Auto),
+            ] {
+                let l = load_from(None, None, |k| (k == var).then(|| raw.to_string()));
+                assert_eq!(setting(&l.config), want, "{var}={raw:?}");
+                assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+            }
+            let bad = load_from(None, None, |k| (k == var).then(|| "often".to_string()));
+            assert_eq!(setting(&bad.config), Switch::Auto, "{var}");
+            assert_eq!(bad.warnings.len(), 1, "{:?}", bad.warnings);
         }
     }
 
