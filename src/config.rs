@@ -485,7 +485,8 @@ mod tests {
     /// `auto`, the default; anything else is a warning and the default.
     #[test]
     fn switches_are_a_boolean_or_auto() {
-        let settings: [(&str, fn(&Config) -> Switch); 2] = [
+        type Setting = fn(&Config) -> Switch;
+        let settings: [(&str, Setting); 2] = [
             ("REPOCC_FRAGMENTS", |c| c.fragments),
             ("REPOCC_CONTEXT_BODIES", |c| c.context_bodies),
         ];
