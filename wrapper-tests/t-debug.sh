@@ -56,12 +56,13 @@ note "debug_fragments=auto (the default): C and C++ at -O1 and above use the rep
 mkdir -p auto && cd auto
 printf 'static int sq(int x) { return x * x; }\nint area(int w) { return sq(w) + 1; }\n' > area.c
 printf 'template <class T> T twice(T x) { return x + x; }\nint area(int w) { return twice(w) + 1; }\n' > area.cc
-auto_compile() { # COMPILER SOURCE FLAGS...: prints "whole stored" counter growths
-  local whole stored
-  whole=$(stat_value debug_units_whole); stored=$(stat_value fragments_stored)
+counted_compile() { # COUNTER COMPILER SOURCE FLAGS...: prints "COUNTER fragments_stored" growths
+  local counter=$1 whole stored; shift
+  whole=$(stat_value "$counter"); stored=$(stat_value fragments_stored)
   "$@" || fail "auto: $*"
-  echo "$(delta debug_units_whole "$whole") $(delta fragments_stored "$stored")"
+  echo "$(delta "$counter" "$whole") $(delta fragments_stored "$stored")"
 }
+auto_compile() { counted_compile debug_units_whole "$@"; }
 assert_eq "C -O2 -g: the repository" "0 1" \
   "$(auto_compile "$REPOCC" -O2 -g -c area.c -o c2.o | sed 's/ [1-9][0-9]*$/ 1/')"
 assert_eq "C -O1 -g: the repository" "0 1" \
@@ -79,22 +80,17 @@ assert_eq "C -O2 -g, debug_fragments=false: whole" "1 0" \
 # Without debug info (fragments=auto, the default): C at -O0 is compiled
 # whole, clang-19's object; C++ at -O0 (template instances to share) and
 # C at -O1 use the repository, and fragments=true sends C at -O0 there too.
-o0_compile() { # COMPILER SOURCE FLAGS...: prints "whole stored" counter growths
-  local whole stored
-  whole=$(stat_value c_o0_units_whole); stored=$(stat_value fragments_stored)
-  "$@" || fail "auto: $*"
-  echo "$(delta c_o0_units_whole "$whole") $(delta fragments_stored "$stored") "
-}
-assert_eq "C -O0: whole" "1 0 " "$(o0_compile "$REPOCC" -O0 -c area.c -o n0.o)"
+o0_compile() { counted_compile c_o0_units_whole "$@"; }
+assert_eq "C -O0: whole" "1 0" "$(o0_compile "$REPOCC" -O0 -c area.c -o n0.o)"
 clang-19 -O0 -c area.c -o n0-clang.o
 cmp -s n0.o n0-clang.o || fail "C -O0 compiled whole: not clang-19's object"
-assert_eq "C, no -O: whole" "1 0 " "$(o0_compile "$REPOCC" -c area.c -o n.o)"
-assert_eq "C -O1: the repository" "0 1 " \
-  "$(o0_compile "$REPOCC" -O1 -c area.c -o n1.o | sed 's/ [1-9][0-9]* $/ 1 /')"
-assert_eq "C++ -O0: the repository" "0 1 " \
-  "$(o0_compile "$REPOCCXX" -O0 -c area.cc -o nn0.o | sed 's/ [1-9][0-9]* $/ 1 /')"
-assert_eq "C -O0, fragments=true: the repository" "0 1 " \
-  "$(REPOCC_FRAGMENTS=1 o0_compile "$REPOCC" -O0 -c area.c -o nt0.o | sed 's/ [1-9][0-9]* $/ 1 /')"
+assert_eq "C, no -O: whole" "1 0" "$(o0_compile "$REPOCC" -c area.c -o n.o)"
+assert_eq "C -O1: the repository" "0 1" \
+  "$(o0_compile "$REPOCC" -O1 -c area.c -o n1.o | sed 's/ [1-9][0-9]*$/ 1/')"
+assert_eq "C++ -O0: the repository" "0 1" \
+  "$(o0_compile "$REPOCCXX" -O0 -c area.cc -o nn0.o | sed 's/ [1-9][0-9]*$/ 1/')"
+assert_eq "C -O0, fragments=true: the repository" "0 1" \
+  "$(REPOCC_FRAGMENTS=1 o0_compile "$REPOCC" -O0 -c area.c -o nt0.o | sed 's/ [1-9][0-9]*$/ 1/')"
 "$REPOCC" --show-config | grep -Eq '^fragments +=.*auto' || fail "--show-config does not show fragments = auto"
 for o in c2.o c1.o t0.o cc2.o ct0.o; do
   llvm-dwarfdump-19 --verify "$o" > /dev/null || fail "auto: DWARF of $o does not verify"
