@@ -228,14 +228,34 @@ StubKind stubsUnitTypes(const Module &M) {
   return Kind;
 }
 
+// A dynamic class whose vtable this unit defines (its key function is
+// here): clang gives it no identifier (a debugger finds it by its vtable;
+// other units declare it), so without this every fragment that reaches it
+// would hold a copy of the whole class, each of its member declarations a
+// node of its own: `gtest-all.cc`, which defines every gtest class's key
+// function, held 156 copies of `testing::TestSuite` in one batch. Held as
+// a declaration by name instead, as clang's other units hold it; the glue
+// keeps the definition (`repocc_retain_unit_types`). Only a class a name
+// can find: not one in an anonymous namespace (checked by `cxxDeclared`)
+// or one whose name holds a local or unnamed type, a lambda or a function
+// type (a parenthesis).
+bool homedDynamicClass(const DICompositeType *T) {
+  return !T->getRawIdentifier() && T->getRawVTableHolder() && !T->isForwardDecl() &&
+         !T->getName().empty() && !T->getName().contains('(');
+}
+
 // A C++ class, struct or union a fragment holds as a declaration (see
-// RepoccSharedTypes): it has an ODR identifier and lies at namespace scope
-// or in another such class. (Enums stay whole: they hold no members that
-// follow their uses. Classes local to a function stay with it.)
+// RepoccSharedTypes): it has an ODR identifier (or is a dynamic class this
+// unit homes, `homedDynamicClass`) and lies at namespace scope or in
+// another such class. (Enums stay whole: they hold no members that follow
+// their uses. Classes local to a function stay with it.)
 bool cxxDeclared(const Metadata *MD) {
   for (int Depth = 0; Depth < 256; Depth++) {
     auto *T = dyn_cast_or_null<DICompositeType>(MD);
-    if (!T || !T->getRawIdentifier())
+    if (!T)
+      return false;
+    bool Homed = homedDynamicClass(T);
+    if (!T->getRawIdentifier() && !Homed)
       return false;
     switch (T->getTag()) {
     case dwarf::DW_TAG_class_type:
@@ -246,8 +266,11 @@ bool cxxDeclared(const Metadata *MD) {
       return false;
     }
     const Metadata *Scope = T->getRawScope();
-    while (auto *NS = dyn_cast_or_null<DINamespace>(Scope))
+    while (auto *NS = dyn_cast_or_null<DINamespace>(Scope)) {
+      if (Homed && NS->getName().empty())
+        return false;
       Scope = NS->getRawScope();
+    }
     if (!Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope))
       return true;
     MD = Scope;
