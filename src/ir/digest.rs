@@ -1199,9 +1199,20 @@ fn stubs_unit_types(p: &Parsed) -> StubKind {
     kind
 }
 
+/// A dynamic class whose key function the unit defines, which fragments
+/// declare by name (the shim's `homedDynamicClass`): no identifier, a
+/// vtable holder, a definition, a name without a parenthesis.
+fn homed_dynamic_class(body: &str) -> bool {
+    md_string_field(body, "identifier").is_none()
+        && md_field(body, "vtableHolder").is_some()
+        && !md_field(body, "flags").is_some_and(|f| f.contains("DIFlagFwdDecl"))
+        && md_string_field(body, "name").is_some_and(|n| !n.is_empty() && !n.contains('('))
+}
+
 /// A C++ class, struct or union fragments hold as a declaration (the
-/// shim's `cxxDeclared`): it has an identifier and lies at namespace scope
-/// or inside another such class.
+/// shim's `cxxDeclared`): it has an identifier (or is a dynamic class the
+/// unit homes, outside any anonymous namespace) and lies at namespace
+/// scope or inside another such class.
 fn cxx_declared(p: &Parsed, body: &str) -> bool {
     let mut body = body;
     for _ in 0..256 {
@@ -1213,7 +1224,8 @@ fn cxx_declared(p: &Parsed, body: &str) -> bool {
         ]
         .iter()
         .any(|k| kind.starts_with(k));
-        if !tagged || md_string_field(body, "identifier").is_none() {
+        let homed = homed_dynamic_class(body);
+        if !tagged || (md_string_field(body, "identifier").is_none() && !homed) {
             return false;
         }
         let mut scope = md_reference(p, body, "scope").and_then(|s| p.metadata.get(s).copied());
@@ -1222,6 +1234,9 @@ fn cxx_declared(p: &Parsed, body: &str) -> bool {
                 .unwrap_or(s)
                 .starts_with("!DINamespace(")
         }) {
+            if homed && md_string_field(s, "name").is_none_or(str::is_empty) {
+                return false;
+            }
             scope = md_reference(p, s, "scope").and_then(|s| p.metadata.get(s).copied());
         }
         match scope {
@@ -3505,6 +3520,36 @@ mod tests {
             let changed = first.replace("return v; }", "return v + 1; }");
             assert_ne!(fin(&one, get), fin(&digests(&changed, flags), get));
         }
+    }
+
+    #[test]
+    fn a_dynamic_class_the_unit_homes_is_a_declaration_in_digests() {
+        // `Widget`'s key function is here, so clang gives it no identifier;
+        // fragments declare it by name (the shim's `homedDynamicClass`),
+        // so its members are not part of `pass`'s bytes, nor its digest.
+        let digests = |src: &str| {
+            let ir = ir_without_checksums(src, &["-x", "c++", "-g", "-O0"]);
+            digest_module(&ir, &[], Inlining::AlwaysInlineOnly, Lines::Relative).unwrap()
+        };
+        let pass = "_Z4passPN2ns6WidgetE";
+        let src = "namespace ns { struct Widget { virtual ~Widget(); int a; };
+                   Widget::~Widget() {} }
+                   void sink(ns::Widget *);
+void pass(ns::Widget *w) { sink(w); }
+";
+        let ir = ir_without_checksums(src, &["-x", "c++", "-g", "-O0"]);
+        assert!(
+            ir.contains("name: \"Widget\"") && !ir.contains("identifier: \"_ZTSN2ns6WidgetE\"")
+        );
+        let one = digests(src);
+        assert_eq!(
+            fin(&one, pass),
+            fin(&digests(&src.replace("int a;", "int a; long b;")), pass)
+        );
+        // Not blind: the declaration's name counts.
+        let renamed = src.replace("Widget", "Gadget");
+        let gadget = digests(&renamed);
+        assert_ne!(fin(&one, pass), fin(&gadget, "_Z4passPN2ns6GadgetE"));
     }
 
     /// The IR with its function definitions in the reverse order.
