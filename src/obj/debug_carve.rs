@@ -200,6 +200,9 @@ pub(super) struct DebugIndex<'a> {
     ambiguous: HashMap<u64, Vec<usize>>,
     /// Each compile unit's sections its addresses point into.
     unit_sections: Vec<HashSet<usize>>,
+    /// For each section, the compile units whose addresses point into it
+    /// (a batch of thousands of fragments asked every unit for each).
+    units_of_section: HashMap<usize, Vec<usize>>,
     /// Some compile unit has no address: which fragment it belongs to
     /// is not known.
     unowned: bool,
@@ -291,6 +294,7 @@ impl<'a> DebugIndex<'a> {
             type_units: HashMap::default(),
             ambiguous: HashMap::default(),
             unit_sections: Vec::new(),
+            units_of_section: HashMap::default(),
             unowned: false,
             offset_reloc: if machine == EM_AARCH64 { 258 } else { 10 },
             lines: HashMap::default(),
@@ -347,6 +351,9 @@ impl<'a> DebugIndex<'a> {
                 .address_sections(u)
                 .ok_or(no("debug: a compile unit's addresses"))?;
             index.unowned |= found.is_empty();
+            for &section in &found {
+                index.units_of_section.entry(section).or_default().push(n);
+            }
             index.unit_sections.push(found);
         }
         Ok(Some(index))
@@ -697,10 +704,16 @@ impl<'a> DebugIndex<'a> {
     /// that cannot be told.
     pub(super) fn unit_of(&self, taken: &HashSet<usize>) -> Result<Option<usize>, Decline> {
         let mut found = None;
-        for (n, sections) in self.unit_sections.iter().enumerate() {
-            if sections.is_empty() || sections.is_disjoint(taken) {
-                continue;
-            }
+        // The units that share a section with the fragment, in order.
+        let mut sharing: Vec<usize> = (taken.iter())
+            .filter_map(|s| self.units_of_section.get(s))
+            .flatten()
+            .copied()
+            .collect();
+        sharing.sort_unstable();
+        sharing.dedup();
+        for n in sharing {
+            let sections = &self.unit_sections[n];
             if !sections.is_subset(taken) {
                 return Err(no("debug: a compile unit names another fragment's code"));
             }
