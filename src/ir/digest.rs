@@ -2458,6 +2458,7 @@ fn final_digests(
         (Vec::new(), Vec::new())
     };
     let mut layouts: HashMap<usize, Vec<FileLayout>> = HashMap::default();
+    let files = layout_files(defs);
     (0..n)
         .map(|x| {
             let ch = *comp_hash.entry(comp_of[rank[x]]).or_insert_with(|| {
@@ -2474,7 +2475,7 @@ fn final_digests(
                 let c = code_comp_of[rank[x]];
                 let layout = layouts
                     .entry(c)
-                    .or_insert_with(|| layout_of(defs, &order, &code_reach[c]));
+                    .or_insert_with(|| layout_of(defs, &order, &files, &code_reach[c]));
                 hash_layout(&mut h, layout, defs[x].position.as_ref());
             }
             FragmentDigest(*h.finalize().as_bytes())
@@ -2493,37 +2494,71 @@ struct FileLayout {
     absolute: [u8; 32],
 }
 
+/// The files the unit's positioned definitions lie in, numbered once, so
+/// that a component's layout groups its members by a number instead of
+/// hashing a file's name for each member of each component.
+struct LayoutFiles<'a> {
+    /// Per definition: its file's number, where its position counts.
+    file_of: Vec<Option<usize>>,
+    /// Per number: the file's node and its key.
+    files: Vec<(&'a str, &'a str)>,
+}
+
+fn layout_files(defs: &[Definition]) -> LayoutFiles<'_> {
+    let mut numbers: HashMap<&str, usize> = HashMap::default();
+    let mut files = Vec::new();
+    let file_of = (defs.iter())
+        .map(|d| {
+            let p = d.position.as_ref().filter(|p| !p.placed_in_inliners)?;
+            Some(*numbers.entry(&p.file).or_insert_with(|| {
+                files.push((p.file.as_str(), p.file_key.as_str()));
+                files.len() - 1
+            }))
+        })
+        .collect();
+    LayoutFiles { file_of, files }
+}
+
 /// `order`: the definition at each position `reach` counts.
-fn layout_of(defs: &[Definition], order: &[usize], reach: &ReachSet) -> Vec<FileLayout> {
-    let mut by_file: HashMap<&str, Vec<(&[u8; 32], u64)>> = HashMap::default();
-    let mut keys: HashMap<&str, &str> = HashMap::default();
-    for d in reach.members().map(|m| &defs[order[m]]) {
-        if let Some(p) = d.position.as_ref().filter(|p| !p.placed_in_inliners) {
+fn layout_of(
+    defs: &[Definition],
+    order: &[usize],
+    files: &LayoutFiles,
+    reach: &ReachSet,
+) -> Vec<FileLayout> {
+    let mut by_file: HashMap<usize, Vec<(&[u8; 32], u64)>> = HashMap::default();
+    for x in reach.members().map(|m| order[m]) {
+        if let (Some(f), Some(p)) = (files.file_of[x], defs[x].position.as_ref()) {
             by_file
-                .entry(&p.file)
+                .entry(f)
                 .or_default()
-                .push((&d.initial, p.line));
-            keys.insert(&p.file, &p.file_key);
+                .push((&defs[x].initial, p.line));
         }
     }
+    let mut bytes: Vec<u8> = Vec::new();
     let mut out: Vec<FileLayout> = by_file
         .into_iter()
-        .map(|(file, mut members)| {
+        .map(|(f, mut members)| {
+            // Mostly in order already: `order` follows the initial digests.
             members.sort_unstable();
             let first_line = members.iter().map(|m| m.1).min().unwrap_or(0);
-            let (mut relative, mut absolute) = (blake3::Hasher::new(), blake3::Hasher::new());
-            for (initial, line) in members {
-                relative.update(initial);
-                relative.update(&(line - first_line).to_le_bytes());
-                absolute.update(initial);
-                absolute.update(&line.to_le_bytes());
-            }
+            let mut hash_with = |line_of: &dyn Fn(u64) -> u64| {
+                bytes.clear();
+                for &(initial, line) in &members {
+                    bytes.extend_from_slice(initial);
+                    bytes.extend_from_slice(&line_of(line).to_le_bytes());
+                }
+                *blake3::hash(&bytes).as_bytes()
+            };
+            let relative = hash_with(&|line| line - first_line);
+            let absolute = hash_with(&|line| line);
+            let (file, file_key) = files.files[f];
             FileLayout {
                 file: file.to_string(),
-                file_key: keys[file].to_string(),
+                file_key: file_key.to_string(),
                 first_line,
-                relative: *relative.finalize().as_bytes(),
-                absolute: *absolute.finalize().as_bytes(),
+                relative,
+                absolute,
             }
         })
         .collect();
@@ -2715,7 +2750,7 @@ mod tests {
             (0..n).filter(|&v| seen[v]).collect::<Vec<usize>>()
         };
         let got = final_digests(&defs, &edges, &code_edges);
-        let identity: Vec<usize> = (0..n).collect();
+        use std::collections::BTreeMap;
         for x in 0..n {
             let mut initials: Vec<&[u8; 32]> = walk(&edges, x)
                 .into_iter()
@@ -2729,9 +2764,33 @@ mod tests {
             let mut h = blake3::Hasher::new();
             h.update(&defs[x].initial);
             h.update(set.finalize().as_bytes());
-            let reach =
-                ReachSet::Sparse(walk(&code_edges, x).into_iter().map(|m| m as u32).collect());
-            let layout = layout_of(&defs, &identity, &reach);
+            let mut by_file: BTreeMap<(&str, &str), Vec<(&[u8; 32], u64)>> = BTreeMap::new();
+            for d in walk(&code_edges, x).into_iter().map(|m| &defs[m]) {
+                if let Some(p) = d.position.as_ref().filter(|p| !p.placed_in_inliners) {
+                    (by_file.entry((&p.file_key, &p.file)).or_default()).push((&d.initial, p.line));
+                }
+            }
+            let layout: Vec<FileLayout> = (by_file.into_iter())
+                .map(|((file_key, file), mut members)| {
+                    members.sort_unstable();
+                    let first_line = members.iter().map(|m| m.1).min().unwrap();
+                    let (mut relative, mut absolute) =
+                        (blake3::Hasher::new(), blake3::Hasher::new());
+                    for (initial, line) in members {
+                        relative.update(initial);
+                        relative.update(&(line - first_line).to_le_bytes());
+                        absolute.update(initial);
+                        absolute.update(&line.to_le_bytes());
+                    }
+                    FileLayout {
+                        file: file.to_string(),
+                        file_key: file_key.to_string(),
+                        first_line,
+                        relative: *relative.finalize().as_bytes(),
+                        absolute: *absolute.finalize().as_bytes(),
+                    }
+                })
+                .collect();
             hash_layout(&mut h, &layout, defs[x].position.as_ref());
             assert_eq!(
                 got[x],
