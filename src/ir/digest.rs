@@ -2751,6 +2751,7 @@ mod tests {
         };
         let got = final_digests(&defs, &edges, &code_edges);
         use std::collections::BTreeMap;
+        type Member<'a> = (&'a [u8; 32], u64);
         for x in 0..n {
             let mut initials: Vec<&[u8; 32]> = walk(&edges, x)
                 .into_iter()
@@ -2764,7 +2765,8 @@ mod tests {
             let mut h = blake3::Hasher::new();
             h.update(&defs[x].initial);
             h.update(set.finalize().as_bytes());
-            let mut by_file: BTreeMap<(&str, &str), Vec<(&[u8; 32], u64)>> = BTreeMap::new();
+            // By file key, then file node: the order layouts are hashed in.
+            let mut by_file: BTreeMap<(&str, &str), Vec<Member>> = BTreeMap::new();
             for d in walk(&code_edges, x).into_iter().map(|m| &defs[m]) {
                 if let Some(p) = d.position.as_ref().filter(|p| !p.placed_in_inliners) {
                     (by_file.entry((&p.file_key, &p.file)).or_default()).push((&d.initial, p.line));
