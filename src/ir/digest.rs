@@ -2674,6 +2674,22 @@ mod tests {
         int unrelated(int y) { return y - 1; }
     "#;
 
+    /// The nodes of a graph of `n` reachable from `start`, in order: what
+    /// the digests' reach sets must hold, found the plain way.
+    fn walk_from(n: usize, edges: &[(usize, usize)], start: usize) -> Vec<usize> {
+        let mut seen = vec![false; n];
+        let mut work = vec![start];
+        seen[start] = true;
+        while let Some(v) = work.pop() {
+            for &(_, w) in edges.iter().filter(|e| e.0 == v) {
+                if !std::mem::replace(&mut seen[w], true) {
+                    work.push(w);
+                }
+            }
+        }
+        (0..n).filter(|&v| seen[v]).collect()
+    }
+
     /// Reach sets, sparse or dense, hold what a walk of the graph from each
     /// node finds: a long chain (its upper nodes reach enough to be
     /// bitsets), cycles, and many leaves (lists).
@@ -2691,17 +2707,7 @@ mod tests {
         };
         assert!(kinds(true) > 0 && kinds(false) > 0, "both forms: {reach:?}");
         for start in 0..n {
-            let mut seen = vec![false; n];
-            let mut work = vec![start];
-            seen[start] = true;
-            while let Some(v) = work.pop() {
-                for &(_, w) in edges.iter().filter(|e| e.0 == v) {
-                    if !std::mem::replace(&mut seen[w], true) {
-                        work.push(w);
-                    }
-                }
-            }
-            let walked: Vec<usize> = (0..n).filter(|&v| seen[v]).collect();
+            let walked = walk_from(n, &edges, start);
             let got: Vec<usize> = reach[comp_of[start]].members().collect();
             assert_eq!(got, walked, "from {start}");
         }
@@ -2736,19 +2742,7 @@ mod tests {
         edges.extend((150..299).map(|i| (i, (i * 31) % n)));
         let code_edges: Vec<(usize, usize)> =
             edges.iter().copied().filter(|e| e.0 % 4 != 0).collect();
-        let walk = |edges: &[(usize, usize)], start: usize| {
-            let mut seen = vec![false; n];
-            let mut work = vec![start];
-            seen[start] = true;
-            while let Some(v) = work.pop() {
-                for &(_, w) in edges.iter().filter(|e| e.0 == v) {
-                    if !std::mem::replace(&mut seen[w], true) {
-                        work.push(w);
-                    }
-                }
-            }
-            (0..n).filter(|&v| seen[v]).collect::<Vec<usize>>()
-        };
+        let walk = |edges: &[(usize, usize)], start: usize| walk_from(n, edges, start);
         let got = final_digests(&defs, &edges, &code_edges);
         use std::collections::BTreeMap;
         type Member<'a> = (&'a [u8; 32], u64);
