@@ -61,6 +61,40 @@ bool mayRunOn(llvm::Any IR) {
 
 constexpr llvm::StringLiteral kInlinerPass = "ModuleInlinerWrapperPass";
 
+// The section that holds a variable's alignment still while the pipeline
+// runs (see pinVariableAlignments); never seen outside it.
+constexpr llvm::StringLiteral kPinnedSection = ".repocc.pinned-alignment";
+
+// The optimizer raises the alignment of a variable the module defines to
+// what a load or store of it prefers (InferAlignment: a `char buf[10]`
+// that a 4-byte `memcpy` became an `i32` store to is then 4-aligned, an
+// array a loop was vectorized over for AVX 32-aligned), and the code of
+// every function from then on assumes it. A variable's bytes would then
+// depend on its users, not on what its digest covers: a variable stored
+// by a unit without such a user, or by this unit before an edit added
+// one, would be placed with less alignment than a recompiled user
+// assumes (`vmovaps` on a 16-aligned array faults), and the object would
+// differ from a cold compile's. LLVM raises no alignment of a global that
+// has both a section and an alignment (GlobalObject::canIncreaseAlignment),
+// so every variable defined here that it could raise gets one for the
+// pipeline's run. Nothing else in the optimizer reads a section but
+// ConstantMerge, which then leaves such a constant unmerged: as it leaves
+// the content-named ones, and as a warm compile, in which the other
+// constant may be stored code, would have to.
+void pinVariableAlignments(llvm::Module &M) {
+  for (llvm::GlobalVariable &GV : M.globals())
+    if (GV.isStrongDefinitionForLinker() && GV.isDSOLocal() && !GV.hasSection() && GV.getAlign())
+      GV.setSection(kPinnedSection);
+}
+
+// Takes the section pinVariableAlignments gave away again, from every
+// global that has it (a pass may have copied it to a new one).
+void unpinVariableAlignments(llvm::Module &M) {
+  for (llvm::GlobalVariable &GV : M.globals())
+    if (GV.hasSection() && GV.getSection() == kPinnedSection)
+      GV.setSection("");
+}
+
 } // namespace
 
 extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTargetMachineRef tm_ref,
@@ -141,7 +175,9 @@ extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTarget
   ModulePassManager MPM;
   if (Error err = PB.parsePassPipeline(MPM, pipeline))
     return wrap(std::move(err));
+  pinVariableAlignments(*M);
   MPM.run(*M, MAM);
+  unpinVariableAlignments(*M);
   return LLVMErrorSuccess;
 }
 

@@ -127,3 +127,54 @@ for path in "$src"/src/{lcode.c,lua.c,lparser.c} "$SCRATCH/recursions.c"; do
   done
   (same_layout "$f" "layout-$f" "$path" -DLUA_USE_LINUX)
 done
+
+# A variable's alignment is its own. LLVM raises a variable's alignment
+# for the loads and stores of its users (a 4-byte memcpy into a char[10]
+# becomes an i32 store; a loop vectorized for AVX loads 32 bytes), so with
+# the raise a stored variable's bytes depended on units and edits that had
+# other users, and a recompiled user could assume more than the stored
+# variable had (vmovaps on a 16-aligned table: SIGSEGV). align-users.c
+# compiled after align-plain.c (the same variables, other users) stored
+# them, after its own earlier version without the users, and cold into
+# an empty repository: the same bytes each way (with -g a unit's debug
+# fragments are its own, so only the edit can take them); linked behind 16 bytes of
+# data (the table then 16-aligned at best), the program runs.
+P="$WT_ROOT/programs"
+mkdir -p align && cd align
+printf 'long pad[2] = {1, 2};\nlong pad_at(int i) { return pad[i]; }\n' > pad.c
+clang-19 -O2 -c pad.c -o pad.o
+sed -e '/^__attribute__((noinline)) void doubled/,/^}/d' -e '/^__attribute__((noinline)) void name/d' \
+  -e 's/^  doubled();$//' -e 's/^  name();$//' "$P/align-users.c" > users-before.c
+for flags in "-O2" "-O2 -mavx2" "-O3 -g -mavx2"; do
+  tag=$(echo "$flags" | tr -d ' -')
+  rm -rf repo-*
+  # One path for each version: with -g the path is in the object, and
+  # the edit is the same unit's.
+  # shellcheck disable=SC2086
+  {
+    cp users-before.c users.c
+    REPOCC_DIR=$PWD/repo-edit "$REPOCC" $flags -c users.c -o before.o
+    cp "$P/align-users.c" users.c
+    REPOCC_DIR=$PWD/repo-edit "$REPOCC" $flags -c users.c -o edit-$tag.o
+    REPOCC_DIR=$PWD/repo-other "$REPOCC" $flags -c "$P/align-plain.c" -o plain.o
+    REPOCC_DIR=$PWD/repo-other "$REPOCC" $flags -c users.c -o other-$tag.o
+    REPOCC_DIR=$PWD/repo-cold "$REPOCC" $flags -c users.c -o cold-$tag.o
+  } || fail "align: a compile failed ($flags)"
+  # (With -g a unit's debug fragments are its own: nothing to take.)
+  if [[ $flags != *-g* ]]; then
+    REPOCC_DIR=$PWD/repo-other "$REPOCC" --show-stats | grep -Eq 'definitions_shared +[1-9]' \
+      || fail "align ($flags): align-users.c took nothing from align-plain.c, so nothing was tested"
+  fi
+  REPOCC_DIR=$PWD/repo-edit "$REPOCC" --show-stats | grep -Eq 'definitions_pruned +[1-9]' \
+    || fail "align ($flags): the edit pruned nothing, so nothing was tested"
+  cmp -s other-$tag.o cold-$tag.o || fail "align ($flags): compiled after align-plain.c, the object is not the cold one"
+  cmp -s edit-$tag.o cold-$tag.o || fail "align ($flags): compiled after its earlier version, the object is not the cold one"
+  if [[ $flags != *avx2* ]] || grep -qw avx2 /proc/cpuinfo; then
+    for o in other edit; do
+      clang-19 pad.o $o-$tag.o -o prog || fail "align ($flags): link"
+      assert_eq "align ($flags, $o)" "2 16 foo" "$(./prog)"
+    done
+  fi
+done
+cd ..
+note "variables' alignments are their own: after other users, after an edit and cold, the same bytes"
