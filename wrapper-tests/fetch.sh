@@ -54,3 +54,28 @@ prepare_sqlite_amalgamation() {
   fi
   echo "$out"
 }
+
+# fetch_gcc_torture: gcc's C execution torture tests
+# (gcc/testsuite/gcc.c-torture/execute, with ieee/) from Debian's gcc-12
+# source, unpacked once; prints their directory. Only that directory is
+# kept: the source package is 87 MB, its tests 8 MB.
+fetch_gcc_torture() {
+  local out="$CACHE/gcc-torture"
+  if [ ! -f "$out/.fetched" ]; then
+    local tmp="$CACHE/gcc-torture.tmp"
+    rm -rf "$out" "$tmp"
+    mkdir -p "$tmp"
+    (cd "$tmp" && apt-get source --download-only -q gcc-12 >/dev/null 2>&1) \
+      || fetch_debian_source_version gcc-12 "$tmp" \
+      || fail "apt-get source gcc-12 (are deb-src entries set up? run scripts/install-deps.sh)"
+    local orig inner
+    orig=$(ls "$tmp"/gcc-12_*.orig.tar.* | head -n 1)
+    inner=$(tar tf "$orig" | grep '/gcc-[0-9.]*-dfsg\.tar\.xz$') || fail "no gcc tarball in $orig"
+    (cd "$tmp" && tar xf "$orig" "$inner" && tar xJf "$inner" --wildcards '*/gcc/testsuite/gcc.c-torture/execute/*') \
+      || fail "unpacking gcc's torture tests from $orig"
+    mv "$tmp"/gcc-*/gcc/testsuite/gcc.c-torture/execute "$out"
+    rm -rf "$tmp"
+    touch "$out/.fetched"
+  fi
+  echo "$out"
+}
