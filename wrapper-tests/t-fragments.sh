@@ -232,6 +232,23 @@ for round in cold warm; do
 done
 note "units with ifuncs and target_clones run as clang's, cold and after an edit"
 
+# A unit whose file-scope assembly versions its symbols (`.symver`, as xz's
+# liblzma does) is compiled whole too, not by clang after a failed try:
+# the fragment that carried the assembly lacked the versioned definition.
+cat > symver.c <<'SRC'
+int get_52(int x) { return x + 52; }
+int get_50(int x) { return x + 50; }
+__asm__(".symver get_52,get@@V_5.2");
+__asm__(".symver get_50,get@V_5.0");
+SRC
+fallbacks=$(stat_value fallbacks)
+"$REPOCC" -O2 -c symver.c -o symver.o || fail "repocc symver.c"
+assert_eq "fallbacks for symver.c" 0 "$(delta fallbacks "$fallbacks")"
+for sym in 'get@@V_5.2' 'get@V_5.0' get_52 get_50; do
+  nm symver.o | grep -q " T $sym\$" || fail "symver.c: no $sym in the object: $(nm symver.o)"
+done
+note "a unit with .symver is compiled whole, its versioned symbols defined"
+
 # Unwind records are laid out as clang lays them out: each FDE padded to 4
 # bytes, the section's last to 8 (fragments' records were padded to 8, 4
 # bytes more per function than clang's: 5% of leveldb's .eh_frame). A unit

@@ -391,6 +391,24 @@ pub fn has_ifuncs(module: &inkwell::module::Module) -> bool {
     unsafe { !llvm_sys::core::LLVMGetFirstGlobalIFunc(module.as_mut_ptr()).is_null() }
 }
 
+/// Whether the module's file-scope assembly gives a symbol a version
+/// (`.symver name,name@@V`, as xz's liblzma does): the assembler wants the
+/// versioned symbol defined in the same object, and the fragment that
+/// would carry the assembly does not define it.
+pub fn has_symbol_versions(module: &inkwell::module::Module) -> bool {
+    let mut len = 0usize;
+    // SAFETY: the module is alive; the returned text is owned by it and read
+    // before anything can change it.
+    let text = unsafe {
+        let p = llvm_sys::core::LLVMGetModuleInlineAsm(module.as_mut_ptr(), &mut len);
+        if p.is_null() {
+            return false;
+        }
+        std::slice::from_raw_parts(p as *const u8, len)
+    };
+    text.windows(b".symver".len()).any(|w| w == b".symver")
+}
+
 /// Takes the name off every argument, block and instruction of `module`.
 pub fn strip_local_names(module: &inkwell::module::Module) {
     // SAFETY: `module` is a live module used by this thread only; the shim

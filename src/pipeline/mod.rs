@@ -243,9 +243,12 @@ fn run_stages<'ctx>(
     // whole unless asked otherwise.
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     // An ifunc and its resolver are compiled whole too: pruning or
-    // splitting the resolver away from it loses the ifunc's symbol.
-    let ifuncs = crate::llvm::has_ifuncs(&unit.module);
-    if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !ifuncs) {
+    // splitting the resolver away from it loses the ifunc's symbol. So is
+    // a unit whose file-scope assembly versions a symbol (`.symver`): the
+    // assembly needs the symbol's definition in its own object.
+    let whole =
+        crate::llvm::has_ifuncs(&unit.module) || crate::llvm::has_symbol_versions(&unit.module);
+    if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !whole) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
         // (nothing to do where they went before the module was copied).
