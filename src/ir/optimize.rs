@@ -20,6 +20,11 @@
 //! gone). Without it, each such function would still be compiled and
 //! linked into the program.
 //!
+//! Variables keep the alignment they were defined with while the pipeline
+//! runs (the shim pins it, `shim/passes.cpp`): LLVM raises a defined
+//! variable's alignment for its users' loads and stores, which would make
+//! a stored variable's bytes depend on functions outside its digest.
+//!
 //! With stored bodies (`bodies`), the context's functions get the bodies
 //! an earlier compile's inliner left them right before the inliner runs,
 //! and this compile's are kept right after it.
