@@ -55,6 +55,9 @@ def main():
         "-Wno-error=int-conversion",
         "-Wno-error=incompatible-pointer-types",
     ]
+    # Objects without position-independent code link into a program that
+    # is not one either (clang-19's default is a PIE).
+    link_flags = ["-no-pie"] if {"-fno-pic", "-fno-pie"} & set(flags) else []
     work = os.path.abspath(a.work)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -80,7 +83,7 @@ def main():
         problems = []
         linked = []
         for tag in ("clang", "shared"):
-            link = subprocess.run(["clang-19", n + f".{tag}.o", "-o", n + f".{tag}", "-lm"], capture_output=True)
+            link = subprocess.run(["clang-19"] + link_flags + [n + f".{tag}.o", "-o", n + f".{tag}", "-lm"], capture_output=True)
             linked.append(link.returncode == 0)
         outcome = "compiled"
         if linked[0] != linked[1]:
