@@ -178,12 +178,9 @@ struct DeclarationMaterializer final : ValueMaterializer {
     New->setDLLStorageClass(GV->getDLLStorageClass());
     New->setDSOLocal(GV->isDSOLocal());
     New->setThreadLocalMode(GV->getThreadLocalMode());
-    // What the optimizer inferred from every use in the unit (the address
-    // of `local_unnamed_addr` is never compared or escapes there) holds
-    // for the fragment's uses too: without it, a fragment's object would
-    // mark every symbol it calls address-significant (.llvm_addrsig),
-    // where clang's marks those whose address is taken, and a linker's
-    // safe identical code folding would fold less.
+    // The frontend's `unnamed_addr`; what the optimizer inferred from the
+    // unit's uses is replaced by what the fragment's own decide, once it
+    // is complete (see `markEscapingAddresses`).
     New->setUnnamedAddr(GV->getUnnamedAddr());
     return New;
   }
@@ -634,6 +631,23 @@ GlobalVariable *copyListEntries(Module &Dst, const GlobalVariable &List, ValueTo
   return NG;
 }
 
+// Address significance in a fragment's module as its own uses decide it
+// (repocc_shim::addressEscapes, as repocc_fragment_reach reports it for
+// carving): `local_unnamed_addr` where no use lets the address escape,
+// none where one does. The unit's attribute came from all of the unit's
+// uses (the optimizer's inference), so a fragment that only calls a
+// function would mark it address-significant (.llvm_addrsig) in a unit
+// where another definition takes its address and not elsewhere, and the
+// same fragment would be other bytes. Where it does not escape, a
+// linker's safe identical code folding may fold it, as clang's objects
+// let it for what they only call.
+void markEscapingAddresses(Module &M) {
+  for (GlobalValue &G : M.global_values())
+    if (!G.use_empty() && !G.hasGlobalUnnamedAddr() && !G.getName().starts_with("llvm."))
+      G.setUnnamedAddr(repocc_shim::addressEscapes(&G) ? GlobalValue::UnnamedAddr::None
+                                                      : GlobalValue::UnnamedAddr::Local);
+}
+
 } // namespace
 
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
@@ -925,6 +939,10 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   if (NamedMDNode *CUs = Dst->getNamedMetadata("llvm.dbg.cu"))
     if (CUs->getNumOperands() == 0)
       Dst->eraseNamedMetadata(CUs);
+  // A fragment's module is compiled; one sharing the unit's metadata is a
+  // stored body, kept as the unit had it.
+  if (!share_metadata)
+    markEscapingAddresses(*Dst);
   return wrap(Dst);
 }
 

@@ -266,17 +266,20 @@ extern "C" char *repocc_global_users(LLVMModuleRef module) {
 // found without making its module: the members and, through the local
 // definitions it would hold copies of, everything they reach. One line
 // per symbol: "R\t<name>" where the fragment would declare it (a reference),
-// "S\t<name>" where it has a use there and its address is significant (not
-// unnamed_addr, not thread-local); and "W\t<n>", the basic blocks of its
-// functions. The caller frees the string with LLVMDisposeMessage.
+// "S\t<name>" where a use there lets its address escape and the frontend
+// did not make it unnamed_addr, nor is it thread-local (see
+// addressEscapes: the fragment's module marks exactly these); and
+// "W\t<n>", the basic blocks of its functions. The caller frees the
+// string with LLVMDisposeMessage.
 extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *names,
                                        size_t count) {
   Module &M = *unwrap(module);
   SmallPtrSet<GlobalValue *, 16> Inside; // defined in the fragment
   SmallVector<GlobalValue *, 16> Work;
   SetVector<GlobalValue *> Used;       // with a use in the fragment
+  SmallPtrSet<GlobalValue *, 16> Escaping; // with a use that lets the address escape
   SetVector<GlobalValue *> Named;      // named by metadata only
-  SmallPtrSet<const Constant *, 32> Seen;
+  SmallPtrSet<const Constant *, 32> Seen[2]; // walked with Escapes false, true
   for (size_t i = 0; i < count; i++) {
     GlobalValue *GV = M.getNamedValue(names[i]);
     if (GV && !GV->isDeclaration() && Inside.insert(GV).second)
@@ -284,24 +287,41 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
   }
   // A local definition is copied into the fragment (the materializer's
   // rule); any other global is declared there.
-  std::function<void(const Constant *)> reach = [&](const Constant *C) {
+  // `Escapes`: whether the use lets the addresses in C escape (see
+  // addressEscapes: all but an access's address, and the `llvm.` lists).
+  std::function<void(const Constant *, bool)> reach = [&](const Constant *C, bool Escapes) {
     if (auto *G = dyn_cast<GlobalValue>(C)) {
       auto *GV = const_cast<GlobalValue *>(G);
       Used.insert(GV);
+      if (Escapes)
+        Escaping.insert(GV);
       if (GV->hasLocalLinkage() && !GV->isDeclaration() &&
           (isa<Function>(GV) || isa<GlobalVariable>(GV)) && Inside.insert(GV).second)
         Work.push_back(GV);
       return;
     }
-    if (!Seen.insert(C).second)
+    // A constant is walked once for each way it is used: escaping or not.
+    if (!Seen[Escapes].insert(C).second)
       return;
     for (const Use &Op : C->operands())
       if (auto *OC = dyn_cast<Constant>(Op.get()))
-        reach(OC);
+        reach(OC, Escapes);
   };
-  auto reachOperand = [&](const Value *V) {
+  auto reachOperand = [&](const Use &Op) {
+    const Value *V = Op.get();
     if (auto *C = dyn_cast<Constant>(V)) {
-      reach(C);
+      if (!repocc_shim::addressOnlyAccessed(Op)) {
+        reach(C, true);
+        return;
+      }
+      // An access's address: its base does not escape; the indices of
+      // the arithmetic on it are operands as any other.
+      while (repocc_shim::addressArithmetic(C)) {
+        for (unsigned i = 1; i < C->getNumOperands(); i++)
+          reach(cast<Constant>(C->getOperand(i)), true);
+        C = cast<Constant>(C->getOperand(0));
+      }
+      reach(C, false);
     } else if (auto *MV = dyn_cast<MetadataAsValue>(V)) {
       if (auto *VM = dyn_cast<ValueAsMetadata>(MV->getMetadata()))
         if (auto *G = dyn_cast<GlobalValue>(VM->getValue()))
@@ -313,22 +333,22 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
     GlobalValue *GV = Work.pop_back_val();
     if (auto *F = dyn_cast<Function>(GV)) {
       if (F->hasPersonalityFn())
-        reach(F->getPersonalityFn());
+        reach(F->getPersonalityFn(), true);
       if (F->hasPrefixData())
-        reach(F->getPrefixData());
+        reach(F->getPrefixData(), true);
       if (F->hasPrologueData())
-        reach(F->getPrologueData());
+        reach(F->getPrologueData(), true);
       for (const BasicBlock &BB : *F) {
         Blocks++;
         for (const Instruction &I : BB)
           for (const Use &Op : I.operands())
-            reachOperand(Op.get());
+            reachOperand(Op);
       }
     } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
       if (G->hasInitializer())
-        reach(G->getInitializer());
+        reach(G->getInitializer(), !G->getName().starts_with("llvm."));
     } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
-      reach(A->getAliasee());
+      reach(A->getAliasee(), true);
     }
   }
   std::string Out;
@@ -343,7 +363,7 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
   for (GlobalValue *G : Used) {
     if (!Inside.count(G) && (isa<Function>(G) || isa<GlobalVariable>(G) || isa<GlobalAlias>(G)))
       line('R', G);
-    if (G->getUnnamedAddr() == GlobalValue::UnnamedAddr::None && !G->isThreadLocal())
+    if (Escaping.count(G) && !G->hasGlobalUnnamedAddr() && !G->isThreadLocal())
       line('S', G);
   }
   for (GlobalValue *G : Named)

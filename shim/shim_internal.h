@@ -172,4 +172,71 @@ inline bool fileScopeRecord(const DICompositeType *T) {
   return !Scope || isa<DIFile>(Scope) || isa<DICompileUnit>(Scope);
 }
 
+// Address significance (.llvm_addrsig, what a linker's safe identical
+// code folding goes by) as a fragment's own code decides it. LLVM marks a
+// global with a use and no `unnamed_addr`; the optimizer infers
+// `local_unnamed_addr` from every use in the unit, so a fragment taken
+// from the unit would mark what it only calls when another definition of
+// that unit takes the address (glog's `vlog_is_on.cc` marked `abort` when
+// built after a unit passing `&abort`), and its object would depend on
+// what it was compiled with. A fragment therefore marks a global whose
+// address one of its own uses lets escape: anything but a direct call's
+// callee or a load's or store's address, through constant GEPs and casts.
+// The frontend's `unnamed_addr` (no address anywhere) still holds.
+
+// A use by an instruction that reads or writes through the address or
+// calls it, and nothing else.
+inline bool addressOnlyAccessed(const Use &U) {
+  const User *I = U.getUser();
+  if (auto *CB = dyn_cast<CallBase>(I))
+    return CB->isCallee(&U);
+  if (isa<LoadInst>(I))
+    return true;
+  if (isa<StoreInst>(I))
+    return U.getOperandNo() == StoreInst::getPointerOperandIndex();
+  return false;
+}
+
+// A constant GEP or pointer cast: what an access through it leaves as
+// insignificant as an access to its base.
+inline bool addressArithmetic(const Value *V) {
+  auto *CE = dyn_cast<ConstantExpr>(V);
+  return CE && (CE->getOpcode() == Instruction::GetElementPtr ||
+                CE->getOpcode() == Instruction::BitCast ||
+                CE->getOpcode() == Instruction::AddrSpaceCast);
+}
+
+// Whether a user of a global's address (a constant holding it, or a
+// global whose initializer, aliasee or personality it is) lets it escape:
+// a constant does where code or a variable's data holds it. What only the
+// initializers of `llvm.` variables hold (`llvm.used`, the structor
+// lists) does not escape: those lists say what to keep and run, not where
+// the address goes.
+inline bool constantUserEscapes(const User *Us) {
+  if (auto *G = dyn_cast<GlobalVariable>(Us))
+    return !G->getName().starts_with("llvm.");
+  if (isa<GlobalValue>(Us) || isa<Instruction>(Us))
+    return true;
+  return llvm::any_of(Us->users(), [](const User *U) { return constantUserEscapes(U); });
+}
+
+// Whether a use of `V` (a global, or address arithmetic on one) in a module
+// that holds one fragment lets its address escape. A constant no one uses
+// (the context keeps such) holds nothing.
+inline bool addressEscapes(const Value *V) {
+  for (const Use &U : V->uses()) {
+    const User *Us = U.getUser();
+    if (isa<Instruction>(Us)) {
+      if (!addressOnlyAccessed(U))
+        return true;
+    } else if (addressArithmetic(Us) && U.getOperandNo() == 0) {
+      if (addressEscapes(Us))
+        return true;
+    } else if (constantUserEscapes(Us)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 } // namespace repocc_shim

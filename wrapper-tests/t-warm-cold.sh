@@ -178,3 +178,38 @@ for flags in "-O2" "-O2 -mavx2" "-O3 -g -mavx2"; do
 done
 cd ..
 note "variables' alignments are their own: after other users, after an edit and cold, the same bytes"
+
+# Address significance is a fragment's own. The optimizer infers
+# `local_unnamed_addr` (the address is never compared or escapes) from
+# every use in the unit, and LLVM lists in `.llvm_addrsig` what has a use
+# without it: so an inline function that only calls free() listed free
+# when its unit also passed &free somewhere, and another unit taking that
+# fragment got other bytes than compiled cold (glog's vlog_is_on.cc, with
+# abort). keep.cpp takes free's address; call.cpp only calls it, through
+# the same inline function.
+mkdir -p addrsig && cd addrsig
+cat > release.hpp <<'CXX'
+#include <cstdlib>
+__attribute__((noinline)) inline void release(void *p) { if (p) std::free(p); }
+CXX
+printf '#include "release.hpp"\nvoid (*keep)(void *) = std::free;\nvoid a(void *p) { release(p); }\n' > keep.cpp
+printf '#include "release.hpp"\nvoid b(void *p) { release(p); }\nint main() { b(std::malloc(4)); }\n' > call.cpp
+significant() { llvm-readobj-19 --addrsig "$1" | awk '/Sym:/ { print $2 }' | sort | tr '\n' ' '; }
+for flags in "-O1" "-O2" "-O2 -g"; do
+  rm -rf repo-*
+  # shellcheck disable=SC2086
+  {
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c keep.cpp -o keep.o
+    REPOCC_DIR=$PWD/repo-shared "$REPOCC" --zero-stats > /dev/null
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c call.cpp -o call.o
+    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $flags -c call.cpp -o call-cold.o
+  } || fail "addrsig: a compile failed ($flags)"
+  REPOCC_DIR=$PWD/repo-shared "$REPOCC" --show-stats | grep -Eq 'definitions_shared +[1-9]' \
+    || fail "addrsig ($flags): call.cpp took nothing from keep.cpp, so nothing was tested"
+  assert_eq "addrsig ($flags): keep.cpp's significant symbols" "free " "$(significant keep.o)"
+  assert_eq "addrsig ($flags): call.cpp's significant symbols" "" "$(significant call.o)"
+  cmp -s call.o call-cold.o || fail "addrsig ($flags): compiled after keep.cpp, the object is not the cold one"
+  clang++-19 keep.o call.o -o prog && ./prog || fail "addrsig ($flags): the program does not link or run"
+done
+cd ..
+note "address significance is each fragment's own: after a unit taking the address, the cold bytes"

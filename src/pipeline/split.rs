@@ -1054,6 +1054,11 @@ int use(int x) {
   counter += v.size();
   return pointer(x) + other_name(x) + twice<long>(x);
 }
+// Only called and read here, while `pointer` takes helper's address and
+// `exposed` table's: neither is significant in this fragment.
+int call_only(int x) { return helper(x) + table[2] + counter; }
+const int *exposed() { return &table[1]; }
+__attribute__((used)) static void kept() {}
 "#,
         )
         .unwrap();
@@ -1068,7 +1073,7 @@ int use(int x) {
             let settings = CodegenSettings::plain_o2();
             let context = crate::llvm::test_context();
             let unit = canonical::load(&context, &out.stdout, "t.cc", &settings).unwrap();
-            let mut checked = 0;
+            let (mut checked, mut calls_only, mut takes_address) = (0, 0, 0);
             for (members, glue) in super::plan(&unit.module) {
                 if glue {
                     continue;
@@ -1085,9 +1090,26 @@ int use(int x) {
                     super::address_significant(&module),
                     "{members:?}"
                 );
+                if members.iter().any(|m| m.contains("call_only")) {
+                    assert!(
+                        reach.address_significant.is_empty(),
+                        "{opt} {members:?}: {:?}",
+                        reach.address_significant
+                    );
+                    calls_only += 1;
+                }
+                if members.iter().any(|m| m == "pointer") {
+                    assert!(
+                        reach.address_significant.iter().any(|s| s.contains("helper")),
+                        "{opt}: {:?}",
+                        reach.address_significant
+                    );
+                    takes_address += 1;
+                }
                 checked += 1;
             }
             assert!(checked > 10, "{checked}");
+            assert_eq!((calls_only, takes_address), (1, 1), "{opt}");
         }
     }
 
