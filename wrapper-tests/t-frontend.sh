@@ -159,6 +159,21 @@ if [ "$hard" = unlimited ] || [ "$hard" -ge 65536 ]; then
   note "the frontend on the main thread: no thread started, a 100000-term expression compiles"
 fi
 
+#    The rest of a unit's compile recurses as deep as its code is nested
+#    too: a type of 10000 pointer levels with -g (gcc's limits-pointer.c)
+#    overflowed the digests' walk of its debug types on the 8 MiB the main
+#    thread was put back to after the frontend, where clang-19 compiles
+#    it. The whole unit runs with the frontend's stack: on the main thread,
+#    or on a thread of its own where the hard limit is 8 MiB.
+python3 -c "print('int ' + '*' * 10000 + ' deep_pointer = 0;')" > pointers.c
+clang-19 -O2 -g -c pointers.c -o pointers.clang.o 2> /dev/null || fail "clang-19 refuses pointers.c"
+"$REPOCC" -O2 -g -c pointers.c -o pointers.o 2> /dev/null || fail "a type of 10000 pointer levels with -g"
+(ulimit -s 8192 && REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -g -c pointers.c -o pointers-8m.o 2> /dev/null) \
+  || fail "a type of 10000 pointer levels with -g under a hard 8 MiB stack limit"
+has " B deep_pointer" < <(nm pointers.o) || fail "pointers.o lacks deep_pointer"
+cmp -s pointers.o pointers-8m.o || fail "10000 pointer levels: the objects differ"
+note "a type of 10000 pointer levels compiles with -g, also under a hard 8 MiB stack limit"
+
 # 6. An -MMD unit through the unit cache: its headers are listed while it
 #    compiles in process (no preprocessing run after the compile), its
 #    dependency file is clang's (no system headers), and the next build of

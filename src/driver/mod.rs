@@ -558,16 +558,17 @@ fn compile_all(
     jobs: crate::config::Jobs,
     compile_one: impl Fn((usize, &plan::UnitPlan)) -> UnitResult + Sync + Send,
 ) -> Vec<UnitResult> {
+    use crate::support::stack;
     if units.len() == 1 {
         // What is left to do after the unit (composing, a link) needs none
         // of its AST or IR.
         crate::llvm::leave_unit_memory_to_exit();
-        return vec![compile_one((0, &units[0]))];
+        return vec![stack::with_unit_stack(|| compile_one((0, &units[0])))];
     }
     let threads = jobs.get().min(units.len()).max(1);
     match rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
-        .stack_size(16 << 20)
+        .stack_size(stack::UNIT_STACK_BYTES)
         .build()
     {
         Ok(pool) => pool.install(|| units.par_iter().enumerate().map(&compile_one).collect()),

@@ -131,47 +131,6 @@ pub struct InProcessClang {
     resolved: PathBuf,
 }
 
-/// The in-process frontend's stack: 8 MiB is what clang gets from the
-/// usual `ulimit -s`; more only costs address space.
-const FRONTEND_STACK_BYTES: usize = 64 << 20;
-
-/// What the main thread's stack may grow to while the frontend runs on it:
-/// as much as the frontend's own thread would have (clang's recursion
-/// guard assumes 8 MiB below the point where the frontend starts; some of
-/// its recursion is unguarded). Raising the soft limit only lets the stack
-/// grow: Linux keeps at least 128 MiB free below it.
-const MAIN_STACK_BYTES: u64 = FRONTEND_STACK_BYTES as u64;
-
-/// Runs `f` right here when this is the process's main thread and its
-/// stack may grow to [`MAIN_STACK_BYTES`] (the soft limit raised if need
-/// be, as clang's cc1 raises it, and put back after); `None` otherwise.
-/// A process that never started a thread keeps glibc's single-threaded
-/// allocator paths, which the whole compile of the unit then uses: the
-/// frontend on a thread of its own cost about 2% of a lua unit's time.
-fn on_main_thread<R>(f: impl FnOnce() -> R) -> Option<R> {
-    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
-    if std::thread::current().name() != Some("main") {
-        return None;
-    }
-    let before = getrlimit(Resource::Stack);
-    let enough = |limit: Option<u64>| limit.is_none_or(|n| n >= MAIN_STACK_BYTES);
-    if enough(before.current) {
-        return Some(f());
-    }
-    if !enough(before.maximum) {
-        return None;
-    }
-    let raised = Rlimit {
-        current: Some(MAIN_STACK_BYTES),
-        maximum: before.maximum,
-    };
-    setrlimit(Resource::Stack, raised).ok()?;
-    let result = f();
-    // Children (a linker, a fallback clang) get the user's limit.
-    let _ = setrlimit(Resource::Stack, before);
-    Some(result)
-}
-
 /// The LLVM installation repocc was built against (build.rs).
 const LLVM_PREFIX: &str = env!("REPOCC_LLVM_PREFIX");
 
@@ -309,13 +268,14 @@ fn on_frontend_stack(
     run: impl FnOnce() -> crate::llvm::InProcessFrontend + Send + Copy,
 ) -> Result<crate::llvm::InProcessFrontend> {
     use crate::llvm::InProcessFrontend;
-    if let Some(ran) = on_main_thread(run) {
-        return Ok(ran);
-    }
+    let run = match crate::support::stack::on_main_thread(run) {
+        Ok(ran) => return Ok(ran),
+        Err(run) => run,
+    };
     let ran = std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("clang-frontend".into())
-            .stack_size(FRONTEND_STACK_BYTES)
+            .stack_size(crate::support::stack::UNIT_STACK_BYTES)
             .spawn_scoped(scope, run)
             .map(|thread| thread.join())
     });

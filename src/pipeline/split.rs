@@ -1100,7 +1100,10 @@ __attribute__((used)) static void kept() {}
                 }
                 if members.iter().any(|m| m == "pointer") {
                     assert!(
-                        reach.address_significant.iter().any(|s| s.contains("helper")),
+                        reach
+                            .address_significant
+                            .iter()
+                            .any(|s| s.contains("helper")),
                         "{opt}: {:?}",
                         reach.address_significant
                     );

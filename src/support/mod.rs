@@ -1,11 +1,12 @@
 //! What every layer may use, depending on nothing of the crate: atomic
 //! output (`output`), temporary files and directories (`temporaries`)
 //! and what an interrupt removes (`interrupts`), the relative-line
-//! convention (`line_bases`).
+//! convention (`line_bases`), room on the stack for a unit (`stack`).
 
 pub mod interrupts;
 pub mod line_bases;
 pub mod output;
+pub mod stack;
 pub mod temporaries;
 
 /// The effective user id of this process.
