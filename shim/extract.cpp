@@ -43,9 +43,15 @@ const DICompileUnit *unitOfScope(const DIScope *S) {
   return nullptr;
 }
 
-// Whether `F`'s instructions lead to the compile unit `CU`: by a location
-// (or one it is inlined at) or a variable of a debug record or intrinsic.
+// Whether `F` leads to the compile unit `CU`: by its subprogram, or by an
+// instruction's location (or one it is inlined at) or a variable of a
+// debug record or intrinsic. (LLVM's search looks at the instructions
+// only; a function the optimizer left without any, `unreachable` alone,
+// then named a compile unit the module did not list, which the verifier
+// refuses.)
 bool reachesUnit(const Function &F, const DICompileUnit *CU) {
+  if (const DISubprogram *SP = F.getSubprogram(); SP && SP->getUnit() == CU)
+    return true;
   auto byLocation = [&](const DILocation *L) {
     for (int i = 0; i < 256 && L; i++, L = L->getInlinedAt())
       if (unitOfScope(L->getScope()) == CU)

@@ -334,3 +334,40 @@ for flags in "-O2 -g" "-O0 -g"; do
   [ "$(stat_value fragments_stored)" -gt 100 ] || fail "$flags: only $(stat_value fragments_stored) fragments stored"
 done
 unset REPOCC_DIR
+
+# A function the optimizer leaves without an instruction that has a
+# location (its body `unreachable` alone, gcc's torture test 931102-1.c):
+# its fragment still names its compile unit. The fragment's module named a
+# compile unit it did not list: with one code generation worker its debug
+# info was dropped without a word, with more the verifier refused it and
+# clang compiled the unit again, so the object depended on the load.
+# Whatever the workers, the object is the same and has what clang-19's
+# has: the compile unit and the subprogram.
+mkdir -p unreachable && cd unreachable
+cat > spin.c <<'C'
+char *e(char *);
+int spin(void) {
+  int a, d;
+  char *b;
+  while (1) {
+    if (a) {
+      if (d > *b++) d |= a;
+      if (b) b = e(b);
+    }
+  }
+}
+int ok(int a) { return a + 1; }
+C
+clang-19 -O2 -g -c spin.c -o spin.clang.o
+clang_subprograms=$(llvm-dwarfdump-19 --debug-info spin.clang.o | grep -c DW_TAG_subprogram)
+for jobs in 1 2; do
+  REPOCC_JOBS=$jobs REPOCC_DIR=$PWD/repo-$jobs "$REPOCC" -O2 -g -c spin.c -o spin-$jobs.o 2> stderr-$jobs \
+    || fail "unreachable body: repocc failed (REPOCC_JOBS=$jobs)"
+  [ -s stderr-$jobs ] && fail "unreachable body (REPOCC_JOBS=$jobs): $(cat stderr-$jobs)"
+  assert_eq "unreachable body (REPOCC_JOBS=$jobs): subprograms as clang-19's" "$clang_subprograms" \
+    "$(llvm-dwarfdump-19 --debug-info spin-$jobs.o | grep -c DW_TAG_subprogram)"
+  llvm-dwarfdump-19 --verify spin-$jobs.o > /dev/null || fail "unreachable body: DWARF does not verify"
+done
+cmp -s spin-1.o spin-2.o || fail "unreachable body: the object depends on the code generation workers"
+cd ..
+note "a function with an empty body keeps its debug info, whatever the workers"
