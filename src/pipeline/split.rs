@@ -597,7 +597,7 @@ fn emit_in_workers(
         let sender = sender;
         for _ in 0..workers {
             std::thread::Builder::new()
-                .stack_size(16 << 20)
+                .stack_size(crate::support::stack::UNIT_STACK_BYTES)
                 .spawn_scoped(scope, || {
                     // One target machine and code generation pipeline per
                     // worker.
@@ -783,7 +783,7 @@ pub(super) fn run_workers<T: Sync, R: Send>(
     std::thread::scope(|scope| {
         for _ in 0..workers {
             std::thread::Builder::new()
-                .stack_size(16 << 20)
+                .stack_size(crate::support::stack::UNIT_STACK_BYTES)
                 .spawn_scoped(scope, || loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };

@@ -5,8 +5,8 @@
 //! debug types overflow the usual 8 MiB, where clang-19 compiles it. A
 //! unit therefore runs on as much stack as the frontend's own thread gets.
 
-/// The stack a unit's compile runs on, the main thread's included: more
-/// only costs address space.
+/// The stack a unit's compile runs on, the main thread's and the code
+/// generation workers' included: more only costs address space.
 pub const UNIT_STACK_BYTES: usize = 64 << 20;
 
 /// Runs `f` right here when this is the process's main thread and its
