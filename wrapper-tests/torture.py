@@ -32,7 +32,9 @@ import sys
 
 def run(exe, cwd):
     try:
-        p = subprocess.run([exe], capture_output=True, timeout=10, cwd=cwd)
+        # A session of its own: a test that signals its process group
+        # must not reach the harness.
+        p = subprocess.run([exe], capture_output=True, timeout=10, cwd=cwd, start_new_session=True)
         return p.returncode, p.stdout
     except subprocess.TimeoutExpired:
         return "timeout", b""
