@@ -314,14 +314,16 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
         reach(C, true);
         return;
       }
-      // An access's address: its base does not escape; the indices of
-      // the arithmetic on it are operands as any other.
+      // An access's address: its base does not escape when it is a
+      // global (through other constants, `inttoptr` of arithmetic on one,
+      // it does, as addressEscapes finds); the indices of the arithmetic
+      // on it are operands as any other.
       while (repocc_shim::addressArithmetic(C)) {
         for (unsigned i = 1; i < C->getNumOperands(); i++)
           reach(cast<Constant>(C->getOperand(i)), true);
         C = cast<Constant>(C->getOperand(0));
       }
-      reach(C, false);
+      reach(C, !isa<GlobalValue>(C));
     } else if (auto *MV = dyn_cast<MetadataAsValue>(V)) {
       if (auto *VM = dyn_cast<ValueAsMetadata>(MV->getMetadata()))
         if (auto *G = dyn_cast<GlobalValue>(VM->getValue()))

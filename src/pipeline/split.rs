@@ -1058,6 +1058,8 @@ int use(int x) {
 // `exposed` table's: neither is significant in this fragment.
 int call_only(int x) { return helper(x) + table[2] + counter; }
 const int *exposed() { return &table[1]; }
+// Read through an integer: the address escapes, for both.
+int through_integer() { return *(const int *)((long)table + 4); }
 __attribute__((used)) static void kept() {}
 "#,
         )
