@@ -272,13 +272,7 @@ fn on_frontend_stack(
         Ok(ran) => return Ok(ran),
         Err(run) => run,
     };
-    let ran = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("clang-frontend".into())
-            .stack_size(crate::support::stack::UNIT_STACK_BYTES)
-            .spawn_scoped(scope, run)
-            .map(|thread| thread.join())
-    });
+    let ran = crate::support::stack::on_thread_of_its_own("clang-frontend", run);
     match ran {
         Ok(Ok(ran)) => Ok(ran),
         Ok(Err(_)) => anyhow::bail!("clang's frontend thread panicked"),

@@ -56,17 +56,27 @@ pub fn with_unit_stack<R: Send, F: FnOnce() -> R + Send + Copy>(f: F) -> R {
     if std::thread::current().name() != Some("main") {
         return f();
     }
-    let ran = std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("unit".into())
-            .stack_size(UNIT_STACK_BYTES)
-            .spawn_scoped(scope, f)
-            .map(|thread| thread.join())
-    });
+    let ran = on_thread_of_its_own("unit", f);
     match ran {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => std::panic::resume_unwind(panic),
         // No thread to be had: the stack there is.
         Err(_) => f(),
     }
+}
+
+/// Runs `f` on a new thread named `name` with [`UNIT_STACK_BYTES`] of
+/// stack and waits for it: the outer error when no thread could be had,
+/// the inner one when `f` panicked (each caller decides what either means).
+pub fn on_thread_of_its_own<R: Send, F: FnOnce() -> R + Send>(
+    name: &str,
+    f: F,
+) -> std::io::Result<std::thread::Result<R>> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(name.into())
+            .stack_size(UNIT_STACK_BYTES)
+            .spawn_scoped(scope, f)
+            .map(|thread| thread.join())
+    })
 }
