@@ -547,25 +547,15 @@ void shareContextFreeTypes(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap
         Shared->Clean.insert(MD);
 }
 
-// For a module the unit's metadata may be shared with (a bodies snapshot,
-// written as bitcode at once, while the unit's optimizer waits): maps to
-// itself every node `Kept` reach that reaches no global value, distinct
-// ones included, so that cloning makes no copy of the unit's debug info
-// (the copies stayed in the context for the rest of the compile: about
-// 30 MB of sqlite3.c's peak memory at -O2 -g). Returns whether the
-// compile unit `CU` maps to itself.
-bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
-                       const DICompileUnit *CU) {
-  SmallPtrSet<const Metadata *, 32> Seen;
-  SmallVector<const Metadata *, 64> Reached;
+// Every node `Reached` (the roots on entry) reaches, added to it, and of
+// them those that reach a value (see `reachingMapped`).
+SmallPtrSet<const Metadata *, 32> valueReaching(SmallVectorImpl<const Metadata *> &Reached) {
+  SmallPtrSet<const Metadata *, 32> Seen(Reached.begin(), Reached.end());
   bool AnyValue = false;
   auto visit = [&](const Metadata *MD) {
     if (MD && isa<MDNode>(MD) && Seen.insert(MD).second)
       Reached.push_back(MD);
   };
-  for (GlobalValue *GV : Kept)
-    if (auto *GO = dyn_cast<GlobalObject>(GV))
-      forEachObjectRoot(*GO, visit);
   // A value a node names (not a debug record's location: that is no
   // node's operand, and the clone maps it on its own).
   for (size_t i = 0; i < Reached.size(); i++)
@@ -589,6 +579,28 @@ bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
         }
     Mapped = reachingMapped(All, Users, true);
   }
+  return Mapped;
+}
+
+// For a module the unit's metadata may be shared with (a bodies snapshot,
+// written as bitcode at once, while the unit's optimizer waits): maps to
+// itself every node `Kept` reach that reaches no global value, distinct
+// ones included, so that cloning makes no copy of the unit's debug info
+// (the copies stayed in the context for the rest of the compile: about
+// 30 MB of sqlite3.c's peak memory at -O2 -g). Returns whether the
+// compile unit `CU` maps to itself.
+bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
+                       const DICompileUnit *CU) {
+  SmallVector<const Metadata *, 64> Reached;
+  SmallPtrSet<const Metadata *, 32> Roots;
+  auto root = [&](const Metadata *MD) {
+    if (MD && isa<MDNode>(MD) && Roots.insert(MD).second)
+      Reached.push_back(MD);
+  };
+  for (GlobalValue *GV : Kept)
+    if (auto *GO = dyn_cast<GlobalObject>(GV))
+      forEachObjectRoot(*GO, root);
+  SmallPtrSet<const Metadata *, 32> Mapped = valueReaching(Reached);
   if (CU && Mapped.count(CU))
     return false;
   // Uniqued nodes under them map to themselves as the mapper finds them.
@@ -596,6 +608,30 @@ bool shareUnitMetadata(ArrayRef<GlobalValue *> Kept, ValueToValueMapTy &VMap,
     if (cast<MDNode>(MD)->isDistinct() && !Mapped.count(MD))
       mapToSelf(VMap, MD);
   return true;
+}
+
+// The glue's compile units: the unit's own, unless one reaches a global
+// value (a C++ template argument `&N` of a retained type or variable
+// template: `DITemplateValueParameter`), which must be this module's. Such
+// a compile unit is cloned, with the nodes that reach a value; the rest
+// map to themselves. (The unit's node named the unit's global, and the
+// bitcode writer followed it out of this module.)
+void mapGlueCompileUnits(Module &Dst, ValueToValueMapTy &VMap, DeclarationMaterializer &Mat) {
+  NamedMDNode *CUs = Dst.getNamedMetadata("llvm.dbg.cu");
+  if (!CUs)
+    return;
+  SmallVector<const Metadata *, 64> Reached;
+  for (MDNode *CU : CUs->operands())
+    Reached.push_back(CU);
+  SmallPtrSet<const Metadata *, 32> Mapped = valueReaching(Reached);
+  if (Mapped.empty())
+    return;
+  for (const Metadata *MD : Reached)
+    if (cast<MDNode>(MD)->isDistinct() && !Mapped.count(MD))
+      mapToSelf(VMap, MD);
+  for (unsigned i = 0; i < CUs->getNumOperands(); i++)
+    if (Mapped.count(CUs->getOperand(i)))
+      CUs->setOperand(i, MapMetadata(CUs->getOperand(i), VMap, RF_None, nullptr, &Mat));
 }
 
 // The structor lists: a constructor or destructor entry with a key (a
@@ -830,6 +866,8 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
     mapCompileUnits();
     shareTypes(Kept);
   }
+  if (copy_module_asm)
+    mapGlueCompileUnits(*Dst, VMap, Mat);
   // Pass 2: bodies, initializers, aliasees.
   for (GlobalValue *GV : Kept) {
     if (auto *F = dyn_cast<Function>(GV)) {

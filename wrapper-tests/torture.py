@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""gcc's C execution torture tests through repocc (t-torture.sh).
+"""gcc's C execution torture tests through repocc (t-torture.sh); any
+directory of C or C++ (`*.C`, `*.cc`, `*.cpp`: g++.dg/torture) tests.
 
 Each test is compiled by clang-19 and by repocc with the same flags, into
 one repository that every test shares (so a test may take the fragments of
@@ -64,20 +65,33 @@ def main():
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     shared = os.path.join(work, "repo-shared")
-    tests = sorted(glob.glob(os.path.join(a.tests, "*.c"))) + sorted(
-        glob.glob(os.path.join(a.tests, "ieee", "*.c"))
+    # C++ tests in every folder below (g++.dg's own layout), C tests as
+    # gcc.c-torture has them (builtins/ needs its helpers, left out).
+    tests = sorted(
+        path
+        for pattern in ("*.c", "ieee/*.c", "**/*.C", "**/*.cc", "**/*.cpp")
+        for path in glob.glob(os.path.join(a.tests, pattern), recursive=True)
     )
+    # repocc++ beside repocc, as the tests' drivers install it.
+    repocc_cxx = os.path.join(os.path.dirname(os.path.abspath(a.repocc)), "repocc++")
     env = dict(os.environ, REPOCC_DIR=shared, REPOCC_UNIT_CACHE="0")
 
-    def compile_with(cc, source, out, repo=None):
+    def is_cxx(source):
+        return not source.endswith(".c")
+
+    def compile_with(tool, source, out, repo=None):
         e = env if repo is None else dict(env, REPOCC_DIR=repo)
+        if tool == "clang":
+            cc = "clang++-19" if is_cxx(source) else "clang-19"
+        else:
+            cc = repocc_cxx if is_cxx(source) else a.repocc
         return subprocess.run([cc] + flags + ["-c", source, "-o", out], capture_output=True, env=e)
 
     def check(i, source):
         n = os.path.join(work, str(i))
         name = os.path.relpath(source, a.tests)
-        c = compile_with("clang-19", source, n + ".clang.o")
-        r = compile_with(a.repocc, source, n + ".shared.o")
+        c = compile_with("clang", source, n + ".clang.o")
+        r = compile_with("repocc", source, n + ".shared.o")
         if (c.returncode == 0) != (r.returncode == 0):
             return "failed", f"{name}: clang-19 exit {c.returncode}, repocc exit {r.returncode}: {r.stderr.decode(errors='replace')[-400:]}"
         if c.returncode != 0:
@@ -85,7 +99,8 @@ def main():
         problems = []
         linked = []
         for tag in ("clang", "shared"):
-            link = subprocess.run(["clang-19"] + link_flags + [n + f".{tag}.o", "-o", n + f".{tag}", "-lm"], capture_output=True)
+            linker = "clang++-19" if is_cxx(source) else "clang-19"
+            link = subprocess.run([linker] + link_flags + [n + f".{tag}.o", "-o", n + f".{tag}", "-lm"], capture_output=True)
             linked.append(link.returncode == 0)
         outcome = "compiled"
         if linked[0] != linked[1]:
@@ -99,7 +114,7 @@ def main():
                 if got[0] != 0 or (stable and got[1] != expected[1]):
                     problems.append(f"{name}: clang-19's program exits 0, repocc's {got[0]}" + ("" if got[0] != 0 else " and prints otherwise"))
         empty = n + ".repo"
-        cold = compile_with(a.repocc, source, n + ".cold.o", repo=empty)
+        cold = compile_with("repocc", source, n + ".cold.o", repo=empty)
         shutil.rmtree(empty, ignore_errors=True)
         if cold.returncode != 0:
             problems.append(f"{name}: the compile into an empty repository failed")

@@ -5,3 +5,6 @@ void throw_if_negative(int v) {
 }
 int compute_initial() { return 40 + registered + 1; }
 int other_unit_value() { return shared_twice(50) + Counter<int>::bump(); }
+int tuning_knob = 5;
+int scaled(int x) { return 3 * x; }
+int probe_here() { return KnobProbe::read(Gauge{1}); }

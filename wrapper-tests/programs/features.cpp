@@ -71,6 +71,7 @@ int main() {
   std::cout << "template " << clamp_sum<int>(v, 0, 12) << " " << clamp_sum<double>({0.5, 0.25}, 0, 1) << "\n";
   std::cout << "shared " << shared_twice(21) << " " << Counter<int>::bump() << Counter<int>::bump() << "\n";
   tl_counter++;
+  std::cout << "probe " << KnobProbe::read(Gauge{4}) << " " << probe_here() << "\n";
   std::cout << "tls " << tl_counter << " other " << other_unit_value() << "\n";
   return 0;
 }
