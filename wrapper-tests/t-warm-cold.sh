@@ -213,3 +213,39 @@ for flags in "-O1" "-O2" "-O2 -g"; do
 done
 cd ..
 note "address significance is each fragment's own: after a unit taking the address, the cold bytes"
+
+# Names and paths beyond ASCII. LLVM prints a byte that is not printable
+# ASCII as \XX in a quoted name or string, and the digests read printed
+# modules: a function named `À` (g++'s ucnid-1.C) was known to them as
+# `_Z2\C3\80v`, to the module as `_Z2Àv`, so its stored fragment was taken
+# without what the unit's other definitions needed of its body (main
+# called it where the cold compile folded it), and a source under a
+# directory named `josé` kept no line of its own after an edit.
+mkdir -p "unicode/josé" && cd "unicode/josé"
+# A function defined in a header (shared with debug info too).
+printf 'int \\u00C0(int x) { return x + 1; }\n' > grave.h
+printf '#include "grave.h"\nint one(int x) { return \\u00C0(x); }\n' > one.cpp
+printf '#include "grave.h"\nint wh\\u00ff(int x) { return x + \\u00C0(x); }\nint main() { return wh\\u00ff(2) == 5 ? 0 : 1; }\n' > both.cpp
+for flags in "-O2" "-O2 -g"; do
+  rm -rf repo-*
+  # shellcheck disable=SC2086
+  {
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c one.cpp -o one.o
+    REPOCC_DIR=$PWD/repo-shared "$REPOCC" --zero-stats > /dev/null
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c both.cpp -o both.o
+    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $flags -c both.cpp -o both-cold.o
+  } || fail "unicode: a compile failed ($flags)"
+  [ "$(REPOCC_DIR=$PWD/repo-shared stat_value definitions_shared)" -ge 1 ] \
+    || fail "unicode ($flags): both.cpp took nothing from one.cpp, so nothing was tested"
+  cmp -s both.o both-cold.o || fail "unicode ($flags): compiled after one.cpp, the object is not the cold one"
+  clang++-19 both.o -o prog && ./prog || fail "unicode ($flags): the program does not link or run"
+  # Three lines added above: every definition moves, and is reused.
+  (printf '/*\n moved\n */\n'; cat both.cpp) > moved.cpp
+  # shellcheck disable=SC2086
+  REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $flags -c moved.cpp -o moved.o || fail "unicode: moved.cpp ($flags)"
+  # shellcheck disable=SC2086
+  REPOCC_DIR=$PWD/repo-new "$REPOCCXX" $flags -c moved.cpp -o moved-cold.o || fail "unicode: moved.cpp cold ($flags)"
+  cmp -s moved.o moved-cold.o || fail "unicode ($flags): after lines were added, the object is not the cold one"
+done
+cd ../..
+note "names and paths beyond ASCII: after another unit stored a function, and after an edit, the cold bytes"

@@ -168,6 +168,39 @@ struct Parsed<'a> {
     declarations: HashMap<String, &'a str>,
 }
 
+/// A name or metadata string as LLVM prints it in quotes, as the module
+/// holds it: a byte that is not printable ASCII, `"` or `\\` is printed as
+/// `\\` and two hex digits (every byte of a UTF-8 `À`). The digests work
+/// on the printed forms; a name or path that leaves this module, or is
+/// compared with one the module's API gives (`leader`, the unit's source),
+/// is the module's.
+pub fn unescape_printed(printed: &str) -> std::borrow::Cow<'_, str> {
+    if !printed.contains('\\') {
+        return std::borrow::Cow::Borrowed(printed);
+    }
+    let b = printed.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        match (
+            b[i],
+            b.get(i + 1).and_then(|&c| hex(c)),
+            b.get(i + 2).and_then(|&c| hex(c)),
+        ) {
+            (b'\\', Some(hi), Some(lo)) => {
+                out.push((hi * 16 + lo) as u8);
+                i += 3;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// Reads an identifier after a sigil (`@`, `%`, `$`): a quoted string or
 /// the usual identifier characters. Returns (name, bytes consumed).
 fn read_ident(s: &str) -> Option<(&str, usize)> {
@@ -1468,6 +1501,7 @@ pub fn rebase_relative_lines_of(
                 let file = md_reference(&p, body, "file")
                     .and_then(|f| p.metadata.get(f))
                     .and_then(|f| file_path(f));
+                let file = file.as_deref().map(unescape_printed);
                 memos.unit_source.insert(id, file.as_deref() == Some(path));
             }
         }
@@ -1475,12 +1509,12 @@ pub fn rebase_relative_lines_of(
     let header = p
         .functions
         .iter()
-        .find(|(n, _)| n == leader)
+        .find(|(n, _)| unescape_printed(n) == leader)
         .map(|(_, text)| text.lines().next().unwrap_or(""))
         .or_else(|| {
             p.variables
                 .iter()
-                .find(|(n, _)| n == leader)
+                .find(|(n, _)| unescape_printed(n) == leader)
                 .map(|(_, text)| *text)
         });
     let Some(own) = header.and_then(|h| own_position(&p, h, &mut memos)) else {
@@ -1552,7 +1586,10 @@ pub fn rebase_relative_lines_of(
     }
     Ok(Some(RebasedText {
         text: out,
-        inlined: owners.into_iter().map(|(k, _)| k.to_string()).collect(),
+        inlined: owners
+            .into_iter()
+            .map(|(k, _)| unescape_printed(k).into_owned())
+            .collect(),
     }))
 }
 
@@ -1822,17 +1859,27 @@ fn compute_parsed<'a>(
     }
     let recursion_code_keys = recursion_code_keys(p, &defs, &edges, &references);
     let inlined_lines = if lines == Lines::Relative {
-        unit_function_lines(p).into_iter().collect()
+        unit_function_lines(p)
+            .into_iter()
+            .map(|(key, line)| (unescape_printed(&key).into_owned(), line))
+            .collect()
     } else {
         std::collections::HashMap::new()
     };
+    // Names and paths as the module holds them (see `unescape_printed`).
+    for d in &mut defs {
+        if let std::borrow::Cow::Owned(name) = unescape_printed(&d.name) {
+            d.name = name;
+        }
+    }
     Ok(ModuleDigests {
         defs,
         edges,
         relative_lines: lines == Lines::Relative,
         unit_source: (lines == Lines::Relative)
             .then(|| unit_file(p).and_then(file_path))
-            .flatten(),
+            .flatten()
+            .map(|path| unescape_printed(&path).into_owned()),
         anchor,
         inlined_lines,
         references,
@@ -2605,6 +2652,24 @@ pub fn edit_impact(d: &ModuleDigests) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Names and strings read back as the module holds them: LLVM prints
+    /// every byte of a UTF-8 `À` as `\XX`, and `\\` as `\5C`.
+    #[test]
+    fn printed_names_read_back_as_the_module_holds_them() {
+        assert_eq!(unescape_printed("_Z2\\C3\\80v"), "_Z2\u{c0}v");
+        assert_eq!(
+            unescape_printed("/tmp/jos\\C3\\A9/a.c"),
+            "/tmp/jos\u{e9}/a.c"
+        );
+        assert_eq!(unescape_printed("a\\5Cb\\22c"), "a\\b\"c");
+        assert!(matches!(
+            unescape_printed("plain"),
+            std::borrow::Cow::Borrowed("plain")
+        ));
+        // Not an escape: kept as it is.
+        assert_eq!(unescape_printed("odd\\zz"), "odd\\zz");
+    }
 
     /// A module parsed from IR text in `context`.
     fn module_of<'c>(
