@@ -187,6 +187,21 @@ note "variables' alignments are their own: after other users, after an edit and 
 # fragment got other bytes than compiled cold (glog's vlog_is_on.cc, with
 # abort). keep.cpp takes free's address; call.cpp only calls it, through
 # the same inline function.
+# after_other_unit FLAGS FIRST SECOND: FIRST.cpp, then SECOND.cpp into the
+# same new repository (repo-shared, counters zeroed in between) and into
+# one of its own (SECOND-cold.o); fails when SECOND took nothing from FIRST.
+after_other_unit() {
+  rm -rf repo-*
+  # shellcheck disable=SC2086
+  {
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $1 -c "$2.cpp" -o "$2.o"
+    REPOCC_DIR=$PWD/repo-shared "$REPOCC" --zero-stats > /dev/null
+    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $1 -c "$3.cpp" -o "$3.o"
+    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $1 -c "$3.cpp" -o "$3-cold.o"
+  } || fail "$3.cpp after $2.cpp: a compile failed ($1)"
+  [ "$(REPOCC_DIR=$PWD/repo-shared stat_value definitions_shared)" -ge 1 ] \
+    || fail "$3.cpp took nothing from $2.cpp ($1), so nothing was tested"
+}
 mkdir -p addrsig && cd addrsig
 cat > release.hpp <<'CXX'
 #include <cstdlib>
@@ -196,16 +211,7 @@ printf '#include "release.hpp"\nvoid (*keep)(void *) = std::free;\nvoid a(void *
 printf '#include "release.hpp"\nvoid b(void *p) { release(p); }\nint main() { b(std::malloc(4)); }\n' > call.cpp
 significant() { llvm-readobj-19 --addrsig "$1" | awk '/Sym:/ { print $2 }' | sort | tr '\n' ' '; }
 for flags in "-O1" "-O2" "-O2 -g"; do
-  rm -rf repo-*
-  # shellcheck disable=SC2086
-  {
-    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c keep.cpp -o keep.o
-    REPOCC_DIR=$PWD/repo-shared "$REPOCC" --zero-stats > /dev/null
-    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c call.cpp -o call.o
-    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $flags -c call.cpp -o call-cold.o
-  } || fail "addrsig: a compile failed ($flags)"
-  REPOCC_DIR=$PWD/repo-shared "$REPOCC" --show-stats | grep -Eq 'definitions_shared +[1-9]' \
-    || fail "addrsig ($flags): call.cpp took nothing from keep.cpp, so nothing was tested"
+  after_other_unit "$flags" keep call
   assert_eq "addrsig ($flags): keep.cpp's significant symbols" "free " "$(significant keep.o)"
   assert_eq "addrsig ($flags): call.cpp's significant symbols" "" "$(significant call.o)"
   cmp -s call.o call-cold.o || fail "addrsig ($flags): compiled after keep.cpp, the object is not the cold one"
@@ -227,16 +233,7 @@ printf 'int \\u00C0(int x) { return x + 1; }\n' > grave.h
 printf '#include "grave.h"\nint one(int x) { return \\u00C0(x); }\n' > one.cpp
 printf '#include "grave.h"\nint wh\\u00ff(int x) { return x + \\u00C0(x); }\nint main() { return wh\\u00ff(2) == 5 ? 0 : 1; }\n' > both.cpp
 for flags in "-O2" "-O2 -g"; do
-  rm -rf repo-*
-  # shellcheck disable=SC2086
-  {
-    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c one.cpp -o one.o
-    REPOCC_DIR=$PWD/repo-shared "$REPOCC" --zero-stats > /dev/null
-    REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" $flags -c both.cpp -o both.o
-    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" $flags -c both.cpp -o both-cold.o
-  } || fail "unicode: a compile failed ($flags)"
-  [ "$(REPOCC_DIR=$PWD/repo-shared stat_value definitions_shared)" -ge 1 ] \
-    || fail "unicode ($flags): both.cpp took nothing from one.cpp, so nothing was tested"
+  after_other_unit "$flags" one both
   cmp -s both.o both-cold.o || fail "unicode ($flags): compiled after one.cpp, the object is not the cold one"
   clang++-19 both.o -o prog && ./prog || fail "unicode ($flags): the program does not link or run"
   # Three lines added above: every definition moves, and is reused.
