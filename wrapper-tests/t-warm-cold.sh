@@ -246,3 +246,50 @@ for flags in "-O2" "-O2 -g"; do
 done
 cd ../..
 note "names and paths beyond ASCII: after another unit stored a function, and after an edit, the cold bytes"
+
+# The order of keyed initializers. A C++ inline variable's or a template
+# variable's dynamic initializer is keyed by the variable: its
+# `.init_array` section sits in the variable's COMDAT group, and the
+# linker runs a unit's in the order of those sections in its object.
+# C++17 orders inline variables defined one after another by it, and
+# clang's object has them in `llvm.global_ctors` order; composed objects
+# had them in fragment order, so `c` below was 1, not 42 (and g++'s
+# var-templ39a.C aborted).
+mkdir -p structors && cd structors
+cat > order.hpp <<'CXX'
+int seed();
+inline int a = seed();
+inline int b = a + 1;
+inline int c = b + 1;
+template <class> int depth = seed() - 39;
+template <class T, int N> int depth<T[N]> = depth<T> + 1;
+__attribute__((constructor(200))) inline void early() {}
+CXX
+printf '#include "order.hpp"\nint first() { return c + depth<int[2][3]>; }\n' > first.cpp
+cat > second.cpp <<'CXX'
+#include <cstdio>
+#include "order.hpp"
+int seed() { return 40; }
+int x = c + 1;
+__attribute__((constructor)) static void hello() { std::printf("hello %d\n", a); }
+int main() {
+  std::printf("%d %d %d %d %d %d\n", a, b, c, x, depth<int[2][3]>, depth<long[4][2][3]>);
+}
+CXX
+clang++-19 -std=c++17 second.cpp -o clang-prog || fail "structors: clang-19 does not build second.cpp"
+expected=$(./clang-prog)
+for flags in "-O0" "-O2" "-O2 -g"; do
+  after_other_unit "-std=c++17 $flags" first second
+  cmp -s second.o second-cold.o || fail "structors ($flags): compiled after first.cpp, the object is not the cold one"
+  for o in second.o second-cold.o; do
+    clang++-19 "$o" -o prog || fail "structors ($flags): $o does not link"
+    assert_eq "structors ($flags): what $o's program prints" "$expected" "$(./prog)"
+  done
+  # From the unit cache: the object composed again, the same bytes.
+  # shellcheck disable=SC2086
+  REPOCC_DIR=$PWD/repo-shared "$REPOCCXX" -std=c++17 $flags -c second.cpp -o again.o \
+    || fail "structors ($flags): second.cpp again"
+  cmp -s again.o second.o || fail "structors ($flags): the unit cache's object is not the compiled one"
+done
+cd ..
+note "keyed initializers run in clang's order: after another unit stored them, cold, and from the unit cache"

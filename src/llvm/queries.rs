@@ -40,13 +40,20 @@ pub fn comdat_of(module: &inkwell::module::Module, name: &str) -> Option<String>
     }
 }
 
-/// The keys of the module's constructor and destructor entries (a C++
-/// inline variable's or a template's static data member's dynamic
-/// initializer is keyed by the variable): such an entry is emitted with
-/// its key, in the key's COMDAT group (see `extract_definitions`).
-pub fn structor_keys(module: &inkwell::module::Module) -> std::collections::HashSet<String> {
-    let mut keys = std::collections::HashSet::new();
-    for list in ["llvm.global_ctors", "llvm.global_dtors"] {
+/// One entry of `llvm.global_ctors` or `llvm.global_dtors`.
+struct StructorEntry {
+    /// Whether it is a destructor entry.
+    destructor: bool,
+    priority: u64,
+    /// The name of its key, if it has one.
+    key: Option<String>,
+}
+
+/// The module's constructor entries, then its destructor entries, each
+/// list in its own order.
+fn structor_entries(module: &inkwell::module::Module) -> Vec<StructorEntry> {
+    let mut entries = Vec::new();
+    for (destructor, list) in [(false, "llvm.global_ctors"), (true, "llvm.global_dtors")] {
         let Some(global) = module.get_global(list) else {
             continue;
         };
@@ -65,14 +72,53 @@ pub fn structor_keys(module: &inkwell::module::Module) -> std::collections::Hash
                 if entry.is_null() || LLVMGetNumOperands(entry) < 3 {
                     continue;
                 }
+                let priority = LLVMGetOperand(entry, 0);
+                let priority = if priority.is_null() || LLVMIsAConstantInt(priority).is_null() {
+                    u64::from(u16::MAX)
+                } else {
+                    LLVMConstIntGetZExtValue(priority)
+                };
                 let key = LLVMGetOperand(entry, 2);
-                if !key.is_null() && !LLVMIsAGlobalValue(key).is_null() {
-                    keys.insert(value_name(key));
-                }
+                let key =
+                    (!key.is_null() && !LLVMIsAGlobalValue(key).is_null()).then(|| value_name(key));
+                entries.push(StructorEntry {
+                    destructor,
+                    priority,
+                    key,
+                });
             }
         }
     }
-    keys
+    entries
+}
+
+/// The keys of the module's constructor and destructor entries (a C++
+/// inline variable's or a template's static data member's dynamic
+/// initializer is keyed by the variable): such an entry is emitted with
+/// its key, in the key's COMDAT group (see `extract_definitions`).
+pub fn structor_keys(module: &inkwell::module::Module) -> std::collections::HashSet<String> {
+    (structor_entries(module).into_iter())
+        .filter_map(|e| e.key)
+        .collect()
+}
+
+/// The module's constructor and destructor entries in the order the code
+/// generator writes them: constructors, then destructors, each by
+/// priority and then as listed (as LLVM's `AsmPrinter` emits them), as
+/// (destructor, priority, key; `""` for an entry without one), each once,
+/// where it first comes. An entry with a key gets a table section of its
+/// own, in the key's group; those of one priority without a key share
+/// one. The linker runs a unit's entries in the order of those sections
+/// in its object, and C++17 orders inline variables' initializers by it,
+/// so the composer places them in this order (`obj::structor_order`).
+pub fn structor_order(module: &inkwell::module::Module) -> Vec<(bool, u64, String)> {
+    let mut entries = structor_entries(module);
+    entries.sort_by_key(|e| (e.destructor, e.priority));
+    let mut seen = std::collections::HashSet::new();
+    (entries.into_iter())
+        .map(|e| (e.destructor, e.priority, e.key.unwrap_or_default()))
+        .filter(|entry| seen.insert(entry.clone()))
+        .collect()
 }
 
 /// The function whose block addresses the initializer of the global

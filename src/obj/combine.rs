@@ -143,7 +143,7 @@ fn merge_visibility(a: u8, b: u8) -> u8 {
 /// in `locals` (where defined) local. `None`: not a case handled here.
 #[cfg(test)]
 pub fn combine(objects: &[&[u8]], locals: &[String], unnamed: &[String]) -> Option<Vec<u8>> {
-    combine_filling(objects, locals, unnamed, CodeFill::Trap).ok()
+    combine_filling(objects, locals, unnamed, &[], CodeFill::Trap).ok()
 }
 
 /// How the gaps an alignment leaves between pieces of x86-64 code are
@@ -202,12 +202,15 @@ fn x86_nops(len: usize, max: usize) -> Vec<u8> {
     out
 }
 
-/// [`combine`], with code padded as `fill` says; the reason when the
-/// objects are not a case handled here.
+/// [`combine`], with code padded as `fill` says and the constructor and
+/// destructor tables last, in the order of `structors` (one
+/// `structor_order::table_entry` each; none moved when it is empty); the
+/// reason when the objects are not a case handled here.
 pub fn combine_filling(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
+    structors: &[String],
     fill: CodeFill,
 ) -> Result<Vec<u8>, Decline> {
     let inputs: Vec<Input> = (objects.iter())
@@ -237,7 +240,7 @@ pub fn combine_filling(
     let debug: Vec<&DebugSections> = plans.iter().map(|p| &p.debug).collect();
     let abbrevs = AbbrevUnions::of(&debug);
     let string_tables = StringTables::of(&debug);
-    let mut composer = Composer::new(machine, fill);
+    let mut composer = Composer::new(machine, fill, structors);
     for (position, (input, mut plan)) in inputs.iter().zip(plans).enumerate() {
         plan.debug.finish(
             input,
@@ -343,10 +346,15 @@ struct Composer {
     /// Entries of the shared string offsets table already relocated (by an
     /// earlier part whose units name the same string).
     shared_entries: HashSet<(usize, u64)>,
+    /// The rank of each structor table (its `structor_order::table_entry`);
+    /// empty: the tables stay where they are.
+    structor_keys: HashMap<Vec<u8>, usize>,
+    /// Output structor table → its rank (the lowest of what went in).
+    structor_rank: HashMap<usize, usize>,
 }
 
 impl Composer {
-    fn new(machine: u16, fill: CodeFill) -> Composer {
+    fn new(machine: u16, fill: CodeFill, structors: &[String]) -> Composer {
         Composer {
             machine,
             fill,
@@ -363,6 +371,10 @@ impl Composer {
             private_data: HashMap::default(),
             string_tables_at: HashMap::default(),
             shared_entries: HashSet::default(),
+            structor_keys: (structors.iter().enumerate())
+                .map(|(rank, key)| (key.as_bytes().to_vec(), rank))
+                .collect(),
+            structor_rank: HashMap::default(),
         }
     }
 
@@ -419,6 +431,7 @@ impl Composer {
                 _ => {}
             }
         }
+        self.rank_structor_tables(input, &part)?;
         for &(gi, go) in &part.groups {
             let s = &input.shdrs[gi];
             let (flag, group) = input.group(s)?;
@@ -437,6 +450,41 @@ impl Composer {
                 signature,
                 members,
             };
+        }
+        Some(())
+    }
+
+    /// Records the rank of each constructor or destructor table of the
+    /// part: its group's key's, or that of the entries without a key.
+    fn rank_structor_tables(&mut self, input: &Input, part: &Placement) -> Option<()> {
+        if self.structor_keys.is_empty() {
+            return Some(());
+        }
+        let mut key_of: HashMap<usize, &[u8]> = HashMap::default();
+        for &(gi, _) in &part.groups {
+            let s = &input.shdrs[gi];
+            let sym = input.syms.get(s.info as usize)?;
+            let signature = c_str(input.strtab, sym.name)?;
+            for m in input.group(s)?.1 {
+                key_of.insert(m, signature);
+            }
+        }
+        for (i, s) in input.shdrs.iter().enumerate() {
+            if !super::structor_order::is_structor_table(s.sh_type) {
+                continue;
+            }
+            let Some((o, _)) = part.placed.get(i).copied().flatten() else {
+                continue;
+            };
+            let key = key_of.get(&i).copied().unwrap_or(b"");
+            let entry = super::structor_order::entry_of(c_str(input.shstrtab, s.name)?, key);
+            let rank = self
+                .structor_keys
+                .get(&entry)
+                .copied()
+                .unwrap_or(usize::MAX);
+            let at = self.structor_rank.entry(o).or_insert(rank);
+            *at = (*at).min(rank);
         }
         Some(())
     }
@@ -855,6 +903,14 @@ impl Composer {
         };
         if self.machine == EM_X86_64 {
             resolve_local_calls(&mut self.sections, &self.locals, &self.globals, &localize);
+        }
+        if !self.structor_keys.is_empty() {
+            super::structor_order::place_structors_last(
+                &mut self.sections,
+                &mut self.locals,
+                &mut self.globals,
+                &self.structor_rank,
+            );
         }
         write(
             first,

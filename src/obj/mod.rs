@@ -6,7 +6,8 @@
 //! - [`combine`]: a unit's fragments combined into one object, as `ld.lld
 //!   -r` would (composing), with the DWARF of the parts merged through
 //!   [`debug_compose`], [`debug_units`] and [`debug_tables`] and unwind
-//!   records through [`unwind`].
+//!   records through [`unwind`], its constructor and destructor tables
+//!   placed by [`structor_order`].
 //! - [`carve`]: one object compiled for many fragments cut into one object
 //!   per fragment, each fragment's debug info written anew by
 //!   [`debug_carve`].
@@ -42,4 +43,5 @@ pub mod debug_widen;
 pub mod dwarf;
 pub mod elf;
 mod leb128;
+pub mod structor_order;
 pub mod unwind;

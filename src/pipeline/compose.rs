@@ -54,34 +54,38 @@ pub fn compose_for_recipe(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
+    structors: &[String],
     fill: u8,
 ) -> Option<Vec<u8>> {
     let fill = match fill {
         u8::MAX => crate::obj::combine::CodeFill::Trap,
         n => crate::obj::combine::CodeFill::Nops(n),
     };
-    crate::obj::combine::combine_filling(objects, locals, unnamed, fill).ok()
+    crate::obj::combine::combine_filling(objects, locals, unnamed, structors, fill).ok()
 }
 
-/// Combines fragment objects, in order, into one relocatable object and
-/// writes it like [`write_object`]; returns the digest (blake3) of what
-/// it wrote. Where `obj::combine` declines (the reason is returned, for
+/// Combines fragment objects, in order, into one relocatable object, its
+/// constructor and destructor tables last in the order of `structors`
+/// (`llvm::structor_order`), and writes it like [`write_object`]; returns
+/// the digest (blake3) of what it wrote. Where `obj::combine` declines (the reason is returned, for
 /// the statistics), `ld.lld -r` combines them over a single archive of
 /// them (thousands of fragments cost one file).
 pub fn compose_fragments(
     objects: &[&[u8]],
     locals: &[String],
     unnamed: &[String],
+    structors: &[String],
     fill: crate::obj::combine::CodeFill,
     output: &Path,
 ) -> Result<std::result::Result<[u8; 32], Decline>> {
-    let decline = match crate::obj::combine::combine_filling(objects, locals, unnamed, fill) {
-        Ok(bytes) => {
-            output::write_output(output, &bytes)?;
-            return Ok(Ok(*blake3::hash(&bytes).as_bytes()));
-        }
-        Err(decline) => decline,
-    };
+    let decline =
+        match crate::obj::combine::combine_filling(objects, locals, unnamed, structors, fill) {
+            Ok(bytes) => {
+                output::write_output(output, &bytes)?;
+                return Ok(Ok(*blake3::hash(&bytes).as_bytes()));
+            }
+            Err(decline) => decline,
+        };
     let dir = tempfile::Builder::new()
         .prefix("repocc-fragments")
         .tempdir()
@@ -157,7 +161,8 @@ pub fn write_object(
     if locals.is_empty() {
         return output::write_output(output, object).map(|()| None);
     }
-    let decline = match crate::obj::combine::combine_filling(&[object], locals, unnamed, fill) {
+    let decline = match crate::obj::combine::combine_filling(&[object], locals, unnamed, &[], fill)
+    {
         Ok(bytes) => return output::write_output(output, &bytes).map(|()| None),
         Err(decline) => decline,
     };
@@ -238,7 +243,7 @@ mod tests {
         let x86_32 = compile(d, "m32.c", "int f(int x) { return x + 1; }\n", &["-m32"]);
         let out = d.join("m32-out.o");
         let declined =
-            super::compose_fragments(&[&x86_32], &[], &[], CodeFill::Trap, &out).unwrap();
+            super::compose_fragments(&[&x86_32], &[], &[], &[], CodeFill::Trap, &out).unwrap();
         assert_eq!(
             declined,
             Err(Decline("a part that is not an object read here"))
@@ -246,7 +251,8 @@ mod tests {
         assert!(std::fs::read(&out).unwrap().starts_with(b"\x7fELF\x01"));
         let ok = compile(d, "ok.c", "int g(int x) { return x * 3; }\n", &[]);
         let out = d.join("ok-out.o");
-        let composed = super::compose_fragments(&[&ok], &[], &[], CodeFill::Trap, &out).unwrap();
+        let composed =
+            super::compose_fragments(&[&ok], &[], &[], &[], CodeFill::Trap, &out).unwrap();
         let written = std::fs::read(&out).unwrap();
         assert_eq!(composed, Ok(*blake3::hash(&written).as_bytes()));
     }

@@ -683,10 +683,16 @@ impl Stages<'_, '_> {
                 every_type_unit_whole(&objects, &unit.source_name)?;
             }
         }
+        let structors: Vec<String> = (crate::llvm::structor_order(&unit.module).iter())
+            .map(|(dtor, priority, key)| {
+                crate::obj::structor_order::table_entry(*dtor, *priority, key)
+            })
+            .collect();
         let object = match compose::compose_fragments(
             &objects,
             &unit.originally_local,
             &unit.unnamed_locals,
+            &structors,
             code_fill(unit),
             output,
         )? {
@@ -704,6 +710,7 @@ impl Stages<'_, '_> {
                 .collect(),
             locals: unit.originally_local.clone(),
             unnamed: unit.unnamed_locals.clone(),
+            structors,
             fill: compose::fill_byte(code_fill(unit)),
         };
         Ok((None, Some(recipe)))

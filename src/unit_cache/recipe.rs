@@ -58,13 +58,16 @@ pub struct Recipe {
     /// and how code is padded (the composer's own encoding).
     pub locals: Vec<String>,
     pub unnamed: Vec<String>,
+    /// The order of the constructor and destructor tables (their keys).
+    pub structors: Vec<String>,
     pub fill: u8,
 }
 
-/// Composes object parts in process, as the pipeline composed the unit;
-/// `None` where it declines. (The unit cache does not read objects itself:
-/// the driver hands it the object layer's composer.)
-pub type Composer = fn(&[&[u8]], &[String], &[String], u8) -> Option<Vec<u8>>;
+/// Composes object parts in process, as the pipeline composed the unit
+/// (the parts, locals, unnamed symbols, structor order and code fill of
+/// [`Recipe`]); `None` where it declines. (The unit cache does not read
+/// objects itself: the driver hands it the object layer's composer.)
+pub type Composer = fn(&[&[u8]], &[String], &[String], &[String], u8) -> Option<Vec<u8>>;
 
 /// Whether a result's payload is a recipe (whole or a difference).
 pub fn is_recipe(payload: &[u8]) -> bool {
@@ -138,7 +141,7 @@ impl Recipe {
                 }
             }
         }
-        for names in [&self.locals, &self.unnamed] {
+        for names in [&self.locals, &self.unnamed, &self.structors] {
             put_len(&mut body, names.len());
             for n in names {
                 put_bytes(&mut body, n.as_bytes());
@@ -172,11 +175,13 @@ impl Recipe {
         };
         let locals = names()?;
         let unnamed = names()?;
+        let structors = names()?;
         (r.at == body.len()).then_some(Recipe {
             object,
             parts,
             locals,
             unnamed,
+            structors,
             fill,
         })
     }
@@ -199,7 +204,13 @@ impl Recipe {
                 Part::Inline(bytes) => bytes.as_slice(),
             })
             .collect();
-        let object = compose(&objects, &self.locals, &self.unnamed, self.fill)?;
+        let object = compose(
+            &objects,
+            &self.locals,
+            &self.unnamed,
+            &self.structors,
+            self.fill,
+        )?;
         (*blake3::hash(&object).as_bytes() == self.object).then_some(object)
     }
 }
@@ -251,10 +262,11 @@ mod tests {
         objects: &[&[u8]],
         locals: &[String],
         unnamed: &[String],
+        structors: &[String],
         fill: u8,
     ) -> Option<Vec<u8>> {
         let mut out = objects.concat();
-        out.extend(locals.iter().chain(unnamed).flat_map(|n| n.bytes()));
+        out.extend((locals.iter().chain(unnamed).chain(structors)).flat_map(|n| n.bytes()));
         out.push(fill);
         Some(out)
     }
@@ -264,6 +276,7 @@ mod tests {
             &[b"glue", b"-one", b"-two"],
             &["counter".into()],
             &[".L.str".into()],
+            &["a".into(), "".into()],
             15,
         )
         .unwrap();
@@ -277,6 +290,7 @@ mod tests {
             ],
             locals: vec!["counter".into()],
             unnamed: vec![".L.str".into()],
+            structors: vec!["a".into(), "".into()],
             fill: 15,
         }
     }
@@ -292,7 +306,14 @@ mod tests {
     #[test]
     fn a_recipe_reads_back_and_composes_its_object() {
         let r = recipe();
-        let object = joining(&[b"glue", b"-one", b"-two"], &r.locals, &r.unnamed, 15).unwrap();
+        let object = joining(
+            &[b"glue", b"-one", b"-two"],
+            &r.locals,
+            &r.unnamed,
+            &r.structors,
+            15,
+        )
+        .unwrap();
         let payload = r.encode(3).unwrap();
         assert!(is_recipe(&payload));
         assert_eq!(delta_base(&payload), None);
