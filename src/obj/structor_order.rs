@@ -34,6 +34,21 @@ pub fn table_entry(destructor: bool, priority: u64, key: &str) -> String {
     }
 }
 
+/// Whether composing in another order than `entries` (each a
+/// [`table_entry`]) can change what the program does: a table name with a
+/// keyed entry and another entry. (The linker sorts tables of different
+/// priorities itself, and one shared table keeps its entries' order.)
+pub fn order_matters(entries: &[String]) -> bool {
+    let mut seen: HashMap<&str, (usize, bool)> = HashMap::default();
+    for e in entries {
+        let (table, key) = e.split_once(' ').unwrap_or((e, ""));
+        let (count, keyed) = seen.entry(table).or_default();
+        *count += 1;
+        *keyed |= !key.is_empty();
+    }
+    seen.values().any(|&(count, keyed)| count > 1 && keyed)
+}
+
 /// What a table section of the part is told by: its [`table_entry`].
 pub(super) fn entry_of(section_name: &[u8], key: &[u8]) -> Vec<u8> {
     [section_name, b" ", key].concat()
@@ -81,5 +96,39 @@ pub(super) fn place_structors_last(
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_matters_only_between_entries_of_one_table() {
+        let entries = |list: &[(bool, u64, &str)]| -> Vec<String> {
+            (list.iter())
+                .map(|&(d, p, k)| table_entry(d, p, k))
+                .collect()
+        };
+        assert_eq!(table_entry(false, 65535, "a"), ".init_array a");
+        assert_eq!(table_entry(true, 200, ""), ".fini_array.200 ");
+        assert!(order_matters(&entries(&[
+            (false, 65535, "a"),
+            (false, 65535, "b")
+        ])));
+        assert!(order_matters(&entries(&[
+            (false, 65535, "a"),
+            (false, 65535, "")
+        ])));
+        assert!(!order_matters(&entries(&[
+            (false, 65535, "a"),
+            (false, 200, "")
+        ])));
+        assert!(!order_matters(&entries(&[
+            (false, 65535, "a"),
+            (true, 65535, "b")
+        ])));
+        assert!(!order_matters(&entries(&[(false, 65535, "")])));
+        assert!(!order_matters(&[]));
     }
 }

@@ -86,6 +86,13 @@ pub fn compose_fragments(
             }
             Err(decline) => decline,
         };
+    // `ld.lld -r` keeps sections in the parts' order, where the glue's
+    // shared constructor table comes first and keyed ones in fragment
+    // order: clang compiles such a unit (a C++ inline variable's
+    // initializer must run after those of the ones defined before it).
+    if crate::obj::structor_order::order_matters(structors) {
+        bail!("composing with ld.lld -r ({decline}) would not keep the order of the unit's keyed initializers");
+    }
     let dir = tempfile::Builder::new()
         .prefix("repocc-fragments")
         .tempdir()
