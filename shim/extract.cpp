@@ -690,6 +690,100 @@ void markEscapingAddresses(Module &M) {
                                                       : GlobalValue::UnnamedAddr::Local);
 }
 
+// Whether constant `C` (a global, or a constant expression on one) has a
+// use other than through metadata: an instruction's operand, a global's
+// initializer, an alias's target.
+bool usedBeyondMetadata(const Constant *C, int Depth = 0) {
+  if (Depth > 32)
+    return true;
+  for (const User *U : C->users()) {
+    auto *UC = dyn_cast<Constant>(U);
+    if (!UC || isa<GlobalValue>(UC) || usedBeyondMetadata(UC, Depth + 1))
+      return true;
+  }
+  return false;
+}
+
+// Whether `V` names a declaration that nothing in the module uses but
+// metadata.
+bool namesDebugOnlyDeclaration(const Value *V) {
+  auto *C = dyn_cast_or_null<Constant>(V);
+  if (!C)
+    return false;
+  SmallVector<const Constant *, 8> Work{C};
+  SmallPtrSet<const Constant *, 8> Seen;
+  while (!Work.empty()) {
+    const Constant *K = Work.pop_back_val();
+    if (!Seen.insert(K).second)
+      continue;
+    if (auto *G = dyn_cast<GlobalValue>(K)) {
+      if (G->isDeclaration() && !usedBeyondMetadata(G))
+        return true;
+      continue;
+    }
+    for (const Use &Op : K->operands())
+      if (auto *OC = dyn_cast<Constant>(Op.get()))
+        Work.push_back(OC);
+  }
+  return false;
+}
+
+// A debug record whose value is a global the fragment's code does not use
+// (`#dbg_value(ptr getelementptr (@_ZTV…, 16))`, the vtable pointer of an
+// object the optimizer took apart) is there only because the unit kept the
+// global for other definitions: where nothing else used it, the optimizer
+// deleted it and the record has no location. So that a fragment is the
+// same object, with the same references, whichever unit compiled it, such
+// a record has no location in any fragment, and the declaration goes (a
+// stored fragment named a vtable that a unit compiling it cold did not
+// have, and the object took the vtable and its destructor).
+void killDebugOnlyDeclarations(Module &M) {
+  auto debugOnly = [](auto Locations) {
+    for (Value *V : Locations)
+      if (namesDebugOnlyDeclaration(V))
+        return true;
+    return false;
+  };
+  bool Killed = false;
+  for (Function &F : M)
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB) {
+        for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
+          if (debugOnly(DVR.location_ops())) {
+            DVR.setKillLocation();
+            Killed = true;
+          }
+          if (DVR.isDbgAssign() && namesDebugOnlyDeclaration(DVR.getAddress())) {
+            DVR.setKillAddress();
+            Killed = true;
+          }
+        }
+        if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
+          if (debugOnly(DVI->location_ops())) {
+            DVI->setKillLocation();
+            Killed = true;
+          }
+          if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI))
+            if (namesDebugOnlyDeclaration(DAI->getAddress())) {
+              DAI->setKillAddress();
+              Killed = true;
+            }
+        }
+      }
+  if (!Killed)
+    return;
+  std::vector<GlobalValue *> Unused;
+  for (GlobalValue &G : M.global_values()) {
+    if (!G.isDeclaration() || G.getName().starts_with("llvm."))
+      continue;
+    G.removeDeadConstantUsers();
+    if (G.use_empty() && !G.isUsedByMetadata())
+      Unused.push_back(&G);
+  }
+  for (GlobalValue *G : Unused)
+    G->eraseFromParent();
+}
+
 } // namespace
 
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
@@ -985,8 +1079,10 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       Dst->eraseNamedMetadata(CUs);
   // A fragment's module is compiled; one sharing the unit's metadata is a
   // stored body, kept as the unit had it.
-  if (!share_metadata)
+  if (!share_metadata) {
+    killDebugOnlyDeclarations(*Dst);
     markEscapingAddresses(*Dst);
+  }
   return wrap(Dst);
 }
 

@@ -247,6 +247,35 @@ done
 cd ../..
 note "names and paths beyond ASCII: after another unit stored a function, and after an edit, the cold bytes"
 
+# A global named only by a debug record. probe() takes its Limit apart,
+# and a debug record keeps Limit's vtable as the value of its vtable
+# pointer. first.cpp uses the vtable, so it stays, and probe's fragment,
+# stored by first.cpp, named it; second.cpp alone has no vtable (the
+# optimizer deleted it, the record has no location), yet after first.cpp
+# its object took the vtable and Limit's destructor. (g++'s libstdc++
+# tests: throw_allocator_limit's vtable in 21_strings' exception tests.)
+mkdir -p debug-only && cd debug-only
+cat > limit.hpp <<'CXX'
+struct Limit {
+  virtual ~Limit() {}
+  virtual int cap() const { return 7; }
+  int n = 3;
+};
+__attribute__((noinline)) inline int probe(int x) {
+  Limit l;
+  return x * l.n;
+}
+CXX
+printf '#include "limit.hpp"\nLimit *make() { return new Limit; }\nint first(int x) { return probe(x) + make()->cap(); }\n' > first.cpp
+printf '#include "limit.hpp"\nint main() { return probe(2) == 6 ? 0 : 1; }\n' > second.cpp
+for flags in "-O1 -g" "-O2 -g"; do
+  after_other_unit "$flags" first second
+  cmp -s second.o second-cold.o || fail "debug-only ($flags): compiled after first.cpp, the object is not the cold one"
+  clang++-19 second.o -o prog && ./prog || fail "debug-only ($flags): the program does not link or run"
+done
+cd ..
+note "a global named only by a debug record: after a unit that keeps it, the cold bytes"
+
 # The order of keyed initializers. A C++ inline variable's or a template
 # variable's dynamic initializer is keyed by the variable: its
 # `.init_array` section sits in the variable's COMDAT group, and the
