@@ -320,9 +320,10 @@ for flags in "-O0" "-O2" "-O2 -g"; do
     || fail "structors ($flags): second.cpp again"
   cmp -s again.o second.o || fail "structors ($flags): the unit cache's object is not the compiled one"
 done
-# Where the in-process composer declines (i386 here), `ld.lld -r` would
-# keep the fragments' order: clang compiles the unit.
-printf 'int seed();\ninline int a = seed();\ninline int b = a + 1;\nint x = b;\n' > i386.cpp
+# For a target the in-process composer does not compose (i386), `ld.lld
+# -r` would keep the fragments' order: the unit is compiled whole,
+# quietly.
+printf 'int seed();\ninline int a = seed();\ninline int b = a + 1;\ninline int c = b + 1;\nint x = c;\n' > i386.cpp
 # structor_tables OBJECT: its constructor and destructor tables in order,
 # each as section@key ("-": none).
 structor_tables() {
@@ -346,7 +347,11 @@ PY
 clang++-19 -m32 -std=c++17 -O2 -c i386.cpp -o i386-clang.o || fail "structors: clang-19 -m32"
 REPOCC_DIR=$PWD/repo-i386 "$REPOCCXX" -m32 -std=c++17 -O2 -c i386.cpp -o i386.o 2> i386.err \
   || fail "structors: repocc++ -m32: $(cat i386.err)"
-assert_eq "structors (-m32): the constructor tables, in order" \
-  "$(structor_tables i386-clang.o)" "$(structor_tables i386.o)"
+assert_eq "structors (-m32): what repocc printed" "" "$(cat i386.err)"
+# (The keyed ones: clang-19's optimizer may drop the unkeyed table, where
+# repocc never evaluates a static constructor.)
+keyed_tables() { structor_tables "$1" | tr ' ' '\n' | grep -v -- '@-$' | tr '\n' ' '; }
+assert_eq "structors (-m32): the keyed constructor tables, in order" \
+  "$(keyed_tables i386-clang.o)" "$(keyed_tables i386.o)"
 cd ..
 note "keyed initializers run in clang's order: after another unit stored them, cold, from the unit cache, and on i386"

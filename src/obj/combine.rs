@@ -202,6 +202,16 @@ fn x86_nops(len: usize, max: usize) -> Vec<u8> {
     out
 }
 
+/// Whether objects for the target `triple` are the ones composed here:
+/// ELF64 little-endian x86-64 and AArch64 (not x32, ILP32 or big-endian
+/// AArch64).
+pub fn composes_for_triple(triple: &str) -> bool {
+    let mut parts = triple.split('-');
+    let arch = parts.next().unwrap_or("");
+    let environment_32 = parts.any(|p| p.ends_with("x32") || p.ends_with("ilp32"));
+    matches!(arch, "x86_64" | "aarch64" | "arm64") && !environment_32
+}
+
 /// [`combine`], with code padded as `fill` says and the constructor and
 /// destructor tables last, in the order of `structors` (one
 /// `structor_order::table_entry` each; none moved when it is empty); the
@@ -1012,6 +1022,20 @@ pub(crate) mod tests {
     /// Code padding is the NOPs LLVM's assembler writes (as read back from
     /// objects clang-19 wrote: 13 and 14 bytes with a 15-byte maximum, one
     /// instruction behind `0x66` prefixes; with a 10-byte maximum, two).
+    #[test]
+    fn composed_targets_are_elf64_little_endian_x86_64_and_aarch64() {
+        for t in ["x86_64-pc-linux-gnu", "aarch64-unknown-linux-gnu"] {
+            assert!(super::composes_for_triple(t), "{t}");
+        }
+        for t in [
+            "i386-pc-linux-gnu",
+            "x86_64-pc-linux-gnux32",
+            "aarch64_be-linux-gnu",
+        ] {
+            assert!(!super::composes_for_triple(t), "{t}");
+        }
+    }
+
     #[test]
     fn code_padding_is_the_assemblers_nops() {
         let cs_nopw: &[u8] = &[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0];

@@ -40,6 +40,24 @@ fn objcopy() -> Result<&'static Path> {
     llvm_tool("llvm-objcopy", &FOUND)
 }
 
+/// The unit's constructor and destructor tables in the order its code
+/// generator would write them, as the composer takes them
+/// (`obj::structor_order::table_entry`).
+pub fn structor_tables(module: &inkwell::module::Module) -> Vec<String> {
+    (crate::llvm::structor_order(module).iter())
+        .map(|(dtor, priority, key)| crate::obj::structor_order::table_entry(*dtor, *priority, key))
+        .collect()
+}
+
+/// Whether a unit for `triple` must be compiled whole for the order of
+/// its constructor and destructor tables (`tables`): the in-process
+/// composer places them as clang does, `ld.lld -r` (what composes the
+/// objects of other targets, i386's) keeps the fragments' order.
+pub fn whole_for_structor_order(triple: &str, tables: &[String]) -> bool {
+    !crate::obj::combine::composes_for_triple(triple)
+        && crate::obj::structor_order::order_matters(tables)
+}
+
 /// How a recipe records the code fill (see `unit_cache::recipe`).
 pub fn fill_byte(fill: crate::obj::combine::CodeFill) -> u8 {
     match fill {

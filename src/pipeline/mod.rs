@@ -246,8 +246,14 @@ fn run_stages<'ctx>(
     // splitting the resolver away from it loses the ifunc's symbol. So is
     // a unit whose file-scope assembly versions a symbol (`.symver`): the
     // assembly needs the symbol's definition in its own object.
-    let whole =
-        crate::llvm::has_ifuncs(&unit.module) || crate::llvm::has_symbol_versions(&unit.module);
+    // And so is a unit whose keyed initializers must run in an order that
+    // only the in-process composer keeps, for a target it does not compose.
+    let whole = crate::llvm::has_ifuncs(&unit.module)
+        || crate::llvm::has_symbol_versions(&unit.module)
+        || compose::whole_for_structor_order(
+            &unit.module.get_triple().as_str().to_string_lossy(),
+            &compose::structor_tables(&unit.module),
+        );
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !whole) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
@@ -683,11 +689,7 @@ impl Stages<'_, '_> {
                 every_type_unit_whole(&objects, &unit.source_name)?;
             }
         }
-        let structors: Vec<String> = (crate::llvm::structor_order(&unit.module).iter())
-            .map(|(dtor, priority, key)| {
-                crate::obj::structor_order::table_entry(*dtor, *priority, key)
-            })
-            .collect();
+        let structors = compose::structor_tables(&unit.module);
         let object = match compose::compose_fragments(
             &objects,
             &unit.originally_local,
