@@ -356,9 +356,9 @@ struct Composer {
     /// Entries of the shared string offsets table already relocated (by an
     /// earlier part whose units name the same string).
     shared_entries: HashSet<(usize, u64)>,
-    /// The rank of each structor table (its `structor_order::table_entry`);
+    /// Each structor table's rank, by its `structor_order::table_entry`;
     /// empty: the tables stay where they are.
-    structor_keys: HashMap<Vec<u8>, usize>,
+    structor_ranks: HashMap<Vec<u8>, usize>,
     /// Output structor table → its rank (the lowest of what went in).
     structor_rank: HashMap<usize, usize>,
 }
@@ -381,7 +381,7 @@ impl Composer {
             private_data: HashMap::default(),
             string_tables_at: HashMap::default(),
             shared_entries: HashSet::default(),
-            structor_keys: (structors.iter().enumerate())
+            structor_ranks: (structors.iter().enumerate())
                 .map(|(rank, key)| (key.as_bytes().to_vec(), rank))
                 .collect(),
             structor_rank: HashMap::default(),
@@ -467,7 +467,7 @@ impl Composer {
     /// Records the rank of each constructor or destructor table of the
     /// part: its group's key's, or that of the entries without a key.
     fn rank_structor_tables(&mut self, input: &Input, part: &Placement) -> Option<()> {
-        if self.structor_keys.is_empty() {
+        if self.structor_ranks.is_empty() {
             return Some(());
         }
         let mut key_of: HashMap<usize, &[u8]> = HashMap::default();
@@ -489,7 +489,7 @@ impl Composer {
             let key = key_of.get(&i).copied().unwrap_or(b"");
             let entry = super::structor_order::entry_of(c_str(input.shstrtab, s.name)?, key);
             let rank = self
-                .structor_keys
+                .structor_ranks
                 .get(&entry)
                 .copied()
                 .unwrap_or(usize::MAX);
@@ -914,7 +914,7 @@ impl Composer {
         if self.machine == EM_X86_64 {
             resolve_local_calls(&mut self.sections, &self.locals, &self.globals, &localize);
         }
-        if !self.structor_keys.is_empty() {
+        if !self.structor_ranks.is_empty() {
             super::structor_order::place_structors_last(
                 &mut self.sections,
                 &mut self.locals,
@@ -1019,9 +1019,6 @@ fn is_absolute(machine: u16, r_type: u32) -> bool {
 pub(crate) mod tests {
     use super::*;
 
-    /// Code padding is the NOPs LLVM's assembler writes (as read back from
-    /// objects clang-19 wrote: 13 and 14 bytes with a 15-byte maximum, one
-    /// instruction behind `0x66` prefixes; with a 10-byte maximum, two).
     #[test]
     fn composed_targets_are_elf64_little_endian_x86_64_and_aarch64() {
         for t in ["x86_64-pc-linux-gnu", "aarch64-unknown-linux-gnu"] {
@@ -1036,6 +1033,9 @@ pub(crate) mod tests {
         }
     }
 
+    /// Code padding is the NOPs LLVM's assembler writes (as read back from
+    /// objects clang-19 wrote: 13 and 14 bytes with a 15-byte maximum, one
+    /// instruction behind `0x66` prefixes; with a 10-byte maximum, two).
     #[test]
     fn code_padding_is_the_assemblers_nops() {
         let cs_nopw: &[u8] = &[0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0];
