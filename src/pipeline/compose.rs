@@ -49,13 +49,14 @@ pub fn structor_tables(module: &inkwell::module::Module) -> Vec<String> {
         .collect()
 }
 
-/// Whether a unit for `triple` must be compiled whole for the order of
-/// its constructor and destructor tables (`tables`): the in-process
-/// composer places them as clang does, `ld.lld -r` (what composes the
-/// objects of other targets, i386's) keeps the fragments' order.
-pub fn whole_for_structor_order(triple: &str, tables: &[String]) -> bool {
-    !crate::obj::combine::composes_for_triple(triple)
-        && crate::obj::structor_order::order_matters(tables)
+/// Whether the unit `module` must be compiled whole for the order of its
+/// constructor and destructor tables: the in-process composer places them
+/// as clang does, `ld.lld -r` (what composes the objects of other targets,
+/// i386's) keeps the fragments' order.
+pub fn whole_for_structor_order(module: &inkwell::module::Module) -> bool {
+    let triple = module.get_triple();
+    !crate::obj::combine::composes_for_triple(&triple.as_str().to_string_lossy())
+        && crate::obj::structor_order::order_matters(&structor_tables(module))
 }
 
 /// How a recipe records the code fill (see `unit_cache::recipe`).

@@ -250,10 +250,7 @@ fn run_stages<'ctx>(
     // only the in-process composer keeps, for a target it does not compose.
     let whole = crate::llvm::has_ifuncs(&unit.module)
         || crate::llvm::has_symbol_versions(&unit.module)
-        || compose::whole_for_structor_order(
-            &unit.module.get_triple().as_str().to_string_lossy(),
-            &compose::structor_tables(&unit.module),
-        );
+        || compose::whole_for_structor_order(&unit.module);
     if let Some(store) = storage.filter(|_| (!debug_info || options.debug_fragments) && !whole) {
         let t = Instant::now();
         // A file's checksum would tie every digest of it to every edit
