@@ -784,6 +784,34 @@ void killDebugOnlyDeclarations(Module &M) {
     G->eraseFromParent();
 }
 
+// Calls from a fragment to a function another fragment of the unit
+// defines: the callee is a declaration in the fragment's module, and the
+// code generator writes a call site entry (DW_TAG_call_site, with the
+// values of the arguments that gdb shows as `x@entry`) only for a callee
+// with a subprogram. So each such declaration gets one
+// (`callSiteDeclaration`; a callee pruned from the unit has it already,
+// see `repocc_make_declaration`). Its content is the callee's
+// definition's: it enters the caller's digest through the call edge, with
+// how the callee lies relative to the caller, as when the callee is
+// inlined (its subprogram then lands in the caller's fragment too).
+template <class ShareTypes>
+void declareUnitCallees(Module &Src, Module &Dst, ValueToValueMapTy &VMap,
+                        DeclarationMaterializer &Mat, ShareTypes &shareTypes) {
+  std::vector<std::pair<Function *, DISubprogram *>> Callees;
+  for (Function &NF : Dst)
+    if (NF.isDeclaration() && !NF.isIntrinsic() && !NF.getSubprogram())
+      if (Function *F = Src.getFunction(NF.getName()); F && !F->isDeclaration())
+        if (DISubprogram *Declaration = callSiteDeclaration(*F))
+          Callees.emplace_back(&NF, Declaration);
+  for (auto [NF, Declaration] : Callees) {
+    // The types it names, held as the fragment holds the others.
+    NF->setSubprogram(Declaration);
+    shareTypes({NF});
+    NF->setSubprogram(
+        cast<DISubprogram>(MapMetadata(Declaration, VMap, RF_None, nullptr, &Mat)));
+  }
+}
+
 } // namespace
 
 extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
@@ -1070,6 +1098,8 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       NF->setSubprogram(
           cast<DISubprogram>(MapMetadata(F->getSubprogram(), VMap, RF_None, nullptr, &Mat)));
     }
+    if (!share_metadata)
+      declareUnitCallees(Src, *Dst, VMap, Mat, shareTypes);
   }
   // Cloning into another module registers compile units in llvm.dbg.cu even
   // when there are none; an empty list without a "Debug Info Version" flag

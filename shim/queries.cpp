@@ -208,8 +208,13 @@ extern "C" void repocc_make_declaration(LLVMValueRef value) {
   if (!GV || GV->isDeclaration())
     return;
   if (auto *F = dyn_cast<Function>(GV)) {
+    // Calls to it keep their call site entries (see `declareUnitCallees`
+    // in extract.cpp), as where it is defined.
+    DISubprogram *Declaration = repocc_shim::callSiteDeclaration(*F);
     F->deleteBody();
     F->setComdat(nullptr);
+    if (Declaration)
+      F->setSubprogram(Declaration);
   } else if (auto *G = dyn_cast<GlobalVariable>(GV)) {
     G->setInitializer(nullptr);
     G->setLinkage(GlobalValue::ExternalLinkage);

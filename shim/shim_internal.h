@@ -239,4 +239,30 @@ inline bool addressEscapes(const Value *V) {
   return false;
 }
 
+// The declaration subprogram a call site entry (DW_TAG_call_site) names
+// for `F`, a definition, where `F`'s debug info asks for call sites
+// (optimized code with full debug info: `DIFlagAllCallsDescribed`); null
+// otherwise. A member function's own declaration (in its class), as its
+// definition names it; else the definition's name, linkage name, scope
+// and type as a declaration (what clang attaches to a function it only
+// declares, `EmitFuncDeclForCallSite`), without a file or line: a line of
+// the unit's source would have to be placed when composed as the
+// caller's own lines are, and gdb finds the callee by its name. Uniqued:
+// the same node whichever way it is asked for.
+inline DISubprogram *callSiteDeclaration(const Function &F) {
+  DISubprogram *SP = F.getSubprogram();
+  if (!SP || !SP->isDefinition() || !SP->areAllCallsDescribed())
+    return nullptr;
+  if (DISubprogram *Declaration = SP->getDeclaration())
+    return Declaration;
+  return DISubprogram::get(
+      SP->getContext(), SP->getScope(), SP->getName(), SP->getLinkageName(), /*File=*/nullptr,
+      /*Line=*/0, SP->getType(), /*ScopeLine=*/0, SP->getContainingType(),
+      SP->getVirtualIndex(), SP->getThisAdjustment(),
+      SP->getFlags() & ~DINode::FlagAllCallsDescribed,
+      SP->getSPFlags() & ~DISubprogram::SPFlagDefinition, /*Unit=*/nullptr,
+      SP->getTemplateParams(), /*Declaration=*/nullptr, /*RetainedNodes=*/nullptr,
+      SP->getThrownTypes(), SP->getAnnotations(), SP->getTargetFuncName());
+}
+
 } // namespace repocc_shim

@@ -49,7 +49,7 @@ use crate::llvm::StubKind;
 use crate::repo::storage::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 17;
+pub const DIGEST_FORMAT_VERSION: u32 = 18;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
