@@ -202,15 +202,21 @@ fn look_up_fragments(
 /// (see `compile_deleted_but_referenced`), and kept: the optimizer cannot
 /// see the stored code's reference (weak_odr is the same symbol as
 /// linkonce_odr in the object, but never dropped; a static is hidden
-/// external while the optimizer runs and is kept by `required`).
+/// external while the optimizer runs and is kept by `required`). What
+/// only discardable stored code names is kept through the optimizer the
+/// same way, but is no root: the object holds it where that code is in
+/// the object (`Slot::EmittedIfReferenced`).
 fn keep_deleted_but_referenced(
     unit: &Unit,
     plan: &mut PrunePlan,
     originally_local: &HashSet<&str>,
 ) {
-    for i in compile_deleted_but_referenced(&mut plan.fragments) {
+    let needed = compile_deleted_but_referenced(&mut plan.fragments);
+    for (i, certain) in needed {
         for m in &plan.fragments[i].members {
-            plan.stored_code.roots.push(m.clone());
+            if certain {
+                plan.stored_code.roots.push(m.clone());
+            }
             if originally_local.contains(m.as_str()) {
                 continue;
             }
@@ -414,22 +420,71 @@ pub fn referenced_discardables(
 /// as in a cold compile where the referring code is compiled too: a stored
 /// deletion of one does not hold here, and one without a stored entry must
 /// survive the optimizer, which cannot see the stored code's reference.
-/// Returns the fragments to compile that way.
-fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<usize> {
-    let seeds: Vec<String> = fragments
-        .iter()
-        .filter(|f| !f.discardable && f.has_stored_object())
-        .flat_map(|f| f.references.iter().cloned())
-        .collect();
-    let needed = referenced_discardables(fragments, seeds, &HashMap::new());
+/// Returns the fragments to compile that way, each with whether the
+/// object certainly needs it (stored code that is not discardable refers
+/// to it) or only where a discardable fragment's stored code that refers
+/// to it is in the object. The second kind: a reused inline function
+/// whose static local variable has another digest here than in the unit
+/// that stored the function (a mutable variable is no edge of its users'
+/// digests), so the variable is compiled here, and its only user in the
+/// module is a declaration — the optimizer deleted it, and the object
+/// named it without defining it (libstdc++'s `regex_traits::
+/// lookup_collatename` and its `__collatenames` at `-O1 -g`).
+fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<(usize, bool)> {
+    let seeds = |discardable: bool| -> Vec<String> {
+        fragments
+            .iter()
+            .filter(|f| (discardable || !f.discardable) && f.has_stored_object())
+            .flat_map(|f| f.references.iter().cloned())
+            .collect()
+    };
+    let certain = referenced_discardables(fragments, seeds(false), &HashMap::new());
+    let possible = referenced_discardables(fragments, seeds(true), &HashMap::new());
     let mut kept = Vec::new();
-    for (i, (f, needed)) in fragments.iter_mut().zip(needed).enumerate() {
+    for (i, f) in fragments.iter_mut().enumerate() {
+        let needed = possible[i];
         if needed && f.stored_deletion() {
             f.stored = None;
         }
         if needed && f.stored.is_none() {
-            kept.push(i);
+            kept.push((i, certain[i]));
         }
     }
     kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fragment(name: &str, discardable: bool, stored: Option<EntryKind>, refs: &[&str]) -> PlannedFragment {
+        PlannedFragment {
+            members: vec![name.to_string()],
+            key: FragmentDigest([0; 32]),
+            stored: stored.map(|kind| Entry { kind, metadata: Vec::new(), payload: Vec::new() }),
+            discardable,
+            references: refs.iter().map(|r| r.to_string()).collect(),
+            inlined: Vec::new(),
+            lines: None,
+        }
+    }
+
+    /// What stored code names is compiled and kept: certainly where code
+    /// that is always in the object names it, else where the discardable
+    /// stored code naming it is (a reused inline function's static local
+    /// compiled here).
+    #[test]
+    fn what_stored_code_names_is_compiled_and_kept() {
+        let mut f = vec![
+            fragment("main", false, Some(EntryKind::Object), &["inline_a"]),
+            fragment("inline_a", true, Some(EntryKind::Object), &["var_a"]),
+            fragment("var_a", true, None, &[]),
+            fragment("lookup", true, Some(EntryKind::Object), &["names"]),
+            fragment("names", true, Some(EntryKind::Deleted), &[]),
+            fragment("unnamed", true, None, &[]),
+        ];
+        assert_eq!(compile_deleted_but_referenced(&mut f), vec![(2, true), (4, false)]);
+        // The deletion no longer holds: compiled now.
+        assert!(f[4].stored.is_none());
+    }
 }
