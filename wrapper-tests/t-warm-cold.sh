@@ -275,6 +275,80 @@ done
 cd ..
 note "a global named only by a debug record: after a unit that keeps it, the cold bytes"
 
+# A static local that only a reused inline function names. The class's
+# debug info lists the member templates each unit instantiates, so the
+# variable's digest (through its scope, the function) differs between
+# first.cpp and second.cpp while lookup's does not: second.cpp takes
+# lookup from the repository and compiles the variable, whose only user
+# in its module is then a declaration. The optimizer deleted it and the
+# object named it without defining it (libstdc++'s regex_traits::
+# lookup_collatename and its __collatenames: no program linked).
+mkdir -p static-local && cd static-local
+cat > traits.hpp <<'CXX'
+#include <cstring>
+template <class C> struct traits {
+  template <class It> __attribute__((noinline)) int lookup(It s) const {
+    static const char *names[] = {"NUL", "SOH", "STX", "ETX", "EOT", "ENQ"};
+    for (int i = 0; i < 6; i++)
+      if (std::strcmp(names[i], s) == 0)
+        return i;
+    return -1;
+  }
+  template <class T> __attribute__((noinline)) T other(T t) const { return t + 1; }
+};
+CXX
+printf '#include "traits.hpp"\nint first(const char *s) { traits<char> t; return t.lookup(s) + t.other(2L); }\n' > first.cpp
+printf '#include <cstdio>\n#include "traits.hpp"\nint main() { traits<char> t; std::printf("%%d\\n", t.lookup("ETX")); }\n' > second.cpp
+for flags in "-O1 -g" "-O2 -g" "-O2"; do
+  after_other_unit "$flags" first second
+  clang++-19 second.o -o prog || fail "static-local ($flags): second.o does not link (names: $(nm second.o | grep names))"
+  assert_eq "static-local ($flags): the program's output" "3" "$(./prog)"
+done
+cd ..
+note "a static local only a reused function names: compiled, in the object, the cold bytes"
+
+# Call sites between fragments (-O1 and above with -g): a call to a
+# function another fragment of the unit defines gets its DW_TAG_call_site,
+# so gdb shows the callee's arguments as clang's build does (x=x@entry=2),
+# after the callee was stored by another unit as well. The callees are a
+# function of the unit, a static, a member and a template instance.
+mkdir -p call-sites && cd call-sites
+cat > calls.hpp <<'CXX'
+#include <cstdio>
+template <class T> __attribute__((noinline)) T twice(T t) { std::printf("twice %d\n", int(t)); return t + t; }
+CXX
+cat > second.cpp <<'CXX'
+#include "calls.hpp"
+struct S { int v; __attribute__((noinline)) int get(int k) const; };
+int S::get(int k) const { std::printf("get %d\n", k); return v + k; }
+__attribute__((noinline)) int f(int x) { std::printf("f %d\n", x); return x * 3; }
+__attribute__((noinline)) static int h(int y) { std::printf("h %d\n", y); return y + 1; }
+int use(const S &s, int q) { return f(q + 1) + h(q * 2) + s.get(q) + twice(q); }
+int main(int argc, char **) { S s{argc}; return use(s, argc) == 100; }
+CXX
+printf '#include "calls.hpp"\nint first(int x) { return twice(x + 1); }\n' > first.cpp
+# The frames above printf at its four calls, without addresses (the two
+# programs' names put the stack elsewhere).
+frames() {
+  { gdb -nx -batch -ex "break printf" -ex run -ex bt -ex c -ex bt -ex c -ex bt -ex c -ex bt "$1" 2>/dev/null || true; } \
+    | grep -E '^#[1-9]' | sed 's/0x[0-9a-f]*//g'
+}
+clang++-19 -O2 -g second.cpp -o prog.clang
+for flags in "-O1 -g" "-O2 -g"; do
+  after_other_unit "$flags" first second
+  clang++-19 -O2 -g second.o -o prog
+  sites=$(llvm-dwarfdump-19 --debug-info second.o | grep -c 'DW_TAG_call_site$')
+  # shellcheck disable=SC2086
+  clang++-19 $flags -c second.cpp -o second-clang.o
+  clang_sites=$(llvm-dwarfdump-19 --debug-info second-clang.o | grep -c 'DW_TAG_call_site$')
+  assert_eq "call sites ($flags): DW_TAG_call_site entries, as many as clang-19's" "$clang_sites" "$sites"
+done
+expected=$(frames prog.clang)
+assert_contains "call sites: clang-19's build shows entry values" "x=x@entry=2" "$expected"
+assert_eq "call sites (-O2 -g): gdb's backtraces, as clang-19's build shows them" "$expected" "$(frames prog)"
+cd ..
+note "calls between fragments have their call sites: gdb shows entry values as in clang's build"
+
 # The order of keyed initializers. A C++ inline variable's or a template
 # variable's dynamic initializer is keyed by the variable: its
 # `.init_array` section sits in the variable's COMDAT group, and the
