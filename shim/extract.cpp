@@ -704,12 +704,14 @@ bool usedBeyondMetadata(const Constant *C, int Depth = 0) {
   return false;
 }
 
-// Whether `V` names a declaration that nothing in the module uses but
-// metadata.
-bool namesDebugOnlyDeclaration(const Value *V) {
+// The declarations that `V` names (directly or through constant
+// expressions) and that nothing in the module uses but metadata, added to
+// `Out`; whether there is one.
+bool namesDebugOnlyDeclaration(const Value *V, SmallPtrSetImpl<GlobalValue *> &Out) {
   auto *C = dyn_cast_or_null<Constant>(V);
   if (!C)
     return false;
+  bool Any = false;
   SmallVector<const Constant *, 8> Work{C};
   SmallPtrSet<const Constant *, 8> Seen;
   while (!Work.empty()) {
@@ -717,15 +719,17 @@ bool namesDebugOnlyDeclaration(const Value *V) {
     if (!Seen.insert(K).second)
       continue;
     if (auto *G = dyn_cast<GlobalValue>(K)) {
-      if (G->isDeclaration() && !usedBeyondMetadata(G))
-        return true;
+      if (G->isDeclaration() && !usedBeyondMetadata(G)) {
+        Out.insert(const_cast<GlobalValue *>(G));
+        Any = true;
+      }
       continue;
     }
     for (const Use &Op : K->operands())
       if (auto *OC = dyn_cast<Constant>(Op.get()))
         Work.push_back(OC);
   }
-  return false;
+  return Any;
 }
 
 // A debug record whose value is a global the fragment's code does not use
@@ -736,52 +740,42 @@ bool namesDebugOnlyDeclaration(const Value *V) {
 // same object, with the same references, whichever unit compiled it, such
 // a record has no location in any fragment, and the declaration goes (a
 // stored fragment named a vtable that a unit compiling it cold did not
-// have, and the object took the vtable and its destructor).
+// have, and the object took the vtable and its destructor). It goes even
+// though the context still holds metadata for it (the mapping's, or the
+// killed record's): a declaration the fragment's module keeps is one of
+// its references, and a unit taking the fragment put the global in its
+// object (libstdc++'s `path::stem`, whose inlined `substr` named the
+// string "basic_string::substr").
 void killDebugOnlyDeclarations(Module &M) {
-  auto debugOnly = [](auto Locations) {
+  SmallPtrSet<GlobalValue *, 8> Named;
+  auto debugOnly = [&](auto Locations) {
+    bool Any = false;
     for (Value *V : Locations)
-      if (namesDebugOnlyDeclaration(V))
-        return true;
-    return false;
+      Any |= namesDebugOnlyDeclaration(V, Named);
+    return Any;
   };
-  bool Killed = false;
   for (Function &F : M)
     for (BasicBlock &BB : F)
       for (Instruction &I : BB) {
         for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
-          if (debugOnly(DVR.location_ops())) {
+          if (debugOnly(DVR.location_ops()))
             DVR.setKillLocation();
-            Killed = true;
-          }
-          if (DVR.isDbgAssign() && namesDebugOnlyDeclaration(DVR.getAddress())) {
+          if (DVR.isDbgAssign() && namesDebugOnlyDeclaration(DVR.getAddress(), Named))
             DVR.setKillAddress();
-            Killed = true;
-          }
         }
         if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
-          if (debugOnly(DVI->location_ops())) {
+          if (debugOnly(DVI->location_ops()))
             DVI->setKillLocation();
-            Killed = true;
-          }
           if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI))
-            if (namesDebugOnlyDeclaration(DAI->getAddress())) {
+            if (namesDebugOnlyDeclaration(DAI->getAddress(), Named))
               DAI->setKillAddress();
-              Killed = true;
-            }
         }
       }
-  if (!Killed)
-    return;
-  std::vector<GlobalValue *> Unused;
-  for (GlobalValue &G : M.global_values()) {
-    if (!G.isDeclaration() || G.getName().starts_with("llvm."))
-      continue;
-    G.removeDeadConstantUsers();
-    if (G.use_empty() && !G.isUsedByMetadata())
-      Unused.push_back(&G);
+  for (GlobalValue *G : Named) {
+    G->removeDeadConstantUsers();
+    if (G->use_empty())
+      G->eraseFromParent();
   }
-  for (GlobalValue *G : Unused)
-    G->eraseFromParent();
 }
 
 // Calls from a fragment to a function another fragment of the unit

@@ -283,7 +283,6 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
   SmallVector<GlobalValue *, 16> Work;
   SetVector<GlobalValue *> Used;       // with a use in the fragment
   SmallPtrSet<GlobalValue *, 16> Escaping; // with a use that lets the address escape
-  SetVector<GlobalValue *> Named;      // named by metadata only
   SmallPtrSet<const Constant *, 32> Seen[2]; // walked with Escapes false, true
   for (size_t i = 0; i < count; i++) {
     GlobalValue *GV = M.getNamedValue(names[i]);
@@ -329,11 +328,13 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
         C = cast<Constant>(C->getOperand(0));
       }
       reach(C, !isa<GlobalValue>(C));
-    } else if (auto *MV = dyn_cast<MetadataAsValue>(V)) {
-      if (auto *VM = dyn_cast<ValueAsMetadata>(MV->getMetadata()))
-        if (auto *G = dyn_cast<GlobalValue>(VM->getValue()))
-          Named.insert(const_cast<GlobalValue *>(G));
     }
+    // A global that only a debug intrinsic's metadata names is no
+    // reference: the fragment's module has no declaration of it
+    // (`killDebugOnlyDeclarations` in extract.cpp), and stored code that
+    // listed one made a unit that takes it hold a constant that nothing in
+    // the object names and its cold compile does not have (libstdc++'s
+    // `path::stem`, whose inlined `substr` names "basic_string::substr").
   };
   uint64_t Blocks = 0;
   while (!Work.empty()) {
@@ -373,9 +374,6 @@ extern "C" char *repocc_fragment_reach(LLVMModuleRef module, const char *const *
     if (Escaping.count(G) && !G->hasGlobalUnnamedAddr() && !G->isThreadLocal())
       line('S', G);
   }
-  for (GlobalValue *G : Named)
-    if (!Inside.count(G) && !Used.count(G))
-      line('R', G);
   Out += "W\t" + std::to_string(Blocks + 1) + "\n";
   return LLVMCreateMessage(Out.c_str());
 }

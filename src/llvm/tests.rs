@@ -121,6 +121,46 @@ fn extraction_keeps_named_bodies_and_declares_the_rest() {
     );
 }
 
+/// A global that only a debug record of a fragment names (its code does
+/// not use it) is neither declared in the fragment's module nor one of its
+/// references, whether or not the unit keeps it for other definitions: a
+/// unit that took the fragment put the global in its object, and its cold
+/// compile, whose optimizer had deleted the global, did not.
+#[test]
+fn a_global_only_a_debug_record_names_is_no_reference() {
+    let ir = r#"
+        target triple = "x86_64-pc-linux-gnu"
+        @msg = hidden unnamed_addr constant [4 x i8] c"abc\00"
+        define ptr @keep() { ret ptr @msg }
+        define i32 @probe(i32 %x) !dbg !5 {
+            #dbg_value(ptr @msg, !8, !DIExpression(), !9)
+          ret i32 %x, !dbg !9
+        }
+        !llvm.dbg.cu = !{!0}
+        !llvm.module.flags = !{!3, !4}
+        !0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "clang", isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug)
+        !1 = !DIFile(filename: "t.c", directory: "/tmp")
+        !3 = !{i32 7, !"Dwarf Version", i32 5}
+        !4 = !{i32 2, !"Debug Info Version", i32 3}
+        !5 = distinct !DISubprogram(name: "probe", scope: !1, file: !1, line: 1, type: !6, scopeLine: 1, spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: !0, retainedNodes: !10)
+        !6 = !DISubroutineType(types: !7)
+        !7 = !{null}
+        !8 = !DILocalVariable(name: "what", scope: !5, file: !1, line: 1, type: !11)
+        !9 = !DILocation(line: 1, column: 1, scope: !5)
+        !10 = !{!8}
+        !11 = !DIDerivedType(tag: DW_TAG_pointer_type, baseType: null, size: 64)
+    "#;
+    let context = crate::llvm::test_context();
+    let module = parse(&context, ir);
+    let reach = fragment_reach(&module, &["probe".to_string()]);
+    assert!(!reach.references.contains(&"msg".to_string()), "{reach:?}");
+    let fragment = extract_definitions(&module, &["probe"], false, None);
+    fragment.verify().unwrap();
+    let text = fragment.print_to_string().to_string();
+    assert!(!text.contains("@msg"), "{text}");
+    assert!(text.contains("#dbg_value(ptr poison"), "{text}");
+}
+
 #[test]
 fn printed_block_addresses_name_their_blocks_and_leave_the_module_as_it_was() {
     // A computed goto's label table, as clang emits it (blocks unnamed).
