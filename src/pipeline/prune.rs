@@ -457,11 +457,20 @@ fn compile_deleted_but_referenced(fragments: &mut [PlannedFragment]) -> Vec<(usi
 mod tests {
     use super::*;
 
-    fn fragment(name: &str, discardable: bool, stored: Option<EntryKind>, refs: &[&str]) -> PlannedFragment {
+    fn fragment(
+        name: &str,
+        discardable: bool,
+        stored: Option<EntryKind>,
+        refs: &[&str],
+    ) -> PlannedFragment {
         PlannedFragment {
             members: vec![name.to_string()],
             key: FragmentDigest([0; 32]),
-            stored: stored.map(|kind| Entry { kind, metadata: Vec::new(), payload: Vec::new() }),
+            stored: stored.map(|kind| Entry {
+                kind,
+                metadata: Vec::new(),
+                payload: Vec::new(),
+            }),
             discardable,
             references: refs.iter().map(|r| r.to_string()).collect(),
             inlined: Vec::new(),
@@ -483,7 +492,10 @@ mod tests {
             fragment("names", true, Some(EntryKind::Deleted), &[]),
             fragment("unnamed", true, None, &[]),
         ];
-        assert_eq!(compile_deleted_but_referenced(&mut f), vec![(2, true), (4, false)]);
+        assert_eq!(
+            compile_deleted_but_referenced(&mut f),
+            vec![(2, true), (4, false)]
+        );
         // The deletion no longer holds: compiled now.
         assert!(f[4].stored.is_none());
     }
