@@ -456,6 +456,7 @@ mod tests {
             local: false,
             constant: kind == DefKind::Variable,
             initial: [0; 32],
+            reached_as: [0; 32],
             final_digest: FragmentDigest([0; 32]),
             position: None,
         }

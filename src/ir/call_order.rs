@@ -68,6 +68,7 @@ mod tests {
             local: false,
             constant: false,
             initial: [0; 32],
+            reached_as: [0; 32],
             final_digest: FragmentDigest([digest; 32]),
             position: None,
         }

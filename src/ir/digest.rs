@@ -49,7 +49,7 @@ use crate::llvm::StubKind;
 use crate::repo::storage::FragmentDigest;
 
 /// Bump when what the digest covers changes.
-pub const DIGEST_FORMAT_VERSION: u32 = 18;
+pub const DIGEST_FORMAT_VERSION: u32 = 19;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DefKind {
@@ -68,6 +68,15 @@ pub struct Definition {
     /// A `constant` variable.
     pub constant: bool,
     pub initial: [u8; 32],
+    /// What the final digest of a definition that reaches this one takes
+    /// of it: the initial digest, but for a variable that is a fragment of
+    /// its own, without its debug records. Its `DIGlobalVariable` (line,
+    /// file, type, scope) is in its own fragment alone; the fragments that
+    /// use it declare it without one. clang gives a string literal the
+    /// line of its first use, so a header's template using a literal that
+    /// the unit's own code used first would otherwise have another digest
+    /// in each unit.
+    pub reached_as: [u8; 32],
     pub final_digest: FragmentDigest,
     /// Where its debug info says it is (with relative lines only).
     pub position: Option<Position>,
@@ -1433,6 +1442,31 @@ fn dbg_attachment<'a>(p: &Parsed<'a>, line: &str) -> Option<&'a str> {
     None
 }
 
+/// A global's line as the pieces around its `!dbg` attachments (a global
+/// variable may have several).
+fn without_dbg_attachments(line: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let (mut in_str, mut copied) = (false, 0);
+    let b = line.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => in_str = !in_str,
+            b',' if !in_str && line[i..].starts_with(", !dbg !") => {
+                let n = b[i + 8..].iter().take_while(|c| c.is_ascii_digit()).count();
+                pieces.push(&line[copied..i]);
+                i += 8 + n;
+                copied = i;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    pieces.push(&line[copied..]);
+    pieces
+}
+
 /// Where a definition is, from its `!dbg` attachment: the file node and
 /// the line of its `DISubprogram` (a function) or `DIGlobalVariable`.
 fn own_position<'a>(p: &Parsed<'a>, header: &str, memos: &mut LineMemos<'a>) -> Option<Own<'a>> {
@@ -1842,10 +1876,14 @@ fn compute_parsed<'a>(
     // section's SHF_GNU_RETAIN).
     for (name, mark, function) in list_marks(p) {
         let Some(&k) = index.get(&name) else { continue };
-        let mut h = blake3::Hasher::new();
-        h.update(&defs[k].initial);
-        h.update(mark.as_bytes());
-        defs[k].initial = *h.finalize().as_bytes();
+        let marked = |digest: &[u8; 32]| {
+            let mut h = blake3::Hasher::new();
+            h.update(digest);
+            h.update(mark.as_bytes());
+            *h.finalize().as_bytes()
+        };
+        defs[k].initial = marked(&defs[k].initial);
+        defs[k].reached_as = marked(&defs[k].reached_as);
         if let Some(&f) = function.as_ref().and_then(|f| index.get(f)) {
             edges.push((k, f));
             code_edges.push((k, f));
@@ -2070,6 +2108,18 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
         declared_symbols(&mut self.c, &self.decls, &uses, &mut out);
         own_comdat(self.p, name, text, &mut out);
         self.own_file_mark(text, &mut out);
+        let initial = self.digest_of(1, &out);
+        let reached_as = if is_local(after) {
+            initial
+        } else {
+            let mut reached = String::new();
+            for piece in without_dbg_attachments(text) {
+                self.c.canonical_into(piece, &mut reached, &mut |_, _| {});
+            }
+            declared_symbols(&mut self.c, &self.decls, &uses, &mut reached);
+            own_comdat(self.p, name, text, &mut reached);
+            self.digest_of(1, &reached)
+        };
         // `global` or `constant` ends the list of leading keywords.
         let constant = after
             .split_whitespace()
@@ -2080,7 +2130,8 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
             kind,
             local: is_local(after),
             constant,
-            initial: self.digest_of(1, &out),
+            initial,
+            reached_as,
             final_digest: FragmentDigest([0; 32]),
             position,
         };
@@ -2114,12 +2165,15 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
         if canonical_header.contains("alwaysinline") {
             self.always_inline.insert(self.defs.len());
         }
+        let initial = self.digest_of(2, &out);
         let definition = Definition {
             name: name.to_string(),
             kind: DefKind::Function,
             local: is_local(after_define),
             constant: true,
-            initial: self.digest_of(2, &out),
+            initial,
+            // Inlined, its debug records come along.
+            reached_as: initial,
             final_digest: FragmentDigest([0; 32]),
             position,
         };
@@ -2485,7 +2539,7 @@ fn final_digests(
     // the sets' sizes times their logarithm (a chain of 20,000 functions:
     // 17 s).
     let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| defs[a].initial.cmp(&defs[b].initial));
+    order.sort_by(|&a, &b| defs[a].reached_as.cmp(&defs[b].reached_as));
     let mut rank = vec![0; n];
     for (r, &x) in order.iter().enumerate() {
         rank[x] = r;
@@ -2511,7 +2565,7 @@ fn final_digests(
             let ch = *comp_hash.entry(comp_of[rank[x]]).or_insert_with(|| {
                 members.clear();
                 for m in reach[comp_of[rank[x]]].members() {
-                    members.extend_from_slice(&defs[order[m]].initial);
+                    members.extend_from_slice(&defs[order[m]].reached_as);
                 }
                 *blake3::hash(&members).as_bytes()
             });
@@ -2551,11 +2605,22 @@ struct LayoutFiles<'a> {
     files: Vec<(&'a str, &'a str)>,
 }
 
+/// Only functions and the local variables a fragment carries count: a
+/// variable another fragment reaches is a fragment of its own, and its
+/// lines (its `DIGlobalVariable`) are in that fragment alone, placed when
+/// composed; the fragments that use it declare it, and what the optimizer
+/// takes of it (a constant's content) has no line. A string literal that
+/// the unit's own code uses first lies in the unit's file, and a header's
+/// template that uses the same literal would otherwise have another digest
+/// in each unit.
 fn layout_files(defs: &[Definition]) -> LayoutFiles<'_> {
     let mut numbers: HashMap<&str, usize> = HashMap::default();
     let mut files = Vec::new();
     let file_of = (defs.iter())
         .map(|d| {
+            if d.kind != DefKind::Function && !d.local {
+                return None;
+            }
             let p = d.position.as_ref().filter(|p| !p.placed_in_inliners)?;
             Some(*numbers.entry(&p.file).or_insert_with(|| {
                 files.push((p.file.as_str(), p.file_key.as_str()));
@@ -2586,7 +2651,8 @@ fn layout_of(
     let mut out: Vec<FileLayout> = by_file
         .into_iter()
         .map(|(f, mut members)| {
-            // Mostly in order already: `order` follows the initial digests.
+            // Mostly in order already: `order` follows what they are
+            // reached as, their initial digests (see `layout_files`).
             members.sort_unstable();
             let first_line = members.iter().map(|m| m.1).min().unwrap_or(0);
             let mut hash_with = |line_of: &dyn Fn(u64) -> u64| {
@@ -2793,6 +2859,7 @@ mod tests {
                 constant: false,
                 // Some equal initial digests, in no order.
                 initial: *blake3::hash(&((i * 7919) % 280usize).to_le_bytes()).as_bytes(),
+                reached_as: *blake3::hash(&((i * 7919) % 280usize).to_le_bytes()).as_bytes(),
                 final_digest: FragmentDigest([0; 32]),
                 position: (i % 3 == 0).then(|| Position {
                     file: format!("!{}", i % 2),
@@ -2814,7 +2881,7 @@ mod tests {
         for x in 0..n {
             let mut initials: Vec<&[u8; 32]> = walk(&edges, x)
                 .into_iter()
-                .map(|m| &defs[m].initial)
+                .map(|m| &defs[m].reached_as)
                 .collect();
             initials.sort_unstable();
             let mut set = blake3::Hasher::new();
@@ -3290,6 +3357,37 @@ mod tests {
         let elsewhere = unit(unit_file.replace("directory: \"", "directory: \"/elsewhere"));
         assert_eq!(fin(&a, "from_header"), fin(&elsewhere, "from_header"));
         assert_ne!(fin(&a, "own"), fin(&elsewhere, "own"));
+    }
+
+    #[test]
+    fn where_a_string_literal_lies_is_not_in_its_users_digests() {
+        // A header's function using a literal the unit's own code used
+        // first: clang gives the literal the first use's line and file, in
+        // the unit's file, and the literal's fragment holds that line; the
+        // header function's fragment declares it. As the pipeline holds
+        // them, the literals are named by content and not local.
+        let header = "# 1 \"/src/h.h\"\nconst char *name(int i) { return i ? \"abc\" : \"\"; }\n";
+        let alone = format!("{header}# 3 \"/src/t.c\"\nint main(void) {{ return 0; }}\n");
+        let after = format!(
+            "# 1 \"/src/t.c\"\nconst char *first(void) {{ return \"abc\"; }}\n{header}\
+             # 3 \"/src/t.c\"\nint main(void) {{ return 0; }}\n"
+        );
+        let unit = |source: &str| {
+            let ir = with_lines_ir(source).replace(" = private unnamed_addr constant", " = hidden unnamed_addr constant");
+            assert!(ir.contains("!DIGlobalVariable(scope: null, file:"), "{ir}");
+            digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
+        };
+        let (a, b) = (unit(&alone), unit(&after));
+        assert_eq!(fin(&a, "name"), fin(&b, "name"));
+        // The literal itself lies elsewhere: its own digest differs.
+        let literal = |d: &ModuleDigests| {
+            (d.defs.iter())
+                .find(|x| x.kind == DefKind::Variable && x.position.is_some() && !x.local)
+                .map(|x| (x.name.clone(), x.final_digest))
+                .expect("the literal, positioned")
+        };
+        assert_eq!(literal(&a).0, literal(&b).0);
+        assert_ne!(literal(&a).1, literal(&b).1);
     }
 
     #[test]

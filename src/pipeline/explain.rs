@@ -256,6 +256,7 @@ mod tests {
             local: false,
             constant: true,
             initial: [f; 32],
+            reached_as: [f; 32],
             final_digest: FragmentDigest([f; 32]),
             position: None,
         };
