@@ -25,6 +25,7 @@
 #include <map>
 #include <llvm/Transforms/Utils/Cloning.h>
 #include "shim_internal.h"
+#include "line_rebaser.h"
 
 using namespace llvm;
 using namespace repocc_shim;
@@ -277,10 +278,31 @@ extern "C" void repocc_identify_debug_types(LLVMModuleRef module) {
 // distinct ones such as compile units and subprograms edited in place),
 // and then the functions, global variables and llvm.dbg.cu that use them.
 // Returns how many files were stripped.
+//
+// Also here: the types clang declares itself (`__uint128_t`,
+// `__int128_t`, `__va_list_tag` and its members) have no line and name the
+// unit's own source as their file, so every function that reaches one
+// (fmt's 128-bit arithmetic, anything with a va_list) would differ in
+// each unit and never be shared. They lose the file (DW_AT_decl_file;
+// without a line it says nothing to a debugger); counted with the files.
 extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
   Module &M = *unwrap(module);
   ValueToValueMapTy VM;
   unsigned Stripped = 0;
+  std::string UnitPath;
+  {
+    auto CUs = M.debug_compile_units();
+    if (!CUs.empty() && std::next(CUs.begin()) == CUs.end() && (*CUs.begin())->getFile())
+      UnitPath = LineRebaser::pathOf((*CUs.begin())->getFile());
+  }
+  auto builtinType = [&](const MDNode *N) {
+    auto *T = dyn_cast<DIType>(N);
+    if (!T || UnitPath.empty() || T->getLine() != 0 ||
+        !(isa<DIDerivedType>(T) || isa<DICompositeType>(T)))
+      return false;
+    auto *F = dyn_cast_or_null<DIFile>(T->getRawFile());
+    return F && LineRebaser::pathOf(F) == UnitPath;
+  };
   auto Strip = [&](const DIFile *F) {
     if (!F->getRawChecksum() || VM.getMappedMD(F))
       return;
@@ -296,6 +318,8 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
   forEachReachedNode(M, [&](const MDNode *N) {
     if (auto *F = dyn_cast<DIFile>(N))
       Strip(F);
+    else if (builtinType(N))
+      Stripped++;
   });
   DenseSet<const Metadata *> Seen;
   SmallVector<const Metadata *, 64> Stack;
@@ -342,6 +366,11 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
       Ops.push_back(Rebuilt(Op.get()));
       Changed |= Ops.back() != Op.get();
     }
+    // A type's file is its operand 0 (DIScope).
+    if (builtinType(N)) {
+      Ops[0] = nullptr;
+      Changed = true;
+    }
     Metadata *Result = N;
     if (Changed) {
       TempMDNode Copy = N->clone();
@@ -372,6 +401,8 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
       rebuildFrom(CU);
   for (size_t I = 0; I < Distinct.size(); I++) {
     MDNode *N = Distinct[I];
+    if (builtinType(N))
+      N->replaceOperandWith(0, nullptr);
     for (unsigned Op = 0; Op < N->getNumOperands(); Op++) {
       Metadata *Old = N->getOperand(Op).get();
       Metadata *New = Rebuilt(Old);

@@ -544,6 +544,56 @@ mod tests {
     }
 
     #[test]
+    fn the_types_clang_declares_itself_name_no_file() {
+        // `__uint128_t` and `__va_list_tag` have no line and name the
+        // unit's source: without the file, a function using them is the
+        // same in every unit.
+        let bitcode = bitcode_with(
+            "#include <cstdarg>\n\
+             inline unsigned long high(__uint128_t x) { return (unsigned long)(x >> 64); }\n\
+             inline int first(int n, ...) { va_list ap; va_start(ap, n); int r = va_arg(ap, int); va_end(ap); return r; }\n\
+             unsigned long use(unsigned long a) { return high((__uint128_t)a * a) + first(1, 2); }\n",
+            &["-x", "c++", "-O0", "-g", "-Xclang", "-disable-O0-optnone"],
+        );
+        let settings = CodegenSettings::plain_o2();
+        let context = crate::llvm::test_context();
+        let unit = load(&context, &bitcode, "t.cc", &settings).unwrap();
+        let builtin_with_file = |text: &str| -> Vec<String> {
+            let files: Vec<&str> = text
+                .lines()
+                .filter(|l| l.contains("!DIFile(filename: \"") && l.contains("/t.c\""))
+                .filter_map(|l| l.split(" = ").next())
+                .collect();
+            text.lines()
+                .filter(|l| {
+                    l.contains("name: \"__uint128_t\"")
+                        || l.contains("name: \"__va_list_tag\"")
+                        || l.contains("name: \"gp_offset\"")
+                })
+                .filter(|l| files.iter().any(|f| l.contains(&format!("file: {f},"))))
+                .map(str::to_string)
+                .collect()
+        };
+        let before = unit.module.print_to_string().to_string();
+        // (`__va_list_tag` itself names no file in C++; its members do.)
+        assert_eq!(builtin_with_file(&before).len(), 2, "{before}");
+        crate::llvm::strip_file_checksums(&unit.module);
+        let after = unit.module.print_to_string().to_string();
+        assert_eq!(builtin_with_file(&after), Vec::<String>::new());
+        for name in ["__uint128_t", "__va_list_tag", "gp_offset"] {
+            assert!(
+                after.contains(&format!("name: \"{name}\"")),
+                "{name}: {after}"
+            );
+        }
+        // The unit's own definitions keep their file.
+        assert!(after
+            .lines()
+            .any(|l| l.contains("!DISubprogram(name: \"use\"") && l.contains("file: !")));
+        unit.module.verify().unwrap();
+    }
+
+    #[test]
     fn the_unit_as_written_keeps_stack_slots_and_every_name() {
         let bitcode = o0_debug_bitcode(
             "static const char *name(int i) { const char *s = i ? \"one\" : \"two\"; return s; }\n\

@@ -3373,7 +3373,10 @@ mod tests {
              # 3 \"/src/t.c\"\nint main(void) {{ return 0; }}\n"
         );
         let unit = |source: &str| {
-            let ir = with_lines_ir(source).replace(" = private unnamed_addr constant", " = hidden unnamed_addr constant");
+            let ir = with_lines_ir(source).replace(
+                " = private unnamed_addr constant",
+                " = hidden unnamed_addr constant",
+            );
             assert!(ir.contains("!DIGlobalVariable(scope: null, file:"), "{ir}");
             digest_module(&ir, &[], Inlining::Optimizing, Lines::Relative).unwrap()
         };
