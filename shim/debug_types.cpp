@@ -303,6 +303,17 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
     auto *F = dyn_cast_or_null<DIFile>(T->getRawFile());
     return F && LineRebaser::pathOf(F) == UnitPath;
   };
+  // Likewise clang's declaration of a builtin it calls (`__builtin_memcmp`,
+  // `__builtin_strlen`: artificial, for the call sites), which takes the
+  // file and line of the unit's first call: `char_traits<char>::compare`
+  // and all that reach it differed between units including the headers in
+  // another order. It keeps its name and type, without file or line.
+  auto builtinDeclaration = [](const MDNode *N) {
+    auto *SP = dyn_cast<DISubprogram>(N);
+    return SP && !SP->isDistinct() && !SP->isDefinition() && SP->isArtificial() &&
+           SP->getName().starts_with("__builtin_") &&
+           (SP->getLine() || SP->getRawFile() || SP->getRawScope());
+  };
   auto Strip = [&](const DIFile *F) {
     if (!F->getRawChecksum() || VM.getMappedMD(F))
       return;
@@ -318,7 +329,7 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
   forEachReachedNode(M, [&](const MDNode *N) {
     if (auto *F = dyn_cast<DIFile>(N))
       Strip(F);
-    else if (builtinType(N))
+    else if (builtinType(N) || builtinDeclaration(N))
       Stripped++;
   });
   DenseSet<const Metadata *> Seen;
@@ -370,6 +381,23 @@ extern "C" unsigned repocc_strip_file_checksums(LLVMModuleRef module) {
     if (builtinType(N)) {
       Ops[0] = nullptr;
       Changed = true;
+    }
+    if (builtinDeclaration(N)) {
+      auto *SP = cast<DISubprogram>(N);
+      Metadata *Result = DISubprogram::get(
+          M.getContext(), nullptr, SP->getName(), SP->getLinkageName(), nullptr, 0,
+          cast_or_null<DISubroutineType>(Rebuilt(SP->getRawType())), 0,
+          cast_or_null<DIType>(Rebuilt(SP->getRawContainingType())), SP->getVirtualIndex(),
+          SP->getThisAdjustment(), SP->getFlags(), SP->getSPFlags(),
+          cast_or_null<DICompileUnit>(Rebuilt(SP->getRawUnit())),
+          cast_or_null<MDTuple>(Rebuilt(SP->getRawTemplateParams())),
+          cast_or_null<DISubprogram>(Rebuilt(SP->getRawDeclaration())),
+          cast_or_null<MDTuple>(Rebuilt(SP->getRawRetainedNodes())),
+          cast_or_null<MDTuple>(Rebuilt(SP->getRawThrownTypes())),
+          cast_or_null<MDTuple>(Rebuilt(SP->getRawAnnotations())), SP->getTargetFuncName());
+      VM.MD()[N].reset(Result);
+      Made[N] = Result;
+      return Result;
     }
     Metadata *Result = N;
     if (Changed) {

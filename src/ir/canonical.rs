@@ -591,6 +591,40 @@ mod tests {
             .lines()
             .any(|l| l.contains("!DISubprogram(name: \"use\"") && l.contains("file: !")));
         unit.module.verify().unwrap();
+
+        // The declaration of a builtin clang calls (for call sites, when
+        // optimizing) takes its first call's file and line; it keeps its
+        // name and type only.
+        let bitcode = bitcode_with(
+            "inline int same(const char *a, const char *b) { return __builtin_memcmp(a, b, 4); }\n\
+             int use(const char *a) { return same(a, \"abcd\"); }\n",
+            &["-x", "c++", "-O1", "-g", "-Xclang", "-disable-llvm-passes"],
+        );
+        let unit = load(&context, &bitcode, "t.cc", &settings).unwrap();
+        let builtin = |text: &str| -> String {
+            (text.lines())
+                .find(|l| l.contains("!DISubprogram(name: \"__builtin_memcmp\""))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let before = builtin(&unit.module.print_to_string().to_string());
+        assert!(
+            before.contains("line: 1,") && before.contains("DIFlagArtificial"),
+            "{before}"
+        );
+        crate::llvm::strip_file_checksums(&unit.module);
+        let text = unit.module.print_to_string().to_string();
+        let after = builtin(&text);
+        assert!(
+            after.contains("type: !") && after.contains("DIFlagArtificial"),
+            "{after}"
+        );
+        assert!(
+            !after.contains("file:") && !after.contains("line:") && !after.contains("scope: !"),
+            "{after}"
+        );
+        assert!(text.contains("declare !dbg"), "{text}");
+        unit.module.verify().unwrap();
     }
 
     #[test]
