@@ -150,14 +150,24 @@ pub fn load_code<'ctx>(
     };
     let target_machine = target_machine_for(&module, settings)
         .with_context(|| format!("building the target machine for {source_name}"))?;
-    if promote {
+    // When optimizing, library functions' declarations get the attributes
+    // the optimizer's first pass (InferFunctionAttrs) gives them anyway,
+    // before the digests read them: `strlen` as `<string.h>` declares it
+    // and as clang declares the builtin differ (`memory(read)`, or
+    // nothing) until then, and every user of `char_traits<char>::length`
+    // had another digest in units that included the header and units that
+    // did not. The pass only adds to declarations, and does the same again
+    // at the optimizer's start, so the code is the same.
+    let passes = match (promote, settings.opt != OptLevel::O0) {
+        (true, true) => Some("inferattrs,function(mem2reg)"),
+        (true, false) => Some("function(mem2reg)"),
+        (false, true) => Some("inferattrs"),
+        (false, false) => None,
+    };
+    if let Some(passes) = passes {
         module
-            .run_passes(
-                "function(mem2reg)",
-                &target_machine,
-                PassBuilderOptions::create(),
-            )
-            .map_err(|e| anyhow!("mem2reg on {source_name}: {e}"))?;
+            .run_passes(passes, &target_machine, PassBuilderOptions::create())
+            .map_err(|e| anyhow!("{passes} on {source_name}: {e}"))?;
     }
     // Local values print as numbers in the digests' text: the names
     // mem2reg gives (`%.01`) depend on what else a function's symbol table
@@ -625,6 +635,61 @@ mod tests {
         );
         assert!(text.contains("declare !dbg"), "{text}");
         unit.module.verify().unwrap();
+    }
+
+    #[test]
+    fn library_declarations_read_as_the_optimizer_sees_them() {
+        // `strlen` declared by <string.h> (pure: `memory(read)`) and as
+        // clang declares the builtin (no memory effects) become the same
+        // declaration, so a header's function calling it has one digest.
+        let source = "inline unsigned long len(const char *s) { return __builtin_strlen(s); }\n\
+                      unsigned long use(const char *s) { return len(s); }\n";
+        let settings = CodegenSettings::plain_o2();
+        let context = crate::llvm::test_context();
+        let digest_of_len = |source: &str| {
+            let bitcode = bitcode_with(
+                source,
+                &["-x", "c++", "-O2", "-Xclang", "-disable-llvm-passes"],
+            );
+            let raw = crate::llvm::test_context();
+            let module = {
+                let buffer = MemoryBuffer::create_from_memory_range_copy(&bitcode, "t.cc");
+                Module::parse_bitcode_from_buffer(&buffer, &raw).unwrap()
+            };
+            // The declaration and its attribute group, as clang wrote them.
+            let text = module.print_to_string().to_string();
+            let line = |prefix: &str| {
+                let found = text.lines().find(|l| l.starts_with(prefix));
+                found.unwrap_or_default().to_string()
+            };
+            let declaration = line("declare i64 @strlen(");
+            let group = declaration.rsplit(' ').next().unwrap_or_default();
+            let before = format!("{declaration}\n{}", line(&format!("attributes {group} ")));
+            let unit = load(&context, &bitcode, "t.cc", &settings).unwrap();
+            let text = unit.module.print_to_string().to_string();
+            let digests = crate::ir::digest::digest_module(
+                &text,
+                &[],
+                crate::ir::digest::Inlining::Optimizing,
+                crate::ir::digest::Lines::Absolute,
+            )
+            .unwrap();
+            let len = digests
+                .defs
+                .iter()
+                .find(|d| d.name == "_Z3lenPKc")
+                .expect("len")
+                .final_digest;
+            (before, len)
+        };
+        let (alone, alone_digest) = digest_of_len(source);
+        // (The first use makes the declaration: here `strlen` itself.)
+        let (with_header, header_digest) = digest_of_len(&format!(
+            "#include <string.h>\nunsigned long direct(const char *s) {{ return strlen(s); }}\n{source}"
+        ));
+        // As clang wrote them, the declarations differ.
+        assert_ne!(alone, with_header);
+        assert_eq!(alone_digest, header_digest, "{alone}\n{with_header}");
     }
 
     #[test]
