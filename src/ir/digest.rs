@@ -2105,8 +2105,11 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
             }
         });
         declared_callees(&mut self.c, &uses, &mut out);
-        declared_symbols(&mut self.c, &self.decls, &uses, &mut out);
-        own_comdat(self.p, name, text, &mut out);
+        // What both digests below end with.
+        let mut symbols = String::new();
+        declared_symbols(&mut self.c, &self.decls, &uses, &mut symbols);
+        own_comdat(self.p, name, text, &mut symbols);
+        out.push_str(&symbols);
         self.own_file_mark(text, &mut out);
         let initial = self.digest_of(1, &out);
         // Without a debug record (no `-g`) there is nothing to leave out:
@@ -2118,8 +2121,7 @@ impl<'a, 'c> InitialDigests<'a, 'c> {
             for piece in without_dbg_attachments(text) {
                 self.c.canonical_into(piece, &mut reached, &mut |_, _| {});
             }
-            declared_symbols(&mut self.c, &self.decls, &uses, &mut reached);
-            own_comdat(self.p, name, text, &mut reached);
+            reached.push_str(&symbols);
             self.digest_of(1, &reached)
         };
         // `global` or `constant` ends the list of leading keywords.
