@@ -1080,7 +1080,15 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
   // its declaration (at -O1 and above, for call-site information), so that
   // calls to it get their DW_TAG_call_site entries as in clang's object;
   // the callers' digests cover it (see `digest`'s declared callees).
-  if (!copy_module_asm) {
+  // Only where the fragment has a compile unit, i.e. a function with debug
+  // info that can make a call site entry: a vtable alone refers to its
+  // class's methods without calling them, and a method of a class local
+  // to a function has that function's subprogram as its scope, whose
+  // compile unit the fragment would then name without listing it (the
+  // verifier refused every C++ unit at -O1 -g and above with a local class
+  // with virtual methods).
+  NamedMDNode *ListedUnits = Dst->getNamedMetadata("llvm.dbg.cu");
+  if (!copy_module_asm && ListedUnits && ListedUnits->getNumOperands() > 0) {
     std::vector<std::pair<Function *, Function *>> Declared;
     for (Function &NF : *Dst)
       if (NF.isDeclaration() && !NF.getSubprogram())

@@ -271,13 +271,14 @@ grep -q 'type = struct shelf::Label {' gdb.clang || fail "gdb cannot show struct
 diff -u gdb.clang gdb.repocc || fail "gdb sessions differ"
 unset REPOCC_DEBUG_FRAGMENTS
 
-note "debug carving: functions holding local types (a lambda, a struct) are carved from the batch and equal their compile alone"
+note "debug carving: functions holding local types (a lambda, a struct, a class with virtual methods) are carved from the batch and equal their compile alone"
 cp "$P"/lambdas.h "$P"/lambdas.cpp .
 out=$(REPOCC_DIR="$SCRATCH/repo-lambdas" REPOCC_DEBUG_FRAGMENTS=true REPOCC_CHECK_DEBUG_CARVING=1 REPOCC_TIMINGS=1 \
   "$REPOCCXX" -O2 -g -c lambdas.cpp -o lambdas.o 2>&1) || fail "repocc -O2 -g lambdas.cpp: $out"
 case "$out" in *"debug carving differs"*) fail "lambdas.cpp: $out" ;; esac
 echo "$out" | grep -Eq "debug batches: ([0-9]+) of \1 fragments .* 0 carved alone" \
   || fail "lambdas.cpp: a fragment was left out of the batch: $out"
+assert_eq "lambdas.cpp: units that went to clang" 0 "$(REPOCC_DIR="$SCRATCH/repo-lambdas" stat_value fallbacks)"
 "$REPOCCXX" lambdas.o -o lambdas
 clang++-19 -O2 -g lambdas.cpp -o lambdas.clang
 assert_eq "lambdas output" "$(./lambdas.clang)" "$(./lambdas)"

@@ -7,7 +7,8 @@ one repository that every test shares (so a test may take the fragments of
 another: equal variables, equal helpers), then by repocc once more into an
 empty repository of its own. Checks:
 
-  - clang-19 and repocc both compile a test or both refuse it;
+  - clang-19 and repocc both compile a test or both refuse it, and
+    repocc prints nothing clang-19 does not (no unit handed to clang);
   - where clang-19's program exits 0, repocc's exits 0 and prints the same
     (a test whose clang-19 program prints differently on a second run, a
     stack address, is held to its exit code);
@@ -97,6 +98,11 @@ def main():
         if c.returncode != 0:
             return "refused", None
         problems = []
+        # repocc says nothing clang-19 does not: a unit it could not take
+        # through the repository and handed to clang ("... with clang
+        # instead") builds a right program, and is still a bug.
+        if r.stderr != c.stderr:
+            problems.append(f"{name}: repocc printed what clang-19 did not: {r.stderr.decode(errors='replace')[-400:]}")
         linked = []
         for tag in ("clang", "shared"):
             linker = "clang++-19" if is_cxx(source) else "clang-19"
