@@ -27,6 +27,42 @@ using namespace repocc_shim;
 
 namespace {
 
+// One node of each cycle of uniqued nodes among those reached (LLVM's
+// coroutine frame type, made after clang, has a member whose type points
+// back at the frame): the targets of a depth-first walk's back edges,
+// which every such cycle passes through. A uniqued node can only be made
+// with its final operands, so each of these, when it changes, is rebuilt
+// as a distinct copy first, as distinct nodes are, for the others to
+// refer to. Nodes known clean (mapped already) are not walked.
+DenseSet<const MDNode *> uniquedCycleEntries(LineRebaser &R) {
+  DenseMap<const MDNode *, bool> OnStack;
+  DenseSet<const MDNode *> Entries;
+  SmallVector<std::pair<const MDNode *, unsigned>, 32> Stack;
+  for (MDNode *Root : R.Reachable) {
+    if (Root->isDistinct() || !OnStack.try_emplace(Root, true).second)
+      continue;
+    Stack.push_back({Root, 0});
+    while (!Stack.empty()) {
+      const MDNode *N = Stack.back().first;
+      unsigned I = Stack.back().second++;
+      if (I == N->getNumOperands()) {
+        OnStack[N] = false;
+        Stack.pop_back();
+        continue;
+      }
+      auto *O = dyn_cast_or_null<MDNode>(N->getOperand(I).get());
+      if (!O || O->isDistinct() || R.Map.lookup(O))
+        continue;
+      auto [It, New] = OnStack.try_emplace(O, true);
+      if (New)
+        Stack.push_back({O, 0});
+      else if (It->second)
+        Entries.insert(O);
+    }
+  }
+  return Entries;
+}
+
 int rebaseLines(Module &Mod, LineRebaser &R) {
   Module *M = &Mod;
   // Everything reachable, and whether each node that moves can be rebuilt,
@@ -34,7 +70,10 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
   forEachRoot(*M, [&](Metadata *MD) { R.collect(MD); });
   // The inlined definitions, indexed in the order of their keys (the same
   // whatever order they are reached in); two with one key could not be
-  // told apart when placed.
+  // told apart when placed, unless they are at one line: LLVM's coroutine
+  // split copies the coroutine's subprogram for each part it makes
+  // (`f.resume`, `f.destroy`), and their lines are relative to the one
+  // line either way, so they share an index.
   if (!R.Anchored && R.DefinitionBase) {
     SmallVector<std::pair<StringRef, const DISubprogram *>, 8> Owners;
     SmallPtrSet<const DISubprogram *, 8> Seen;
@@ -47,10 +86,13 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
     }
     llvm::sort(Owners, [](const auto &A, const auto &B) { return A.first < B.first; });
     for (unsigned i = 0; i < Owners.size(); i++) {
-      if (i > 0 && Owners[i].first == Owners[i - 1].first)
-        return -1;
-      R.OwnerIndex[Owners[i].second] = i;
-      R.OwnerKeys.push_back(Owners[i].first.str());
+      if (i > 0 && Owners[i].first == Owners[i - 1].first) {
+        if (Owners[i].second->getLine() != Owners[i - 1].second->getLine())
+          return -1;
+      } else {
+        R.OwnerKeys.push_back(Owners[i].first.str());
+      }
+      R.OwnerIndex[Owners[i].second] = R.OwnerKeys.size() - 1;
     }
   }
   for (MDNode *N : R.Reachable)
@@ -78,28 +120,34 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
   }
   // Nothing existing is changed (its other users, in this module's
   // context, keep it as it is): a distinct node that changes gets a new
-  // copy, with its lines moved if they move (operands set below).
+  // copy, with its lines moved if they move (operands set below); so does
+  // a uniqued node a cycle enters by, as a distinct one.
+  DenseSet<const MDNode *> CycleEntries = uniquedCycleEntries(R);
+  auto copiedDistinct = [&](const MDNode *N) {
+    return N->isDistinct() || CycleEntries.count(N);
+  };
   for (MDNode *N : R.Reachable) {
     if (!R.Changes.count(N)) {
       R.Map[N] = N;
       continue;
     }
-    if (!N->isDistinct())
+    if (!copiedDistinct(N))
       continue;
-    MDNode *New = R.movesLines(N) ? R.withMovedLines(N, [](Metadata *Op) { return Op; })
-                                  : MDNode::replaceWithDistinct(N->clone());
+    MDNode *New = R.movesLines(N)
+                      ? R.withMovedLines(N, [](Metadata *Op) { return Op; }, /*Distinct=*/true)
+                      : MDNode::replaceWithDistinct(N->clone());
     if (!New || New->getNumOperands() != N->getNumOperands())
       return -1;
     R.Map[N] = New;
   }
   for (MDNode *N : R.Reachable)
-    if (!N->isDistinct())
+    if (!copiedDistinct(N))
       R.mapUniqued(N);
   if (R.Failed)
     return -1;
   // The new distinct nodes' operands, then the module's references.
   for (MDNode *N : R.Reachable) {
-    if (!N->isDistinct() || !R.Changes.count(N))
+    if (!copiedDistinct(N) || !R.Changes.count(N))
       continue;
     MDNode *New = R.Map[N];
     for (unsigned i = 0; i < N->getNumOperands(); i++) {

@@ -25,6 +25,9 @@
 #   built at -O0 -g through the repository, shows what it shows in
 #   clang-19's build (breakpoints in template members, bt, info args and
 #   locals, ptype, list, finish);
+# - a C++20 coroutine at -O2 -g goes through the repository (no unit
+#   handed to clang), runs as clang-19's build, and after a line added
+#   above it gives its cold object;
 # - yaml-cpp's regex_yaml.cpp at -O3, compiled after scanner.cpp into one
 #   repository, equals its cold compile alone: both hold
 #   std::vector<RegEx>'s copy constructor, built on the mutually recursive
@@ -282,6 +285,25 @@ assert_eq "lambdas.cpp: units that went to clang" 0 "$(REPOCC_DIR="$SCRATCH/repo
 "$REPOCCXX" lambdas.o -o lambdas
 clang++-19 -O2 -g lambdas.cpp -o lambdas.clang
 assert_eq "lambdas output" "$(./lambdas.clang)" "$(./lambdas)"
+
+note "a C++20 coroutine at -O2 -g goes through the repository, also after a line is added above it"
+# LLVM's coroutine split makes a frame type whose members point back at it
+# (a cycle of uniqued nodes for the line rebase) and copies the
+# coroutine's subprogram for each part (three definitions of one name).
+cp "$P"/coro.cpp .
+export REPOCC_DIR="$SCRATCH/repo-coro"
+"$REPOCCXX" -std=c++20 -O2 -g -c coro.cpp -o coro.o || fail "repocc -O2 -g coro.cpp"
+assert_eq "coro.cpp: units that went to clang" 0 "$(stat_value fallbacks)"
+"$REPOCCXX" coro.o -o coro
+clang++-19 -std=c++20 -O2 -g coro.cpp -o coro.clang
+assert_eq "coroutine output" "$(./coro.clang)" "$(./coro)"
+sed -i '1i // a line above everything' coro.cpp
+"$REPOCCXX" -std=c++20 -O2 -g -c coro.cpp -o coro-warm.o || fail "repocc -O2 -g coro.cpp, edited"
+assert_eq "coro.cpp edited: units that went to clang" 0 "$(stat_value fallbacks)"
+REPOCC_DIR="$SCRATCH/repo-coro-cold" "$REPOCCXX" -std=c++20 -O2 -g -c coro.cpp -o coro-cold.o \
+  || fail "repocc -O2 -g coro.cpp, cold"
+cmp coro-warm.o coro-cold.o || fail "coro.cpp after an edit is not its cold object"
+export REPOCC_DIR="$SCRATCH/repo"
 
 note "yaml-cpp at -O3: regex_yaml.cpp after scanner.cpp (recursive destructors emitted in another order) equals its cold compile"
 yaml=$(fetch_debian_source yaml-cpp --skip-patches)

@@ -1580,16 +1580,30 @@ pub fn rebase_relative_lines_of(
         kinds.push((line, kind));
     }
     owners.sort_unstable();
-    if owners.windows(2).any(|w| w[0].0 == w[1].0) {
+    // Two of one key share an index when they are at one line (LLVM's
+    // coroutine split copies the coroutine's subprogram for each part;
+    // see shim/line_rebase.cpp), and cannot be told apart otherwise.
+    if (owners.windows(2))
+        .any(|w| w[0].0 == w[1].0 && node_line(&p, w[0].1) != node_line(&p, w[1].1))
+    {
         bail!(
             "two definitions inlined into {leader} are both known as {:?}",
             owners
         );
     }
-    if owners.len() as u64 > MAX_INLINED_DEFINITIONS {
+    let mut keys: Vec<&str> = owners.iter().map(|&(k, _)| k).collect();
+    keys.dedup();
+    let index_of = |owner: &str| {
+        let key = owners
+            .iter()
+            .find(|&&(_, o)| o == owner)
+            .map_or("", |&(k, _)| k);
+        keys.iter().position(|&k| k == key).unwrap_or(0) as u64
+    };
+    if keys.len() as u64 > MAX_INLINED_DEFINITIONS {
         bail!(
             "{} definitions inlined into {leader}: too many for relative lines",
-            owners.len()
+            keys.len()
         );
     }
     let mut out = String::with_capacity(module_text.len() + module_text.len() / 8);
@@ -1600,7 +1614,7 @@ pub fn rebase_relative_lines_of(
                 (RELATIVE_LINE_BASE + n - own_line).to_string()
             })),
             LineKind::Inlined(owner, at) => {
-                let index = owners.iter().position(|&(_, o)| o == owner).unwrap_or(0) as u64;
+                let index = index_of(owner);
                 let half = DEFINITION_LINE_SPAN as i64 / 2;
                 let base = DEFINITION_LINE_BASE + index * DEFINITION_LINE_SPAN;
                 out.push_str(&map_line_fields(line, &|n| {
@@ -1620,9 +1634,8 @@ pub fn rebase_relative_lines_of(
     }
     Ok(Some(RebasedText {
         text: out,
-        inlined: owners
-            .into_iter()
-            .map(|(k, _)| unescape_printed(k).into_owned())
+        inlined: (keys.into_iter())
+            .map(|k| unescape_printed(k).into_owned())
             .collect(),
     }))
 }
@@ -3590,6 +3603,82 @@ mod tests {
         }
     }
 
+    /// `ir` through `opt-19 -O2`, as the optimizer leaves a unit.
+    fn optimized(ir: &str) -> String {
+        use std::io::Write;
+        let mut opt = std::process::Command::new("opt-19")
+            .args(["-O2", "-S", "-o", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("opt-19");
+        opt.stdin.take().unwrap().write_all(ir.as_bytes()).unwrap();
+        let out = opt.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A coroutine after LLVM's coroutine split: its frame type's members
+    /// point back at it (a cycle of uniqued nodes), and `count.resume`,
+    /// `count.destroy` and `count.cleanup` have copies of `count`'s
+    /// subprogram, one key at one line. Both rebases rebuild it (the unit
+    /// went to clang), and the relative one in memory as in the text.
+    #[test]
+    fn a_split_coroutine_is_rebased() {
+        let src = "#include <coroutine>\n\
+            struct gen { struct promise_type {\n\
+              int v = 0;\n\
+              gen get_return_object() { return gen{std::coroutine_handle<promise_type>::from_promise(*this)}; }\n\
+              std::suspend_always initial_suspend() noexcept { return {}; }\n\
+              std::suspend_always final_suspend() noexcept { return {}; }\n\
+              std::suspend_always yield_value(int x) noexcept { v = x; return {}; }\n\
+              void return_void() noexcept {}\n\
+              void unhandled_exception() {} };\n\
+              std::coroutine_handle<promise_type> h; };\n\
+            gen count(int to) {\n  for (int i = 0; i < to; i++) {\n    int s = i * i;\n    co_yield s;\n  }\n}\n";
+        let ir = optimized(&clang_ir(
+            src,
+            &[
+                "-x",
+                "c++",
+                "-std=c++20",
+                "-O2",
+                "-g",
+                "-Xclang",
+                "-disable-llvm-passes",
+            ],
+        ));
+        assert!(ir.contains("@_Z5counti.resume"), "{ir}");
+        let context = crate::llvm::test_context();
+        let module = module_of(&context, &ir);
+        crate::llvm::identify_debug_types(&module);
+        assert_eq!(
+            crate::llvm::rebase_anchor_lines(
+                &module,
+                1,
+                crate::support::line_bases::ANCHOR_LINE_BASE
+            ),
+            crate::llvm::Rebased::Done
+        );
+        assert!(module.verify().is_ok(), "{:?}", module.verify());
+        let ir = module.print_to_string().to_string();
+        let rebased = rebase_relative_lines(&ir, "_Z5counti").unwrap().unwrap();
+        // The parts' copies of `count`'s subprogram are one inlined
+        // definition (the ramp's own is the leader's).
+        let keys = ["_Z5counti", "_ZN3gen12promise_type11yield_valueEi"];
+        assert_eq!(rebased.inlined, keys);
+        let expected = module_of(&context, &rebased.text)
+            .print_to_string()
+            .to_string();
+        let module = module_of(&context, &ir);
+        assert_eq!(
+            crate::llvm::rebase_relative_lines(&module, "_Z5counti", None, None),
+            (crate::llvm::Rebased::Done, keys.map(String::from).to_vec())
+        );
+        assert!(module.verify().is_ok(), "{:?}", module.verify());
+        assert_eq!(module.print_to_string().to_string(), expected);
+    }
+
     /// Static functions inlined into a fragment: their lines relative to
     /// their own, indexed by key, the same in memory as in the text; a
     /// header's inlined function keeps its lines.
@@ -3608,19 +3697,6 @@ mod tests {
             static int thrice(int v) {\n  return twice(v) * 3;\n}\n\
             int api(struct pair *p) {\n  int s = thrice(p->a);\n  return s + twice(p->b);\n}\n";
         // Inlined, as the optimizer leaves the unit.
-        let optimized = |ir: &str| -> String {
-            use std::io::Write;
-            let mut opt = std::process::Command::new("opt-19")
-                .args(["-O2", "-S", "-o", "-"])
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .expect("opt-19");
-            opt.stdin.take().unwrap().write_all(ir.as_bytes()).unwrap();
-            let out = opt.wait_with_output().unwrap();
-            assert!(out.status.success());
-            String::from_utf8(out.stdout).unwrap()
-        };
         let ir = optimized(&ir_of(src, &["-g"]));
         assert!(!ir.contains("define internal"), "inlined and dropped: {ir}");
         let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
