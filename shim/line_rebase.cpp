@@ -27,19 +27,21 @@ using namespace repocc_shim;
 
 namespace {
 
-// One node of each cycle of uniqued nodes among those reached (LLVM's
-// coroutine frame type, made after clang, has a member whose type points
-// back at the frame): the targets of a depth-first walk's back edges,
-// which every such cycle passes through. A uniqued node can only be made
-// with its final operands, so each of these, when it changes, is rebuilt
-// as a distinct copy first, as distinct nodes are, for the others to
-// refer to. Nodes known clean (mapped already) are not walked.
+// One node of each cycle of uniqued nodes that change (LLVM's coroutine
+// frame type, made after clang, has a member whose type points back at
+// the frame): the targets of a depth-first walk's back edges, which every
+// such cycle passes through. A uniqued node can only be made with its
+// final operands, so each of these is rebuilt as a distinct copy first,
+// as distinct nodes are, for the others to refer to. Only changed nodes
+// are walked: every node of a cycle that holds a changed node changes
+// too (each reaches it), and an unchanged node is never rebuilt.
 DenseSet<const MDNode *> uniquedCycleEntries(LineRebaser &R) {
   DenseMap<const MDNode *, bool> OnStack;
   DenseSet<const MDNode *> Entries;
   SmallVector<std::pair<const MDNode *, unsigned>, 32> Stack;
   for (MDNode *Root : R.Reachable) {
-    if (Root->isDistinct() || !OnStack.try_emplace(Root, true).second)
+    if (Root->isDistinct() || !R.Changes.count(Root) ||
+        !OnStack.try_emplace(Root, true).second)
       continue;
     Stack.push_back({Root, 0});
     while (!Stack.empty()) {
@@ -51,7 +53,7 @@ DenseSet<const MDNode *> uniquedCycleEntries(LineRebaser &R) {
         continue;
       }
       auto *O = dyn_cast_or_null<MDNode>(N->getOperand(I).get());
-      if (!O || O->isDistinct() || R.Map.lookup(O))
+      if (!O || O->isDistinct() || !R.Changes.count(O))
         continue;
       auto [It, New] = OnStack.try_emplace(O, true);
       if (New)
@@ -103,9 +105,11 @@ int rebaseLines(Module &Mod, LineRebaser &R) {
   // What changes: the movers, then their users, theirs, and so on.
   DenseMap<const MDNode *, SmallVector<MDNode *, 2>> Users;
   SmallVector<MDNode *, 64> Work;
+  // Nodes known clean (mapped to themselves when collected) never change:
+  // their users are not listed.
   for (MDNode *N : R.Reachable) {
     for (const MDOperand &Op : N->operands())
-      if (auto *O = dyn_cast_or_null<MDNode>(Op.get()))
+      if (auto *O = dyn_cast_or_null<MDNode>(Op.get()); O && !R.Map.lookup(O))
         Users[O].push_back(N);
     if (R.movesLines(N) && R.Changes.insert(N).second)
       Work.push_back(N);
