@@ -49,6 +49,7 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--flags", required=True)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--compile-timeout", type=float, default=600.0)
     a = ap.parse_args()
     # The tests are old C: implicit declarations and `int`, which clang-19
     # refuses by default (as gcc 14 does), are theirs to use.
@@ -86,13 +87,25 @@ def main():
             cc = "clang++-19" if is_cxx(source) else "clang-19"
         else:
             cc = repocc_cxx if is_cxx(source) else a.repocc
-        return subprocess.run([cc] + flags + ["-c", source, "-o", out], capture_output=True, env=e)
+        try:
+            return subprocess.run(
+                [cc] + flags + ["-c", source, "-o", out],
+                capture_output=True,
+                env=e,
+                timeout=a.compile_timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return None
 
     def check(i, source):
         n = os.path.join(work, str(i))
         name = os.path.relpath(source, a.tests)
         c = compile_with("clang", source, n + ".clang.o")
+        if c is None:
+            return "timed out", None
         r = compile_with("repocc", source, n + ".shared.o")
+        if r is None:
+            return "failed", f"{name}: clang-19 compiles it, repocc took longer than {a.compile_timeout:.0f} s"
         if (c.returncode == 0) != (r.returncode == 0):
             return "failed", f"{name}: clang-19 exit {c.returncode}, repocc exit {r.returncode}: {r.stderr.decode(errors='replace')[-400:]}"
         if c.returncode != 0:
@@ -122,7 +135,7 @@ def main():
         empty = n + ".repo"
         cold = compile_with("repocc", source, n + ".cold.o", repo=empty)
         shutil.rmtree(empty, ignore_errors=True)
-        if cold.returncode != 0:
+        if cold is None or cold.returncode != 0:
             problems.append(f"{name}: the compile into an empty repository failed")
         elif open(n + ".cold.o", "rb").read() != open(n + ".shared.o", "rb").read():
             problems.append(f"{name}: the object from the shared repository is not the cold one")
@@ -141,7 +154,8 @@ def main():
                 print(message, flush=True)
     print(
         f"torture {a.flags}: {len(tests)} tests; ran {counts.get('ran', 0)}, compiled only "
-        f"{counts.get('compiled', 0)}, refused by both {counts.get('refused', 0)}, failed {counts.get('failed', 0)}"
+        f"{counts.get('compiled', 0)}, refused by both {counts.get('refused', 0)}, "
+        f"too slow for clang-19 {counts.get('timed out', 0)}, failed {counts.get('failed', 0)}"
     )
     return 1 if counts.get("failed") else 0
 
