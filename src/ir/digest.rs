@@ -3662,21 +3662,37 @@ mod tests {
         );
         assert!(module.verify().is_ok(), "{:?}", module.verify());
         let ir = module.print_to_string().to_string();
-        let rebased = rebase_relative_lines(&ir, "_Z5counti").unwrap().unwrap();
         // The parts' copies of `count`'s subprogram are one inlined
         // definition (the ramp's own is the leader's).
-        let keys = ["_Z5counti", "_ZN3gen12promise_type11yield_valueEi"];
+        rebased_in_memory_as_in_the_text(
+            &ir,
+            "_Z5counti",
+            &["_Z5counti", "_ZN3gen12promise_type11yield_valueEi"],
+        );
+    }
+
+    /// `leader`'s relative rebase of `ir`, in the printed text and in
+    /// memory: both inline `keys`, and give the same module, which
+    /// verifies. The module as printed.
+    fn rebased_in_memory_as_in_the_text(ir: &str, leader: &str, keys: &[&str]) -> String {
+        let rebased = rebase_relative_lines(ir, leader).unwrap().unwrap();
         assert_eq!(rebased.inlined, keys);
+        let context = crate::llvm::test_context();
         let expected = module_of(&context, &rebased.text)
             .print_to_string()
             .to_string();
-        let module = module_of(&context, &ir);
+        let module = module_of(&context, ir);
         assert_eq!(
-            crate::llvm::rebase_relative_lines(&module, "_Z5counti", None, None),
-            (crate::llvm::Rebased::Done, keys.map(String::from).to_vec())
+            crate::llvm::rebase_relative_lines(&module, leader, None, None),
+            (
+                crate::llvm::Rebased::Done,
+                keys.iter().map(|k| k.to_string()).collect::<Vec<_>>()
+            )
         );
         assert!(module.verify().is_ok(), "{:?}", module.verify());
-        assert_eq!(module.print_to_string().to_string(), expected);
+        let got = module.print_to_string().to_string();
+        assert_eq!(got, expected);
+        got
     }
 
     /// Static functions inlined into a fragment: their lines relative to
@@ -3699,23 +3715,7 @@ mod tests {
         // Inlined, as the optimizer leaves the unit.
         let ir = optimized(&ir_of(src, &["-g"]));
         assert!(!ir.contains("define internal"), "inlined and dropped: {ir}");
-        let rebased = rebase_relative_lines(&ir, "api").unwrap().unwrap();
-        assert_eq!(rebased.inlined, ["thrice", "twice"]);
-        let context = crate::llvm::test_context();
-        let expected = module_of(&context, &rebased.text)
-            .print_to_string()
-            .to_string();
-        let module = module_of(&context, &ir);
-        assert_eq!(
-            crate::llvm::rebase_relative_lines(&module, "api", None, None),
-            (
-                crate::llvm::Rebased::Done,
-                vec!["thrice".to_string(), "twice".to_string()]
-            )
-        );
-        assert!(module.verify().is_ok(), "{:?}", module.verify());
-        let got = module.print_to_string().to_string();
-        assert_eq!(got, expected);
+        let got = rebased_in_memory_as_in_the_text(&ir, "api", &["thrice", "twice"]);
         let subprogram = |name: &str| -> &str {
             got.lines()
                 .find(|l| l.contains("!DISubprogram(") && l.contains(&format!("name: \"{name}\"")))
