@@ -920,11 +920,16 @@ fn without_fields<'b>(body: &'b str, fields: &[&str]) -> Vec<&'b str> {
 /// node (`!DISubprogram(name: "f", file: !3, line: 7, ...)`), outside
 /// strings.
 fn md_field<'b>(body: &'b str, name: &str) -> Option<&'b str> {
+    let b = body.as_bytes();
+    // Most places a field could start hold another one: compared by their
+    // first byte before the name (this runs for most nodes of a unit,
+    // several times each).
+    let first = name.as_bytes().first().copied();
     let mut in_str = false;
-    for (i, c) in body.bytes().enumerate() {
+    for (i, &c) in b.iter().enumerate() {
         match c {
             b'"' => in_str = !in_str,
-            b'(' | b' ' if !in_str => {
+            b'(' | b' ' if !in_str && b.get(i + 1).copied() == first => {
                 let rest = &body[i + 1..];
                 if let Some(value) = rest.strip_prefix(name).and_then(|r| r.strip_prefix(": ")) {
                     let end = value.find([',', ')']).unwrap_or(value.len());
@@ -1363,10 +1368,17 @@ fn line_kind<'a>(
 
 /// A quoted string field of a printed node, as printed (escapes kept).
 fn md_string_field<'b>(body: &'b str, name: &str) -> Option<&'b str> {
-    let at = body
-        .find(&format!(" {name}: \""))
-        .or_else(|| body.find(&format!("({name}: \"")))?;
-    let value = &body[at + name.len() + 4..];
+    // ` name: "` anywhere, else `(name: "` (a name holds neither a space
+    // nor `(`: see `md_field`), without making either pattern.
+    let b = body.as_bytes();
+    let after = |before: u8| {
+        body.match_indices(name).find_map(|(at, _)| {
+            (at > 0 && b[at - 1] == before)
+                .then(|| body[at + name.len()..].strip_prefix(": \""))
+                .flatten()
+        })
+    };
+    let value = after(b' ').or_else(|| after(b'('))?;
     Some(&value[..value.find('"')?])
 }
 
@@ -2752,6 +2764,29 @@ mod tests {
         ));
         // Not an escape: kept as it is.
         assert_eq!(unescape_printed("odd\\zz"), "odd\\zz");
+    }
+
+    /// A field is read outside strings only, after `(` or a space, and a
+    /// longer field ending in its name (`scopeLine` for `line`) is not it.
+    #[test]
+    fn fields_are_read_outside_strings() {
+        let body = r#"!DISubprogram(name: "f line: 9, (line: 8", scopeLine: 4, line: 7, file: !3)"#;
+        assert_eq!(md_field(body, "line"), Some("7"));
+        assert_eq!(md_field(body, "scopeLine"), Some("4"));
+        assert_eq!(md_field(body, "name"), Some("\"f line: 9"));
+        assert_eq!(md_field(body, "file"), Some("!3"));
+        assert_eq!(md_field(body, "type"), None);
+        assert_eq!(md_field("!DILocation(line: 3)", "line"), Some("3"));
+        let file = r#"!DIFile(filename: "a.c", directory: "/d filename: \22x")"#;
+        assert_eq!(md_string_field(file, "filename"), Some("a.c"));
+        assert_eq!(
+            md_string_field(file, "directory"),
+            Some("/d filename: \\22x")
+        );
+        assert_eq!(md_string_field(file, "source"), None);
+        // ` name: "` anywhere comes before `(name: "`, as it always did.
+        let odd = r#"!DIFile(filename: "a.c", directory: "b filename: "c")"#;
+        assert_eq!(md_string_field(odd, "filename"), Some("c"));
     }
 
     /// A module parsed from IR text in `context`.
