@@ -59,39 +59,50 @@ extern "C" LLVMValueRef repocc_blockaddress_function(LLVMValueRef global) {
 // Adds the functions other than `Self` whose instructions use `V`
 // (directly or through constant expressions) to `Found`, stopping at two;
 // false when something else uses it (a global's initializer, an alias, a
-// block address...).
-static bool collectUserFunctions(const Value *V, const GlobalValue *Self,
-                                 SmallPtrSetImpl<const Function *> &Found, unsigned Depth) {
+// block address...). With `Initializers`, a global variable whose
+// initializer holds `V` (through constant expressions, arrays and
+// structures) counts as a user too, by itself, unless it is one of LLVM's
+// own (`llvm.used`, `llvm.global_ctors`: they make nothing of what they
+// list).
+static bool collectUsers(const Value *V, const GlobalValue *Self,
+                         SmallPtrSetImpl<const GlobalValue *> &Found, bool Initializers,
+                         unsigned Depth) {
   for (const User *U : V->users()) {
     if (auto *I = dyn_cast<Instruction>(U)) {
       const Function *F = I->getFunction();
       if (F != Self)
         Found.insert(F);
-      if (Found.size() > 1)
-        return true;
-    } else if (auto *CE = dyn_cast<ConstantExpr>(U)) {
-      if (Depth > 8 || !collectUserFunctions(CE, Self, Found, Depth + 1))
+    } else if (isa<ConstantExpr>(U) ||
+               (Initializers && isa<ConstantAggregate>(U))) {
+      if (Depth > 8 || !collectUsers(U, Self, Found, Initializers, Depth + 1))
         return false;
+    } else if (auto *G = dyn_cast<GlobalVariable>(U);
+               Initializers && G && !G->getName().starts_with("llvm.")) {
+      if (G != Self)
+        Found.insert(G);
     } else {
       return false;
     }
+    if (Found.size() > 1)
+      return true;
   }
   return true;
 }
 
 // How many functions other than itself use the global `value` (0, 1, or 2
 // for "more"), with the one in `*sole`; -1 when something other than a
-// function's code uses it.
-extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole) {
+// function's code uses it. With `initializers`, a global variable whose
+// initializer holds it counts as a user (see `collectUsers`).
+extern "C" int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole, int initializers) {
   *sole = nullptr;
   auto *GV = dyn_cast<GlobalValue>(unwrap(value));
   if (!GV)
     return -1;
-  SmallPtrSet<const Function *, 2> Found;
-  if (!collectUserFunctions(GV, GV, Found, 0))
+  SmallPtrSet<const GlobalValue *, 2> Found;
+  if (!collectUsers(GV, GV, Found, initializers != 0, 0))
     return -1;
   if (Found.size() == 1)
-    *sole = wrap(const_cast<Function *>(*Found.begin()));
+    *sole = wrap(const_cast<GlobalValue *>(*Found.begin()));
   return static_cast<int>(Found.size());
 }
 

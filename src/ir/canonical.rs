@@ -254,15 +254,33 @@ fn name_constants_by_content(module: &Module) {
 /// have.
 fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<String, String>) {
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
+    // A private `unnamed_addr` constant (a string literal, a `__const.*`)
+    // has a user in the initializer of the one variable that holds it too:
+    // a table of literals that one function alone uses carries them in that
+    // function's fragment (double-conversion's `gay-shortest.cc`, 100,000
+    // literals in one table, made 100,000 fragments). Its code can only
+    // reach the functions that use the table, which the chain below
+    // requires to be that one. Such a constant has no name a debugger
+    // could ask for.
+    let literal = |g: &inkwell::values::GlobalValue| {
+        g.get_linkage() == Linkage::Private
+            && g.get_unnamed_address() == UnnamedAddress::Global
+            && g.is_constant()
+    };
     let users: HashMap<String, llvm::Users> = module
         .get_functions()
         .filter(|f| llvm::has_body(f))
-        .map(|f| f.as_global_value())
-        .chain(module.get_globals().filter(|g| !g.is_declaration()))
-        .map(|g| {
+        .map(|f| (f.as_global_value(), false))
+        .chain(
+            module
+                .get_globals()
+                .filter(|g| !g.is_declaration())
+                .map(|g| (g, literal(&g))),
+        )
+        .map(|(g, initializers)| {
             (
                 g.get_name().to_string_lossy().into_owned(),
-                llvm::user_functions(&g),
+                llvm::user_functions(&g, initializers),
             )
         })
         .collect();
@@ -690,6 +708,48 @@ mod tests {
         // As clang wrote them, the declarations differ.
         assert_ne!(alone, with_header);
         assert_eq!(alone_digest, header_digest, "{alone}\n{with_header}");
+    }
+
+    /// A table of string literals that one function alone uses carries
+    /// them (one fragment, not one per literal), as an exported table no
+    /// function of the unit uses does; a literal two tables hold, or one
+    /// a function called in the unit reaches, is a definition of its own.
+    #[test]
+    fn literals_of_one_table_stay_with_it() {
+        let bitcode = bitcode_with(
+            "static const char *const table[] = {\"alpha\", \"beta\", \"both\"};\n\
+             static const char *const other[] = {\"both\", \"gamma\"};\n\
+             const char *const exported[] = {\"delta\", \"epsilon\"};\n\
+             const char *pick(int i) { return table[i]; }\n\
+             static const char *inner(int i) { return other[i]; }\n\
+             const char *outer(int i) { return inner(i); }\n\
+             const char *again(int i) { return inner(i + 1); }\n",
+            &["-O2"],
+        );
+        let settings = CodegenSettings::plain_o2();
+        let context = crate::llvm::test_context();
+        let unit = load(&context, &bitcode, "t.c", &settings).unwrap();
+        let attached = |user: &str| {
+            let mut held: Vec<&str> = (unit.attached_locals.iter())
+                .filter(|(_, u)| u.as_str() == user)
+                .map(|(l, _)| l.as_str())
+                .collect();
+            held.sort_unstable();
+            held
+        };
+        // `alpha`, `beta` with `table`, and `table` with `pick`.
+        assert_eq!(attached("table").len(), 2, "{:?}", unit.attached_locals);
+        assert_eq!(attached("pick"), ["table"], "{:?}", unit.attached_locals);
+        assert_eq!(attached("exported").len(), 2, "{:?}", unit.attached_locals);
+        // `both` (in two tables) and `other`'s (its user `inner` has two
+        // callers) are constants of their own, named by content.
+        assert!(attached("other").is_empty(), "{:?}", unit.attached_locals);
+        let named_by_content = unit
+            .unnamed_locals
+            .iter()
+            .filter(|n| n.starts_with(".rc."))
+            .count();
+        assert_eq!(named_by_content, 2, "{:?}", unit.unnamed_locals);
     }
 
     #[test]

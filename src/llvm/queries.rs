@@ -164,21 +164,25 @@ pub enum Users {
     NotOnlyCode,
     /// No function but itself.
     Nothing,
-    /// One function other than itself, by name.
+    /// One function other than itself (or, for a variable, one variable
+    /// whose initializer holds it), by name.
     One(String),
     /// Several functions.
     Several,
 }
 
 /// Which functions (other than `global` itself) use `global` in their code:
-/// call it, load or store it, take its address.
-pub fn user_functions(global: &inkwell::values::GlobalValue) -> Users {
+/// call it, load or store it, take its address. With `initializers`, a
+/// global variable whose initializer holds it (a table of string literals)
+/// counts as a user too, by its name; LLVM's own (`llvm.used`) do not.
+pub fn user_functions(global: &inkwell::values::GlobalValue, initializers: bool) -> Users {
     use inkwell::values::AsValueRef;
     let mut sole = std::ptr::null_mut();
     // SAFETY: `global` is a live global of a live module; `sole` is set to
-    // a function of the same module or null, read at once.
+    // a function or global variable of the same module or null, read at
+    // once.
     unsafe {
-        match repocc_user_functions(global.as_value_ref(), &mut sole) {
+        match repocc_user_functions(global.as_value_ref(), &mut sole, initializers as i32) {
             -1 => Users::NotOnlyCode,
             0 => Users::Nothing,
             1 if !sole.is_null() => Users::One(value_name(sole)),
