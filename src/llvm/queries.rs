@@ -164,8 +164,8 @@ pub enum Users {
     NotOnlyCode,
     /// No function but itself.
     Nothing,
-    /// One function other than itself (or, for a variable, one variable
-    /// whose initializer holds it), by name.
+    /// One function other than itself (or, asked with `initializers`, one
+    /// global variable whose initializer holds it), by name.
     One(String),
     /// Several functions.
     Several,
