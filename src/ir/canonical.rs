@@ -334,22 +334,19 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     }
     for g in module.get_globals() {
         let name = g.get_name().to_string_lossy().into_owned();
-        let linkage = g.get_linkage();
         if !g.is_declaration()
-            && local(linkage)
+            && local(g.get_linkage())
             && !name.starts_with("llvm.")
             && !attached.contains_key(&name)
         {
-            g.set_linkage(Linkage::External);
-            g.set_visibility(GlobalVisibility::Hidden);
             // Only constants whose address means nothing: a fragment that
-            // declares one cannot say so (see `obj::combine`).
-            if linkage == Linkage::Private
-                && g.get_unnamed_address() == UnnamedAddress::Global
-                && g.is_constant()
-            {
+            // declares one cannot say so (see `obj::combine`). Asked before
+            // the linkage changes.
+            if literal(&g) {
                 private.push(name.clone());
             }
+            g.set_linkage(Linkage::External);
+            g.set_visibility(GlobalVisibility::Hidden);
             names.push(name);
         }
     }
