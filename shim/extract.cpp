@@ -79,6 +79,15 @@ bool reachesUnit(const Function &F, const DICompileUnit *CU) {
   return false;
 }
 
+// Names compile unit `CU` (a node of `M`'s) in `M`'s llvm.dbg.cu, once.
+void listUnit(Module &M, Metadata *CU) {
+  NamedMDNode *NMD = M.getOrInsertNamedMetadata("llvm.dbg.cu");
+  for (const MDNode *Op : NMD->operands())
+    if (Op == CU)
+      return;
+  NMD->addOperand(cast<MDNode>(CU));
+}
+
 // Clones `From`'s body into `To` (another module). LLVM's DifferentModule
 // cloning runs a DebugInfoFinder over every instruction only to list the
 // compile units the new module must name in llvm.dbg.cu, and it walks the
@@ -105,12 +114,21 @@ void cloneBody(Function *To, const Function *From, ValueToValueMapTy &VMap,
                     nullptr, Mat);
   if (CUs.empty() || !reachesUnit(*From, *CUs.begin()))
     return;
-  auto *Mapped = MapMetadata(*CUs.begin(), VMap, RF_None, nullptr, Mat);
-  NamedMDNode *NMD = To->getParent()->getOrInsertNamedMetadata("llvm.dbg.cu");
-  for (const MDNode *Op : NMD->operands())
-    if (Op == Mapped)
-      return;
-  NMD->addOperand(Mapped);
+  listUnit(*To->getParent(), MapMetadata(*CUs.begin(), VMap, RF_None, nullptr, Mat));
+}
+
+// Lists, in `Dst`'s llvm.dbg.cu, the compile units of global variable
+// `From`'s debug records, once they are copied into `Dst`, as `cloneBody`
+// lists a function's: a compile unit that llvm.dbg.cu does not name lists
+// no variables (`repocc_trim_debug_units` fills the list from the named
+// ones), and a fragment holding only variables had none.
+void listVariableUnits(const GlobalVariable &From, Module &Dst, ValueToValueMapTy &VMap,
+                       ValueMaterializer *Mat) {
+  SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+  From.getDebugInfo(GVEs);
+  for (DIGlobalVariableExpression *E : GVEs)
+    if (const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope()))
+      listUnit(Dst, MapMetadata(CU, VMap, RF_None, nullptr, Mat));
 }
 
 void copyComdat(Module &Dst, const GlobalObject &From, GlobalObject &To) {
@@ -998,6 +1016,7 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       G->getAllMetadata(MDs);
       for (auto &MD : MDs)
         NG->addMetadata(MD.first, *MapMetadata(MD.second, VMap, RF_None, nullptr, &Mat));
+      listVariableUnits(*G, *Dst, VMap, &Mat);
       copyComdat(*Dst, *G, *NG);
     } else if (auto *A = dyn_cast<GlobalAlias>(GV)) {
       auto *NA = cast<GlobalAlias>(VMap[A]);
@@ -1071,9 +1090,21 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       shareTypes({From});
       cloneBody(cast<Function>(To), F, VMap, &Mat);
     } else if (auto *G = dyn_cast<GlobalVariable>(From)) {
+      auto *NG = cast<GlobalVariable>(To);
       if (G->hasInitializer())
-        cast<GlobalVariable>(To)->setInitializer(
-            MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
+        NG->setInitializer(MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
+      // Its debug record too (a static variable one function alone uses,
+      // a literal a table holds), as the variable has it in clang's
+      // object.
+      SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+      G->getDebugInfo(GVEs);
+      if (!GVEs.empty()) {
+        shareTypes({From});
+        for (DIGlobalVariableExpression *E : GVEs)
+          NG->addDebugInfo(
+              cast<DIGlobalVariableExpression>(MapMetadata(E, VMap, RF_None, nullptr, &Mat)));
+        listVariableUnits(*G, *Dst, VMap, &Mat);
+      }
     }
   }
   // A function declared elsewhere keeps the subprogram clang attached to

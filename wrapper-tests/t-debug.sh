@@ -371,3 +371,57 @@ done
 cmp -s spin-1.o spin-2.o || fail "unreachable body: the object depends on the code generation workers"
 cd ..
 note "a function with an empty body keeps its debug info, whatever the workers"
+
+# Variables keep their debug records: an exported one (a fragment of its
+# own, holding no code), a static that one function alone uses (carried in
+# that function's fragment), a static table the optimizer puts in a
+# mergeable constant pool (carved piece by piece from the batch). Each
+# fragment once had none, and gdb could not print them in an optimized
+# build where clang's build prints them.
+note "-O2 -g: gdb prints global and static variables as in clang's build"
+mkdir -p variables && cd variables
+cat > vars.c <<'C'
+int total = 40;
+int spare;
+static int counter;
+static const int primes[4] = {2, 3, 5, 7};
+int next_count(void) { return ++counter; }
+int prime(int i) { return primes[i & 3]; }
+C
+cat > main.c <<'C'
+#include <stdio.h>
+extern int total, spare;
+int next_count(void);
+int prime(int i);
+int main(int argc, char **argv) {
+  (void)argv;
+  next_count();
+  spare = next_count() + prime(argc + 1);
+  printf("%d %d\n", total, spare);
+  return 0;
+}
+C
+watch_variables() { # PROGRAM: what gdb prints of the variables at the end of main
+  gdb -q -batch -nx -ex 'break vars.c:6' -ex run -ex 'print total' -ex 'print counter' \
+    -ex 'print primes' -ex 'print spare' -ex 'ptype primes' "$1" 2>&1 | grep -E '^(\$|type)'
+}
+for flags in "-O2 -g" "-O1 -g"; do
+  clang-19 $flags -c vars.c -o vars.clang.o && clang-19 $flags -c main.c -o main.o \
+    && clang-19 vars.clang.o main.o -o vars.clang || fail "clang-19 $flags: variables program"
+  export REPOCC_DIR=$PWD/repo$flags
+  "$REPOCC" --zero-stats > /dev/null
+  "$REPOCC" $flags -c vars.c -o vars.o || fail "repocc $flags vars.c"
+  clang-19 vars.o main.o -o vars.repocc || fail "linking the variables program ($flags)"
+  assert_eq "$flags: the variables program runs" "$(./vars.clang)" "$(./vars.repocc)"
+  watch_variables ./vars.clang > vars-gdb.clang
+  grep -q '\$3 = {2, 3, 5, 7}' vars-gdb.clang || fail "clang's build: gdb does not print primes: $(cat vars-gdb.clang)"
+  watch_variables ./vars.repocc > vars-gdb.repocc
+  diff -u vars-gdb.clang vars-gdb.repocc || fail "$flags: gdb prints the variables otherwise than in clang's build"
+  assert_eq "$flags: variables: carving declines" 0 "$(stat_value carve_declines)"
+  REPOCC_DIR=$PWD/cold$flags "$REPOCC" $flags -c vars.c -o vars.cold.o || fail "repocc $flags vars.c (cold)"
+  "$REPOCC" $flags -c vars.c -o vars.warm.o || fail "repocc $flags vars.c (warm)"
+  cmp -s vars.cold.o vars.warm.o || fail "$flags: vars.o warm differs from cold"
+  llvm-dwarfdump-19 --verify vars.o > /dev/null || fail "$flags: DWARF of vars.o does not verify"
+done
+unset REPOCC_DIR
+cd ..

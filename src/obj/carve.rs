@@ -674,7 +674,7 @@ impl<'w, 'a> Builder<'w, 'a> {
     /// COMDAT group named by its signature.
     fn debug_sections(&mut self, debug: &DebugIndex) -> Result<(), Decline> {
         let taken: HashSet<usize> = self.out_of.keys().copied().collect();
-        let Some(unit) = debug.unit_of(&taken)? else {
+        let Some(unit) = debug.unit_of(&taken, &self.w.shared)? else {
             return Ok(());
         };
         // Where the fragment's code lands once composed: sections of one

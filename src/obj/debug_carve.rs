@@ -701,8 +701,15 @@ impl<'a> DebugIndex<'a> {
 
     /// The compile unit of the fragment whose code and data are the
     /// sections `taken`: `Ok(None)` when it has none, a `Decline` when
-    /// that cannot be told.
-    pub(super) fn unit_of(&self, taken: &HashSet<usize>) -> Result<Option<usize>, Decline> {
+    /// that cannot be told. A unit may also name the sections `shared`
+    /// says all fragments share, taken piece by piece (a static constant
+    /// or a literal in a mergeable pool): its addresses there follow the
+    /// fragment's own pieces (see `carve`'s `target`).
+    pub(super) fn unit_of(
+        &self,
+        taken: &HashSet<usize>,
+        shared: &[bool],
+    ) -> Result<Option<usize>, Decline> {
         let mut found = None;
         // The units that share a section with the fragment, in order.
         let mut sharing: Vec<usize> = (taken.iter())
@@ -714,7 +721,8 @@ impl<'a> DebugIndex<'a> {
         sharing.dedup();
         for n in sharing {
             let sections = &self.unit_sections[n];
-            if !sections.is_subset(taken) {
+            let own = |s: &usize| taken.contains(s) || shared.get(*s).copied().unwrap_or(false);
+            if !sections.iter().all(own) {
                 return Err(no("debug: a compile unit names another fragment's code"));
             }
             if found.replace(n).is_some() {
