@@ -126,9 +126,16 @@ void listVariableUnits(const GlobalVariable &From, Module &Dst, ValueToValueMapT
                        ValueMaterializer *Mat) {
   SmallVector<DIGlobalVariableExpression *, 1> GVEs;
   From.getDebugInfo(GVEs);
-  for (DIGlobalVariableExpression *E : GVEs)
-    if (const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope()))
-      listUnit(Dst, MapMetadata(CU, VMap, RF_None, nullptr, Mat));
+  // A C++ namespace's variable has no unit in its scopes (a namespace at
+  // the top has none): it is the source's, when the source has one.
+  auto Units = From.getParent()->debug_compile_units();
+  const DICompileUnit *Only =
+      !Units.empty() && std::next(Units.begin()) == Units.end() ? *Units.begin() : nullptr;
+  for (DIGlobalVariableExpression *E : GVEs) {
+    const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope());
+    if (const DICompileUnit *Unit = CU ? CU : Only)
+      listUnit(Dst, MapMetadata(Unit, VMap, RF_None, nullptr, Mat));
+  }
 }
 
 void copyComdat(Module &Dst, const GlobalObject &From, GlobalObject &To) {

@@ -375,7 +375,8 @@ note "a function with an empty body keeps its debug info, whatever the workers"
 # Variables keep their debug records: an exported one (a fragment of its
 # own, holding no code), a static that one function alone uses (carried in
 # that function's fragment), a static table the optimizer puts in a
-# mergeable constant pool (carved piece by piece from the batch). Each
+# mergeable constant pool (carved piece by piece from the batch), and in
+# C++ those of namespaces and classes. Each
 # fragment once had none, and gdb could not print them in an optimized
 # build where clang's build prints them.
 note "-O2 -g: gdb prints global and static variables as in clang's build"
@@ -423,5 +424,37 @@ for flags in "-O2 -g" "-O1 -g"; do
   cmp -s vars.cold.o vars.warm.o || fail "$flags: vars.o warm differs from cold"
   llvm-dwarfdump-19 --verify vars.o > /dev/null || fail "$flags: DWARF of vars.o does not verify"
 done
+# C++: a namespace's variable (no compile unit among its scopes), a
+# class's static member, a function's static, a global object with a
+# constructor, <iostream>'s own static.
+cat > vars.cc <<'C'
+#include <iostream>
+#include <string>
+namespace ledger { int entries = 7; std::string owner = "ann"; }
+struct Meter { static long reads; };
+long Meter::reads = 11;
+int tick() { static int ticks; ++Meter::reads; return ++ticks + ledger::entries; }
+C
+cat > main.cc <<'C'
+#include <cstdio>
+int tick();
+int main() { tick(); std::printf("%d\n", tick()); return 0; }
+C
+watch_cxx() { # PROGRAM
+  gdb -q -batch -nx -ex 'break vars.cc:6' -ex run -ex 'print ledger::entries' \
+    -ex 'print ledger::owner' -ex 'print Meter::reads' -ex 'print tick::ticks' \
+    -ex 'print std::__ioinit' "$1" 2>&1 | grep -E '^(\$|type|No symbol)'
+}
+clang++-19 -O2 -g -c vars.cc -o vars-cc.clang.o && clang++-19 -O2 -g -c main.cc -o main-cc.o \
+  && clang++-19 vars-cc.clang.o main-cc.o -o vars-cc.clang || fail "clang++-19: C++ variables program"
+export REPOCC_DIR=$PWD/repo-cc
+"$REPOCCXX" -O2 -g -c vars.cc -o vars-cc.o || fail "repocc++ -O2 -g vars.cc"
+clang++-19 vars-cc.o main-cc.o -o vars-cc.repocc || fail "linking the C++ variables program"
+assert_eq "C++ variables program runs" "$(./vars-cc.clang)" "$(./vars-cc.repocc)"
+watch_cxx ./vars-cc.clang > vars-cc-gdb.clang
+grep -q '= "ann"' vars-cc-gdb.clang || fail "clang's build: gdb does not print ledger::owner: $(cat vars-cc-gdb.clang)"
+watch_cxx ./vars-cc.repocc > vars-cc-gdb.repocc
+diff -u vars-cc-gdb.clang vars-cc-gdb.repocc || fail "C++: gdb prints the variables otherwise than in clang's build"
+llvm-dwarfdump-19 --verify vars-cc.o > /dev/null || fail "C++: DWARF of vars-cc.o does not verify"
 unset REPOCC_DIR
 cd ..
