@@ -1103,8 +1103,15 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       // Its debug record too (a static variable one function alone uses,
       // a literal a table holds), as the variable has it in clang's
       // object.
+      // Not a literal's (no name: a debugger cannot ask for it): a literal
+      // is copied into each fragment whose code refers to it, and its
+      // record names where its one user is, which another's digest does
+      // not cover.
       SmallVector<DIGlobalVariableExpression *, 1> GVEs;
       G->getDebugInfo(GVEs);
+      llvm::erase_if(GVEs, [](const DIGlobalVariableExpression *E) {
+        return E->getVariable()->getName().empty();
+      });
       if (!GVEs.empty()) {
         shareTypes({From});
         for (DIGlobalVariableExpression *E : GVEs)

@@ -256,12 +256,10 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     let local = |l: Linkage| matches!(l, Linkage::Internal | Linkage::Private);
     // A private `unnamed_addr` constant (a string literal, a `__const.*`)
     // has a user in the initializer of the one variable that holds it too:
-    // a table of literals that one function alone uses carries them in that
-    // function's fragment (double-conversion's `gay-shortest.cc`, 100,000
-    // literals in one table, made 100,000 fragments). Its code can only
-    // reach the functions that use the table, which the chain below
-    // requires to be that one. Such a constant has no name a debugger
-    // could ask for.
+    // a table of literals carries them in its fragment, or in that of the
+    // function that carries the table (double-conversion's
+    // `gay-shortest.cc`, 100,000 literals in one table, made 100,000
+    // fragments). Such a constant has no name a debugger could ask for.
     let literal = |g: &inkwell::values::GlobalValue| {
         g.get_linkage() == Linkage::Private
             && g.get_unnamed_address() == UnnamedAddress::Global
@@ -299,7 +297,21 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     // name -> its one user, for the locals that stay local: a chain of
     // sole users ending in a function nothing in the unit uses.
     let mut attached: HashMap<String, String> = HashMap::new();
+    let literals: std::collections::HashSet<String> = module
+        .get_globals()
+        .filter(|g| !g.is_declaration() && literal(g))
+        .map(|g| g.get_name().to_string_lossy().into_owned())
+        .collect();
     for name in &local_names {
+        // A literal goes with its one user whatever uses that: copied, it
+        // is the same bytes (its address means nothing), so a caller the
+        // user is inlined into takes a copy of its own.
+        if literals.contains(name) {
+            if let Some(llvm::Users::One(user)) = users.get(name) {
+                attached.insert(name.clone(), user.clone());
+                continue;
+            }
+        }
         let mut chain = vec![name.as_str()];
         let ends_in_a_root = loop {
             let at = *chain.last().unwrap();
@@ -707,10 +719,11 @@ mod tests {
         assert_eq!(alone_digest, header_digest, "{alone}\n{with_header}");
     }
 
-    /// A table of string literals that one function alone uses carries
-    /// them (one fragment, not one per literal), as an exported table no
-    /// function of the unit uses does; a literal two tables hold, or one
-    /// a function called in the unit reaches, is a definition of its own.
+    /// A table of string literals carries them (one fragment, not one per
+    /// literal), whether one function alone uses it, no function of the
+    /// unit does, or a function called twice in the unit reads it (the
+    /// table is then a definition of its own); a literal two tables hold
+    /// is a definition of its own.
     #[test]
     fn literals_of_one_table_stay_with_it() {
         let bitcode = bitcode_with(
@@ -738,15 +751,17 @@ mod tests {
         assert_eq!(attached("table").len(), 2, "{:?}", unit.attached_locals);
         assert_eq!(attached("pick"), ["table"], "{:?}", unit.attached_locals);
         assert_eq!(attached("exported").len(), 2, "{:?}", unit.attached_locals);
-        // `both` (in two tables) and `other`'s (its user `inner` has two
-        // callers) are constants of their own, named by content.
-        assert!(attached("other").is_empty(), "{:?}", unit.attached_locals);
+        // `other`'s user `inner` has two callers: `other` is a definition
+        // of its own, and `gamma` goes with it. `both` (in two tables) is
+        // a constant of its own, named by content.
+        assert_eq!(attached("other").len(), 1, "{:?}", unit.attached_locals);
+        assert!(!unit.attached_locals.contains_key("other"));
         let named_by_content = unit
             .unnamed_locals
             .iter()
             .filter(|n| n.starts_with(".rc."))
             .count();
-        assert_eq!(named_by_content, 2, "{:?}", unit.unnamed_locals);
+        assert_eq!(named_by_content, 1, "{:?}", unit.unnamed_locals);
     }
 
     #[test]
