@@ -19,7 +19,9 @@ swapped operator; an added side effect (a call to an external function);
 a function made noreturn (its body replaced by a call that exits); a
 function that exits on its n-th call; a changed constant argument at a call
 to a static function of the same file; a changed number in a file-scope
-constant table. Edits never add or remove lines, so __LINE__ and every
+constant table; a changed string literal in a function (a literal goes
+with its one user's fragment, and with copies into the functions that
+user is inlined into). Edits never add or remove lines, so __LINE__ and every
 other definition's digest stay as they were.
 
 Everything is seeded: the seed is printed at the start and with every
@@ -56,6 +58,7 @@ EDIT_KINDS = [
     ("exit-after", 5),
     ("call-argument", 15),
     ("table-constant", 7),
+    ("string", 8),
 ]
 SWAPS = {
     "<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==",
@@ -363,6 +366,14 @@ def make_edit(index, rng, ident):
             new = new_number(t.text, rng)
             if new is not None:
                 e = Edit(unit, f.name, kind, t.start, t.end, new, t.text, ident)
+    elif kind == "string":
+        # A character added before the closing quote: the literal's bytes
+        # and size change, its users' code may not.
+        sites = [(k, t) for k, t in body if t.kind == "str" and t.text.startswith('"')]
+        if sites:
+            k, t = rng.choice(sites)
+            new = t.text[:-1] + rng.choice("~#x") + '"'
+            e = Edit(unit, f.name, kind, t.start, t.end, new, t.text, ident)
     elif kind == "side-effect":
         at = f.body_start
         e = Edit(unit, f.name, kind, at, at, f" repocc_fuzz_hit({ident});", "", ident)
