@@ -134,6 +134,18 @@ extern "C" size_t repocc_inlined_size(LLVMValueRef value) {
   return inlinedSize(F, Seen, 0);
 }
 
+// Whether a call in the module names the function `value` as its callee
+// (what the inliner could copy its body into).
+extern "C" int repocc_is_called(LLVMValueRef value) {
+  auto *F = dyn_cast<Function>(unwrap(value));
+  if (!F)
+    return 0;
+  for (const Use &U : F->uses())
+    if (auto *CB = dyn_cast<CallBase>(U.getUser()); CB && CB->isCallee(&U))
+      return 1;
+  return 0;
+}
+
 // Whether the function `value` has exactly one use, a call (as the callee)
 // from another function, and nothing forbids inlining it there.
 extern "C" int repocc_has_one_call_site(LLVMValueRef value) {

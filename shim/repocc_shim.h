@@ -74,6 +74,7 @@ LLVMValueRef repocc_alias_base_object(LLVMValueRef alias);
 LLVMValueRef repocc_blockaddress_function(LLVMValueRef global);
 int repocc_user_functions(LLVMValueRef value, LLVMValueRef *sole, int initializers);
 size_t repocc_inlined_size(LLVMValueRef function);
+int repocc_is_called(LLVMValueRef function);
 int repocc_has_one_call_site(LLVMValueRef function);
 unsigned repocc_mark_unwritten_statics_constant(LLVMModuleRef module);
 int repocc_is_used(LLVMValueRef value);

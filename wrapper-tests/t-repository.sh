@@ -18,7 +18,9 @@ cd "$SCRATCH/lua"
 make -j"$JOBS" linux CC="repocc -std=gnu99" > build1.log 2>&1 || { tail -n 20 build1.log; fail "cold build"; }
 mkdir -p ../lua-objs && cp src/*.o ../lua-objs/
 stored=$(stat_value fragments_stored)
-[ "$stored" -gt 1000 ] || fail "cold build stored only $stored fragments"
+# (947 with 2026-12's binary: each function and table, and each literal
+# or static that several use; what one uses goes with it.)
+[ "$stored" -gt 800 ] || fail "cold build stored only $stored fragments"
 make clean > /dev/null
 "$REPOCC" --zero-stats > /dev/null
 make -j"$JOBS" linux CC="repocc -std=gnu99" > build2.log 2>&1 || { tail -n 20 build2.log; fail "warm build"; }

@@ -303,13 +303,21 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
         .map(|g| g.get_name().to_string_lossy().into_owned())
         .collect();
     for name in &local_names {
-        // A literal goes with its one user whatever uses that: copied, it
-        // is the same bytes (its address means nothing), so a caller the
-        // user is inlined into takes a copy of its own.
+        // A literal goes with its one user whatever uses that, where that
+        // is a table, or a function no call names (its address taken for
+        // a table of callbacks): nothing inlines the function, so its
+        // literals stay in its fragment alone. (A copy elsewhere would be
+        // the same bytes, but the object would hold the literal twice, and
+        // the switch tables made of it twice where clang's has one.)
         if literals.contains(name) {
             if let Some(llvm::Users::One(user)) = users.get(name) {
-                attached.insert(name.clone(), user.clone());
-                continue;
+                if module
+                    .get_function(user)
+                    .is_none_or(|f| !llvm::is_called(&f))
+                {
+                    attached.insert(name.clone(), user.clone());
+                    continue;
+                }
             }
         }
         let mut chain = vec![name.as_str()];
@@ -723,7 +731,8 @@ mod tests {
     /// literal), whether one function alone uses it, no function of the
     /// unit does, or a function called twice in the unit reads it (the
     /// table is then a definition of its own); a literal two tables hold
-    /// is a definition of its own.
+    /// is a definition of its own. A function's literals stay with it
+    /// where no call names it.
     #[test]
     fn literals_of_one_table_stay_with_it() {
         let bitcode = bitcode_with(
@@ -733,7 +742,11 @@ mod tests {
              const char *pick(int i) { return table[i]; }\n\
              static const char *inner(int i) { return other[i]; }\n\
              const char *outer(int i) { return inner(i); }\n\
-             const char *again(int i) { return inner(i + 1); }\n",
+             const char *again(int i) { return inner(i + 1); }\n\
+             const char *label(int i) { return i ? \"yes\" : \"no\"; }\n\
+             const char *twice(int i) { return label(i + 1); }\n\
+             static const char *hook(void) { return \"callback\"; }\n\
+             const char *(*const hooks[])(void) = {hook};\n",
             &["-O2"],
         );
         let settings = CodegenSettings::plain_o2();
@@ -761,7 +774,12 @@ mod tests {
             .iter()
             .filter(|n| n.starts_with(".rc."))
             .count();
-        assert_eq!(named_by_content, 1, "{:?}", unit.unnamed_locals);
+        // A function called in the unit may be inlined: its literals
+        // (`yes`, `no`) are constants of their own. `hook` is only in a
+        // table: its literal stays with it.
+        assert_eq!(named_by_content, 3, "{:?}", unit.unnamed_locals);
+        assert_eq!(attached("hook").len(), 1, "{:?}", unit.attached_locals);
+        assert!(attached("label").is_empty(), "{:?}", unit.attached_locals);
     }
 
     #[test]

@@ -140,6 +140,14 @@ pub fn mark_unwritten_statics_constant(module: &inkwell::module::Module) -> u32 
     unsafe { repocc_mark_unwritten_statics_constant(module.as_mut_ptr()) }
 }
 
+/// Whether a call in `function`'s module names it as its callee (a place
+/// the inliner could copy its body to).
+pub fn is_called(function: &inkwell::values::FunctionValue) -> bool {
+    use inkwell::values::AsValueRef;
+    // SAFETY: `function` is a live function of a live module.
+    unsafe { repocc_is_called(function.as_value_ref()) != 0 }
+}
+
 /// Whether `function` has exactly one use, a direct call from another
 /// function, and nothing (`noinline`, `optnone`, varargs) keeps it from
 /// being inlined there.
