@@ -308,13 +308,23 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
         // a table of callbacks): nothing inlines the function, so its
         // literals stay in its fragment alone. (A copy elsewhere would be
         // the same bytes, but the object would hold the literal twice, and
-        // the switch tables made of it twice where clang's has one.)
+        // the switch tables made of it twice where clang's has one.) Only
+        // a user of the unit's own: an inline function's or a template's
+        // (in a COMDAT) is shared with other units, where its literal may
+        // have other users (`"ETX"` main's too) and then be a constant of
+        // its own; its fragment must be the same in each.
         if literals.contains(name) {
             if let Some(llvm::Users::One(user)) = users.get(name) {
-                if module
-                    .get_function(user)
-                    .is_none_or(|f| !llvm::is_called(&f))
-                {
+                let function = module.get_function(user);
+                let linkage = match function {
+                    Some(f) => Some(f.get_linkage()),
+                    None => module.get_global(user).map(|g| g.get_linkage()),
+                };
+                let own = matches!(
+                    linkage,
+                    Some(Linkage::External | Linkage::Internal | Linkage::Private)
+                ) && llvm::comdat_of(module, user).is_none();
+                if own && function.is_none_or(|f| !llvm::is_called(&f)) {
                     attached.insert(name.clone(), user.clone());
                     continue;
                 }
