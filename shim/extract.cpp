@@ -1100,13 +1100,11 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       auto *NG = cast<GlobalVariable>(To);
       if (G->hasInitializer())
         NG->setInitializer(MapValue(G->getInitializer(), VMap, RF_None, nullptr, &Mat));
-      // Its debug record too (a static variable one function alone uses,
-      // a literal a table holds), as the variable has it in clang's
-      // object.
-      // Not a literal's (no name: a debugger cannot ask for it): a literal
-      // is copied into each fragment whose code refers to it, and its
-      // record names where its one user is, which another's digest does
-      // not cover.
+      // Its debug record too (a static variable one function alone
+      // uses), as the variable has it in clang's object; not a literal's
+      // (no name: a debugger cannot ask for it): a literal is copied into
+      // each fragment whose code refers to it, and its record says where
+      // its one user is, which another's digest does not cover.
       SmallVector<DIGlobalVariableExpression *, 1> GVEs;
       G->getDebugInfo(GVEs);
       llvm::erase_if(GVEs, [](const DIGlobalVariableExpression *E) {
