@@ -297,11 +297,6 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
     // name -> its one user, for the locals that stay local: a chain of
     // sole users ending in a function nothing in the unit uses.
     let mut attached: HashMap<String, String> = HashMap::new();
-    let literals: std::collections::HashSet<String> = module
-        .get_globals()
-        .filter(|g| !g.is_declaration() && literal(g))
-        .map(|g| g.get_name().to_string_lossy().into_owned())
-        .collect();
     for name in &local_names {
         // A literal goes with its one user whatever uses that, where that
         // is a table, or a function no call names (its address taken for
@@ -313,7 +308,7 @@ fn externalize_locals(module: &Module) -> (Vec<String>, Vec<String>, HashMap<Str
         // (in a COMDAT) is shared with other units, where its literal may
         // have other users (`"ETX"` main's too) and then be a constant of
         // its own; its fragment must be the same in each.
-        if literals.contains(name) {
+        if module.get_global(name).is_some_and(|g| literal(&g)) {
             if let Some(llvm::Users::One(user)) = users.get(name) {
                 let function = module.get_function(user);
                 let linkage = match function {
