@@ -6,6 +6,7 @@
 // each fragment (quadratic for thousands of fragments); a ValueMaterializer
 // creates only the declarations a fragment actually references.
 
+#include <llvm/ADT/StringSet.h>
 #include <llvm/IR/Comdat.h>
 #include <llvm/IR/DebugInfoMetadata.h>
 #include <llvm/IR/IntrinsicInst.h>
@@ -30,18 +31,6 @@ namespace {
 
 using namespace llvm;
 
-// CloneFunctionInto expects the arguments to be mapped already.
-// The compile unit a debug scope belongs to (its subprogram's), or null.
-const DICompileUnit *unitOfScope(const DIScope *S) {
-  for (int i = 0; i < 256 && S; i++) {
-    if (auto *SP = dyn_cast<DISubprogram>(S))
-      return SP->getUnit();
-    if (auto *CU = dyn_cast<DICompileUnit>(S))
-      return CU;
-    S = S->getScope();
-  }
-  return nullptr;
-}
 
 // Whether `F` leads to the compile unit `CU`: by its subprogram, or by an
 // instruction's location (or one it is inlined at) or a variable of a
@@ -135,6 +124,51 @@ void listVariableUnits(const GlobalVariable &From, Module &Dst, ValueToValueMapT
     const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope());
     if (const DICompileUnit *Unit = CU ? CU : Only)
       listUnit(Dst, MapMetadata(Unit, VMap, RF_None, nullptr, Mat));
+  }
+}
+
+// The records of variables gone from the unit that `Dst` lists (see
+// repocc_keep_removed_records): a fragment's, those of the statics a
+// member carried that the optimizer removed, in its compile unit (where
+// repocc_trim_debug_units keeps them, and the relative line rebase
+// reaches them); the glue's, those of constants the frontend folded, in
+// named metadata for repocc_trim_debug_units (the glue's compile unit
+// lists every global until then). clang's object has them all in the
+// unit's list; each goes where the same source puts it in every compile,
+// whatever is pruned (a carrier's digest covers what it carries).
+void listRemovedRecords(const Module &Src, Module &Dst, ArrayRef<GlobalValue *> Kept, bool Glue,
+                        ValueToValueMapTy &VMap, ValueMaterializer *Mat) {
+  const NamedMDNode *Removed = Src.getNamedMetadata(kRemovedRecords);
+  if (!Removed || Removed->getNumOperands() == 0)
+    return;
+  StringSet<> Carriers;
+  for (const GlobalValue *GV : Kept)
+    Carriers.insert(GV->getName());
+  for (const MDNode *T : Removed->operands()) {
+    if (T->getNumOperands() != 2)
+      continue;
+    auto *E = dyn_cast_or_null<DIGlobalVariableExpression>(T->getOperand(0).get());
+    auto *Carrier = dyn_cast_or_null<MDString>(T->getOperand(1).get());
+    if (!E || !Carrier || (Glue ? !Carrier->getString().empty()
+                                : !Carriers.count(Carrier->getString())))
+      continue;
+    const DICompileUnit *CU = unitOfRecord(Src, E);
+    auto *Own = CU ? dyn_cast<DICompileUnit>(MapMetadata(CU, VMap, RF_None, nullptr, Mat))
+                   : nullptr;
+    // (The glue's compile unit may be the unit's own, mapped to itself.)
+    if (!Own || (!Glue && Own == CU))
+      continue;
+    Metadata *Record = MapMetadata(E, VMap, RF_None, nullptr, Mat);
+    listUnit(Dst, Own);
+    if (Glue) {
+      Dst.getOrInsertNamedMetadata(kRemovedRecords)
+          ->addOperand(MDTuple::get(Dst.getContext(), {Record, Carrier}));
+      continue;
+    }
+    SmallVector<Metadata *, 4> Listed(Own->getGlobalVariables().begin(),
+                                      Own->getGlobalVariables().end());
+    Listed.push_back(Record);
+    Own->replaceGlobalVariables(MDTuple::get(Dst.getContext(), Listed));
   }
 }
 
@@ -1119,6 +1153,8 @@ extern "C" LLVMModuleRef repocc_extract_definitions(LLVMModuleRef src_ref,
       }
     }
   }
+  if (!Sharing)
+    listRemovedRecords(Src, *Dst, Kept, copy_module_asm, VMap, &Mat);
   // A function declared elsewhere keeps the subprogram clang attached to
   // its declaration (at -O1 and above, for call-site information), so that
   // calls to it get their DW_TAG_call_site entries as in clang's object;

@@ -536,15 +536,30 @@ extern "C" void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetM
 extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
   Module *M = unwrap(module);
   SmallVector<Metadata *, 4> Defined;
+  DenseSet<const DIGlobalVariable *> Placed;
   for (GlobalVariable &G : M->globals()) {
-    if (G.isDeclaration())
-      continue;
     SmallVector<DIGlobalVariableExpression *, 1> GVEs;
     G.getDebugInfo(GVEs);
-    Defined.append(GVEs.begin(), GVEs.end());
+    for (DIGlobalVariableExpression *E : GVEs)
+      Placed.insert(E->getVariable());
+    if (!G.isDeclaration())
+      Defined.append(GVEs.begin(), GVEs.end());
   }
   for (DICompileUnit *CU : M->debug_compile_units()) {
-    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Defined));
+    // A fragment's unit lists, besides, the records extraction gave it of
+    // variables the optimizer removed (no global of the module has them).
+    SmallVector<Metadata *, 4> Listed(Defined.begin(), Defined.end());
+    if (!glue)
+      for (DIGlobalVariableExpression *E : CU->getGlobalVariables())
+        if (E && !Placed.count(E->getVariable()))
+          Listed.push_back(E);
+    // The glue's, those extraction named for it (see listRemovedRecords).
+    if (NamedMDNode *Removed = glue ? M->getNamedMetadata(kRemovedRecords) : nullptr)
+      for (const MDNode *T : Removed->operands())
+        if (auto *E = dyn_cast_or_null<DIGlobalVariableExpression>(T->getOperand(0).get()))
+          if (unitOfRecord(*M, E) == CU)
+            Listed.push_back(E);
+    CU->replaceGlobalVariables(MDTuple::get(M->getContext(), Listed));
     if (!glue) {
       CU->replaceEnumTypes(nullptr);
       CU->replaceRetainedTypes(nullptr);
@@ -552,6 +567,177 @@ extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
       CU->replaceMacros(nullptr);
     }
   }
+  if (NamedMDNode *Removed = M->getNamedMetadata(kRemovedRecords))
+    M->eraseNamedMetadata(Removed);
+}
+
+// Gives each function that indexes a local table of pointers to local
+// constants a table of its own, where the optimizer's ConstantMerge made
+// one of identical tables of several functions (a switch over string
+// literals, inlined into its callers); returns how many tables it made.
+// LLVM's relative lookup table converter takes only a table with one use,
+// so whether a function's table became a table of offsets depended on
+// whether another function with the same table was compiled too: a warm
+// compile that pruned the other made it one, the cold compile did not.
+// Alone, each function's table is converted as its own code decides. Only
+// in position-independent code (the converter does nothing elsewhere),
+// and only tables whose every use is an instruction's.
+extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  if (M->getPICLevel() == PICLevel::NotPIC)
+    return 0;
+  auto localConstant = [](const Constant *C) {
+    auto *G = dyn_cast<GlobalVariable>(C->stripInBoundsConstantOffsets());
+    return G && G->isConstant() && G->hasLocalLinkage();
+  };
+  SmallVector<GlobalVariable *, 8> Shared;
+  for (GlobalVariable &G : M->globals()) {
+    if (!G.hasLocalLinkage() || !G.isConstant() || !G.hasInitializer() || G.hasOneUse() ||
+        G.use_empty())
+      continue;
+    auto *Array = dyn_cast<ConstantArray>(G.getInitializer());
+    if (!Array || !Array->getType()->getElementType()->isPointerTy() ||
+        !llvm::all_of(Array->operands(),
+                      [&](const Use &Op) { return localConstant(cast<Constant>(Op.get())); }))
+      continue;
+    SmallPtrSet<const Function *, 4> Users;
+    bool Instructions = true;
+    for (const Use &U : G.uses()) {
+      auto *I = dyn_cast<Instruction>(U.getUser());
+      if (!I) {
+        Instructions = false;
+        break;
+      }
+      Users.insert(I->getFunction());
+    }
+    if (Instructions && Users.size() > 1)
+      Shared.push_back(&G);
+  }
+  unsigned Made = 0;
+  for (GlobalVariable *G : Shared) {
+    // The uses of each function but the first (in module order) move to
+    // a copy of the table for that function.
+    SmallVector<Use *, 8> Uses;
+    for (Use &U : G->uses())
+      Uses.push_back(&U);
+    DenseMap<const Function *, GlobalVariable *> Own;
+    SmallPtrSet<const Function *, 4> Using;
+    for (Use *U : Uses)
+      Using.insert(cast<Instruction>(U->getUser())->getFunction());
+    const Function *First = nullptr;
+    for (const Function &F : *M)
+      if (Using.count(&F)) {
+        First = &F;
+        break;
+      }
+    for (Use *U : Uses) {
+      const Function *F = cast<Instruction>(U->getUser())->getFunction();
+      if (F == First)
+        continue;
+      GlobalVariable *&Copy = Own[F];
+      if (!Copy) {
+        Copy = new GlobalVariable(*M, G->getValueType(), /*isConstant=*/true, G->getLinkage(),
+                                  G->getInitializer(), G->getName(), G,
+                                  G->getThreadLocalMode(), G->getAddressSpace());
+        Copy->copyAttributesFrom(G);
+        ++Made;
+      }
+      U->set(Copy);
+    }
+  }
+  return Made;
+}
+
+// Notes, before pruning and the optimizer, the debug records of variables
+// whose record clang's object keeps where the variable itself may be gone,
+// each with the definition whose fragment is to list it, in named metadata
+// `kCarriedRecords` (see shim_internal.h): the variables `names`, each
+// carried by `carriers[i]` (a static only that definition uses, see
+// canonical.rs's attached locals) or, where that is empty, by the glue (a
+// local nothing uses: its uses folded by the frontend); and the records of
+// the unit's compile units that no variable has (a constant the frontend
+// folded everywhere, whose record clang gives its value), by the glue.
+// The glue takes only those outside functions.
+// What the notes hold depends on the source only, not on what is pruned.
+// Records without a name (a literal's) are left out: no debugger can ask
+// for them.
+extern "C" void repocc_note_carried_records(LLVMModuleRef module, const char *const *names,
+                                            const char *const *carriers, size_t count) {
+  Module *M = unwrap(module);
+  LLVMContext &C = M->getContext();
+  auto note = [&](DIGlobalVariable *V, StringRef Carrier) {
+    if (V && !V->getName().empty())
+      M->getOrInsertNamedMetadata(kCarriedRecords)
+          ->addOperand(MDTuple::get(C, {V, MDString::get(C, Carrier)}));
+  };
+  // A function's static goes to the glue only if it belongs to none: in
+  // the glue it would be under a subprogram without a name, where no
+  // debugger looks for it, and no digest of the function covers it.
+  auto inFunction = [](const DIGlobalVariable *V) {
+    for (const DIScope *S = V->getScope(); S; S = S->getScope())
+      if (isa<DISubprogram>(S))
+        return true;
+    return false;
+  };
+  for (size_t i = 0; i < count; i++) {
+    GlobalVariable *G = M->getGlobalVariable(names[i], /*AllowInternal=*/true);
+    if (!G || G->isDeclaration())
+      continue;
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G->getDebugInfo(GVEs);
+    for (DIGlobalVariableExpression *E : GVEs)
+      if (*carriers[i] || !inFunction(E->getVariable()))
+        note(E->getVariable(), carriers[i]);
+  }
+  DenseSet<const DIGlobalVariable *> Held;
+  for (GlobalVariable &G : M->globals()) {
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G.getDebugInfo(GVEs);
+    for (DIGlobalVariableExpression *E : GVEs)
+      Held.insert(E->getVariable());
+  }
+  for (DICompileUnit *CU : M->debug_compile_units())
+    for (DIGlobalVariableExpression *E : CU->getGlobalVariables())
+      if (E && !Held.count(E->getVariable()) && !inFunction(E->getVariable()))
+        note(E->getVariable(), "");
+}
+
+// After the optimizer: of the variables `repocc_note_carried_records`
+// noted, those no global of the module defines any more (folded into
+// their user, turned into a relative table, never emitted) keep in
+// clang's object the record the compile unit lists (with their constant,
+// or without an address); those records, each with its carrier, go in
+// `kRemovedRecords`, for the carrier's fragment or the glue (see
+// extraction), and the note goes. Declarations do not count: what pruning
+// made one is gone in a cold compile too.
+extern "C" void repocc_keep_removed_records(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  NamedMDNode *Carried = M->getNamedMetadata(kCarriedRecords);
+  if (!Carried)
+    return;
+  LLVMContext &C = M->getContext();
+  DenseMap<const DIGlobalVariable *, MDString *> CarrierOf;
+  for (const MDNode *T : Carried->operands())
+    if (T->getNumOperands() == 2)
+      if (auto *V = dyn_cast_or_null<DIGlobalVariable>(T->getOperand(0).get()))
+        if (auto *S = dyn_cast_or_null<MDString>(T->getOperand(1).get()))
+          CarrierOf.try_emplace(V, S);
+  M->eraseNamedMetadata(Carried);
+  DenseSet<const DIGlobalVariable *> Defined;
+  for (GlobalVariable &G : M->globals()) {
+    if (G.isDeclaration())
+      continue;
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G.getDebugInfo(GVEs);
+    for (DIGlobalVariableExpression *E : GVEs)
+      Defined.insert(E->getVariable());
+  }
+  for (DICompileUnit *CU : M->debug_compile_units())
+    for (DIGlobalVariableExpression *E : CU->getGlobalVariables()) {
+      auto It = E ? CarrierOf.find(E->getVariable()) : CarrierOf.end();
+      if (It != CarrierOf.end() && !Defined.count(It->first))
+        M->getOrInsertNamedMetadata(kRemovedRecords)->addOperand(MDTuple::get(C, {E, It->second}));
+    }
 }
 
 

@@ -87,6 +87,10 @@ void repocc_order_functions(LLVMModuleRef module, const char *const *names, size
 void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetMachineRef tm,
                                     const char *const *names, size_t count);
 void repocc_trim_debug_units(LLVMModuleRef module, int glue);
+void repocc_note_carried_records(LLVMModuleRef module, const char *const *names,
+                                 const char *const *carriers, size_t count);
+void repocc_keep_removed_records(LLVMModuleRef module);
+unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module);
 void repocc_strip_local_names(LLVMModuleRef module);
 
 /* ---- batch.cpp: debug fragments linked into one module ----------------- */

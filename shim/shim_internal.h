@@ -141,6 +141,40 @@ template <class Found> void forEachReachedNode(const Module &M, Found &&found) {
 }
 
 
+// The compile unit a debug scope belongs to (its subprogram's), or null
+// (a C++ namespace at the top has none).
+inline const DICompileUnit *unitOfScope(const DIScope *S) {
+  for (int i = 0; i < 256 && S; i++) {
+    if (auto *SP = dyn_cast<DISubprogram>(S))
+      return SP->getUnit();
+    if (auto *CU = dyn_cast<DICompileUnit>(S))
+      return CU;
+    S = S->getScope();
+  }
+  return nullptr;
+}
+
+// The compile unit whose list holds the record `E`: its scope's, else the
+// module's only one.
+inline const DICompileUnit *unitOfRecord(const Module &M, const DIGlobalVariableExpression *E) {
+  if (const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope()))
+    return CU;
+  auto Units = M.debug_compile_units();
+  return !Units.empty() && std::next(Units.begin()) == Units.end() ? *Units.begin() : nullptr;
+}
+
+// Named metadata of the unit's module, between the optimizer and
+// extraction (never in a fragment's module): tuples of a variable's debug
+// record and the name of the definition that carries the variable (a
+// static only it uses, see canonical.rs's attached locals). Before the
+// optimizer, `kCarriedRecords` lists every such variable
+// (`!{DIGlobalVariable, !"carrier"}`); after it, `kRemovedRecords` lists
+// the compile unit's records of those the optimizer took out of the unit
+// (`!{DIGlobalVariableExpression, !"carrier"}`), which the carrier's
+// fragment then lists (see repocc_keep_removed_records).
+inline constexpr const char *kCarriedRecords = "repocc.carried_records";
+inline constexpr const char *kRemovedRecords = "repocc.removed_records";
+
 // The string attribute that marks a function whose body was put in place
 // as the inliner and function simplification left it in an earlier
 // compile (see repocc_substitute_bodies): no optional pass runs on it

@@ -381,6 +381,11 @@ note "a function with an empty body keeps its debug info, whatever the workers"
 # build where clang's build prints them.
 note "-O2 -g: gdb prints global and static variables as in clang's build"
 mkdir -p variables && cd variables
+# Besides, variables the object does not hold keep their records: a
+# constant the frontend folded everywhere (`scale`: its value), a static
+# table one function alone uses that the optimizer folded into it
+# (`limits`). (Not a function's static whose uses the frontend folded,
+# `clamp::bias`: docs/limitations.md.)
 cat > vars.c <<'C'
 int total = 40;
 int spare;
@@ -388,23 +393,30 @@ static int counter;
 static const int primes[4] = {2, 3, 5, 7};
 int next_count(void) { return ++counter; }
 int prime(int i) { return primes[i & 3]; }
+static const double scale = 1.5;
+static const int limits[2] = {5, 6};
+int clamp(int x) { static const int bias = 7; return (x > limits[1] ? limits[1] : x) + bias; }
+double scaled(double x) { return x * scale; }
 C
 cat > main.c <<'C'
 #include <stdio.h>
 extern int total, spare;
 int next_count(void);
 int prime(int i);
+int clamp(int x);
+double scaled(double x);
 int main(int argc, char **argv) {
   (void)argv;
   next_count();
   spare = next_count() + prime(argc + 1);
-  printf("%d %d\n", total, spare);
+  printf("%d %d %d %g\n", total, spare, clamp(argc), scaled(argc));
   return 0;
 }
 C
 watch_variables() { # PROGRAM: what gdb prints of the variables at the end of main
   gdb -q -batch -nx -ex 'break vars.c:6' -ex run -ex 'print total' -ex 'print counter' \
-    -ex 'print primes' -ex 'print spare' -ex 'ptype primes' "$1" 2>&1 | grep -E '^(\$|type)'
+    -ex 'print primes' -ex 'print spare' -ex 'ptype primes' -ex 'print scale' \
+    -ex 'print limits' "$1" 2>&1 | grep -E '^(\$|type|No symbol)'
 }
 for flags in "-O2 -g" "-O1 -g"; do
   clang-19 $flags -c vars.c -o vars.clang.o && clang-19 $flags -c main.c -o main.o \
@@ -416,6 +428,7 @@ for flags in "-O2 -g" "-O1 -g"; do
   assert_eq "$flags: the variables program runs" "$(./vars.clang)" "$(./vars.repocc)"
   watch_variables ./vars.clang > vars-gdb.clang
   grep -q '\$3 = {2, 3, 5, 7}' vars-gdb.clang || fail "clang's build: gdb does not print primes: $(cat vars-gdb.clang)"
+  grep -q '\$5 = 1.5' vars-gdb.clang || fail "clang's build: gdb does not print scale: $(cat vars-gdb.clang)"
   watch_variables ./vars.repocc > vars-gdb.repocc
   diff -u vars-gdb.clang vars-gdb.repocc || fail "$flags: gdb prints the variables otherwise than in clang's build"
   assert_eq "$flags: variables: carving declines" 0 "$(stat_value carve_declines)"

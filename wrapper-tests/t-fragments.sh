@@ -317,7 +317,9 @@ note "switch tables of strings are relative, as clang's; warm equals cold"
 
 # Tables the optimizer makes that several functions have alike (a switch
 # inlined into several callers) are kept once in the object, as clang's
-# ConstantMerge keeps one: the same read-only data as clang's object.
+# ConstantMerge keeps one: no more read-only data than clang's object
+# (less where the callers' tables of strings became relative ones, which
+# clang's shared table of pointers does not).
 cat > dd.c <<'SRC'
 #include <stdio.h>
 static inline const char *kind(int k) {
@@ -337,7 +339,8 @@ for f in "" -O1 "-fdata-sections"; do
   clang-19 -O2 $f -c dd.c -o dd.clang.o
   REPOCC_DIR="$SCRATCH/repo-dd" "$REPOCC" -O2 $f -c dd.c -o dd.o || fail "repocc -O2 $f dd.c"
   note "dd.c ($f): tables $(table_bytes dd.o) bytes, clang-19's $(table_bytes dd.clang.o)"
-  assert_eq "tables of dd.c ($f)" "$(table_bytes dd.clang.o)" "$(table_bytes dd.o)"
+  [ "$(table_bytes dd.o)" -le "$(table_bytes dd.clang.o)" ] \
+    || fail "tables of dd.c ($f): $(table_bytes dd.o) bytes, more than clang-19's $(table_bytes dd.clang.o)"
   clang-19 -O2 $f dd.c -o dd.clang
   clang-19 dd.o -o dd.repocc || fail "linking dd.o ($f)"
   assert_eq "shared tables ($f)" "$(./dd.clang)" "$(./dd.repocc)"

@@ -68,6 +68,42 @@ pub struct Unit<'ctx> {
     pub max_nop: u8,
 }
 
+impl Unit<'_> {
+    /// The variables whose debug records go apart from them when they are
+    /// removed (see `llvm::note_carried_records`), each with the
+    /// definition whose fragment lists it, or an empty name for the glue:
+    /// each attached local with the end of its chain of sole users, and
+    /// each originally local variable nothing uses (the frontend folded
+    /// its uses). Sorted.
+    pub fn records_kept_apart(&self) -> Vec<(String, String)> {
+        let mut carried: Vec<(String, String)> = (self.attached_locals.iter())
+            .filter(|(name, _)| self.module.get_global(name).is_some())
+            .map(|(name, user)| {
+                let mut carrier = user;
+                // The chains are at most 16 long (see externalize_locals).
+                for _ in 0..16 {
+                    match self.attached_locals.get(carrier) {
+                        Some(next) => carrier = next,
+                        None => break,
+                    }
+                }
+                (name.clone(), carrier.clone())
+            })
+            .collect();
+        carried.extend(
+            (self.originally_local.iter())
+                .filter(|name| {
+                    (self.module.get_global(name)).is_some_and(|g| {
+                        !g.is_declaration() && !llvm::is_used(&g.as_pointer_value())
+                    })
+                })
+                .map(|name| (name.clone(), String::new())),
+        );
+        carried.sort();
+        carried
+    }
+}
+
 pub fn init_targets() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     // The targets' options and tables come from the static initializers.

@@ -172,6 +172,9 @@ fn relative_lookup_tables(unit: &Unit) -> Result<()> {
     if localized.is_empty() {
         return Ok(());
     }
+    // A table ConstantMerge made one for several functions would be
+    // converted only where the others were pruned (see the shim).
+    llvm::split_shared_lookup_tables(&unit.module);
     let result = unit
         .module
         .run_passes(

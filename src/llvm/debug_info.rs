@@ -1,7 +1,7 @@
 //! Debug metadata: relative lines (rebased in memory), debug units trimmed
 //! per fragment, type identifiers, file checksums.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, CString};
 
 use super::extract::SharedTypes;
 use super::ffi::*;
@@ -111,6 +111,46 @@ pub fn trim_debug_units(module: &inkwell::module::Module, glue: bool) {
     // SAFETY: the module is alive and not being iterated; the shim only
     // replaces operands of compile units owned by this module.
     unsafe { repocc_trim_debug_units(module.as_mut_ptr(), c_int::from(glue)) }
+}
+
+/// Notes, before the optimizer runs, the debug records of the variables
+/// each carried by one definition (`(variable, carrier)`: a static only
+/// it uses), so that [`keep_removed_records`] can tell, once the optimizer
+/// is done, which of them it removed. Holds no record without a name.
+pub fn note_carried_records(module: &inkwell::module::Module, carried: &[(String, String)]) {
+    let (names, carriers): (Vec<CString>, Vec<CString>) = (carried.iter())
+        .filter_map(|(v, c)| {
+            Some((
+                CString::new(v.as_str()).ok()?,
+                CString::new(c.as_str()).ok()?,
+            ))
+        })
+        .unzip();
+    if names.is_empty() {
+        return;
+    }
+    let names_ptrs: Vec<*const c_char> = names.iter().map(|s| s.as_ptr()).collect();
+    let carriers_ptrs: Vec<*const c_char> = carriers.iter().map(|s| s.as_ptr()).collect();
+    // SAFETY: the module is alive and not being iterated; the shim adds
+    // named metadata only; both arrays point into strings alive for the
+    // call and are of one length.
+    unsafe {
+        repocc_note_carried_records(
+            module.as_mut_ptr(),
+            names_ptrs.as_ptr(),
+            carriers_ptrs.as_ptr(),
+            names_ptrs.len(),
+        )
+    }
+}
+
+/// After the optimizer: the records [`note_carried_records`] noted of
+/// variables it removed are kept for their carriers' fragments (which
+/// list them as clang's compile unit does); the note goes.
+pub fn keep_removed_records(module: &inkwell::module::Module) {
+    // SAFETY: the module is alive and not being iterated; the shim
+    // replaces named metadata of its own only.
+    unsafe { repocc_keep_removed_records(module.as_mut_ptr()) }
 }
 
 /// Gives every file-scope struct, union and enum of the module's debug

@@ -249,13 +249,13 @@ pub fn anchor_uses(module: &inkwell::module::Module, names: &[&str]) {
     anchor.set_visibility(inkwell::GlobalVisibility::Hidden);
 }
 
-/// Whether anything in its module uses `function` (constants left
-/// unused by a pruned initializer do not count; they are removed).
-pub fn is_used(function: &inkwell::values::FunctionValue) -> bool {
-    // SAFETY: the function is alive in a module of this thread; the shim
+/// Whether anything in its module uses `global` (a function or variable;
+/// constants left unused by a pruned initializer do not count; they are
+/// removed).
+pub fn is_used(global: &impl inkwell::values::AsValueRef) -> bool {
+    // SAFETY: the global is alive in a module of this thread; the shim
     // only removes constants nothing uses.
-    use inkwell::values::AsValueRef;
-    unsafe { repocc_is_used(function.as_value_ref()) != 0 }
+    unsafe { repocc_is_used(global.as_value_ref()) != 0 }
 }
 
 /// Removes what [`anchor_uses`] added.
@@ -379,6 +379,17 @@ pub fn order_functions(module: &inkwell::module::Module, names: &[&str]) {
     // meanwhile; the shim only moves functions within the module's list;
     // `ptrs` points into `owned`, alive for the call.
     unsafe { repocc_order_functions(module.as_mut_ptr(), ptrs.as_ptr(), ptrs.len()) }
+}
+
+/// Gives each function a copy of the local tables of pointers to local
+/// constants it shares with other functions (identical tables that
+/// ConstantMerge made one), so that LLVM's relative lookup table
+/// converter, which takes only a table with one use, decides each
+/// function's alone; the number of copies made.
+pub fn split_shared_lookup_tables(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive and nothing iterates its globals
+    // meanwhile; the shim adds globals and repoints instructions' operands.
+    unsafe { repocc_split_shared_lookup_tables(module.as_mut_ptr()) }
 }
 
 /// The names of the module's functions, in its order.

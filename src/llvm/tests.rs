@@ -929,3 +929,46 @@ fn two_types_of_one_identifier_are_found() {
     );
     assert!(debug_types_unshareable(&twice));
 }
+
+#[test]
+fn a_lookup_table_two_functions_share_becomes_one_each() {
+    let ir = r#"
+        target triple = "x86_64-pc-linux-gnu"
+        @.a = private unnamed_addr constant [2 x i8] c"a\00"
+        @.b = private unnamed_addr constant [2 x i8] c"b\00"
+        @switch.table = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]
+        @exported = constant [2 x ptr] [ptr @.a, ptr @.b]
+        define ptr @first(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table, i64 0, i64 %i
+          %v = load ptr, ptr %p
+          ret ptr %v }
+        define ptr @second(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table, i64 0, i64 %i
+          %v = load ptr, ptr %p
+          ret ptr %v }
+        define ptr @third(i64 %i) { %p = getelementptr [2 x ptr], ptr @exported, i64 0, i64 %i
+          %v = load ptr, ptr %p
+          %q = getelementptr [2 x ptr], ptr @exported, i64 0, i64 1
+          ret ptr %q }
+        !llvm.module.flags = !{!0}
+        !0 = !{i32 8, !"PIC Level", i32 2}
+    "#;
+    let context = crate::llvm::test_context();
+    let module = parse(&context, ir);
+    // One copy: for `second` (the first function in module order keeps the
+    // table); `exported` is no local table.
+    assert_eq!(split_shared_lookup_tables(&module), 1);
+    module.verify().unwrap();
+    let text = module.print_to_string().to_string();
+    assert!(
+        text.contains(
+            "@switch.table.1 = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("ptr @switch.table, i64 0, i64 %i"), "{text}");
+    assert!(
+        text.contains("ptr @switch.table.1, i64 0, i64 %i"),
+        "{text}"
+    );
+    // Each table has one function's uses now: nothing more to split.
+    assert_eq!(split_shared_lookup_tables(&module), 0);
+}

@@ -350,6 +350,12 @@ fn repository_stages(
     };
     let t = Instant::now();
     let stubbed_types = stages.retain_debug_types()?;
+    // Records of variables the optimizer may remove, noted before pruning
+    // removes any (see `llvm::keep_removed_records`).
+    let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
+    if debug_info {
+        crate::llvm::note_carried_records(&unit.module, &unit.records_kept_apart());
+    }
     let pruned = prune::prune_known_definitions(unit, digests, store)?;
     report.corrupt_entries = pruned.corrupt_entries;
     report.warnings.extend(pruned.store_problem.clone());
@@ -387,6 +393,9 @@ fn repository_stages(
     let t = Instant::now();
     // No function merging here: see `merge`.
     optimize::drop_unreferenced_locals(unit, &pruned.stored_code)?;
+    if debug_info {
+        crate::llvm::keep_removed_records(&unit.module);
+    }
     if let Some(order) = &source_order {
         let names: Vec<&str> = order.iter().map(String::as_str).collect();
         crate::llvm::order_functions(&unit.module, &names);
