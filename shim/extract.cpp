@@ -153,9 +153,13 @@ void listRemovedRecords(const Module &Src, Module &Dst, ArrayRef<GlobalValue *> 
                                 : !Carriers.count(Carrier->getString())))
       continue;
     const DICompileUnit *CU = unitOfRecord(Src, E);
-    auto *Own = CU ? dyn_cast<DICompileUnit>(MapMetadata(CU, VMap, RF_None, nullptr, Mat))
-                   : nullptr;
-    // (The glue's compile unit may be the unit's own, mapped to itself.)
+    if (!CU)
+      continue;
+    // The glue's compile unit is the unit's own where mapGlueCompileUnits
+    // left it so: mapping it here would make a copy, a second unit.
+    if (Glue && !VMap.MD().count(CU))
+      VMap.MD()[CU].reset(const_cast<DICompileUnit *>(CU));
+    auto *Own = dyn_cast<DICompileUnit>(MapMetadata(CU, VMap, RF_None, nullptr, Mat));
     if (!Own || (!Glue && Own == CU))
       continue;
     Metadata *Record = MapMetadata(E, VMap, RF_None, nullptr, Mat);

@@ -439,14 +439,15 @@ for flags in "-O2 -g" "-O1 -g"; do
 done
 # C++: a namespace's variable (no compile unit among its scopes), a
 # class's static member, a function's static, a global object with a
-# constructor, <iostream>'s own static.
+# constructor, <iostream>'s own static, and a namespace's constants the
+# frontend folded (records with their values only).
 cat > vars.cc <<'C'
 #include <iostream>
 #include <string>
-namespace ledger { int entries = 7; std::string owner = "ann"; }
+namespace ledger { int entries = 7; std::string owner = "ann"; constexpr int limit = 12; static const double rate = 0.5; }
 struct Meter { static long reads; };
 long Meter::reads = 11;
-int tick() { static int ticks; ++Meter::reads; return ++ticks + ledger::entries; }
+int tick() { static int ticks; ++Meter::reads; return ++ticks + ledger::entries + ledger::limit + int(ledger::rate * 4); }
 C
 cat > main.cc <<'C'
 #include <cstdio>
@@ -456,7 +457,8 @@ C
 watch_cxx() { # PROGRAM
   gdb -q -batch -nx -ex 'break vars.cc:6' -ex run -ex 'print ledger::entries' \
     -ex 'print ledger::owner' -ex 'print Meter::reads' -ex 'print tick::ticks' \
-    -ex 'print std::__ioinit' "$1" 2>&1 | grep -E '^(\$|type|No symbol)'
+    -ex 'print std::__ioinit' -ex 'print ledger::limit' -ex 'print ledger::rate' "$1" 2>&1 \
+    | grep -E '^(\$|type|No symbol)'
 }
 clang++-19 -O2 -g -c vars.cc -o vars-cc.clang.o && clang++-19 -O2 -g -c main.cc -o main-cc.o \
   && clang++-19 vars-cc.clang.o main-cc.o -o vars-cc.clang || fail "clang++-19: C++ variables program"
@@ -466,6 +468,7 @@ clang++-19 vars-cc.o main-cc.o -o vars-cc.repocc || fail "linking the C++ variab
 assert_eq "C++ variables program runs" "$(./vars-cc.clang)" "$(./vars-cc.repocc)"
 watch_cxx ./vars-cc.clang > vars-cc-gdb.clang
 grep -q '= "ann"' vars-cc-gdb.clang || fail "clang's build: gdb does not print ledger::owner: $(cat vars-cc-gdb.clang)"
+grep -q '= 0.5' vars-cc-gdb.clang || fail "clang's build: gdb does not print ledger::rate: $(cat vars-cc-gdb.clang)"
 watch_cxx ./vars-cc.repocc > vars-cc-gdb.repocc
 diff -u vars-cc-gdb.clang vars-cc-gdb.repocc || fail "C++: gdb prints the variables otherwise than in clang's build"
 llvm-dwarfdump-19 --verify vars-cc.o > /dev/null || fail "C++: DWARF of vars-cc.o does not verify"
