@@ -614,6 +614,16 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
       Shared.push_back(&G);
   }
   unsigned Made = 0;
+  // Each function's table takes the name the switch conversion gives a
+  // table it makes (`switch.table.` and the function's name) where that
+  // is free: a private datum's name is its section's with
+  // -fdata-sections, and the survivor of ConstantMerge was named after
+  // whichever function it came from.
+  auto rename = [&](GlobalVariable *Table, const Function *F) {
+    std::string Name = ("switch.table." + F->getName()).str();
+    if (Table->getName() != Name && !M->getNamedValue(Name))
+      Table->setName(Name);
+  };
   for (GlobalVariable *G : Shared) {
     // The uses of each function but the first (in module order) move to
     // a copy of the table for that function.
@@ -630,6 +640,9 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
         First = &F;
         break;
       }
+    bool Switch = G->getName().starts_with("switch.table.");
+    if (Switch)
+      rename(G, First);
     for (Use *U : Uses) {
       const Function *F = cast<Instruction>(U->getUser())->getFunction();
       if (F == First)
@@ -640,6 +653,8 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
                                   G->getInitializer(), G->getName(), G,
                                   G->getThreadLocalMode(), G->getAddressSpace());
         Copy->copyAttributesFrom(G);
+        if (Switch)
+          rename(Copy, F);
         ++Made;
       }
       U->set(Copy);

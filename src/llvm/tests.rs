@@ -936,12 +936,12 @@ fn a_lookup_table_two_functions_share_becomes_one_each() {
         target triple = "x86_64-pc-linux-gnu"
         @.a = private unnamed_addr constant [2 x i8] c"a\00"
         @.b = private unnamed_addr constant [2 x i8] c"b\00"
-        @switch.table = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]
+        @switch.table.second = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]
         @exported = constant [2 x ptr] [ptr @.a, ptr @.b]
-        define ptr @first(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table, i64 0, i64 %i
+        define ptr @first(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table.second, i64 0, i64 %i
           %v = load ptr, ptr %p
           ret ptr %v }
-        define ptr @second(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table, i64 0, i64 %i
+        define ptr @second(i64 %i) { %p = getelementptr [2 x ptr], ptr @switch.table.second, i64 0, i64 %i
           %v = load ptr, ptr %p
           ret ptr %v }
         define ptr @third(i64 %i) { %p = getelementptr [2 x ptr], ptr @exported, i64 0, i64 %i
@@ -958,15 +958,19 @@ fn a_lookup_table_two_functions_share_becomes_one_each() {
     assert_eq!(split_shared_lookup_tables(&module), 1);
     module.verify().unwrap();
     let text = module.print_to_string().to_string();
+    // Each named as the switch conversion names a table it makes.
     assert!(
         text.contains(
-            "@switch.table.1 = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]"
+            "@switch.table.second = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]"
         ),
         "{text}"
     );
-    assert!(text.contains("ptr @switch.table, i64 0, i64 %i"), "{text}");
     assert!(
-        text.contains("ptr @switch.table.1, i64 0, i64 %i"),
+        text.contains("ptr @switch.table.first, i64 0, i64 %i"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ptr @switch.table.second, i64 0, i64 %i"),
         "{text}"
     );
     // Each table has one function's uses now: nothing more to split.
