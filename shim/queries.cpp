@@ -533,18 +533,32 @@ extern "C" void repocc_order_local_definitions(LLVMModuleRef module, LLVMTargetM
     }
 }
 
-extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
-  Module *M = unwrap(module);
-  SmallVector<Metadata *, 4> Defined;
-  DenseSet<const DIGlobalVariable *> Placed;
-  for (GlobalVariable &G : M->globals()) {
+// The variables whose debug records the module's globals carry (only the
+// defined globals' with `DefinedOnly`).
+static DenseSet<const DIGlobalVariable *> variablesHeld(const Module &M, bool DefinedOnly) {
+  DenseSet<const DIGlobalVariable *> Held;
+  for (const GlobalVariable &G : M.globals()) {
+    if (DefinedOnly && G.isDeclaration())
+      continue;
     SmallVector<DIGlobalVariableExpression *, 1> GVEs;
     G.getDebugInfo(GVEs);
     for (DIGlobalVariableExpression *E : GVEs)
-      Placed.insert(E->getVariable());
-    if (!G.isDeclaration())
-      Defined.append(GVEs.begin(), GVEs.end());
+      Held.insert(E->getVariable());
   }
+  return Held;
+}
+
+extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
+  Module *M = unwrap(module);
+  SmallVector<Metadata *, 4> Defined;
+  for (GlobalVariable &G : M->globals()) {
+    if (G.isDeclaration())
+      continue;
+    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
+    G.getDebugInfo(GVEs);
+    Defined.append(GVEs.begin(), GVEs.end());
+  }
+  DenseSet<const DIGlobalVariable *> Placed = variablesHeld(*M, /*DefinedOnly=*/false);
   for (DICompileUnit *CU : M->debug_compile_units()) {
     // A fragment's unit lists, besides, the records extraction gave it of
     // variables the optimizer removed (no global of the module has them).
@@ -704,13 +718,7 @@ extern "C" void repocc_note_carried_records(LLVMModuleRef module, const char *co
       if (*carriers[i] || !inFunction(E->getVariable()))
         note(E->getVariable(), carriers[i]);
   }
-  DenseSet<const DIGlobalVariable *> Held;
-  for (GlobalVariable &G : M->globals()) {
-    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
-    G.getDebugInfo(GVEs);
-    for (DIGlobalVariableExpression *E : GVEs)
-      Held.insert(E->getVariable());
-  }
+  DenseSet<const DIGlobalVariable *> Held = variablesHeld(*M, /*DefinedOnly=*/false);
   for (DICompileUnit *CU : M->debug_compile_units())
     for (DIGlobalVariableExpression *E : CU->getGlobalVariables())
       if (E && !Held.count(E->getVariable()) && !inFunction(E->getVariable()))
@@ -738,15 +746,7 @@ extern "C" void repocc_keep_removed_records(LLVMModuleRef module) {
         if (auto *S = dyn_cast_or_null<MDString>(T->getOperand(1).get()))
           CarrierOf.try_emplace(V, S);
   M->eraseNamedMetadata(Carried);
-  DenseSet<const DIGlobalVariable *> Defined;
-  for (GlobalVariable &G : M->globals()) {
-    if (G.isDeclaration())
-      continue;
-    SmallVector<DIGlobalVariableExpression *, 1> GVEs;
-    G.getDebugInfo(GVEs);
-    for (DIGlobalVariableExpression *E : GVEs)
-      Defined.insert(E->getVariable());
-  }
+  DenseSet<const DIGlobalVariable *> Defined = variablesHeld(*M, /*DefinedOnly=*/true);
   for (DICompileUnit *CU : M->debug_compile_units())
     for (DIGlobalVariableExpression *E : CU->getGlobalVariables()) {
       auto It = E ? CarrierOf.find(E->getVariable()) : CarrierOf.end();
