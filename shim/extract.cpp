@@ -86,6 +86,7 @@ void listUnit(Module &M, Metadata *CU) {
 // added here when the body leads to it, as the search would find it.
 void cloneBody(Function *To, const Function *From, ValueToValueMapTy &VMap,
                ValueMaterializer *Mat) {
+  // CloneFunctionInto expects the arguments to be mapped already.
   auto NewArg = To->arg_begin();
   for (const Argument &A : From->args()) {
     NewArg->setName(A.getName());
@@ -117,14 +118,9 @@ void listVariableUnits(const GlobalVariable &From, Module &Dst, ValueToValueMapT
   From.getDebugInfo(GVEs);
   // A C++ namespace's variable has no unit in its scopes (a namespace at
   // the top has none): it is the source's, when the source has one.
-  auto Units = From.getParent()->debug_compile_units();
-  const DICompileUnit *Only =
-      !Units.empty() && std::next(Units.begin()) == Units.end() ? *Units.begin() : nullptr;
-  for (DIGlobalVariableExpression *E : GVEs) {
-    const DICompileUnit *CU = unitOfScope(E->getVariable()->getScope());
-    if (const DICompileUnit *Unit = CU ? CU : Only)
+  for (DIGlobalVariableExpression *E : GVEs)
+    if (const DICompileUnit *Unit = unitOfRecord(*From.getParent(), E))
       listUnit(Dst, MapMetadata(Unit, VMap, RF_None, nullptr, Mat));
-  }
 }
 
 // The records of variables gone from the unit that `Dst` lists (see
