@@ -12,6 +12,7 @@
 #include <llvm/Analysis/LazyCallGraph.h>
 #include <llvm/Analysis/LoopInfo.h>
 #include <llvm/IR/PassManager.h>
+#include <llvm/IR/ValueHandle.h>
 #include <llvm/Passes/PassBuilder.h>
 #include <llvm/Passes/StandardInstrumentations.h>
 #include <llvm/Support/Error.h>
@@ -60,6 +61,43 @@ bool mayRunOn(llvm::Any IR) {
 }
 
 constexpr llvm::StringLiteral kInlinerPass = "ModuleInlinerWrapperPass";
+constexpr llvm::StringLiteral kIPSCCPPass = "IPSCCPPass";
+
+// Function specialization (part of IPSCCP at -O1 to -O3) clones a
+// function for constant arguments some call passes it (a function
+// pointer), within budgets the whole module shares: a number of clones
+// per module ranked by score, and a growth per callee that its earlier
+// specializations use up. Whether one call is specialized then depends
+// on the other calls in the module, which a warm compile that pruned them
+// does not have (and the clone's number, `.specialized.N`, counts the
+// module's clones): the warm object differed from the cold one. repocc
+// does not specialize: a call with `minsize` never is, so every call to a
+// definition with arguments gets it before the pipeline runs and loses it
+// once IPSCCP has run (nothing before IPSCCP reads a call's `minsize`).
+// Clang specializes rarely (no clone in sqlite3.c, lua or yaml-cpp at
+// -O2): the price is small.
+std::vector<WeakVH> keepCallsUnspecialized(Module &M) {
+  std::vector<WeakVH> Marked;
+  for (Function &F : M)
+    for (BasicBlock &BB : F)
+      for (Instruction &I : BB)
+        if (auto *Call = dyn_cast<CallBase>(&I)) {
+          Function *Callee = Call->getCalledFunction();
+          if (Callee && !Callee->isDeclaration() && !Callee->arg_empty() &&
+              !Call->hasFnAttr(Attribute::MinSize)) {
+            Call->addFnAttr(Attribute::MinSize);
+            Marked.emplace_back(Call);
+          }
+        }
+  return Marked;
+}
+
+void releaseCalls(std::vector<WeakVH> &Marked) {
+  for (WeakVH &V : Marked)
+    if (auto *Call = dyn_cast_or_null<CallBase>(V))
+      Call->removeFnAttr(Attribute::MinSize);
+  Marked.clear();
+}
 
 // The section that holds a variable's alignment still while the pipeline
 // runs (see pinVariableAlignments); never seen outside it.
@@ -175,9 +213,15 @@ extern "C" LLVMErrorRef repocc_run_pipeline(LLVMModuleRef module_ref, LLVMTarget
   ModulePassManager MPM;
   if (Error err = PB.parsePassPipeline(MPM, pipeline))
     return wrap(std::move(err));
+  auto Unspecialized = std::make_shared<std::vector<WeakVH>>(keepCallsUnspecialized(*M));
+  PIC.registerAfterPassCallback([=](StringRef PassID, Any, const PreservedAnalyses &) {
+    if (PassID == kIPSCCPPass)
+      releaseCalls(*Unspecialized);
+  });
   pinVariableAlignments(*M);
   MPM.run(*M, MAM);
   unpinVariableAlignments(*M);
+  releaseCalls(*Unspecialized); // A pipeline without IPSCCP.
   return LLVMErrorSuccess;
 }
 

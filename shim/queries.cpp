@@ -595,7 +595,8 @@ extern "C" void repocc_trim_debug_units(LLVMModuleRef module, int glue) {
 // compile that pruned the other made it one, the cold compile did not.
 // Alone, each function's table is converted as its own code decides. Only
 // in position-independent code (the converter does nothing elsewhere),
-// and only tables whose every use is an instruction's.
+// and only tables whose every use is an instruction's. (Each copy's name
+// is settled by repocc_number_lookup_tables.)
 extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
   Module *M = unwrap(module);
   if (M->getPICLevel() == PICLevel::NotPIC)
@@ -628,16 +629,6 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
       Shared.push_back(&G);
   }
   unsigned Made = 0;
-  // Each function's table takes the name the switch conversion gives a
-  // table it makes (`switch.table.` and the function's name) where that
-  // is free: a private datum's name is its section's with
-  // -fdata-sections, and the survivor of ConstantMerge was named after
-  // whichever function it came from.
-  auto rename = [&](GlobalVariable *Table, const Function *F) {
-    std::string Name = ("switch.table." + F->getName()).str();
-    if (Table->getName() != Name && !M->getNamedValue(Name))
-      Table->setName(Name);
-  };
   for (GlobalVariable *G : Shared) {
     // The uses of each function but the first (in module order) move to
     // a copy of the table for that function.
@@ -654,9 +645,6 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
         First = &F;
         break;
       }
-    bool Switch = G->getName().starts_with("switch.table.");
-    if (Switch)
-      rename(G, First);
     for (Use *U : Uses) {
       const Function *F = cast<Instruction>(U->getUser())->getFunction();
       if (F == First)
@@ -667,14 +655,97 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
                                   G->getInitializer(), G->getName(), G,
                                   G->getThreadLocalMode(), G->getAddressSpace());
         Copy->copyAttributesFrom(G);
-        if (Switch)
-          rename(Copy, F);
         ++Made;
       }
       U->set(Copy);
     }
   }
   return Made;
+}
+
+#include <llvm/IR/InstIterator.h>
+
+// The functions whose instructions use `C`, directly or through constant
+// expressions; false where something else does (a global's initializer).
+static bool instructionUsers(const Constant *C, SmallSetVector<const Function *, 2> &Functions,
+                             unsigned Depth = 0) {
+  if (Depth > 8)
+    return false;
+  for (const User *U : C->users()) {
+    if (auto *I = dyn_cast<Instruction>(U))
+      Functions.insert(I->getFunction());
+    else if (auto *E = dyn_cast<ConstantExpr>(U); !E || !instructionUsers(E, Functions, Depth + 1))
+      return false;
+  }
+  return true;
+}
+
+// Calls `Visit` on each global `C` is or holds (a constant expression's
+// operands), in operand order.
+template <typename F> static void globalsIn(const Value *V, F &&Visit, unsigned Depth = 0) {
+  if (auto *G = dyn_cast<GlobalValue>(V))
+    Visit(G);
+  else if (auto *E = dyn_cast<ConstantExpr>(V); E && Depth < 8)
+    for (const Use &Op : E->operands())
+      globalsIn(Op.get(), Visit, Depth + 1);
+}
+
+// Names the lookup tables the optimizer made for one function by that
+// function alone. LLVM names a table after the function it is made for
+// (`switch.table.f`, `reltable.f`) and, where that name is taken (the
+// function's second table), adds a number the whole module counts:
+// `switch.table.f.7` after six other collisions elsewhere. A warm compile
+// that prunes those others numbered differently from the cold compile of
+// the same source, and a stored fragment keeps the number of the build
+// that made it. The name is in the object with -fdata-sections (the
+// table's section). Here each function's tables are numbered in the order
+// its code first uses them. A table several functions use keeps its name.
+// Returns how many names changed.
+extern "C" unsigned repocc_number_lookup_tables(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  // Each renamed table and its new name; renamed in two steps, so that no
+  // new name is taken by an old one.
+  SmallVector<std::pair<GlobalValue *, std::string>, 8> Renamed;
+
+  // Lookup tables each used by one function's code.
+  static constexpr StringLiteral TableKinds[] = {"switch.table.", "reltable."};
+  DenseMap<const GlobalVariable *, StringRef> TableKind;
+  SmallSetVector<const Function *, 8> Owners;
+  for (GlobalVariable &G : M->globals()) {
+    if (!G.hasPrivateLinkage())
+      continue;
+    for (StringRef Kind : TableKinds) {
+      SmallSetVector<const Function *, 2> Users;
+      if (G.getName().starts_with(Kind) && instructionUsers(&G, Users) && Users.size() == 1) {
+        TableKind[&G] = Kind;
+        Owners.insert(Users.front());
+        break;
+      }
+    }
+  }
+  for (const Function *F : Owners) {
+    StringMap<unsigned> Count;
+    SmallPtrSet<const GlobalValue *, 4> Seen;
+    for (const Instruction &I : instructions(F))
+      for (const Use &Op : I.operands())
+        globalsIn(Op.get(), [&](const GlobalValue *G) {
+          auto Kind = TableKind.find(dyn_cast<GlobalVariable>(G));
+          if (Kind == TableKind.end() || !Seen.insert(G).second)
+            return;
+          unsigned N = Count[Kind->second]++;
+          std::string Name = (Kind->second + F->getName()).str();
+          if (N > 0)
+            Name += "." + std::to_string(N);
+          if (Name != G->getName())
+            Renamed.push_back({const_cast<GlobalValue *>(G), Name});
+        });
+  }
+
+  for (auto &[G, Name] : Renamed)
+    G->setName("");
+  for (auto &[G, Name] : Renamed)
+    G->setName(Name); // Taken by something else: LLVM numbers it, as before.
+  return Renamed.size();
 }
 
 // Notes, before pruning and the optimizer, the debug records of variables

@@ -91,6 +91,7 @@ void repocc_note_carried_records(LLVMModuleRef module, const char *const *names,
                                  const char *const *carriers, size_t count);
 void repocc_keep_removed_records(LLVMModuleRef module);
 unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module);
+unsigned repocc_number_lookup_tables(LLVMModuleRef module);
 void repocc_strip_local_names(LLVMModuleRef module);
 
 /* ---- batch.cpp: debug fragments linked into one module ----------------- */

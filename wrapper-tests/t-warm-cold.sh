@@ -10,6 +10,8 @@
 # .text, .rodata and .data (a fragment's local helpers laid out alike).
 # Fixed seeds (cases that differed before) and two fresh seeds per run
 # (printed, CSMITH_SEED replays them).
+# Then lua sources and hand-made cases, each after something that once
+# differed (each section's comment says what).
 source "$(dirname "$0")/lib.sh"
 cd "$SCRATCH"
 export REPOCC_UNIT_CACHE=false
@@ -431,3 +433,58 @@ assert_eq "structors (-m32): the keyed constructor tables, in order" \
   "$(keyed_tables i386-clang.o)" "$(keyed_tables i386.o)"
 cd ..
 note "keyed initializers run in clang's order: after another unit stored them, cold, from the unit cache, and on i386"
+
+# What the optimizer makes for one function is that function's alone.
+# LLVM names a function's second lookup table with a number the module
+# counts (`switch.table.B.2`, after A's), and with -fdata-sections that
+# name is its section's; function specialization (IPSCCP) cloned a static
+# for a constant function pointer within budgets the module shares, naming
+# the clone with the module's count too (`apply.specialized.3`). Either
+# way B's object, compiled after an edit of B alone (A and C pruned),
+# was not the cold one. tables.c: three functions with two tables each;
+# apply.c: one static that six functions call, each with its own function
+# pointer, and a recursion passing one along.
+mkdir -p optimizer-names && cd optimizer-names
+gen_units() {
+  python3 - "$1" <<'PY'
+import sys
+k = int(sys.argv[1])
+cases = " ".join(f"case {i}: return {v};" for i, v in enumerate((20, 35, 41, 57, 2)))
+with open("tables.c", "w") as out:
+    for f, base in (("A", 10), ("B", 10 + k), ("C", 17)):
+        for t, first in (("x", base), ("y", 300 + base)):
+            out.write(f"static int {f}_{t}(int v) {{ switch (v) {{ case 9: return {first}; {cases} default: return 0; }} }}\n")
+        out.write(f"int {f}(int x, int y) {{ return {f}_x(x) * 1000 + {f}_y(y); }}\n")
+with open("apply.c", "w") as out:
+    out.write("static __attribute__((noinline)) int apply(int (*f)(int), int n) {\n"
+              "  int s = 0;\n  for (int i = 0; i < n; i++) { s += f(i); if (s > 1000) s ^= i * 7;\n"
+              "    for (int j = 0; j < i; j++) s += f(j) / 3; }\n  return s;\n}\n"
+              "static int walk(int (*f)(int), int n) { return n <= 0 ? 0 : f(n) + walk(f, n - 1); }\n")
+    for f, c in (("A", 0), ("B", k), ("C", 7), ("D", 9), ("E", 11), ("F", 13)):
+        out.write(f"static int {f}_sq(int x) {{ return x * x + {c}; }}\n"
+                  f"int {f}(int n) {{ return apply({f}_sq, n) + walk({f}_sq, n); }}\n")
+PY
+}
+for flags in "-O2" "-O3 -g" "-O2 -fdata-sections -ffunction-sections"; do
+  for unit in tables apply; do
+    rm -rf repo-*
+    # shellcheck disable=SC2086
+    {
+      gen_units 1
+      REPOCC_DIR=$PWD/repo-warm "$REPOCC" $flags -c $unit.c -o $unit-before.o
+      gen_units 2
+      REPOCC_DIR=$PWD/repo-warm REPOCC_UNIT_CACHE=0 "$REPOCC" $flags -c $unit.c -o $unit-warm.o
+      REPOCC_DIR=$PWD/repo-cold "$REPOCC" $flags -c $unit.c -o $unit-cold.o
+    } || fail "optimizer names: a compile of $unit.c failed ($flags)"
+    [ "$(REPOCC_DIR=$PWD/repo-warm stat_value definitions_pruned)" -ge 2 ] \
+      || fail "optimizer names ($unit.c, $flags): the edit pruned nothing, so nothing was tested"
+    cmp -s $unit-warm.o $unit-cold.o \
+      || fail "optimizer names ($unit.c, $flags): after an edit of B, the object is not the cold one"
+  done
+done
+# With -fdata-sections each function's tables are numbered by it alone.
+assert_eq "optimizer names: the tables' sections" \
+  ".rodata..Lswitch.table.A .rodata..Lswitch.table.A.1 .rodata..Lswitch.table.B .rodata..Lswitch.table.B.1 .rodata..Lswitch.table.C .rodata..Lswitch.table.C.1" \
+  "$(readelf -SW tables-cold.o | grep -o '\.rodata\.\.L[^ ]*' | sort | tr '\n' ' ' | sed 's/ $//')"
+cd ..
+note "optimizer-made names and specializations are each function's own: after an edit, the cold bytes"

@@ -34,6 +34,14 @@
 //! offsets in position-independent code; with the constants hidden
 //! external it kept 8-byte pointers, each a dynamic relocation in a PIE.
 //! [`relative_lookup_tables`] runs it once more with them local.
+//!
+//! A function's second lookup table LLVM names with a number the whole
+//! module counts (`switch.table.f.7`); with `-fdata-sections` the name is
+//! its section's, so a warm compile that pruned other functions named it
+//! otherwise than the cold one. The tables are numbered per function last
+//! (`llvm::number_lookup_tables`). (Function specialization, whose
+//! budgets the whole module shares, does not run: see the shim's
+//! `passes.cpp`.)
 
 use std::collections::{HashMap, HashSet};
 
@@ -110,6 +118,8 @@ pub fn run(
     .map_err(|e| anyhow!("optimizing {}: {e}", unit.source_name))
     .and(dropped)
     .and_then(|()| relative_lookup_tables(unit));
+    // Last, once every table and specialization is made.
+    llvm::number_lookup_tables(&unit.module);
     llvm::unmark_content_named_constants(&unit.module);
     if let Some(c) = unit.module.get_global(HIDDEN_CTORS) {
         c.set_linkage(Linkage::Appending);

@@ -392,6 +392,15 @@ pub fn split_shared_lookup_tables(module: &inkwell::module::Module) -> u32 {
     unsafe { repocc_split_shared_lookup_tables(module.as_mut_ptr()) }
 }
 
+/// Names the lookup tables the optimizer made for one function by that
+/// function alone, where LLVM numbered them with the module's counter (see
+/// the shim); how many names changed.
+pub fn number_lookup_tables(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive and nothing iterates its globals
+    // meanwhile; the shim only renames globals and functions.
+    unsafe { repocc_number_lookup_tables(module.as_mut_ptr()) }
+}
+
 /// The names of the module's functions, in its order.
 pub fn function_order(module: &inkwell::module::Module) -> Vec<String> {
     module

@@ -957,8 +957,9 @@ fn a_lookup_table_two_functions_share_becomes_one_each() {
     // table); `exported` is no local table.
     assert_eq!(split_shared_lookup_tables(&module), 1);
     module.verify().unwrap();
-    let text = module.print_to_string().to_string();
     // Each named as the switch conversion names a table it makes.
+    assert_eq!(number_lookup_tables(&module), 2);
+    let text = module.print_to_string().to_string();
     assert!(
         text.contains(
             "@switch.table.second = private unnamed_addr constant [2 x ptr] [ptr @.a, ptr @.b]"
@@ -975,4 +976,49 @@ fn a_lookup_table_two_functions_share_becomes_one_each() {
     );
     // Each table has one function's uses now: nothing more to split.
     assert_eq!(split_shared_lookup_tables(&module), 0);
+}
+
+#[test]
+fn a_functions_lookup_tables_are_numbered_by_that_function_alone() {
+    // `g`'s tables as LLVM names them after six collisions elsewhere in
+    // the module, and one table two functions use.
+    let ir = r#"
+        target triple = "x86_64-pc-linux-gnu"
+        @switch.table.g.7 = private unnamed_addr constant [2 x i32] [i32 5, i32 6]
+        @switch.table.g = private unnamed_addr constant [2 x i32] [i32 1, i32 2]
+        @reltable.g.9 = private unnamed_addr constant [2 x i32] [i32 3, i32 4]
+        @switch.table.h.3 = private unnamed_addr constant [2 x i32] [i32 7, i32 8]
+        define i32 @g(i64 %i) { %p = getelementptr [2 x i32], ptr @switch.table.g.7, i64 0, i64 %i
+          %v = load i32, ptr %p
+          %q = getelementptr [2 x i32], ptr @switch.table.g, i64 0, i64 %i
+          %w = load i32, ptr %q
+          %r = getelementptr [2 x i32], ptr @reltable.g.9, i64 0, i64 %i
+          %x = load i32, ptr %r
+          %s = getelementptr [2 x i32], ptr @switch.table.h.3, i64 0, i64 %i
+          %y = load i32, ptr %s
+          %a = add i32 %v, %w
+          %b = add i32 %a, %x
+          %c = add i32 %b, %y
+          ret i32 %c }
+        define i32 @h(i64 %i) { %p = getelementptr [2 x i32], ptr @switch.table.h.3, i64 0, i64 %i
+          %v = load i32, ptr %p
+          ret i32 %v }
+    "#;
+    let context = crate::llvm::test_context();
+    let module = parse(&context, ir);
+    assert_eq!(number_lookup_tables(&module), 3);
+    module.verify().unwrap();
+    let text = module.print_to_string().to_string();
+    // In the order of their first use in `g`, each kind counted apart.
+    for (name, init) in [
+        ("switch.table.g", "[i32 5, i32 6]"),
+        ("switch.table.g.1", "[i32 1, i32 2]"),
+        ("reltable.g", "[i32 3, i32 4]"),
+        ("switch.table.h.3", "[i32 7, i32 8]"),
+    ] {
+        let line = format!("@{name} = private unnamed_addr constant [2 x i32] {init}");
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+    // Numbered again, nothing changes.
+    assert_eq!(number_lookup_tables(&module), 0);
 }
