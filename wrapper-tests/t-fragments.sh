@@ -211,6 +211,47 @@ REPOCC_DIR="$SCRATCH/repo-sw-new" "$REPOCC" -O2 -c sw.c -o sw.cold.o || fail "co
 cmp sw.warm.o sw.cold.o || fail "sw.c after an edit: the warm object differs from a compile into a new repository"
 note "switch tables in clang's sections; warm equals cold after an edit"
 
+# -fpatchable-function-entry's table (`__patchable_function_entries`: a
+# section per function, linked to the function's section, listing where
+# its nops start): carving took only what a fragment's code reaches, so
+# the object had the nops and no table. Such a unit's fragments are
+# compiled one module each: the program's table lists every function's
+# nops (2 before its address), as clang's build does, cold and warm.
+# patchable_entries PROG: how many entries, and whether each is 2 bytes
+# before a function's address ("all at functions").
+patchable_entries() {
+  python3 - "$1" <<'PY'
+import re, struct, subprocess, sys
+prog = sys.argv[1]
+sections = subprocess.run(["readelf", "-SW", prog], capture_output=True, text=True, check=True).stdout
+m = re.search(r"__patchable_function_entries\s+PROGBITS\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)", sections)
+if not m:
+    print("none")
+    sys.exit()
+offset, size = int(m.group(2), 16), int(m.group(3), 16)
+data = open(prog, "rb").read()[offset:offset + size]
+entries = [struct.unpack_from("<Q", data, i)[0] for i in range(0, size, 8)]
+functions = set()
+for line in subprocess.run(["nm", prog], capture_output=True, text=True, check=True).stdout.splitlines():
+    parts = line.split()
+    if len(parts) == 3 and parts[1] in "Tt":
+        functions.add(int(parts[0], 16))
+print(len(entries), "all at functions" if all(e + 2 in functions for e in entries) else "not all at functions")
+PY
+}
+for round in cold warm; do
+  clang-19 -O2 -fpatchable-function-entry=4,2 sw.c sw-main.c -o sw.patch.clang
+  REPOCC_DIR="$SCRATCH/repo-patch" REPOCC_UNIT_CACHE=0 "$REPOCC" -O2 -fpatchable-function-entry=4,2 -c sw.c -o sw.patch.$round.o \
+    || fail "repocc -fpatchable-function-entry sw.c ($round)"
+  REPOCC_DIR="$SCRATCH/repo-patch" "$REPOCC" -O2 -fpatchable-function-entry=4,2 sw-main.c sw.patch.$round.o -o sw.patch.repocc \
+    || fail "linking with -fpatchable-function-entry ($round)"
+  assert_eq "-fpatchable-function-entry: the program's table ($round)" \
+    "$(patchable_entries sw.patch.clang)" "$(patchable_entries sw.patch.repocc)"
+  assert_eq "-fpatchable-function-entry: the program runs ($round)" 1236 "$(./sw.patch.repocc)"
+done
+cmp sw.patch.cold.o sw.patch.warm.o || fail "-fpatchable-function-entry: the warm object differs from the cold one"
+note "-fpatchable-function-entry: every function's entry in the table, as clang's"
+
 # A unit with ifuncs (`__attribute__((ifunc))`, the dispatcher of
 # `target_clones`) is compiled whole: fragments lost the ifunc's symbol
 # (an undefined `inc` at the link) or its dispatcher (a crash at run time).

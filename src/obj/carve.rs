@@ -43,10 +43,10 @@ use super::Decline;
 use super::elf::{
     c_str, parse, slice, u16_at, u32_at, write, Content, Input, Member, OutRela, OutSection,
     OutSym, Rela, SymRef, EM_AARCH64, EM_X86_64, GRP_COMDAT, R_AARCH64_ABS64, R_X86_64_64,
-    SHF_ALLOC, SHF_EXECINSTR, SHF_GROUP, SHF_MERGE, SHF_STRINGS, SHN_ABS, SHN_COMMON,
-    SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS, SHT_REL,
-    SHT_RELA, SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK, STT_FUNC,
-    STT_NOTYPE, STT_OBJECT, STT_SECTION, STT_TLS, UNWIND_RECORD_ALIGN,
+    SHF_ALLOC, SHF_EXECINSTR, SHF_GROUP, SHF_LINK_ORDER, SHF_MERGE, SHF_STRINGS, SHN_ABS,
+    SHN_COMMON, SHN_LORESERVE, SHN_UNDEF, SHT_GROUP, SHT_LLVM_ADDRSIG, SHT_NOBITS, SHT_PROGBITS,
+    SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, SHT_X86_64_UNWIND, STB_GLOBAL, STB_LOCAL, STB_WEAK,
+    STT_FUNC, STT_NOTYPE, STT_OBJECT, STT_SECTION, STT_TLS, UNWIND_RECORD_ALIGN,
 };
 
 /// How the per-symbol sections of the whole-unit object are named in the
@@ -353,6 +353,20 @@ pub struct FragmentSpec {
 pub const FOREIGN_OBJECT: Decline =
     Decline("carving: not an ELF64 little-endian x86-64 or AArch64 object");
 
+/// The decline for an object with a section ordered by another
+/// (`SHF_LINK_ORDER`: `-fpatchable-function-entry`'s table of patchable
+/// entries, one per function, each linked to its function's section):
+/// carving, which takes what a fragment's members reach, would lose it.
+/// A fragment's own module has one too, so it would decline alone as well.
+pub const LINKED_SECTIONS: Decline =
+    Decline("carving: a section linked to another (-fpatchable-function-entry)");
+
+/// Whether every fragment of the object that gave `decline` would decline
+/// alone as well: not worth a module of its own to carve from.
+pub fn declines_every_fragment(decline: Decline) -> bool {
+    decline == FOREIGN_OBJECT || decline == LINKED_SECTIONS
+}
+
 /// The object of the one fragment `whole` was compiled for (a module of
 /// its own), carved as from any object.
 pub fn carve_alone(
@@ -375,6 +389,9 @@ pub fn carve(
         return Err(FOREIGN_OBJECT);
     }
     let w = index(whole).ok_or(Decline("an object carving cannot index"))?;
+    if w.input.shdrs.iter().any(|s| s.flags & SHF_LINK_ORDER != 0) {
+        return Err(LINKED_SECTIONS);
+    }
     let debug = DebugIndex::of(&w.input, &w.relas, w.machine)?;
     let mut claimed = vec![false; w.input.shdrs.len()];
     let mut out = Vec::with_capacity(fragments.len());

@@ -172,7 +172,7 @@ pub(super) fn emit_debug_carved(
                 Err(decline) => {
                     declines.push(decline);
                     // Alone it would decline as well.
-                    if decline != carve::FOREIGN_OBJECT {
+                    if !carve::declines_every_fragment(decline) {
                         alone.push(member);
                     }
                 }

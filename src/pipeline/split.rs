@@ -938,7 +938,7 @@ fn emit_carved(
         let group_specs: Vec<&carve::FragmentSpec> = group.iter().map(|&p| &specs[p]).collect();
         let carved = match carve::carve(object, &group_specs, naming) {
             Ok(carved) => carved,
-            Err(decline) if decline == carve::FOREIGN_OBJECT => {
+            Err(decline) if carve::declines_every_fragment(decline) => {
                 declines.extend(group.iter().map(|_| decline));
                 continue;
             }
