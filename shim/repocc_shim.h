@@ -36,6 +36,8 @@ typedef struct RepoccTargetOptions {
   int use_init_array;
   int emit_call_site_info;
   int debugger_tuning_gdb;
+  /* What is larger goes in .ldata, .lbss, .lrodata (medium code model). */
+  uint64_t large_data_threshold;
 } RepoccTargetOptions;
 
 void repocc_set_target_options(LLVMTargetMachineRef tm, const RepoccTargetOptions *opts);

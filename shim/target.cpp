@@ -62,6 +62,19 @@ void forgetUsedGlobals(TargetMachine &TM) {
     (ELF->*usedGlobalsMember()).clear();
 }
 
+// The machine's large data threshold, which TargetMachine keeps protected
+// without a getter (LLVM 19): read through a member pointer taken where
+// access to it is granted, in a class derived from it.
+struct LargeDataThresholdReader : llvm::TargetMachine {
+  static uint64_t of(const llvm::TargetMachine &TM) {
+    return TM.*(&LargeDataThresholdReader::LargeDataThreshold);
+  }
+};
+
+uint64_t largeDataThreshold(const llvm::TargetMachine &TM) {
+  return LargeDataThresholdReader::of(TM);
+}
+
 } // namespace
 
 extern "C" {
@@ -83,6 +96,7 @@ void repocc_set_target_options(LLVMTargetMachineRef tm,
   o.EmitCallSiteInfo = opts->emit_call_site_info != 0;
   if (opts->debugger_tuning_gdb)
     o.DebuggerTuning = llvm::DebuggerKind::GDB;
+  machine->setLargeDataThreshold(opts->large_data_threshold);
 }
 
 // The longest NOP LLVM's assembler writes for the machine's subtarget when
@@ -122,6 +136,7 @@ void repocc_get_target_options(LLVMTargetMachineRef tm,
   out->use_init_array = o.UseInitArray;
   out->emit_call_site_info = o.EmitCallSiteInfo;
   out->debugger_tuning_gdb = o.DebuggerTuning == llvm::DebuggerKind::GDB;
+  out->large_data_threshold = largeDataThreshold(*machine);
 }
 
 } // extern "C"

@@ -197,7 +197,11 @@ int val(int k) {
 SRC
 printf '#include <stdio.h>\nint a, b, c, d, e;\nint *pick(int); int val(int);\nint main(void) { printf("%%d\\n", (pick(2) == &c) + val(3) + val(9)); return 0; }\n' > sw-main.c
 section_names() { readelf -SW "$1" | grep '^  \[' | sed 's/^  \[ *[0-9]*\] //' | awk '{ print $1 }' | grep -v -e '^$' -e '^\.shstrtab$' -e '^\.strtab$' | sort; }
-for f in "" -fdata-sections; do
+# The code models' sections too: with -mcmodel=medium small data stays in
+# .data and .rodata (clang's threshold, 64 KiB: repocc's machine had 0 and
+# put everything in .ldata, reached by 64-bit addresses), and with
+# -mcmodel=large a function's section is `.ltext` as clang's.
+for f in "" -mcmodel=medium "-mcmodel=large -fdata-sections" -fdata-sections; do
   clang-19 -O2 $f -c sw.c -o sw.clang.o
   REPOCC_DIR="$SCRATCH/repo-sw" "$REPOCC" -O2 $f -c sw.c -o sw.repocc.o || fail "repocc -O2 $f sw.c"
   diff <(section_names sw.clang.o) <(section_names sw.repocc.o) || fail "sections of sw.c ($f) differ from clang's"
@@ -251,6 +255,27 @@ for round in cold warm; do
 done
 cmp sw.patch.cold.o sw.patch.warm.o || fail "-fpatchable-function-entry: the warm object differs from the cold one"
 note "-fpatchable-function-entry: every function's entry in the table, as clang's"
+
+# The code generator's own definitions go with the fragments that refer
+# to them: with -mretpoline an indirect call goes through the thunk
+# `__llvm_retpoline_r11`, which the code generator adds to the module
+# (no fragment's member); the fragment kept a weak undefined reference,
+# and the program jumped to address 0.
+cat > thunk.c <<'SRC'
+#include <stdio.h>
+static int add1(int x) { return x + 1; }
+static int dbl(int x) { return x * 2; }
+int (*table[2])(int) = { add1, dbl };
+__attribute__((noinline)) int call(int i, int x) { return table[i & 1](x); }
+int main(int argc, char **argv) { (void)argv; printf("%d\n", call(argc, 20) + call(argc + 1, 5)); return 0; }
+SRC
+for f in "-O2" "-O0 -g"; do
+  # shellcheck disable=SC2086
+  REPOCC_DIR="$SCRATCH/repo-thunk" "$REPOCC" $f -mretpoline thunk.c -o thunk.prog || fail "repocc $f -mretpoline thunk.c"
+  nm thunk.prog | grep -q ' t __llvm_retpoline_r11$' || fail "-mretpoline ($f): no thunk in the program"
+  assert_eq "-mretpoline ($f): the program runs" 46 "$(./thunk.prog)"
+done
+note "-mretpoline: the thunk is in the program, which runs"
 
 # A unit with ifuncs (`__attribute__((ifunc))`, the dispatcher of
 # `target_clones`) is compiled whole: fragments lost the ifunc's symbol

@@ -149,6 +149,11 @@ fn codegen_settings_from_args(args: &[Arg]) -> Result<CodegenSettings, String> {
         vectorize_slp: last(&["slp-vectorize", "tree-slp-vectorize"], slp_default),
         unroll_loops: last(&["unroll-loops"], opt.numeric() > 1),
         code_model,
+        // clang's driver default for x86-64 (other targets ignore it).
+        large_data_threshold: match code_model {
+            CodeModelSetting::Medium => 65536,
+            _ => 0,
+        },
         debug_info,
     })
 }
@@ -769,6 +774,8 @@ mod tests {
         assert_eq!(s(&["-O"]).opt, OptLevel::O1);
         assert_eq!(s(&["-Ofast"]).opt, OptLevel::O3);
         assert_eq!(s(&["-mcmodel=large"]).code_model, CodeModelSetting::Large);
+        assert_eq!(s(&["-mcmodel=large"]).large_data_threshold, 0);
+        assert_eq!(s(&["-mcmodel=medium"]).large_data_threshold, 65536);
     }
 
     #[test]

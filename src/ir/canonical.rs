@@ -542,6 +542,7 @@ pub fn target_machine(
             // with full debug info.
             emit_call_site_info: (settings.debug_info && settings.opt != OptLevel::O0) as i32,
             debugger_tuning_gdb: 1,
+            large_data_threshold: settings.large_data_threshold,
         },
     );
     Ok(tm)

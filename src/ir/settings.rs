@@ -77,6 +77,11 @@ pub struct CodegenSettings {
     pub vectorize_slp: bool,
     pub unroll_loops: bool,
     pub code_model: CodeModelSetting,
+    /// What is larger than this many bytes goes in the large data
+    /// sections (`.ldata`, `.lbss`, `.lrodata`): clang's default for the
+    /// medium code model on x86-64 is 65536, for the others 0 (the large
+    /// model puts everything there, the small ones nothing).
+    pub large_data_threshold: u64,
     pub debug_info: bool,
 }
 
@@ -95,6 +100,7 @@ impl CodegenSettings {
             vectorize_slp: true,
             unroll_loops: true,
             code_model: CodeModelSetting::Default,
+            large_data_threshold: 0,
             debug_info: false,
         }
     }

@@ -45,6 +45,7 @@ fn target_options_round_trip() {
         use_init_array: 1,
         emit_call_site_info: 1,
         debugger_tuning_gdb: 1,
+        large_data_threshold: 65536,
     };
     set_target_options(&tm, &want);
     assert_eq!(get_target_options(&tm), want);
@@ -252,6 +253,7 @@ fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
                 use_init_array: 1,
                 emit_call_site_info: 0,
                 debugger_tuning_gdb: 1,
+                large_data_threshold: 0,
             },
         );
         tm

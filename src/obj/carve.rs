@@ -86,9 +86,14 @@ const PLAIN_PREFIXES: &[&[u8]] = &[
     b".data.rel",
     b".data.rel.local",
     b".data.rel.ro.local",
+    b".ltext",
     b".ldata",
     b".lbss",
     b".lrodata",
+    b".ldata.rel.ro",
+    b".ldata.rel",
+    b".ldata.rel.local",
+    b".ldata.rel.ro.local",
     b".gcc_except_table",
 ];
 
@@ -353,6 +358,24 @@ pub struct FragmentSpec {
 pub const FOREIGN_OBJECT: Decline =
     Decline("carving: not an ELF64 little-endian x86-64 or AArch64 object");
 
+/// Definitions the code generator adds to a module (no IR definition is
+/// theirs, so no fragment has them as members), each a COMDAT definition
+/// that a fragment referring to it holds a copy of, as compiled alone:
+/// the personality routine's pointer (`DW.ref.__gxx_personality_v0`) and
+/// the indirect-branch thunks of `-mretpoline` (`__llvm_retpoline_r11`),
+/// `-mlvi-cfi` and AArch64's `-mharden-sls=blr`. (The thunks were lost:
+/// the fragment kept a weak undefined reference, and the program jumped
+/// to address 0.)
+fn made_by_code_generator(name: &[u8]) -> bool {
+    const PREFIXES: [&[u8]; 4] = [
+        b"DW.ref.",
+        b"__llvm_retpoline_",
+        b"__llvm_lvi_thunk_",
+        b"__llvm_slsblr_thunk_",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// The decline for an object with a section ordered by another
 /// (`SHF_LINK_ORDER`: `-fpatchable-function-entry`'s table of patchable
 /// entries, one per function, each linked to its function's section):
@@ -431,7 +454,7 @@ pub fn carve(
     // Nothing may be lost: every member's code or data is somewhere.
     // (Sections of local helpers are copied where used; what the code
     // generator adds, such as `DW.ref.__gxx_personality_v0`, comes with
-    // the fragments compiled on their own that need it.)
+    // the fragments that refer to it, see `made_by_code_generator`.)
     let members: HashSet<&[u8]> = fragments
         .iter()
         .flat_map(|f| f.members.iter().map(|m| m.as_bytes()))
@@ -1078,10 +1101,9 @@ impl<'w, 'a> Builder<'w, 'a> {
         }
         let name = self.name_of(k)?;
         if bind != STB_LOCAL {
-            if name.starts_with(b"DW.ref.") && sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
-                // The code generator's pointer to the personality routine
-                // (a hidden COMDAT datum): each fragment holds its own, as
-                // compiled alone, and linkers keep one.
+            if made_by_code_generator(name) && sym.shndx != SHN_UNDEF && sym.shndx < SHN_LORESERVE {
+                // Each fragment holds its own, as compiled alone, and
+                // linkers keep one.
                 self.members.insert(name);
                 let section = sym.shndx as usize;
                 if let Some(g) = w.group_of[section] {
