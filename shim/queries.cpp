@@ -665,6 +665,8 @@ extern "C" unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module) {
 
 #include <llvm/IR/InstIterator.h>
 
+#include <optional>
+
 // The functions whose instructions use `C`, directly or through constant
 // expressions; false where something else does (a global's initializer).
 static bool instructionUsers(const Constant *C, SmallSetVector<const Function *, 2> &Functions,
@@ -746,6 +748,70 @@ extern "C" unsigned repocc_number_lookup_tables(LLVMModuleRef module) {
   for (auto &[G, Name] : Renamed)
     G->setName(Name); // Taken by something else: LLVM numbers it, as before.
   return Renamed.size();
+}
+
+// Takes the location from the debug records that name a local definition
+// their own function's code does not use (`#dbg_value(ptr
+// @_Z7squaresi.resume)`: a coroutine's resume function, the value of a
+// frame field in a caller the coroutine's ramp was inlined into). Called
+// where the module optimization half starts, right before the context is
+// dropped: from there on, whether the unit still has such a local depends
+// on whether its own user is compiled. A warm compile that pruned
+// `squares` dropped `squares.resume` there, and the caller's records went
+// without a location (and the passes after merged them otherwise), while
+// the cold compile kept the records, and the caller's fragment a copy of
+// the resume function's code. Returns how many records changed.
+extern "C" unsigned repocc_kill_debug_only_local_references(LLVMModuleRef module) {
+  Module *M = unwrap(module);
+  if (M->debug_compile_units().empty())
+    return 0;
+  unsigned Killed = 0;
+  for (Function &F : *M) {
+    if (F.isDeclaration())
+      continue;
+    std::optional<SmallPtrSet<const GlobalValue *, 16>> Used; // what F's code uses, once asked
+    auto usedByCode = [&](const GlobalValue *G) {
+      if (!Used) {
+        Used.emplace();
+        for (const Instruction &I : instructions(F))
+          for (const Use &Op : I.operands())
+            globalsIn(Op.get(), [&](const GlobalValue *X) { Used->insert(X); });
+      }
+      return Used->count(G) != 0;
+    };
+    auto namesUnusedLocal = [&](Value *V) {
+      bool Any = false;
+      if (V)
+        globalsIn(V, [&](const GlobalValue *G) {
+          Any |= G->hasLocalLinkage() && !usedByCode(G);
+        });
+      return Any;
+    };
+    for (Instruction &I : instructions(F)) {
+      for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
+        if (!DVR.isKillLocation() && llvm::any_of(DVR.location_ops(), namesUnusedLocal)) {
+          DVR.setKillLocation();
+          ++Killed;
+        }
+        if (DVR.isDbgAssign() && !DVR.isKillAddress() && namesUnusedLocal(DVR.getAddress())) {
+          DVR.setKillAddress();
+          ++Killed;
+        }
+      }
+      if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
+        if (!DVI->isKillLocation() && llvm::any_of(DVI->location_ops(), namesUnusedLocal)) {
+          DVI->setKillLocation();
+          ++Killed;
+        }
+        if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI))
+          if (!DAI->isKillAddress() && namesUnusedLocal(DAI->getAddress())) {
+            DAI->setKillAddress();
+            ++Killed;
+          }
+      }
+    }
+  }
+  return Killed;
 }
 
 // Notes, before pruning and the optimizer, the debug records of variables

@@ -94,6 +94,7 @@ void repocc_note_carried_records(LLVMModuleRef module, const char *const *names,
 void repocc_keep_removed_records(LLVMModuleRef module);
 unsigned repocc_split_shared_lookup_tables(LLVMModuleRef module);
 unsigned repocc_number_lookup_tables(LLVMModuleRef module);
+unsigned repocc_kill_debug_only_local_references(LLVMModuleRef module);
 void repocc_strip_local_names(LLVMModuleRef module);
 
 /* ---- batch.cpp: debug fragments linked into one module ----------------- */

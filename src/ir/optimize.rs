@@ -108,6 +108,9 @@ pub fn run(
                 outcome.snapshot = bodies::snapshot(unit, &b.context, b.whole_reach, &replaced);
             }
             (HookPoint::OptimizerEarly, _) => {
+                // Before the context goes: a cold compile keeps what it
+                // drops (see the function).
+                llvm::kill_debug_only_local_references(&unit.module);
                 llvm::remove_use_anchor(&unit.module);
                 dropped = drop_unreferenced_locals(unit, stored);
                 drop_context_bodies(unit, stored);

@@ -401,6 +401,16 @@ pub fn number_lookup_tables(module: &inkwell::module::Module) -> u32 {
     unsafe { repocc_number_lookup_tables(module.as_mut_ptr()) }
 }
 
+/// Takes the location from the debug records that name a local definition
+/// their own function's code does not use (see the shim): whether the unit
+/// still has such a local depends on what else is compiled. How many
+/// records changed.
+pub fn kill_debug_only_local_references(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive and nothing iterates its functions
+    // meanwhile; the shim only changes debug records' operands.
+    unsafe { repocc_kill_debug_only_local_references(module.as_mut_ptr()) }
+}
+
 /// The names of the module's functions, in its order.
 pub fn function_order(module: &inkwell::module::Module) -> Vec<String> {
     module
