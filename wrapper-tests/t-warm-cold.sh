@@ -488,3 +488,109 @@ assert_eq "optimizer names: the tables' sections" \
   "$(readelf -SW tables-cold.o | grep -o '\.rodata\.\.L[^ ]*' | sort | tr '\n' ' ' | sed 's/ $//')"
 cd ..
 note "optimizer-made names and specializations are each function's own: after an edit, the cold bytes"
+
+# A debug record naming a local definition its function's code does not
+# use. C++20 coroutines: the optimizer splits `squares` into a ramp and
+# `squares.resume`; main, which inlines the ramp, keeps the resume
+# function's address only in the debug records of the frame. After an
+# edit of `counter` alone, the warm compile (squares pruned, its resume
+# function dropped with it) gave main's records no location and the cold
+# one kept them, with a copy of the resume function in main's fragment.
+mkdir -p coroutines && cd coroutines
+write_coroutines() {
+  cat > coro.cpp <<CXX
+#include <coroutine>
+#include <cstdio>
+struct gen {
+  struct promise_type {
+    int value = 0;
+    gen get_return_object() { return gen{std::coroutine_handle<promise_type>::from_promise(*this)}; }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    std::suspend_always yield_value(int v) { value = v; return {}; }
+    void return_void() {}
+    void unhandled_exception() {}
+  };
+  std::coroutine_handle<promise_type> h;
+  ~gen() { if (h) h.destroy(); }
+  bool next() { h.resume(); return !h.done(); }
+  int value() const { return h.promise().value; }
+};
+gen counter(int n) { for (int i = 0; i < n; i++) co_yield i * $1; }
+gen squares(int n) { for (int i = 1; i <= n; i++) co_yield i * i; }
+int main(int argc, char **) {
+  int s = 0;
+  gen g = counter(5 + argc);
+  while (g.next()) s += g.value();
+  gen q = squares(4);
+  while (q.next()) s += q.value();
+  std::printf("%d\n", s);
+}
+CXX
+}
+for flags in "-O2 -g" "-O1 -g"; do
+  rm -rf repo-*
+  # shellcheck disable=SC2086
+  {
+    write_coroutines 3
+    REPOCC_DIR=$PWD/repo-warm "$REPOCCXX" -std=c++20 $flags -c coro.cpp -o before.o
+    write_coroutines 4
+    REPOCC_DIR=$PWD/repo-warm REPOCC_UNIT_CACHE=0 "$REPOCCXX" -std=c++20 $flags -c coro.cpp -o warm.o
+    REPOCC_DIR=$PWD/repo-cold "$REPOCCXX" -std=c++20 $flags -c coro.cpp -o cold.o
+  } || fail "coroutines: a compile failed ($flags)"
+  [ "$(REPOCC_DIR=$PWD/repo-warm stat_value definitions_pruned)" -ge 2 ] \
+    || fail "coroutines ($flags): the edit pruned nothing, so nothing was tested"
+  cmp -s warm.o cold.o || fail "coroutines ($flags): after an edit of counter, the object is not the cold one"
+  clang++-19 warm.o -o prog || fail "coroutines ($flags): link"
+  assert_eq "coroutines ($flags): the program" 90 "$(./prog)"
+done
+cd ..
+note "C++20 coroutines: after an edit, the cold bytes (debug records naming a local their code does not use)"
+
+# Variables sharing a named section (`__attribute__((section("myreg")))`,
+# a registration table read between __start_myreg and __stop_myreg). Cut
+# out of one code generation with the others, such a variable declines
+# (its section is shared) and was compiled as a module of its own; after
+# an edit that recompiles only one of them, it was carved (alone in the
+# section then), and its reference to a string literal was other bytes.
+# A member that declines in a batch is now carved from a module of its
+# own, as where the batch declined whole.
+mkdir -p named-sections && cd named-sections
+write_registry() {
+  cat > registry.c <<SRC
+#include <stdio.h>
+struct entry { const char *name; int (*fn)(int); };
+#define REGISTER(n, f) static const struct entry entry_##n __attribute__((used, section("myreg"), aligned(8))) = { #n, f }
+static int add1(int x) { return x + 1; }
+static int scale(int x) { return x * $1; }
+static int sub3(int x) { return x - 3; }
+REGISTER(one, add1);
+REGISTER(two, scale);
+REGISTER(three, sub3);
+extern const struct entry __start_myreg[], __stop_myreg[];
+int main(void) {
+  int s = 0;
+  for (const struct entry *e = __start_myreg; e < __stop_myreg; e++) { s += e->fn(10); printf("%s ", e->name); }
+  printf("%d\n", s);
+  return 0;
+}
+SRC
+}
+for flags in "-O2" "-O2 -ffunction-sections -fdata-sections"; do
+  rm -rf repo-*
+  # shellcheck disable=SC2086
+  {
+    write_registry 3
+    REPOCC_DIR=$PWD/repo-warm "$REPOCC" $flags -c registry.c -o before.o
+    write_registry 5
+    REPOCC_DIR=$PWD/repo-warm REPOCC_UNIT_CACHE=0 "$REPOCC" $flags -c registry.c -o warm.o
+    REPOCC_DIR=$PWD/repo-cold "$REPOCC" $flags -c registry.c -o cold.o
+  } || fail "named sections: a compile failed ($flags)"
+  [ "$(REPOCC_DIR=$PWD/repo-warm stat_value definitions_pruned)" -ge 2 ] \
+    || fail "named sections ($flags): the edit pruned nothing, so nothing was tested"
+  cmp -s warm.o cold.o || fail "named sections ($flags): after an edit of scale, the object is not the cold one"
+  clang-19 warm.o -o prog || fail "named sections ($flags): link"
+  assert_eq "named sections ($flags): the program" "one two three 68" "$(./prog)"
+done
+cd ..
+note "variables in one named section: after an edit, the cold bytes"

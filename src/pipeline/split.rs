@@ -942,22 +942,33 @@ fn emit_carved(
                 declines.extend(group.iter().map(|_| decline));
                 continue;
             }
-            // The whole object declined, perhaps for one member's sake:
-            // each member is carved from a module of its own, so that
-            // what the others are decides nothing of its bytes.
-            Err(_) => {
-                let machine = target.machine(&sectioned)?;
-                let mut alone = Vec::with_capacity(group.len());
-                for &pos in group {
-                    let module = extract(unit, &specs[pos].members, false, None);
-                    let object = llvm::emit_object(&machine, &module).map_err(|e| {
-                        anyhow!("generating code for {}: {e}", specs[pos].members.join(","))
-                    })?;
-                    alone.push(carve::carve_alone(object.as_slice(), &specs[pos], naming));
-                }
-                alone
-            }
+            // The whole object declined, perhaps for one member's sake.
+            Err(decline) => group.iter().map(|_| Err(decline)).collect(),
         };
+        // A member that declined is carved from a module of its own, so
+        // that what the others are decides nothing of its bytes: a
+        // section it shares with another member's definition (variables
+        // in one named section, `__attribute__((section("…")))`) declines
+        // only where the other is compiled with it, and a fragment
+        // compiled on its own is other bytes than a carved one.
+        let mut carved = carved;
+        let mut machine = None;
+        for (&pos, object) in group.iter().zip(carved.iter_mut()) {
+            if !matches!(object, Err(decline) if !carve::declines_every_fragment(*decline))
+                || group.len() == 1
+            {
+                continue;
+            }
+            let machine = match machine {
+                Some(ref m) => m,
+                None => machine.insert(target.machine(&sectioned)?),
+            };
+            let module = extract(unit, &specs[pos].members, false, None);
+            let alone = llvm::emit_object(machine, &module).map_err(|e| {
+                anyhow!("generating code for {}: {e}", specs[pos].members.join(","))
+            })?;
+            *object = carve::carve_alone(alone.as_slice(), &specs[pos], naming);
+        }
         for (&pos, object) in group.iter().zip(carved) {
             let object = match object {
                 Ok(object) => object,
