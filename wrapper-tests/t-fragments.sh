@@ -277,6 +277,24 @@ for f in "-O2" "-O0 -g"; do
 done
 note "-mretpoline: the thunk is in the program, which runs"
 
+# A retained definition (`__attribute__((retain))`) survives a link with
+# --gc-sections, as in clang's build: GNU ld honours SHF_GNU_RETAIN only
+# in an object of the GNU ABI, which LLVM marks and the composed object
+# (its header the glue's, System V) did not: the definitions were dropped.
+cat > retain.c <<'SRC'
+__attribute__((retain, used)) static const char keep_me[] = "kept";
+__attribute__((retain, used)) static int keep_fn(int x) { return x + 1; }
+int main(void) { return 0; }
+SRC
+for f in "-O2" "-O1 -g"; do
+  # shellcheck disable=SC2086
+  REPOCC_DIR="$SCRATCH/repo-retain" "$REPOCC" $f -c retain.c -o retain.o || fail "repocc $f retain.c"
+  clang-19 -Wl,--gc-sections retain.o -o retain.prog || fail "linking retain.o ($f)"
+  assert_eq "retained definitions after --gc-sections ($f)" "keep_fn keep_me" \
+    "$(nm retain.prog | awk '$3 ~ /^keep_/ { print $3 }' | sort | tr '\n' ' ' | sed 's/ $//')"
+done
+note "retained definitions survive --gc-sections, as clang's"
+
 # A unit with ifuncs (`__attribute__((ifunc))`, the dispatcher of
 # `target_clones`) is compiled whole: fragments lost the ifunc's symbol
 # (an undefined `inc` at the link) or its dispatcher (a crash at run time).

@@ -524,8 +524,16 @@ pub(super) fn write(
     for h in &headers {
         h.write(&mut out);
     }
-    // The ELF header: identification as the first input's.
+    // The ELF header: identification as the first input's, with the GNU
+    // ABI where a part needs it, as LLVM marks an object that has a
+    // retained section (`__attribute__((retain))`), a GNU ifunc or a
+    // unique symbol: GNU ld honours SHF_GNU_RETAIN only in such an object,
+    // and `--gc-sections` dropped the retained definitions a fragment
+    // brought (the first part, the glue, said System V).
     out[..16].copy_from_slice(header_from.get(..16)?);
+    if out[EI_OSABI] == ELFOSABI_NONE && needs_gnu_abi(sections, locals, globals) {
+        out[EI_OSABI] = ELFOSABI_GNU;
+    }
     out[16..18].copy_from_slice(&1u16.to_le_bytes()); // ET_REL
     out[18..20].copy_from_slice(&machine.to_le_bytes());
     out[20..24].copy_from_slice(&1u32.to_le_bytes());
@@ -536,6 +544,21 @@ pub(super) fn write(
     out[0x3c..0x3e].copy_from_slice(&(shnum as u16).to_le_bytes());
     out[0x3e..0x40].copy_from_slice(&(strtab_index as u16).to_le_bytes());
     Some(out)
+}
+
+const EI_OSABI: usize = 7;
+const ELFOSABI_NONE: u8 = object::elf::ELFOSABI_NONE.0;
+const ELFOSABI_GNU: u8 = object::elf::ELFOSABI_GNU.0;
+
+/// Whether the object uses what only the GNU ABI defines: a section
+/// flagged SHF_GNU_RETAIN, an STT_GNU_IFUNC or STB_GNU_UNIQUE symbol.
+fn needs_gnu_abi(sections: &[OutSection], locals: &[OutSym], globals: &[OutSym]) -> bool {
+    let retain = object::elf::SHF_GNU_RETAIN.0;
+    sections.iter().any(|s| s.flags & retain != 0)
+        || locals.iter().chain(globals).any(|s| {
+            s.info & 0xf == object::elf::STT_GNU_IFUNC.0
+                || s.info >> 4 == object::elf::STB_GNU_UNIQUE.0
+        })
 }
 
 /// The `.llvm_addrsig` table of `addrsig`, in symbol order: which part
