@@ -807,29 +807,8 @@ bool namesDebugOnlyDeclaration(const Value *V, SmallPtrSetImpl<GlobalValue *> &O
 // string "basic_string::substr").
 void killDebugOnlyDeclarations(Module &M) {
   SmallPtrSet<GlobalValue *, 8> Named;
-  auto debugOnly = [&](auto Locations) {
-    bool Any = false;
-    for (Value *V : Locations)
-      Any |= namesDebugOnlyDeclaration(V, Named);
-    return Any;
-  };
   for (Function &F : M)
-    for (BasicBlock &BB : F)
-      for (Instruction &I : BB) {
-        for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
-          if (debugOnly(DVR.location_ops()))
-            DVR.setKillLocation();
-          if (DVR.isDbgAssign() && namesDebugOnlyDeclaration(DVR.getAddress(), Named))
-            DVR.setKillAddress();
-        }
-        if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
-          if (debugOnly(DVI->location_ops()))
-            DVI->setKillLocation();
-          if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI))
-            if (namesDebugOnlyDeclaration(DAI->getAddress(), Named))
-              DAI->setKillAddress();
-        }
-      }
+    killDebugLocations(F, [&](Value *V) { return namesDebugOnlyDeclaration(V, Named); });
   for (GlobalValue *G : Named) {
     G->removeDeadConstantUsers();
     if (G->use_empty())

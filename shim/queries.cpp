@@ -787,29 +787,7 @@ extern "C" unsigned repocc_kill_debug_only_local_references(LLVMModuleRef module
         });
       return Any;
     };
-    for (Instruction &I : instructions(F)) {
-      for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
-        if (!DVR.isKillLocation() && llvm::any_of(DVR.location_ops(), namesUnusedLocal)) {
-          DVR.setKillLocation();
-          ++Killed;
-        }
-        if (DVR.isDbgAssign() && !DVR.isKillAddress() && namesUnusedLocal(DVR.getAddress())) {
-          DVR.setKillAddress();
-          ++Killed;
-        }
-      }
-      if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
-        if (!DVI->isKillLocation() && llvm::any_of(DVI->location_ops(), namesUnusedLocal)) {
-          DVI->setKillLocation();
-          ++Killed;
-        }
-        if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI))
-          if (!DAI->isKillAddress() && namesUnusedLocal(DAI->getAddress())) {
-            DAI->setKillAddress();
-            ++Killed;
-          }
-      }
-    }
+    Killed += killDebugLocations(F, namesUnusedLocal);
   }
   return Killed;
 }

@@ -299,4 +299,42 @@ inline DISubprogram *callSiteDeclaration(const Function &F) {
       SP->getThrownTypes(), SP->getAnnotations(), SP->getTargetFuncName());
 }
 
+// Takes the location from each debug record of F, in either form, one of
+// whose location values `Names` says yes to, and the address from each
+// dbg.assign whose address it says yes to; how many it took. `Names` is
+// asked of every value (it may collect what it is asked of).
+template <class NamesFn> unsigned killDebugLocations(Function &F, NamesFn Names) {
+  auto anyNamed = [&](auto Values) {
+    bool Any = false;
+    for (Value *V : Values)
+      Any |= Names(V);
+    return Any;
+  };
+  unsigned Killed = 0;
+  for (BasicBlock &BB : F)
+    for (Instruction &I : BB) {
+      for (DbgVariableRecord &DVR : filterDbgVars(I.getDbgRecordRange())) {
+        if (anyNamed(DVR.location_ops())) {
+          DVR.setKillLocation();
+          ++Killed;
+        }
+        if (DVR.isDbgAssign() && Names(DVR.getAddress())) {
+          DVR.setKillAddress();
+          ++Killed;
+        }
+      }
+      if (auto *DVI = dyn_cast<DbgVariableIntrinsic>(&I)) {
+        if (anyNamed(DVI->location_ops())) {
+          DVI->setKillLocation();
+          ++Killed;
+        }
+        if (auto *DAI = dyn_cast<DbgAssignIntrinsic>(DVI); DAI && Names(DAI->getAddress())) {
+          DAI->setKillAddress();
+          ++Killed;
+        }
+      }
+    }
+  return Killed;
+}
+
 } // namespace repocc_shim

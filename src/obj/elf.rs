@@ -524,16 +524,7 @@ pub(super) fn write(
     for h in &headers {
         h.write(&mut out);
     }
-    // The ELF header: identification as the first input's, with the GNU
-    // ABI where a part needs it, as LLVM marks an object that has a
-    // retained section (`__attribute__((retain))`), a GNU ifunc or a
-    // unique symbol: GNU ld honours SHF_GNU_RETAIN only in such an object,
-    // and `--gc-sections` dropped the retained definitions a fragment
-    // brought (the first part, the glue, said System V).
-    out[..16].copy_from_slice(header_from.get(..16)?);
-    if out[EI_OSABI] == ELFOSABI_NONE && needs_gnu_abi(sections, locals, globals) {
-        out[EI_OSABI] = ELFOSABI_GNU;
-    }
+    out[..16].copy_from_slice(&identification(header_from, sections, locals, globals)?);
     out[16..18].copy_from_slice(&1u16.to_le_bytes()); // ET_REL
     out[18..20].copy_from_slice(&machine.to_le_bytes());
     out[20..24].copy_from_slice(&1u32.to_le_bytes());
@@ -549,6 +540,25 @@ pub(super) fn write(
 const EI_OSABI: usize = 7;
 const ELFOSABI_NONE: u8 = object::elf::ELFOSABI_NONE.0;
 const ELFOSABI_GNU: u8 = object::elf::ELFOSABI_GNU.0;
+
+/// The ELF identification: the first input's, with the GNU ABI where a
+/// part needs it, as LLVM marks an object that has a retained section
+/// (`__attribute__((retain))`), a GNU ifunc or a unique symbol: GNU ld
+/// honours SHF_GNU_RETAIN only in such an object, and `--gc-sections`
+/// dropped the retained definitions a fragment brought (the first part,
+/// the glue, said System V).
+fn identification(
+    header_from: &[u8],
+    sections: &[OutSection],
+    locals: &[OutSym],
+    globals: &[OutSym],
+) -> Option<[u8; 16]> {
+    let mut ident: [u8; 16] = header_from.get(..16)?.try_into().ok()?;
+    if ident[EI_OSABI] == ELFOSABI_NONE && needs_gnu_abi(sections, locals, globals) {
+        ident[EI_OSABI] = ELFOSABI_GNU;
+    }
+    Some(ident)
+}
 
 /// Whether the object uses what only the GNU ABI defines: a section
 /// flagged SHF_GNU_RETAIN, an STT_GNU_IFUNC or STB_GNU_UNIQUE symbol.
