@@ -332,6 +332,28 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
     }))
 }
 
+/// Whether repocc's pipeline can build code for `triple`: the LLVM targets
+/// it initializes (`ir/canonical.rs`) are x86 and AArch64. Any other
+/// architecture goes to clang-19 whole rather than failing in the
+/// pipeline and warning on every unit.
+fn pipeline_supports_target(triple: &str) -> bool {
+    let arch = triple.split('-').next().unwrap_or("").to_ascii_lowercase();
+    matches!(
+        arch.as_str(),
+        "x86_64"
+            | "amd64"
+            | "x86_64h"
+            | "i386"
+            | "i486"
+            | "i586"
+            | "i686"
+            | "x86"
+            | "aarch64"
+            | "arm64"
+            | "aarch64_be"
+    )
+}
+
 /// What the command line asks for as a whole, read once.
 struct CommandLine {
     compile_only: bool,
@@ -372,6 +394,15 @@ impl CommandLine {
                     }
                     Role::CompileOnly => cl.compile_only = true,
                     Role::Output => cl.output = value.clone(),
+                    Role::CompileAndLink if matches!(*spec, "--target=" | "-target") => {
+                        let triple = value.as_deref().unwrap_or("");
+                        if !pipeline_supports_target(triple) {
+                            return Err(Reason::new(
+                                Category::UnsupportedOption,
+                                format!("--target={triple} (repocc's pipeline builds x86 and AArch64 code)"),
+                            ));
+                        }
+                    }
                     Role::Language => {
                         let lang = value.as_deref().unwrap_or("");
                         x_lang = kind_from_x(lang);
@@ -733,8 +764,24 @@ mod tests {
             (&["-c", "a.c", "-x", "bogus"], "-x bogus"),
             (&["-c", "a.c", "-x", "assembler"], "-x assembler"),
             (&["-c", "a.c", "t.i"], "preprocessed"),
+            (
+                &["-c", "a.c", "--target=riscv64-linux-gnu"],
+                "--target=riscv64",
+            ),
+            (
+                &["-c", "a.c", "-target", "armv7-linux-gnueabihf"],
+                "--target=armv7",
+            ),
             (&[], "no input"),
         ];
+        for triple in ["x86_64-linux-gnu", "i686-linux-gnu", "aarch64-linux-gnu"] {
+            let target = format!("--target={triple}");
+            let args = ["-c", "a.c", target.as_str()];
+            assert!(
+                matches!(plan_for(d.path(), &args), Plan::Compile(_)),
+                "{triple} goes through the pipeline"
+            );
+        }
         for (args, want) in cases {
             match plan_for(d.path(), args) {
                 Plan::Passthrough(why) => {
