@@ -139,17 +139,28 @@ public:
   ListingHeaders(const char *header_list, llvm::LLVMContext *context)
       : Base(context), header_list_(header_list) {}
 
+  // A stream destroyed with an unhandled write error is a fatal error in
+  // LLVM (`IO failure on output stream`): the compile would end there.
+  ~ListingHeaders() override { abandonListIfFailed(); }
+
+  // Whether a list was asked for and is not whole (see the header).
+  bool listFailed() const { return failed_; }
+
 protected:
   bool BeginSourceFileAction(clang::CompilerInstance &ci) override {
     if (header_list_) {
       std::error_code error;
       list_ = std::make_unique<llvm::raw_fd_ostream>(
           header_list_, error, llvm::sys::fs::OF_Append | llvm::sys::fs::OF_Text);
-      // Without the list the unit is only not recorded (the unit cache
-      // finds it empty); the compile goes on.
-      if (!error)
+      // Without the list the unit is only not recorded (the caller is
+      // told); the compile goes on, as clang's would.
+      if (error) {
+        list_.reset();
+        failed_ = true;
+      } else {
         ci.getPreprocessor().addPPCallbacks(
             std::make_unique<HeaderListCallbacks>(ci.getSourceManager(), *list_));
+      }
     }
     return Base::BeginSourceFileAction(ci);
   }
@@ -158,11 +169,23 @@ protected:
     Base::EndSourceFileAction();
     if (list_)
       list_->flush();
+    abandonListIfFailed();
   }
 
 private:
+  // A list with a failed write (a full $TMPDIR) misses headers: the
+  // caller is told, and does not take it for the unit's whole list. The
+  // stream stays (the preprocessor's callbacks hold it), its error cleared.
+  void abandonListIfFailed() {
+    if (!list_ || !list_->has_error())
+      return;
+    list_->clear_error();
+    failed_ = true;
+  }
+
   const char *header_list_;
   std::unique_ptr<llvm::raw_fd_ostream> list_;
+  bool failed_ = false;
 };
 
 // clang's driver for `prog_name ARGS` as clang_main sets it up: the
@@ -378,6 +401,7 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     compiler.setOutputStream(std::make_unique<llvm::raw_svector_ostream>(bitcode));
 
   bool ok;
+  bool list_failed = false;
   std::unique_ptr<llvm::Module> module;
   // An optimization record is written through a stream the context would
   // keep after clang's action ends: such units are written as bitcode.
@@ -388,6 +412,7 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     // byte for byte (the same libraries as the clang-19 executable).
     ListingHeaders<EmitObjAction> action(header_list, nullptr);
     ok = compiler.ExecuteAction(action);
+    list_failed = action.listFailed();
   } else if (context) {
     // A function made while its context discards value names has no
     // symbol table, and names given later (mem2reg's, the optimizer's)
@@ -398,11 +423,13 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
     invocation->getCodeGenOpts().DiscardValueNames = false;
     ListingHeaders<EmitLLVMOnlyAction> action(header_list, llvm::unwrap(context));
     ok = compiler.ExecuteAction(action);
+    list_failed = action.listFailed();
     if (ok)
       module = action.takeModule();
   } else {
     ListingHeaders<EmitBCAction> action(header_list, nullptr);
     ok = compiler.ExecuteAction(action);
+    list_failed = action.listFailed();
   }
   ok = ok && !compiler.getDiagnostics().hasErrorOccurred();
   if (context && ok && !module)
@@ -412,6 +439,7 @@ void repocc_frontend_run(const char *clang_path, const char *prog_name,
 
   out->declined = nullptr;
   out->status = ok ? 0 : 1;
+  out->header_list_failed = list_failed ? 1 : 0;
   out->diagnostics = copy_out(text, &out->diagnostics_len);
   if (object) {
     // Nothing to hand over: clang wrote the object (or, on errors,

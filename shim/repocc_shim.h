@@ -189,6 +189,10 @@ typedef struct RepoccFrontendOutput {
   size_t diagnostics_len;
   /* Why the unit was declined (a static string), or null. */
   const char *declined;
+  /* 1 where a header list was asked for and could not be written whole
+   * (its file could not be opened, or a write failed: a full $TMPDIR); the
+   * compile goes on, and what the list holds is not the unit's whole list. */
+  int header_list_failed;
 } RepoccFrontendOutput;
 
 /* object: a whole compile (`-c -o FILE`), clang's compiler proper writing

@@ -53,6 +53,27 @@ if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
   assert_eq "full disk: files left" "fill" "$(cat full.files)"
   note "full disk: exit $(cat full-repocc.rc), clang's words, nothing left"
 fi
+# A full $TMPDIR: clang compiles without it; repocc, which lists the
+# unit's headers there for the unit cache, compiles as clang does (no
+# line of its own, the object of a compile with room) and records nothing
+# (a list cut short would miss headers: a later hit after one changed).
+if [ "$(id -u)" = 0 ] && command -v unshare > /dev/null; then
+  mkdir -p fulltmp tmpok
+  printf '#define LISTED 3\n' > listed.h
+  printf '#include "listed.h"\nint f(void) { return LISTED; }\n' > listed.c
+  for f in "-O2" "-O2 -g" "-O0 -g"; do
+    REPOCC_DIR="$SCRATCH/repo-tmpok" TMPDIR="$SCRATCH/tmpok" "$REPOCC" $f -c listed.c -o listed-ok.o
+    unshare -m sh -c "mount -t tmpfs -o size=64k,mode=0700 none fulltmp && head -c 1M /dev/zero > fulltmp/fill 2>/dev/null;
+      for i in 1 2; do TMPDIR='$SCRATCH/fulltmp' REPOCC_DIR='$SCRATCH/repo-fulltmp' '$REPOCC' $f -c listed.c -o listed-full\$i.o 2>> fulltmp.err || echo \$? >> fulltmp.rc; done
+      ls -A fulltmp > fulltmp.files" || fail "a full \$TMPDIR in a mount namespace"
+    [ -s fulltmp.rc ] && fail "$f, full \$TMPDIR: exit $(cat fulltmp.rc)"
+    [ -s fulltmp.err ] && fail "$f, full \$TMPDIR: $(cat fulltmp.err)"
+    assert_eq "$f, full \$TMPDIR: files left" "fill" "$(cat fulltmp.files)"
+    cmp -s listed-ok.o listed-full1.o && cmp -s listed-ok.o listed-full2.o || fail "$f, full \$TMPDIR: another object"
+  done
+  assert_eq "full \$TMPDIR: unit cache hits" 0 "$(REPOCC_DIR="$SCRATCH/repo-fulltmp" stat_value unit_hits)"
+  note "full \$TMPDIR: compiles as clang's, silent, same objects, nothing recorded"
+fi
 if [ -c /dev/full ]; then
   crc=0; clang-19 -O2 -c ok.c -o /dev/full 2> devfull-clang.err || crc=$?
   rrc=0; "$REPOCC" -O2 -c ok.c -o /dev/full 2> devfull-repocc.err || rrc=$?

@@ -1458,12 +1458,12 @@ fn whole_compile(
         None => Err("an output path that is not UTF-8".into()),
     };
     match in_process {
-        Ok((status, stderr)) => {
+        Ok((status, stderr, headers_listed)) => {
             if status != 0 {
                 // As clang's driver: a failed compile leaves no stale object.
                 crate::support::output::remove_failed_output(&unit.output);
             }
-            Ok((status, stderr, header_list.is_some()))
+            Ok((status, stderr, headers_listed))
         }
         Err(why) => {
             *process_reason = Some(why);

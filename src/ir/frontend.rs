@@ -67,15 +67,15 @@ pub trait Clang: Sync {
         Err("clang's driver is not in this process".into())
     }
     /// Compiles a whole unit (`args` with `-c -o FILE`) as this clang
-    /// would, without starting clang: `Ok((exit code, stderr))` once it
-    /// ran (clang wrote the object, and the headers it opened into
-    /// `header_list`), `Err(why)` when it cannot (nothing ran; clang must
-    /// compile).
+    /// would, without starting clang: `Ok((exit code, stderr, listed))`
+    /// once it ran (clang wrote the object, and, `listed`, every header it
+    /// opened into `header_list`), `Err(why)` when it cannot (nothing ran;
+    /// clang must compile).
     fn compile_in_process(
         &self,
         _args: &[String],
         _header_list: Option<&Path>,
-    ) -> Result<(i32, Vec<u8>), String> {
+    ) -> Result<(i32, Vec<u8>, bool), String> {
         Err("clang's driver is not in this process".into())
     }
 }
@@ -198,7 +198,7 @@ impl Clang for InProcessClang {
         &self,
         args: &[String],
         header_list: Option<&Path>,
-    ) -> Result<(i32, Vec<u8>), String> {
+    ) -> Result<(i32, Vec<u8>, bool), String> {
         use crate::llvm::{run_clang_compile_object, InProcessFrontend};
         if crate::llvm::llvm_options_set() {
             return Err("repocc set LLVM options for its pipeline".into());
@@ -210,8 +210,9 @@ impl Clang for InProcessClang {
             Ok(InProcessFrontend::Ran {
                 status,
                 diagnostics,
+                headers_listed,
                 ..
-            }) => Ok((status, diagnostics)),
+            }) => Ok((status, diagnostics, headers_listed)),
             Ok(InProcessFrontend::Declined(why)) => Err(why),
             Err(e) => Err(format!("{e:#}")),
         }
@@ -241,13 +242,14 @@ impl Clang for InProcessClang {
                 bitcode,
                 module,
                 diagnostics,
+                headers_listed,
             } => Ok(FrontendOutput {
                 status,
                 bitcode,
                 module,
                 stderr: diagnostics,
                 process_reason: None,
-                headers_listed: header_list.is_some(),
+                headers_listed,
             }),
             InProcessFrontend::Declined(why) => {
                 let mut out =
@@ -509,7 +511,8 @@ mod tests {
             let mut args: Vec<String> = unit.iter().map(|a| a.to_string()).collect();
             args.extend(["-c".into(), "-o".into(), output.display().to_string()]);
             if in_process_run {
-                in_process.compile_in_process(&args, None).unwrap()
+                let (status, stderr, _) = in_process.compile_in_process(&args, None).unwrap();
+                (status, stderr)
             } else {
                 let out = Command::new(&in_process.process.path)
                     .args(&args)
@@ -546,9 +549,30 @@ mod tests {
         let list = dir.path().join("list");
         let mut args: Vec<String> = vec![c.clone(), "-c".into(), "-o".into()];
         args.push(dir.path().join("l.o").display().to_string());
-        let (status, _) = in_process.compile_in_process(&args, Some(&list)).unwrap();
+        let (status, _, listed) = in_process.compile_in_process(&args, Some(&list)).unwrap();
         assert_eq!(status, 0);
+        assert!(listed);
         assert!(String::from_utf8_lossy(&std::fs::read(&list).unwrap()).contains("stdio.h"));
+
+        // A list that cannot be written (a full $TMPDIR, here /dev/full; a
+        // directory that is not there): the compile goes on, as clang's
+        // would, and says the list is not whole (it was a fatal LLVM error).
+        let unlistable = [
+            PathBuf::from("/dev/full"),
+            dir.path().join("no-such-dir").join("list"),
+        ];
+        for list in unlistable
+            .iter()
+            .filter(|l| !l.starts_with("/dev") || l.exists())
+        {
+            let out = dir.path().join("u.o");
+            let _ = std::fs::remove_file(&out);
+            let mut args: Vec<String> = vec![c.clone(), "-c".into(), "-o".into()];
+            args.push(out.display().to_string());
+            let (status, _, listed) = in_process.compile_in_process(&args, Some(list)).unwrap();
+            assert_eq!((status, listed), (0, false), "{}", list.display());
+            assert!(std::fs::read(&out).unwrap().starts_with(b"\x7fELF"));
+        }
 
         // An error: clang's text and exit code, and no object written.
         let broken = dir.path().join("broken.c");

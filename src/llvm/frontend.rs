@@ -59,6 +59,9 @@ pub enum InProcessFrontend {
         /// The module (on success), when it was asked for.
         module: Option<FrontendModule>,
         diagnostics: Vec<u8>,
+        /// A header list was asked for and clang wrote it whole (a full
+        /// `$TMPDIR` leaves part of it: not the unit's whole list).
+        headers_listed: bool,
     },
     /// It declined before anything ran, for this reason: clang must run as
     /// a process.
@@ -219,6 +222,7 @@ fn run_clang(
         diagnostics: std::ptr::null_mut(),
         diagnostics_len: 0,
         declined: std::ptr::null(),
+        header_list_failed: 0,
     };
     // SAFETY: every pointer refers to a NUL-terminated string owned above
     // and alive for the call; `out` is a valid, initialized struct the shim
@@ -263,6 +267,7 @@ fn run_clang(
                     .filter(|_| !out.module.is_null())
                     .map(|h| h.holding(out.module)),
                 diagnostics: take(out.diagnostics, out.diagnostics_len),
+                headers_listed: list.is_some() && out.header_list_failed == 0,
             }
         };
         repocc_frontend_free(&mut out);
