@@ -125,7 +125,27 @@ const FLAGS: &[(&str, Role)] = &[
     ("-gstrict-dwarf", Compile),
     ("-gno-strict-dwarf", Compile),
     ("-gno-record-gcc-switches", Compile),
-    ("-grecord-gcc-switches", Compile),
+    ("-gno-record-command-line", Compile),
+    ("-fno-record-command-line", Compile),
+    // clang records the command line its driver was given (in
+    // DW_AT_producer, in .GCC.command.line); the pipeline's frontend is
+    // given another.
+    (
+        "-grecord-gcc-switches",
+        Unsupported("-grecord-gcc-switches (records the command line)"),
+    ),
+    (
+        "-grecord-command-line",
+        Unsupported("-grecord-command-line (records the command line)"),
+    ),
+    (
+        "-frecord-command-line",
+        Unsupported("-frecord-command-line (records the command line)"),
+    ),
+    (
+        "-frecord-gcc-switches",
+        Unsupported("-frecord-gcc-switches (records the command line)"),
+    ),
     // Modes repocc leaves to clang.
     ("-E", Unsupported("-E (preprocess only)")),
     ("-S", Unsupported("-S (assembly output)")),

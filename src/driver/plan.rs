@@ -769,6 +769,14 @@ mod tests {
                 "--target=riscv64",
             ),
             (
+                &["-c", "a.c", "-g", "-grecord-gcc-switches"],
+                "-grecord-gcc-switches",
+            ),
+            (
+                &["-c", "a.c", "-frecord-command-line"],
+                "-frecord-command-line",
+            ),
+            (
                 &["-c", "a.c", "-target", "armv7-linux-gnueabihf"],
                 "--target=armv7",
             ),
