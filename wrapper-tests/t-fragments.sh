@@ -468,6 +468,19 @@ assert_eq "32-bit unit: carving declined" 2 "$(REPOCC_DIR="$SCRATCH/repo-32" sta
 grep -F -e "explain d32.c: decline: composing (ld.lld -r instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say composing declined"
 grep -F -e "explain d32.c: decline: carving (a module per fragment instead): " d32.err > /dev/null || fail "REPOCC_EXPLAIN does not say carving declined"
 note "a 32-bit unit: both declines counted and explained"
+# With debug information a 32-bit unit is compiled whole (repocc's DWARF
+# code reads ELF64 objects): clang's object, no warning (it was a fallback
+# with "a fragment's object cannot be read" for every unit).
+for f in "-O2 -g" "-O0 -g"; do
+  REPOCC_DIR="$SCRATCH/repo-32g" REPOCC_DEBUG_FRAGMENTS=true "$REPOCC" -m32 $f -c d32.c -o d32g.o 2> d32g.err \
+    || { cat d32g.err; fail "repocc -m32 $f -c d32.c"; }
+  [ -s d32g.err ] && fail "-m32 $f: $(cat d32g.err)"
+  clang-19 -m32 $f -c d32.c -o d32g.clang.o
+  cmp d32g.o d32g.clang.o || fail "-m32 $f: not clang-19's object"
+done
+assert_eq "32-bit debug units: fallbacks" 0 "$(REPOCC_DIR="$SCRATCH/repo-32g" stat_value fallbacks)"
+assert_eq "32-bit debug units: compiled whole" 2 "$(REPOCC_DIR="$SCRATCH/repo-32g" stat_value debug_units_whole)"
+note "a 32-bit unit with -g: compiled whole, clang's object, no warning"
 
 # A member the carver cannot index (an unwind section with a terminator
 # record, from inline assembly) makes its whole code generation decline;

@@ -1418,7 +1418,8 @@ fn plain_compile_args(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Whole {
     /// Debug info without `debug_fragments` (and at -O0, mem2reg's loss of
-    /// variables).
+    /// variables), or in ELF32 objects (`-m32`), whose DWARF repocc's ELF
+    /// code does not read.
     DebugInfo,
     /// C at -O0 without debug info (`fragments` "auto").
     COptZero,
@@ -1427,7 +1428,7 @@ enum Whole {
 fn compiled_whole(unit: &plan::UnitPlan, p: &CompilePlan, cx: &UnitContext) -> Option<Whole> {
     if cx.repository.is_none() {
         None
-    } else if p.debug_any && !cx.options.debug_fragments {
+    } else if p.debug_any && (!cx.options.debug_fragments || !p.elf64_objects) {
         Some(Whole::DebugInfo)
     } else if cx.c_units_whole && plan::is_c(unit.language) {
         Some(Whole::COptZero)

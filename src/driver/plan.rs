@@ -201,6 +201,9 @@ pub struct CompilePlan {
     pub codegen: CodegenSettings,
     /// Any debug information is asked for (line tables included).
     pub debug_any: bool,
+    /// The objects are ELF64 (x86-64, AArch64), whose debug information
+    /// repocc's ELF code reads; not with `-m32` or an i386 target.
+    pub elf64_objects: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -329,6 +332,7 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
         link,
         codegen,
         debug_any: debug_any(args),
+        elf64_objects: elf64_objects(args),
     }))
 }
 
@@ -338,6 +342,12 @@ fn plan_inner(args: &[Arg], cwd: &Path, temps: &dyn TempObjects) -> Result<Plan,
 /// pipeline and warning on every unit.
 fn pipeline_supports_target(triple: &str) -> bool {
     let arch = triple.split('-').next().unwrap_or("").to_ascii_lowercase();
+    // x32 and ILP32: ELF32 objects of a 64-bit machine, which repocc's
+    // ELF code does not read.
+    let environment = triple.rsplit('-').next().unwrap_or("").to_ascii_lowercase();
+    if environment.ends_with("x32") || environment.ends_with("ilp32") {
+        return false;
+    }
     matches!(
         arch.as_str(),
         "x86_64"
@@ -548,6 +558,32 @@ fn debug_any(args: &[Arg]) -> bool {
         }
     }
     on
+}
+
+/// Whether the objects are ELF64: not after `-m32` (unless a later
+/// `-m64`), nor for an i386 `--target` (the pipeline builds no other
+/// 32-bit target, see [`pipeline_supports_target`]).
+fn elf64_objects(args: &[Arg]) -> bool {
+    let mut elf64 = true;
+    for a in args {
+        if let Arg::Opt { spec, value, .. } = a {
+            match *spec {
+                "-m32" => elf64 = false,
+                "-m64" => elf64 = true,
+                "--target=" | "-target" => {
+                    let arch = value
+                        .as_deref()
+                        .unwrap_or("")
+                        .split('-')
+                        .next()
+                        .unwrap_or("");
+                    elf64 = !matches!(arch, "i386" | "i486" | "i586" | "i686" | "x86");
+                }
+                _ => {}
+            }
+        }
+    }
+    elf64
 }
 
 /// `dir/name.c` → `name.o` (in the current directory), as clang names it.
@@ -772,6 +808,7 @@ mod tests {
                 &["-c", "a.c", "-g", "-grecord-gcc-switches"],
                 "-grecord-gcc-switches",
             ),
+            (&["-c", "a.c", "--target=x86_64-linux-gnux32"], "gnux32"),
             (
                 &["-c", "a.c", "-frecord-command-line"],
                 "-frecord-command-line",
@@ -782,13 +819,27 @@ mod tests {
             ),
             (&[], "no input"),
         ];
-        for triple in ["x86_64-linux-gnu", "i686-linux-gnu", "aarch64-linux-gnu"] {
+        for (triple, elf64) in [
+            ("x86_64-linux-gnu", true),
+            ("i686-linux-gnu", false),
+            ("aarch64-linux-gnu", true),
+        ] {
             let target = format!("--target={triple}");
             let args = ["-c", "a.c", target.as_str()];
-            assert!(
-                matches!(plan_for(d.path(), &args), Plan::Compile(_)),
-                "{triple} goes through the pipeline"
-            );
+            match plan_for(d.path(), &args) {
+                Plan::Compile(p) => assert_eq!(p.elf64_objects, elf64, "{triple}"),
+                other => panic!("{triple} goes through the pipeline: {other:?}"),
+            }
+        }
+        for (args, elf64) in [
+            (&["-c", "a.c", "-m32"][..], false),
+            (&["-c", "a.c", "-m32", "-m64"][..], true),
+            (&["-c", "a.c"][..], true),
+        ] {
+            match plan_for(d.path(), args) {
+                Plan::Compile(p) => assert_eq!(p.elf64_objects, elf64, "{args:?}"),
+                other => panic!("{args:?}: {other:?}"),
+            }
         }
         for (args, want) in cases {
             match plan_for(d.path(), args) {

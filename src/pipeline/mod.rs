@@ -866,6 +866,18 @@ impl<'a> LinePlacement<'a> {
     }
 }
 
+/// Whether `obj::debug_lines` reads the objects `triple`'s code generator
+/// writes: ELF64 little-endian x86-64 and AArch64 (not x32's or ILP32's
+/// ELF32, not big-endian AArch64).
+fn lines_placeable_for(triple: &str) -> bool {
+    let mut parts = triple.split('-');
+    let arch = parts.next().unwrap_or("");
+    let environment = triple.rsplit('-').next().unwrap_or("");
+    matches!(arch, "x86_64" | "aarch64" | "arm64")
+        && !environment.ends_with("x32")
+        && !environment.ends_with("ilp32")
+}
+
 /// Stage 3: digests of the canonical module.
 fn metadata_stage(
     unit: &canonical::Unit,
@@ -886,7 +898,13 @@ fn metadata_stage(
     // With debug info, lines are relative to each definition (its
     // fragment is compiled so and placed when composed): an edit that adds
     // lines above a definition keeps its digest.
-    let lines = if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0 {
+    // Only in objects whose DWARF repocc places (`obj::debug_lines`: ELF64
+    // little-endian, x86-64 and AArch64); an i386 or x32 unit keeps its
+    // lines absolute.
+    let triple = tm.get_triple();
+    let lines = if unit.module.get_global_metadata_size("llvm.dbg.cu") > 0
+        && lines_placeable_for(&triple.as_str().to_string_lossy())
+    {
         digest::Lines::Relative
     } else {
         digest::Lines::Absolute
@@ -935,6 +953,26 @@ fn digest_report(source: &str, d: &digest::ModuleDigests) -> String {
 #[cfg(test)]
 mod tests {
     use super::combine::tests::compile;
+
+    #[test]
+    fn lines_are_relative_only_where_their_objects_are_placed() {
+        for triple in [
+            "x86_64-pc-linux-gnu",
+            "x86_64-unknown-linux-gnu",
+            "aarch64-unknown-linux-gnu",
+        ] {
+            assert!(super::lines_placeable_for(triple), "{triple}");
+        }
+        for triple in [
+            "i686-pc-linux-gnu",
+            "i386-unknown-linux-gnu",
+            "x86_64-unknown-linux-gnux32",
+            "aarch64_be-unknown-linux-gnu",
+            "aarch64-unknown-linux-gnu_ilp32",
+        ] {
+            assert!(!super::lines_placeable_for(triple), "{triple}");
+        }
+    }
 
     /// Composing declines when a fragment has a type unit the glue (the
     /// first object) lacks: that type unit would be a stub.
