@@ -846,89 +846,8 @@ fn emit_carved(
         unique_section_names: true,
         ..settings.clone()
     };
-    // Code and data are compiled apart: the code generator folds what a
-    // constant it can see the initializer of holds into the code reading
-    // it (a string copied with immediate stores), so a function compiled
-    // beside another fragment's constant would not come out as it does
-    // beside a declaration — as when that constant is stored. A fragment
-    // with both code and a constant, or a label table with its function,
-    // is compiled on its own.
-    let mut code = Vec::new();
-    let mut data = Vec::new();
-    let structor_keys = llvm::structor_keys(&unit.module);
-    for (pos, spec) in specs.iter().enumerate() {
-        let function = spec
-            .members
-            .iter()
-            .any(|m| (unit.module.get_function(m)).is_some_and(|f| llvm::has_body(&f)));
-        let constant = spec.members.iter().any(|m| {
-            (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
-        });
-        // A label table with its function is compiled on its own too:
-        // carved from the chunk's code generation, clang's own -O0 body
-        // lost the labels the table names ("Undefined temporary symbol").
-        let labels = takes_block_addresses(unit, &spec.members);
-        // A function in a named section (clang puts every static
-        // initializer in `.text.startup`) would share that section with
-        // the chunk's others, which carving cannot split: on its own too.
-        let named_section = spec.members.iter().any(|m| {
-            (unit.module.get_function(m))
-                .is_some_and(|f| f.as_global_value().get_section().is_some())
-        });
-        // A structor's key takes the structor's entry and its initializer
-        // (in `.text.startup`), whose `.init_array` section is in the key's
-        // COMDAT group: on its own too, variables or not.
-        if spec.members.iter().any(|m| structor_keys.contains(m)) {
-            continue;
-        }
-        match (function, constant || labels || named_section) {
-            (true, true) => {}
-            (true, false) => code.push(pos),
-            (false, _) => data.push(pos),
-        }
-    }
-    let code_weights: Vec<u64> = code.iter().map(|&p| weights[p]).collect();
-    let mut groups: Vec<Vec<usize>> = balanced_chunks(&code_weights, jobs)
-        .into_iter()
-        .map(|r| code[r].to_vec())
-        .collect();
-    if !data.is_empty() {
-        groups.push(data);
-    }
-    let group_module = |group: &[usize]| {
-        extract(
-            unit,
-            group.iter().flat_map(|&p| &specs[p].members),
-            false,
-            None,
-        )
-    };
-    let objects: Vec<Vec<u8>> = if jobs <= 1 {
-        let machine = target.machine(&sectioned)?;
-        groups
-            .iter()
-            .map(|g| {
-                let object = llvm::emit_object(&machine, &group_module(g))
-                    .map_err(|e| anyhow!("generating code for the unit's new fragments: {e}"))?;
-                Ok(object.as_slice().to_vec())
-            })
-            .collect::<Result<_>>()?
-    } else {
-        let bitcodes: Vec<Vec<u8>> = groups
-            .iter()
-            .map(|g| {
-                group_module(g)
-                    .write_bitcode_to_memory()
-                    .as_slice()
-                    .to_vec()
-            })
-            .collect();
-        run_workers(&bitcodes, jobs, |bc| {
-            let machine = target.machine(&sectioned)?;
-            compile_bitcode(bc, "the unit's new fragments", &machine, None, None)
-                .map(|(object, _, _)| object)
-        })?
-    };
+    let groups = carving_batches(unit, &specs, &weights, jobs);
+    let objects = generate_batches(unit, &specs, &groups, target, &sectioned, jobs)?;
     let naming = carve::SectionNaming {
         function_sections: settings.function_sections,
         data_sections: settings.data_sections,
@@ -987,6 +906,115 @@ fn emit_carved(
         }
     }
     Ok(())
+}
+
+/// The objects of `groups` (batches of `specs`, see [`carving_batches`]),
+/// each compiled with every definition in a section of its own; in
+/// `jobs` worker processes where there are several.
+fn generate_batches(
+    unit: &Unit,
+    specs: &[carve::FragmentSpec],
+    groups: &[Vec<usize>],
+    target: &TargetSpec,
+    sectioned: &CodegenSettings,
+    jobs: usize,
+) -> Result<Vec<Vec<u8>>> {
+    let group_module = |group: &[usize]| {
+        extract(
+            unit,
+            group.iter().flat_map(|&p| &specs[p].members),
+            false,
+            None,
+        )
+    };
+    if jobs <= 1 {
+        let machine = target.machine(sectioned)?;
+        groups
+            .iter()
+            .map(|g| {
+                let object = llvm::emit_object(&machine, &group_module(g))
+                    .map_err(|e| anyhow!("generating code for the unit's new fragments: {e}"))?;
+                Ok(object.as_slice().to_vec())
+            })
+            .collect()
+    } else {
+        let bitcodes: Vec<Vec<u8>> = groups
+            .iter()
+            .map(|g| {
+                group_module(g)
+                    .write_bitcode_to_memory()
+                    .as_slice()
+                    .to_vec()
+            })
+            .collect();
+        run_workers(&bitcodes, jobs, |bc| {
+            let machine = target.machine(sectioned)?;
+            compile_bitcode(bc, "the unit's new fragments", &machine, None, None)
+                .map(|(object, _, _)| object)
+        })
+    }
+}
+
+/// The batches `emit_carved` compiles the fragments `specs` in (indices
+/// into it): the code in `jobs` chunks of balanced `weights`, the data in
+/// one more. A fragment the batches would change is in none (it is
+/// compiled as a module of its own).
+fn carving_batches(
+    unit: &Unit,
+    specs: &[carve::FragmentSpec],
+    weights: &[u64],
+    jobs: usize,
+) -> Vec<Vec<usize>> {
+    // Code and data are compiled apart: the code generator folds what a
+    // constant it can see the initializer of holds into the code reading
+    // it (a string copied with immediate stores), so a function compiled
+    // beside another fragment's constant would not come out as it does
+    // beside a declaration — as when that constant is stored. A fragment
+    // with both code and a constant, or a label table with its function,
+    // is compiled on its own.
+    let mut code = Vec::new();
+    let mut data = Vec::new();
+    let structor_keys = llvm::structor_keys(&unit.module);
+    for (pos, spec) in specs.iter().enumerate() {
+        let function = spec
+            .members
+            .iter()
+            .any(|m| (unit.module.get_function(m)).is_some_and(|f| llvm::has_body(&f)));
+        let constant = spec.members.iter().any(|m| {
+            (unit.module.get_global(m)).is_some_and(|g| !g.is_declaration() && g.is_constant())
+        });
+        // A label table with its function is compiled on its own too:
+        // carved from the chunk's code generation, clang's own -O0 body
+        // lost the labels the table names ("Undefined temporary symbol").
+        let labels = takes_block_addresses(unit, &spec.members);
+        // A function in a named section (clang puts every static
+        // initializer in `.text.startup`) would share that section with
+        // the chunk's others, which carving cannot split: on its own too.
+        let named_section = spec.members.iter().any(|m| {
+            (unit.module.get_function(m))
+                .is_some_and(|f| f.as_global_value().get_section().is_some())
+        });
+        // A structor's key takes the structor's entry and its initializer
+        // (in `.text.startup`), whose `.init_array` section is in the key's
+        // COMDAT group: on its own too, variables or not.
+        if spec.members.iter().any(|m| structor_keys.contains(m)) {
+            continue;
+        }
+        match (function, constant || labels || named_section) {
+            (true, true) => {}
+            (true, false) => code.push(pos),
+            (false, _) => data.push(pos),
+        }
+    }
+    let code_weights: Vec<u64> = code.iter().map(|&p| weights[p]).collect();
+    let mut groups: Vec<Vec<usize>> = balanced_chunks(&code_weights, jobs)
+        .into_iter()
+        .map(|r| code[r].to_vec())
+        .collect();
+    if !data.is_empty() {
+        groups.push(data);
+    }
+    groups
 }
 
 pub(super) fn balanced_chunks(weights: &[u64], n: usize) -> Vec<std::ops::Range<usize>> {
