@@ -348,20 +348,16 @@ fn pipeline_supports_target(triple: &str) -> bool {
     if environment.ends_with("x32") || environment.ends_with("ilp32") {
         return false;
     }
-    matches!(
-        arch.as_str(),
-        "x86_64"
-            | "amd64"
-            | "x86_64h"
-            | "i386"
-            | "i486"
-            | "i586"
-            | "i686"
-            | "x86"
-            | "aarch64"
-            | "arm64"
-            | "aarch64_be"
-    )
+    is_i386(&arch)
+        || matches!(
+            arch.as_str(),
+            "x86_64" | "amd64" | "x86_64h" | "aarch64" | "arm64" | "aarch64_be"
+        )
+}
+
+/// A triple's architecture that is i386 (32-bit x86, ELF32 objects).
+fn is_i386(arch: &str) -> bool {
+    matches!(arch, "i386" | "i486" | "i586" | "i686" | "x86")
 }
 
 /// What the command line asks for as a whole, read once.
@@ -577,7 +573,7 @@ fn elf64_objects(args: &[Arg]) -> bool {
                         .split('-')
                         .next()
                         .unwrap_or("");
-                    elf64 = !matches!(arch, "i386" | "i486" | "i586" | "i686" | "x86");
+                    elf64 = !is_i386(&arch.to_ascii_lowercase());
                 }
                 _ => {}
             }
