@@ -377,6 +377,35 @@ struct LineRebaser {
   // old line. Such a declaration is made distinct instead (the verifier
   // asks declarations for no compile unit, not for uniquing); it is in the
   // unit's own file, so no other unit's fragment shares it.
+  // In the unit's module (the anchored rebase, before any fragment is
+  // extracted) such a declaration is made again uniqued: a distinct one
+  // cannot be a function declaration's `!dbg` (the verifier drops the
+  // debug info), and a fragment calling the function declares it with
+  // that node (`callSiteDeclaration`; a pruned definition's declaration
+  // too). A member of a class template instance that the unit declares
+  // only (a dynamic class whose vtable is emitted elsewhere) has its
+  // class unchanged while its type reaches a type of the unit's source:
+  // gmock's `OnCallSpec<F>::GetAction` for a test's `F`. The old node
+  // holds the key: it is given another linkage name first, which takes
+  // it out of the way (nothing in the module refers to it once the
+  // module's references are mapped; a failed anchored rebase sends the
+  // unit to clang whole, so no half-changed module is compiled).
+  MDNode *renewedOdrDeclaration(MDNode *N, bool Moves) {
+    auto *SP = cast<DISubprogram>(N);
+    constexpr unsigned LinkageNameOperand = 3;
+    MDString *Linkage = SP->getRawLinkageName();
+    if (N->getOperand(LinkageNameOperand).get() != Linkage) {
+      Failed = true;
+      return N;
+    }
+    TempMDNode Old = N->clone();
+    N->replaceOperandWith(LinkageNameOperand,
+                          MDString::get(C, (Linkage->getString() + ".repocc.replaced").str()));
+    return rebuiltWithLines(
+        C, Old.get(), [&](const MDNode *, unsigned Line) { return Moves ? moved(N, Line) : Line; },
+        [&](Metadata *Op) { return mapped(Op); });
+  }
+
   static bool odrUniquedDeclaration(const MDNode *N) {
     auto *SP = dyn_cast<DISubprogram>(N);
     if (!SP || SP->isDefinition() || SP->isDistinct() || !SP->getRawLinkageName())
@@ -453,10 +482,11 @@ struct LineRebaser {
     bool Same;
     std::tie(New, Same) = withOperands(New, Ops, Lines);
     if (!Same && odrUniquedDeclaration(N)) {
-      New = Moves ? withMovedLines(N, [&](Metadata *Op) { return mapped(Op); }, true)
-                  : rebuiltWithLines(
-                        C, N, [](const MDNode *, unsigned Line) { return Line; },
-                        [&](Metadata *Op) { return mapped(Op); }, true);
+      New = Anchored ? renewedOdrDeclaration(N, Moves)
+            : Moves  ? withMovedLines(N, [&](Metadata *Op) { return mapped(Op); }, true)
+                     : rebuiltWithLines(
+                          C, N, [](const MDNode *, unsigned Line) { return Line; },
+                          [&](Metadata *Op) { return mapped(Op); }, true);
       Same = hasExactly(New, Ops, Lines);
     }
     if (!Same)
