@@ -374,11 +374,12 @@ struct LineRebaser {
   // template's specialization declared in a header's class and defined in
   // the unit's source has its declaration's line there: when that line
   // moves and the class does not, uniquing hands back the node with the
-  // old line. Such a declaration is made distinct instead (the verifier
-  // asks declarations for no compile unit, not for uniquing); it is in the
-  // unit's own file, so no other unit's fragment shares it.
+  // old line. In a fragment's rebase such a declaration is made distinct
+  // instead (it is in the unit's own file, so no other unit's fragment
+  // shares it).
+  //
   // In the unit's module (the anchored rebase, before any fragment is
-  // extracted) such a declaration is made again uniqued: a distinct one
+  // extracted) it is made again uniqued (`renewedOdrDeclaration`): a distinct one
   // cannot be a function declaration's `!dbg` (the verifier drops the
   // debug info), and a fragment calling the function declares it with
   // that node (`callSiteDeclaration`; a pruned definition's declaration
