@@ -391,7 +391,7 @@ struct LineRebaser {
   // it out of the way (nothing in the module refers to it once the
   // module's references are mapped; a failed anchored rebase sends the
   // unit to clang whole, so no half-changed module is compiled).
-  MDNode *renewedOdrDeclaration(MDNode *N, bool Moves) {
+  template <class LinesFn> MDNode *renewedOdrDeclaration(MDNode *N, LinesFn &&Lines) {
     auto *SP = cast<DISubprogram>(N);
     constexpr unsigned LinkageNameOperand = 3;
     MDString *Linkage = SP->getRawLinkageName();
@@ -402,9 +402,7 @@ struct LineRebaser {
     TempMDNode Old = N->clone();
     N->replaceOperandWith(LinkageNameOperand,
                           MDString::get(C, (Linkage->getString() + ".repocc.replaced").str()));
-    return rebuiltWithLines(
-        C, Old.get(), [&](const MDNode *, unsigned Line) { return Moves ? moved(N, Line) : Line; },
-        [&](Metadata *Op) { return mapped(Op); });
+    return rebuiltWithLines(C, Old.get(), Lines, [&](Metadata *Op) { return mapped(Op); });
   }
 
   static bool odrUniquedDeclaration(const MDNode *N) {
@@ -483,11 +481,10 @@ struct LineRebaser {
     bool Same;
     std::tie(New, Same) = withOperands(New, Ops, Lines);
     if (!Same && odrUniquedDeclaration(N)) {
-      New = Anchored ? renewedOdrDeclaration(N, Moves)
-            : Moves  ? withMovedLines(N, [&](Metadata *Op) { return mapped(Op); }, true)
+      auto lines = [&](const MDNode *, unsigned Line) { return Moves ? moved(N, Line) : Line; };
+      New = Anchored ? renewedOdrDeclaration(N, lines)
                      : rebuiltWithLines(
-                          C, N, [](const MDNode *, unsigned Line) { return Line; },
-                          [&](Metadata *Op) { return mapped(Op); }, true);
+                           C, N, lines, [&](Metadata *Op) { return mapped(Op); }, /*Distinct=*/true);
       Same = hasExactly(New, Ops, Lines);
     }
     if (!Same)
