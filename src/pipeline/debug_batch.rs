@@ -46,7 +46,7 @@ use crate::obj::{carve, Decline};
 
 use super::split::{
     balanced_chunks, compile_bitcode, extract, references_of, run_workers, takes_block_addresses,
-    Fragment, LineMode, TargetSpec,
+    verify_debug_module, Fragment, LineMode, TargetSpec,
 };
 
 /// One fragment put in a batch.
@@ -88,6 +88,7 @@ impl Carving<'_, '_> {
         let Some((module, inlined)) = prepared(self.unit, members, self.lines, self.shared) else {
             return Ok(None);
         };
+        verify_debug_module(&module, &members.join(","))?;
         let object = llvm::emit_object(machine, &module)
             .map_err(|e| anyhow!("generating code for {}: {e}", members.join(",")))?;
         let spec = carve::FragmentSpec {
@@ -254,6 +255,7 @@ fn emit_batches(
         let machine = target.machine(sectioned)?;
         return (batches.iter())
             .map(|(_, batch)| {
+                verify_debug_module(batch, "the unit's debug fragments")?;
                 llvm::emit_object(&machine, batch)
                     .map(|o| o.as_slice().to_vec())
                     .map_err(|e| anyhow!("generating code for the unit's debug fragments: {e}"))

@@ -16,7 +16,9 @@
 //! (their lines rebased and compile unit trimmed in place); otherwise, and
 //! for a debug unit's glue and computed-goto label tables, the extracted
 //! modules cross to the workers as bitcode, each worker parsing into a
-//! context of its own (DESIGN.md: LLVM modules are not `Send`). Fragments
+//! context of its own (DESIGN.md: LLVM modules are not `Send`). Either
+//! way a module with debug info is verified as it is compiled
+//! ([`verify_debug_module`]), so that the two ways agree. Fragments
 //! compiled one module each share one code generation pipeline per thread
 //! (`llvm::ObjectEmitter`): building the target's pipeline for every
 //! fragment cost about a quarter of a debug unit's code generation.
@@ -502,6 +504,25 @@ fn emit_object(
     }
 }
 
+/// LLVM's verifier on a module with debug info that repocc made and is
+/// about to compile: an error (the unit goes to clang) where it is
+/// invalid. The bitcode reader runs the same check on what a worker
+/// parses, before the worker rebases and trims it; this one runs on the
+/// module as it is compiled, on every path, so that whether a unit goes
+/// through the repository never depends on how many cores were idle (a
+/// module compiled in the unit's context was never checked, and an
+/// invalid one compiled there gave an object a worker never would).
+pub(super) fn verify_debug_module(module: &Module, what: &str) -> Result<()> {
+    if module.get_flag("Debug Info Version").is_none() {
+        return Ok(());
+    }
+    module.verify().map_err(|e| {
+        let e = e.to_string();
+        let first = e.lines().next().unwrap_or_default();
+        super::llvm_reported(format!("ignoring invalid debug info in {what}: {first}"))
+    })
+}
+
 /// One fragment extracted and compiled in the unit's context. With debug
 /// info, its lines are rebased first (with `lines.relative`) and its
 /// compile unit trimmed, as a worker does (see [`compile_bitcode`]); the
@@ -528,6 +549,7 @@ fn emit_in_unit(
             }
         }
         llvm::trim_debug_units(&module, false);
+        verify_debug_module(&module, &members.join(","))?;
     }
     if fragment_dump::dump_fragment_module(&module, &members.join(",")) && debug_info {
         // Asked here, before a context that shares types by identifier
@@ -726,6 +748,7 @@ pub(super) fn compile_bitcode(
             }
             llvm::trim_debug_units(&module, fragment.glue);
             fragment_dump::dump_fragment_module(&module, what);
+            verify_debug_module(&module, what)?;
         }
         let references = references_of(&module);
         let object = emit_object(pipeline, machine, &module, what)?;
@@ -1064,6 +1087,77 @@ fn workers_now(jobs: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::balanced_chunks;
+
+    /// A module with debug info, its function `f` defined and `g` declared.
+    const DEBUG_MODULE: &str = r#"
+target triple = "x86_64-pc-linux-gnu"
+define i32 @f() !dbg !5 {
+  %r = call i32 @g(), !dbg !8
+  ret i32 %r, !dbg !8
+}
+declare i32 @g()
+!llvm.dbg.cu = !{!0}
+!llvm.module.flags = !{!3, !4}
+!0 = distinct !DICompileUnit(language: DW_LANG_C11, file: !1, producer: "clang", isOptimized: true, runtimeVersion: 0, emissionKind: FullDebug)
+!1 = !DIFile(filename: "t.c", directory: "/")
+!3 = !{i32 7, !"Dwarf Version", i32 5}
+!4 = !{i32 2, !"Debug Info Version", i32 3}
+!5 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 1, type: !6, scopeLine: 1, unit: !0, spFlags: DISPFlagDefinition | DISPFlagOptimized)
+!6 = !DISubroutineType(types: !7)
+!7 = !{null}
+!8 = !DILocation(line: 2, column: 3, scope: !5)
+"#;
+
+    /// A module compiled in the unit's context is checked as a worker's
+    /// bitcode reader checks it: what one path rejects, the other does,
+    /// so whether a unit goes to clang does not depend on the load. The
+    /// broken module is what a rebase gone wrong gives: a declaration
+    /// carrying a distinct subprogram (the case of commit 8f54613).
+    #[test]
+    fn in_context_modules_are_verified_as_a_workers_are() {
+        use inkwell::memory_buffer::MemoryBuffer;
+        use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
+        let context = crate::llvm::test_context();
+        Target::initialize_native(&InitializationConfig::default()).unwrap();
+        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+        let machine = Target::from_triple(&triple)
+            .unwrap()
+            .create_target_machine(
+                &triple,
+                "x86-64",
+                "",
+                inkwell::OptimizationLevel::Default,
+                RelocMode::PIC,
+                CodeModel::Default,
+            )
+            .unwrap();
+        for broken in [false, true] {
+            let module = context
+                .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
+                    DEBUG_MODULE.as_bytes(),
+                    "t",
+                ))
+                .unwrap();
+            if broken {
+                let f = module.get_function("f").unwrap();
+                let g = module.get_function("g").unwrap();
+                g.set_subprogram(f.get_subprogram().unwrap());
+            }
+            let in_context = super::verify_debug_module(&module, "g");
+            let bitcode = module.write_bitcode_to_memory();
+            let in_worker = super::compile_bitcode(bitcode.as_slice(), "g", &machine, None, None);
+            assert_eq!(in_context.is_err(), broken, "{in_context:?}");
+            assert_eq!(in_worker.is_err(), broken);
+            if let Err(e) = in_context {
+                let e = format!("{e:#}");
+                assert!(e.contains("LLVM's verifier dropped the debug info"), "{e}");
+                assert!(e.contains("ignoring invalid debug info in g"), "{e}");
+            }
+        }
+        // Without debug info there is nothing of repocc's to check.
+        let plain = context.create_module("plain");
+        assert!(super::verify_debug_module(&plain, "plain").is_ok());
+    }
 
     /// The shim's reach of each fragment is what extracting it gives:
     /// its references and address-significant symbols decide which stored
