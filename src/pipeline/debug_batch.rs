@@ -45,7 +45,7 @@ use crate::llvm;
 use crate::obj::{carve, Decline};
 
 use super::split::{
-    balanced_chunks, compile_bitcode, extract, references_of, run_workers, takes_block_addresses,
+    balanced_chunks, compile_modules, extract, references_of, takes_block_addresses,
     verify_debug_module, Fragment, LineMode, TargetSpec,
 };
 
@@ -145,7 +145,14 @@ pub(super) fn emit_debug_carved(
     let chunks = balanced_chunks(&weights, jobs);
     let (batches, left_out) = build_batches(&carving, chunks, &candidates, plan, reach);
     let linked = started.elapsed();
-    let objects = emit_batches(target, &carving.sectioned, jobs, &batches)?;
+    let objects = compile_modules(
+        batches.len(),
+        |i| &batches[i].1,
+        target,
+        &carving.sectioned,
+        jobs,
+        "the unit's debug fragments",
+    )?;
     let emitted = started.elapsed();
     let batched: usize = batches.iter().map(|(members, _)| members.len()).sum();
     let batch_count = batches.len();
@@ -241,35 +248,6 @@ fn candidates(unit: &Unit, plan: &[(Vec<String>, bool)], done: &[Option<Fragment
                 && !named_section(members)
         })
         .collect()
-}
-
-/// Each batch's object: in this thread with one job, else by workers (as
-/// bitcode, each in a context of its own).
-fn emit_batches(
-    target: &TargetSpec,
-    sectioned: &CodegenSettings,
-    jobs: usize,
-    batches: &[(Vec<Member>, Module)],
-) -> Result<Vec<Vec<u8>>> {
-    if jobs <= 1 {
-        let machine = target.machine(sectioned)?;
-        return (batches.iter())
-            .map(|(_, batch)| {
-                verify_debug_module(batch, "the unit's debug fragments")?;
-                llvm::emit_object(&machine, batch)
-                    .map(|o| o.as_slice().to_vec())
-                    .map_err(|e| anyhow!("generating code for the unit's debug fragments: {e}"))
-            })
-            .collect();
-    }
-    let bitcodes: Vec<Vec<u8>> = (batches.iter())
-        .map(|(_, b)| b.write_bitcode_to_memory().as_slice().to_vec())
-        .collect();
-    run_workers(&bitcodes, jobs, |bc| {
-        let machine = target.machine(sectioned)?;
-        compile_bitcode(bc, "the unit's debug fragments", &machine, None, None)
-            .map(|(object, _, _)| object)
-    })
 }
 
 /// Diagnosis (`REPOCC_CHECK_DEBUG_CARVING`): `object`, carved from a

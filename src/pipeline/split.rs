@@ -932,8 +932,7 @@ fn emit_carved(
 }
 
 /// The objects of `groups` (batches of `specs`, see [`carving_batches`]),
-/// each compiled with every definition in a section of its own; in
-/// `jobs` worker processes where there are several.
+/// each compiled with every definition in a section of its own.
 fn generate_batches(
     unit: &Unit,
     specs: &[carve::FragmentSpec],
@@ -942,40 +941,57 @@ fn generate_batches(
     sectioned: &CodegenSettings,
     jobs: usize,
 ) -> Result<Vec<Vec<u8>>> {
-    let group_module = |group: &[usize]| {
-        extract(
-            unit,
-            group.iter().flat_map(|&p| &specs[p].members),
-            false,
-            None,
-        )
+    let group_module = |i: usize| {
+        let members = groups[i].iter().flat_map(|&p| &specs[p].members);
+        extract(unit, members, false, None)
     };
+    compile_modules(
+        groups.len(),
+        group_module,
+        target,
+        sectioned,
+        jobs,
+        "the unit's new fragments",
+    )
+}
+
+/// The objects of `count` modules that hold many fragments each (`module(i)`
+/// makes or lends the i-th): in this thread with one job, each module
+/// made when its turn comes, or by `jobs` workers, as bitcode, each in a
+/// context of its own. Verified either way (see [`verify_debug_module`]).
+pub(super) fn compile_modules<'ctx, M: std::borrow::Borrow<Module<'ctx>>>(
+    count: usize,
+    module: impl Fn(usize) -> M,
+    target: &TargetSpec,
+    settings: &CodegenSettings,
+    jobs: usize,
+    what: &str,
+) -> Result<Vec<Vec<u8>>> {
     if jobs <= 1 {
-        let machine = target.machine(sectioned)?;
-        groups
-            .iter()
-            .map(|g| {
-                let object = llvm::emit_object(&machine, &group_module(g))
-                    .map_err(|e| anyhow!("generating code for the unit's new fragments: {e}"))?;
+        let machine = target.machine(settings)?;
+        return (0..count)
+            .map(|i| {
+                let module = module(i);
+                verify_debug_module(module.borrow(), what)?;
+                let object = llvm::emit_object(&machine, module.borrow())
+                    .map_err(|e| anyhow!("generating code for {what}: {e}"))?;
                 Ok(object.as_slice().to_vec())
             })
-            .collect()
-    } else {
-        let bitcodes: Vec<Vec<u8>> = groups
-            .iter()
-            .map(|g| {
-                group_module(g)
-                    .write_bitcode_to_memory()
-                    .as_slice()
-                    .to_vec()
-            })
             .collect();
-        run_workers(&bitcodes, jobs, |bc| {
-            let machine = target.machine(sectioned)?;
-            compile_bitcode(bc, "the unit's new fragments", &machine, None, None)
-                .map(|(object, _, _)| object)
-        })
     }
+    let bitcodes: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            module(i)
+                .borrow()
+                .write_bitcode_to_memory()
+                .as_slice()
+                .to_vec()
+        })
+        .collect();
+    run_workers(&bitcodes, jobs, |bc| {
+        let machine = target.machine(settings)?;
+        compile_bitcode(bc, what, &machine, None, None).map(|(object, _, _)| object)
+    })
 }
 
 /// The batches `emit_carved` compiles the fragments `specs` in (indices
