@@ -494,7 +494,6 @@ mod tests {
 
     #[test]
     fn members_leave_out_lone_statics() {
-        use inkwell::targets::{CodeModel, RelocMode, Target, TargetTriple};
         // r and its static helper s call each other (one group); t is a
         // static nothing calls; i is an inline function (linkonce_odr),
         // kept as any other.
@@ -540,18 +539,7 @@ mod tests {
         )
         .unwrap();
         super::super::canonical::init_targets();
-        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-        let target_machine = Target::from_triple(&triple)
-            .unwrap()
-            .create_target_machine(
-                &triple,
-                "x86-64",
-                "",
-                inkwell::OptimizationLevel::Default,
-                RelocMode::PIC,
-                CodeModel::Default,
-            )
-            .unwrap();
+        let target_machine = crate::llvm::test_x86_64_machine(inkwell::OptimizationLevel::Default);
         let unit = Unit {
             module,
             target_machine,

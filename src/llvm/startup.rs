@@ -35,3 +35,23 @@ pub fn test_context() -> inkwell::context::Context {
     initialize();
     inkwell::context::Context::create()
 }
+
+/// An x86-64 Linux target machine at `opt`, with the C API's options, for
+/// unit tests.
+#[cfg(test)]
+pub fn test_x86_64_machine(opt: inkwell::OptimizationLevel) -> inkwell::targets::TargetMachine {
+    use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
+    Target::initialize_native(&InitializationConfig::default()).unwrap();
+    let triple = TargetTriple::create("x86_64-pc-linux-gnu");
+    Target::from_triple(&triple)
+        .unwrap()
+        .create_target_machine(
+            &triple,
+            "x86-64",
+            "",
+            opt,
+            RelocMode::PIC,
+            CodeModel::Default,
+        )
+        .unwrap()
+}

@@ -3,7 +3,6 @@
 use super::*;
 use inkwell::context::Context;
 use inkwell::targets::TargetMachine;
-use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
 use inkwell::OptimizationLevel;
 
 /// A module whose code generation fails in the backend: an inline asm
@@ -15,26 +14,9 @@ const BAD_INLINE_ASM_IR: &str = r#"
           ret void
         }"#;
 
-/// An x86-64 Linux target machine at `opt`, with the C API's options.
-fn x86_64_machine(opt: OptimizationLevel) -> TargetMachine {
-    Target::initialize_native(&InitializationConfig::default()).unwrap();
-    let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-    Target::from_triple(&triple)
-        .unwrap()
-        .create_target_machine(
-            &triple,
-            "x86-64",
-            "",
-            opt,
-            RelocMode::PIC,
-            CodeModel::Default,
-        )
-        .unwrap()
-}
-
 #[test]
 fn target_options_round_trip() {
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     let before = get_target_options(&tm);
     assert_eq!(before.use_init_array, 0, "C API default differs from clang");
     let want = ShimTargetOptions {
@@ -57,7 +39,7 @@ fn backend_errors_reach_the_sink_instead_of_exiting() {
     let ir = BAD_INLINE_ASM_IR;
     let first = with_diagnostic_sink(|context, sink| {
         let module = parse(context, ir);
-        let tm = x86_64_machine(OptimizationLevel::None);
+        let tm = test_x86_64_machine(OptimizationLevel::None);
         let _ = tm.write_to_memory_buffer(&module, FileType::Object);
         sink.first()
     });
@@ -242,7 +224,7 @@ fn clang_ir(c_source: &str, flags: &[&str]) -> String {
 fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
     use inkwell::targets::FileType;
     let machine = |opt| {
-        let tm = x86_64_machine(opt);
+        let tm = test_x86_64_machine(opt);
         set_target_options(
             &tm,
             &ShimTargetOptions {
@@ -313,7 +295,7 @@ fn one_pipeline_for_many_modules_gives_each_module_its_own_object() {
 #[test]
 fn a_backend_error_in_one_module_leaves_the_pipeline_good_for_the_next() {
     use inkwell::targets::FileType;
-    let tm = x86_64_machine(OptimizationLevel::None);
+    let tm = test_x86_64_machine(OptimizationLevel::None);
     let bad = BAD_INLINE_ASM_IR;
     let good = &clang_ir("int g(int x) { return x * 3 + 1; }\n", &["-O0", "-g"]);
     let alone = {
@@ -463,7 +445,7 @@ fn function_ir(module: &inkwell::module::Module, name: &str) -> String {
 #[test]
 fn stored_bodies_are_inlined_as_the_first_compile_left_them() {
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     // The first compile keeps f and sq as its inliner left them.
     let first = parse(&context, BODIES_IR);
     let blob = bodies_after_inliner(&first, &tm, &["sq", "f"]);
@@ -493,7 +475,7 @@ fn stored_bodies_are_inlined_as_the_first_compile_left_them() {
 #[test]
 fn no_pass_runs_on_a_stored_body_before_the_inliner_is_done() {
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     // A blob of bodies no pass ran on: sq keeps its `add i32 %x, 0`.
     let blob = raw_bodies(&context, &["sq", "f"]);
     let module = parse(&context, BODIES_IR);
@@ -539,7 +521,7 @@ define i32 @g(i32 %a) {
 }
 "#;
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     let first = parse(&context, IR);
     let blob = bodies_after_inliner(&first, &tm, &["f"]);
     let second = parse(&context, IR);
@@ -572,7 +554,7 @@ define i32 @g(i32 %a) {
 #[test]
 fn a_group_is_replaced_whole_or_not_at_all() {
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     // Bodies no pass ran on (see the test above), of functions that
     // use no struct type: the unit's optimizer may have dropped its
     // uses of `%struct.S` before the inliner, and a body using a type
@@ -785,7 +767,7 @@ fn substitute_f_and_sq(
 #[test]
 fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
     // Ten lines added between sq and f: f's and g's lines move, sq's,
     // the struct's and the anchor stay. The stored f holds sq's code
@@ -815,7 +797,7 @@ fn stored_bodies_with_debug_info_take_the_units_metadata_and_lines() {
 #[test]
 fn a_stored_body_naming_debug_info_the_unit_lacks_stays_out() {
     let context = crate::llvm::test_context();
-    let tm = x86_64_machine(OptimizationLevel::Default);
+    let tm = test_x86_64_machine(OptimizationLevel::Default);
     let blob = debug_bodies_after_inliner(&context, &tm, DEBUG_BODIES_IR);
     // f's local `v` is `w` in this unit: the stored f names a variable
     // the unit does not have. sq, a group of its own, is still taken.

@@ -1132,21 +1132,8 @@ declare i32 @g()
     #[test]
     fn in_context_modules_are_verified_as_a_workers_are() {
         use inkwell::memory_buffer::MemoryBuffer;
-        use inkwell::targets::{CodeModel, InitializationConfig, RelocMode, Target, TargetTriple};
         let context = crate::llvm::test_context();
-        Target::initialize_native(&InitializationConfig::default()).unwrap();
-        let triple = TargetTriple::create("x86_64-pc-linux-gnu");
-        let machine = Target::from_triple(&triple)
-            .unwrap()
-            .create_target_machine(
-                &triple,
-                "x86-64",
-                "",
-                inkwell::OptimizationLevel::Default,
-                RelocMode::PIC,
-                CodeModel::Default,
-            )
-            .unwrap();
+        let machine = crate::llvm::test_x86_64_machine(inkwell::OptimizationLevel::Default);
         for broken in [false, true] {
             let module = context
                 .create_module_from_ir(MemoryBuffer::create_from_memory_range_copy(
