@@ -537,6 +537,7 @@ fn emit_in_unit(
     shared: Option<&llvm::SharedTypes>,
 ) -> Result<Option<Fragment>> {
     let module = extract(emitter.unit, members, *glue, shared);
+    let what = members.join(",");
     let mut inlined = Vec::new();
     if debug_info {
         debug_assert!(!*glue);
@@ -549,9 +550,9 @@ fn emit_in_unit(
             }
         }
         llvm::trim_debug_units(&module, false);
-        verify_debug_module(&module, &members.join(","))?;
+        verify_debug_module(&module, &what)?;
     }
-    if fragment_dump::dump_fragment_module(&module, &members.join(",")) && debug_info {
+    if fragment_dump::dump_fragment_module(&module, &what) && debug_info {
         // Asked here, before a context that shares types by identifier
         // has merged them.
         emitter.batch_probe.push(
@@ -563,7 +564,7 @@ fn emit_in_unit(
         emitter.pipeline.as_mut(),
         &emitter.unit.target_machine,
         &module,
-        &members.join(","),
+        &what,
     )?;
     Ok(Some(Fragment::compiled(
         members,
