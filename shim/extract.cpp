@@ -23,6 +23,7 @@
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include "shim_internal.h"
+#include "line_rebaser.h"
 
 using namespace llvm;
 using namespace repocc_shim;
@@ -489,6 +490,94 @@ extern "C" unsigned repocc_retain_unit_types(LLVMModuleRef module) {
   return Added;
 }
 extern "C" void repocc_shared_types_free(RepoccSharedTypes *Shared) { delete Shared; }
+
+// Makes every member function declaration of a C++ unit that only its
+// class's member list names a distinct node, before fragments are
+// extracted; returns how many.
+//
+// Why: LLVM finds a uniqued member declaration by hashing its linkage name
+// and its class's identifier string alone ("" without one), not the class
+// node. A fragment that reaches a class it copies (one without an
+// identifier: a template instance over a type local to a function or in
+// an anonymous namespace) copies the class's member declarations, and each
+// copy is a new uniqued node with the hash of every other fragment's copy:
+// each lookup compared it with all of them (gmock-actions_test.cc at -O2
+// -g: 240 fragments copying one class of 100 members; 12.5% of the unit's
+// time in `MDNodeKeyImpl<DISubprogram>::isKeyOf`, docs/performance.md).
+// A distinct node is copied without a lookup.
+//
+// What the fragments hold is the same graph either way: one node per
+// member, where it was. Only declarations no function can carry as its
+// `!dbg` change (the verifier wants a function declaration's to be
+// uniqued): none named like a function of the module (a definition's
+// declaration is what a caller's fragment declares it with, see
+// `callSiteDeclaration`), none any root refers to, and only those whose
+// every user is the member list of distinct classes, which are pointed at
+// a list of the new nodes. A declaration something else names stays as
+// it is, so that no module holds two nodes for one member.
+extern "C" unsigned repocc_distinct_member_declarations(LLVMModuleRef module) {
+  Module &M = *unwrap(module);
+  if (stubsUnitTypes(M) != StubCxxDecls)
+    return 0;
+  DenseMap<const MDNode *, SmallVector<MDNode *, 2>> Users;
+  DenseSet<const MDNode *> Seen, FromRoots;
+  SmallVector<MDNode *, 64> Work;
+  std::vector<MDNode *> Members;
+  forEachRoot(M, [&](Metadata *MD) {
+    if (auto *N = dyn_cast_or_null<MDNode>(MD)) {
+      FromRoots.insert(N);
+      if (Seen.insert(N).second)
+        Work.push_back(N);
+    }
+  });
+  while (!Work.empty()) {
+    MDNode *N = Work.pop_back_val();
+    auto *SP = dyn_cast<DISubprogram>(N);
+    if (SP && SP->isUniqued() && !SP->isDefinition() &&
+        isa_and_nonnull<DICompositeType>(SP->getRawScope()))
+      Members.push_back(N);
+    for (const MDOperand &Op : N->operands())
+      if (auto *O = dyn_cast_or_null<MDNode>(Op.get())) {
+        Users[O].push_back(N);
+        if (Seen.insert(O).second)
+          Work.push_back(O);
+      }
+  }
+  auto memberListOnly = [&](const MDNode *List) {
+    auto It = Users.find(List);
+    if (!isa<MDTuple>(List) || FromRoots.count(List) || It == Users.end())
+      return false;
+    return llvm::all_of(It->second, [&](const MDNode *U) {
+      auto *Class = dyn_cast<DICompositeType>(U);
+      return Class && Class->isDistinct() && Class->getRawElements() == List;
+    });
+  };
+  DenseMap<const Metadata *, Metadata *> Distinct;
+  std::vector<MDNode *> Lists;
+  DenseSet<const MDNode *> ListSeen;
+  for (MDNode *N : Members) {
+    StringRef Linkage = cast<DISubprogram>(N)->getLinkageName();
+    auto It = Users.find(N);
+    if (FromRoots.count(N) || (!Linkage.empty() && M.getFunction(Linkage)) ||
+        It == Users.end() || !llvm::all_of(It->second, memberListOnly))
+      continue;
+    Distinct[N] = MDNode::replaceWithDistinct(N->clone());
+    for (MDNode *List : It->second)
+      if (ListSeen.insert(List).second)
+        Lists.push_back(List);
+  }
+  for (MDNode *List : Lists) {
+    SmallVector<Metadata *, 16> Ops;
+    for (const MDOperand &Op : List->operands())
+      Ops.push_back(Distinct.lookup(Op.get()) ? Distinct.lookup(Op.get()) : Op.get());
+    MDTuple *New = MDTuple::get(M.getContext(), Ops);
+    for (MDNode *Class : Users.find(List)->second)
+      for (unsigned i = 0; i < Class->getNumOperands(); i++)
+        if (Class->getOperand(i).get() == List)
+          Class->replaceOperandWith(i, New);
+  }
+  return Distinct.size();
+}
 
 namespace {
 

@@ -64,6 +64,7 @@ RepoccSharedTypes *repocc_shared_types_new(LLVMModuleRef module);
 void repocc_shared_types_free(RepoccSharedTypes *shared);
 int repocc_stubs_unit_types(LLVMModuleRef module);
 unsigned repocc_retain_unit_types(LLVMModuleRef module);
+unsigned repocc_distinct_member_declarations(LLVMModuleRef module);
 LLVMModuleRef repocc_extract_definitions(LLVMModuleRef module, const char *const *names,
                                          size_t count, int copy_module_asm,
                                          RepoccSharedTypes *shared, int share_metadata);

@@ -64,6 +64,24 @@ pub fn retain_unit_types(module: &inkwell::module::Module) -> u32 {
     unsafe { repocc_retain_unit_types(module.as_mut_ptr()) }
 }
 
+/// In a C++ unit with full debug info, makes each member function
+/// declaration that only its class's member list names a distinct node;
+/// run once, before the unit's fragments are extracted, and returns how
+/// many. LLVM uniques a member declaration by a hash of its linkage name
+/// and its class's identifier alone, so the copies of one class's members
+/// that fragments make (a class without an identifier is copied into each
+/// fragment that reaches it) all collide, and extraction was quadratic in
+/// the fragments reaching a class. A distinct node is copied without a
+/// lookup; the fragments hold the same nodes where they held them (see
+/// the shim's `repocc_distinct_member_declarations` for which stay).
+pub fn distinct_member_declarations(module: &inkwell::module::Module) -> u32 {
+    // SAFETY: the module is alive and nothing else walks or changes its
+    // metadata meanwhile (called in the unit's thread before extraction);
+    // the shim creates new distinct nodes and changes only the member-list
+    // operand of distinct classes that this module's metadata reaches.
+    unsafe { repocc_distinct_member_declarations(module.as_mut_ptr()) }
+}
+
 impl Drop for SharedTypes {
     fn drop(&mut self) {
         // SAFETY: made by `repocc_shared_types_new`, freed only here.

@@ -1006,3 +1006,61 @@ fn a_functions_lookup_tables_are_numbered_by_that_function_alone() {
     // Numbered again, nothing changes.
     assert_eq!(number_lookup_tables(&module), 0);
 }
+
+#[test]
+fn member_declarations_only_a_class_lists_become_distinct() {
+    let context = crate::llvm::test_context();
+    let module = |language: &str| {
+        parse(
+            &context,
+            &format!(
+                r#"
+                define void @f() !dbg !5 {{
+                  ret void
+                }}
+                declare !dbg !11 void @_ZN1C1bEv()
+                !llvm.dbg.cu = !{{!0}}
+                !llvm.module.flags = !{{!3, !4}}
+                !0 = distinct !DICompileUnit(language: {language}, file: !1, isOptimized: true, emissionKind: FullDebug, retainedTypes: !2, imports: !14)
+                !1 = !DIFile(filename: "a.cc", directory: "/d")
+                !2 = !{{!7}}
+                !3 = !{{i32 7, !"Dwarf Version", i32 5}}
+                !4 = !{{i32 2, !"Debug Info Version", i32 3}}
+                !5 = distinct !DISubprogram(name: "f", scope: !1, file: !1, line: 1, type: !6, scopeLine: 1, spFlags: DISPFlagDefinition | DISPFlagOptimized, unit: !0)
+                !6 = !DISubroutineType(types: !{{null}})
+                !7 = distinct !DICompositeType(tag: DW_TAG_class_type, name: "C", file: !1, line: 2, size: 8, elements: !8)
+                !8 = !{{!10, !11, !12}}
+                !10 = !DISubprogram(name: "a", linkageName: "_ZN1C1aEv", scope: !7, file: !1, line: 3, type: !6, scopeLine: 3, spFlags: DISPFlagOptimized)
+                !11 = !DISubprogram(name: "b", linkageName: "_ZN1C1bEv", scope: !7, file: !1, line: 4, type: !6, scopeLine: 4, spFlags: DISPFlagOptimized)
+                !12 = !DISubprogram(name: "c", linkageName: "_ZN1C1cEv", scope: !7, file: !1, line: 5, type: !6, scopeLine: 5, spFlags: DISPFlagOptimized)
+                !13 = !DIImportedEntity(tag: DW_TAG_imported_declaration, scope: !1, entity: !12, file: !1, line: 6)
+                !14 = !{{!13}}"#
+            ),
+        )
+    };
+    // How many nodes the module prints for member `name`, and how many of
+    // them are distinct.
+    let members = |m: &inkwell::module::Module, name: &str| {
+        let text = print_module(m);
+        let lines: Vec<&str> = (text.lines())
+            .filter(|l| l.contains(&format!("!DISubprogram(name: \"{name}\"")))
+            .collect();
+        let distinct = lines.iter().filter(|l| l.contains("= distinct !")).count();
+        (lines.len(), distinct)
+    };
+    let cxx = module("DW_LANG_C_plus_plus_14");
+    assert_eq!(distinct_member_declarations(&cxx), 1);
+    cxx.verify().unwrap();
+    // `a`, which only the class lists, is one distinct node, the one the
+    // class lists (the printer shows what the module reaches); `b`, a
+    // function's declaration (its `!dbg` must be uniqued), and `c`, which
+    // an imported entity names too, stay as they were.
+    assert_eq!(members(&cxx, "a"), (1, 1));
+    assert_eq!(members(&cxx, "b"), (1, 0));
+    assert_eq!(members(&cxx, "c"), (1, 0));
+    assert_eq!(distinct_member_declarations(&cxx), 0);
+    // Not C: its fragments hold no classes as C++ does.
+    let c = module("DW_LANG_C11");
+    assert_eq!(distinct_member_declarations(&c), 0);
+    assert_eq!(members(&c, "a"), (1, 0));
+}

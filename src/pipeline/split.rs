@@ -341,8 +341,13 @@ pub fn emit_groups(
     let debug_info = unit.module.get_global_metadata_size("llvm.dbg.cu") > 0;
     let mut done: Vec<Option<Fragment>> = plan.iter().map(|_| None).collect();
     // With debug info, what one fragment's extraction learns of the unit's
-    // types spares the next one the walk (see `llvm::SharedTypes`).
-    let shared = debug_info.then(|| llvm::SharedTypes::new(&unit.module));
+    // types spares the next one the walk (see `llvm::SharedTypes`); first,
+    // member declarations that fragments copy with their class become
+    // distinct nodes (`llvm::distinct_member_declarations`).
+    let shared = debug_info.then(|| {
+        llvm::distinct_member_declarations(&unit.module);
+        llvm::SharedTypes::new(&unit.module)
+    });
     // With debug info, each fragment's compile unit is trimmed as its own
     // before it joins a batch (see `debug_batch`).
     if !crate::config::switches().no_carve {
