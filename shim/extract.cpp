@@ -23,7 +23,6 @@
 #include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/Support/SmallVectorMemoryBuffer.h>
 #include "shim_internal.h"
-#include "line_rebaser.h"
 
 using namespace llvm;
 using namespace repocc_shim;
@@ -568,13 +567,15 @@ extern "C" unsigned repocc_distinct_member_declarations(LLVMModuleRef module) {
   }
   for (MDNode *List : Lists) {
     SmallVector<Metadata *, 16> Ops;
-    for (const MDOperand &Op : List->operands())
-      Ops.push_back(Distinct.lookup(Op.get()) ? Distinct.lookup(Op.get()) : Op.get());
-    MDTuple *New = MDTuple::get(M.getContext(), Ops);
+    for (const MDOperand &Op : List->operands()) {
+      Metadata *New = Distinct.lookup(Op.get());
+      Ops.push_back(New ? New : Op.get());
+    }
+    MDTuple *NewList = MDTuple::get(M.getContext(), Ops);
     for (MDNode *Class : Users.find(List)->second)
       for (unsigned i = 0; i < Class->getNumOperands(); i++)
         if (Class->getOperand(i).get() == List)
-          Class->replaceOperandWith(i, New);
+          Class->replaceOperandWith(i, NewList);
   }
   return Distinct.size();
 }

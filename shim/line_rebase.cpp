@@ -65,6 +65,8 @@ DenseSet<const MDNode *> uniquedCycleEntries(LineRebaser &R) {
   return Entries;
 }
 
+// Moves the lines `R` says move, in every node reachable from `Mod`'s
+// roots; 1, or -1 (nothing changed) when a node could not be rebuilt.
 int rebaseLines(Module &Mod, LineRebaser &R) {
   Module *M = &Mod;
   // Everything reachable, and whether each node that moves can be rebuilt,

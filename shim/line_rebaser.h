@@ -494,19 +494,4 @@ struct LineRebaser {
   }
 };
 
-// Every metadata root of the module (named metadata, then each global
-// object's), handed to `visit(Metadata *)`.
-template <class Visit> void forEachRoot(Module &M, Visit &&visit) {
-  for (NamedMDNode &NMD : M.named_metadata())
-    for (unsigned i = 0; i < NMD.getNumOperands(); i++)
-      visit(NMD.getOperand(i));
-  for (GlobalVariable &G : M.globals())
-    forEachObjectRoot(G, visit);
-  for (Function &F : M)
-    forEachObjectRoot(F, visit);
-}
-
-// Moves the lines `R` says move, in every node reachable from `Mod`'s
-// roots; 1, or -1 (nothing changed) when a node could not be rebuilt.
-
 } // namespace repocc_shim

@@ -108,6 +108,18 @@ template <class Visit> void forEachObjectRoot(const GlobalObject &GO, Visit &&vi
     }
 }
 
+// Every metadata root of the module (named metadata, then each global
+// object's), handed to `visit(Metadata *)`.
+template <class Visit> void forEachRoot(Module &M, Visit &&visit) {
+  for (NamedMDNode &NMD : M.named_metadata())
+    for (unsigned i = 0; i < NMD.getNumOperands(); i++)
+      visit(NMD.getOperand(i));
+  for (GlobalVariable &G : M.globals())
+    forEachObjectRoot(G, visit);
+  for (Function &F : M)
+    forEachObjectRoot(F, visit);
+}
+
 // Calls `Found` on every metadata node the module's globals and functions
 // reach, each once, in a fixed order (globals, then functions, each one's
 // operands in order); compile units are not entered.
